@@ -1,0 +1,71 @@
+"""The lab's Hydra plugins (Hydra only loads plugins from the `hydra_plugins` namespace).
+
+- LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
+  job is validated (a mistyped knob must leave the disk untouched).
+- LabRayLauncher: hands the whole grid to lab.sweep.launch, which validates every job, then runs
+  them as Ray tasks.
+- LabSearchPath: makes the repository's `sweeps/` folder a config group, so `+sweeps=NAME`
+  selects `sweeps/NAME.yaml`.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class LabSweeperConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[dict] = None
+
+
+@dataclass
+class LabRayLauncherConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabRayLauncher"
+    address: Optional[str] = None
+    """Ray cluster to join ('auto', 'ray://host:10001', ...); null: RAY_ADDRESS, else a local Ray"""
+    num_cpus: Optional[int] = None
+    """CPUs of the embedded local Ray; null: every core"""
+    parallel: bool = True
+    """false: run the grid one run after another in this process, without Ray"""
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
+ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabRayLauncherConf, provider="lab")
+
+
+class LabSweeper(BasicSweeper):
+    def sweep(self, arguments):
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        overrides = parser.parse_overrides(self._parse_config() + list(arguments))
+        (batch,) = self.split_arguments(overrides, None)
+        return [self.launcher.launch(batch, initial_job_idx=0)]
+
+
+class LabRayLauncher(Launcher):
+    def __init__(self, address=None, num_cpus=None, parallel=True):
+        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel}
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.hydra_context, self.config = hydra_context, config
+
+    def launch(self, job_overrides, initial_job_idx):
+        from lab import sweep
+
+        return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
+
+
+class LabSearchPath(SearchPathPlugin):
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        if any(str(_REPO / "conf") in (e.path or "") for e in search_path.get_path()):
+            search_path.append(provider="lab", path=f"file://{_REPO}")

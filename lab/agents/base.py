@@ -1,0 +1,56 @@
+"""What every trained agent is: a scorer of moves, played greedily."""
+
+import io
+
+import numpy as np
+
+from lab import game
+
+
+class Agent:
+    """A trained greedy player. Subclasses score moves; the best-scoring legal moves are its play.
+
+    `scores` must work from any reachable position, for the side to move there.
+    """
+
+    algorithm: str = ""
+
+    def scores(self, codes: np.ndarray) -> np.ndarray:
+        """(n, 9) move scores at board codes, higher is better; illegal entries are ignored."""
+        raise NotImplementedError
+
+    def arrays(self) -> dict:
+        """The agent's parameters as named numpy arrays (numbers and strings only)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> "Agent":
+        raise NotImplementedError
+
+    def policy(self, codes: np.ndarray) -> np.ndarray:
+        """(n, 9) probabilities of the greedy move, shared equally among tied best moves."""
+        codes = np.asarray(codes)
+        return game.greedy(self.scores(codes), game.LEGAL[codes])
+
+    def move_table(self) -> np.ndarray:
+        """The greedy policy at every reachable decision position as a move table (lab.game)."""
+        table = np.zeros((game.N_CODES, 9))
+        table[game.DECISIONS] = self.policy(game.DECISIONS)
+        return table
+
+    def act(self, board, rng: np.random.Generator | None = None) -> int:
+        """A greedy legal move for the side to move on `board` (ties broken at random)."""
+        code = game.encode(board)
+        if game.TERMINAL[code]:
+            raise ValueError("the game is over: there is no move to make")
+        probs = self.policy(np.array([code]))[0]
+        return int((rng or np.random.default_rng()).choice(9, p=probs))
+
+    def save(self, path) -> None:
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
+        return buffer.getvalue()

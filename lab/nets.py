@@ -1,0 +1,83 @@
+"""A small numpy multilayer perceptron: init, forward, backprop, gradient step, save and load.
+
+Seed 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
+biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over the batch and one
+full-batch gradient step per update. Other learners reuse it with a linear output and their own
+loss by handing `gradients` the derivative of their loss with respect to the output.
+"""
+
+import numpy as np
+
+
+class MLP:
+    def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh"):
+        """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation."""
+        if output not in ("tanh", "linear"):
+            raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
+        self.output = output
+        self.weights, self.biases = [], []
+        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+            scale = 1.0 / np.sqrt(n_in + n_out)
+            self.weights.append(rng.standard_normal((n_in, n_out)) * scale)
+            self.biases.append(rng.standard_normal(n_out) * scale)
+
+    @property
+    def params(self):
+        return self.weights + self.biases
+
+    def activations(self, x: np.ndarray) -> list:
+        """Outputs of every layer for a batch x of shape (n, inputs), the input first."""
+        acts = [np.asarray(x, dtype=np.float64)]
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            z = acts[-1] @ w + b
+            acts.append(z if i == last and self.output == "linear" else np.tanh(z))
+        return acts
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.activations(x)[-1]
+
+    def gradients(self, acts: list, d_output: np.ndarray) -> list:
+        """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
+        grad_w, grad_b = [], []
+        delta = np.asarray(d_output, dtype=np.float64)
+        for i in reversed(range(len(self.weights))):
+            out = acts[i + 1]
+            if not (i == len(self.weights) - 1 and self.output == "linear"):
+                delta = delta * (1.0 - out * out)  # tanh'(z) = 1 - tanh(z)^2
+            grad_w.append(acts[i].T @ delta)
+            grad_b.append(delta.sum(axis=0))
+            if i:
+                delta = delta @ self.weights[i].T
+        return grad_w[::-1] + grad_b[::-1]
+
+    def descend(self, grads: list, alpha: float) -> None:
+        """One gradient step of size alpha; refuses to write non-finite parameters."""
+        new = [p - alpha * g for p, g in zip(self.params, grads)]
+        if not all(np.isfinite(p).all() for p in new):
+            raise FloatingPointError("network diverged: a gradient step produced NaN or inf")
+        n = len(self.weights)
+        self.weights, self.biases = new[:n], new[n:]
+
+    def fit_step(self, x: np.ndarray, target: np.ndarray, alpha: float) -> float:
+        """One full-batch step on the loss 1/2 sum (output - target)^2; returns the loss."""
+        acts = self.activations(x)
+        error = acts[-1] - np.asarray(target, dtype=np.float64).reshape(acts[-1].shape)
+        self.descend(self.gradients(acts, error), alpha)
+        return 0.5 * float((error * error).sum())
+
+    def arrays(self, prefix: str = "") -> dict:
+        """Parameters as named arrays for a checkpoint."""
+        named = {f"{prefix}w{i}": w for i, w in enumerate(self.weights)}
+        named.update({f"{prefix}b{i}": b for i, b in enumerate(self.biases)})
+        named[f"{prefix}linear_output"] = np.array(self.output == "linear")
+        return named
+
+    @classmethod
+    def from_arrays(cls, arrays, prefix: str = "") -> "MLP":
+        net = cls.__new__(cls)
+        net.output = "linear" if bool(arrays[f"{prefix}linear_output"]) else "tanh"
+        count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
+        net.weights = [np.asarray(arrays[f"{prefix}w{i}"], dtype=np.float64) for i in range(count)]
+        net.biases = [np.asarray(arrays[f"{prefix}b{i}"], dtype=np.float64) for i in range(count)]
+        return net

@@ -1,0 +1,196 @@
+"""The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
+
+Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
+the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
+and checked against what results_dir already holds before anything starts; the remaining runs go
+out as one Ray task each (an embedded local Ray unless an address is given); each finished run is
+written atomically by this process, so results land here whichever node trained them.
+"""
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from lab import config, results
+from lab.run import RunResult, run
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+@dataclass
+class Job:
+    cfg: dict
+    """the flat configuration"""
+    run_id: str
+    results_dir: Path
+
+
+def _flat(cfg: DictConfig) -> dict:
+    """The run's knobs as plain values (Hydra's own node left out)."""
+    return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+            for key, value in cfg.items() if key != "hydra"}
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
+    """Validate every configuration and drop duplicates and finished runs.
+
+    Returns the jobs to run and notes on what was skipped. Exits with a clear error, before
+    anything is written, on the first invalid knob or unreadable results directory.
+    """
+    jobs, seen, notes = [], set(), []
+    finished = {}
+    duplicates = skipped = 0
+    for cfg in cfgs:
+        try:
+            run_id = config.run_id(*config.parse(cfg))
+            results_dir = config.check_results_dir(cfg["results_dir"])
+            if results_dir not in finished:
+                finished[results_dir] = results.statuses(results_dir)
+        except (config.ConfigError, results.ResultsError) as exc:
+            _fail(str(exc))
+        if (results_dir, run_id) in seen:
+            duplicates += 1
+            continue
+        seen.add((results_dir, run_id))
+        if finished[results_dir].get(run_id) == "finished" and not cfg.get("force"):
+            skipped += 1
+            continue
+        jobs.append(Job(cfg, run_id, results_dir))
+    if duplicates:
+        notes.append(f"{duplicates} configurations repeat another one in every knob their "
+                     "algorithm uses: trained once")
+    if skipped:
+        notes.append(f"{skipped} runs already finished in results_dir: skipped (force=true re-runs them)")
+    return jobs, notes
+
+
+class Progress:
+    """One live line (a line per event when not on a terminal): finished, running, failed, ETA."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self.start = time.monotonic()
+        self.live = sys.stderr.isatty()
+
+    def update(self, result: RunResult | None = None, running: int = 0) -> None:
+        if result is not None:
+            self.done += 1
+            self.failed += result.failed
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        line = (f"runs {self.done}/{self.total} finished, {running} running, "
+                f"{self.failed} failed, {elapsed:.0f}s elapsed, ETA {eta:.0f}s")
+        if self.live:
+            print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
+        elif result is not None:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.live:
+            print(file=sys.stderr)
+
+
+def _run_remote(cfg: dict) -> RunResult:
+    return run(cfg)
+
+
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[RunResult]:
+    """Run the jobs (on Ray unless parallel is false), saving each result as it arrives."""
+    progress = Progress(len(jobs))
+    done = []
+
+    def finish(job: Job, result: RunResult) -> None:
+        results.save(result, job.results_dir)
+        done.append(result)
+        progress.update(result, running=min(len(jobs) - len(done), slots))
+
+    if not parallel:
+        slots = 1
+        for job in jobs:
+            finish(job, run(job.cfg))
+        progress.close()
+        return done
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=None if address else num_cpus,
+                 include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    slots = max(1, int(ray.available_resources().get("CPU", 1)))
+    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
+    pending = {remote.remote(job.cfg): job for job in jobs}
+    progress.update(running=min(len(pending), slots))
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        if not ready:
+            progress.update(running=min(len(pending), slots))
+            continue
+        job = pending.pop(ready[0])
+        try:
+            result = ray.get(ready[0])
+        except Exception as exc:  # noqa: BLE001 - a task lost for good is a failed run
+            result = RunResult(job.run_id, _failed_rows(job, exc), None)
+        finish(job, result)
+    progress.close()
+    return done
+
+
+def _failed_rows(job: Job, exc: Exception):
+    import pandas as pd
+
+    run_cfg, knobs = config.parse(job.cfg)
+    return pd.DataFrame([{
+        "run_id": job.run_id, **config.identity(run_cfg, knobs), "iteration": 0, "episodes": 0,
+        "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+    }])
+
+
+def report(jobs: list[Job], done: list[RunResult], notes: list[str]) -> int:
+    """Print where results are and what failed; the exit status of the sweep."""
+    for note in notes:
+        print(note)
+    failed = [r for r in done if r.failed]
+    dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
+    print(f"{len(done) - len(failed)} runs finished, {len(failed)} failed; results in {', '.join(dirs)}")
+    for result in failed:
+        error = str(result.rows["error"].iloc[0]).splitlines()[0]
+        print(f"  failed {result.run_id}: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True):
+    """Called by the lab's Hydra launcher with the whole grid."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
+    jobs, notes = plan([_flat(c) for c in composed])
+    print(f"{len(composed)} configurations, {len(jobs)} runs to train")
+    done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
+    status = report(jobs, done, notes)
+    if status:
+        sys.exit(status)
+    return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
+            for o, c in zip(job_overrides, composed)]
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+def main(cfg: DictConfig) -> None:
+    """One run in this process (Hydra's run mode)."""
+    jobs, notes = plan([_flat(cfg)])
+    done = execute(jobs, parallel=False)
+    status = report(jobs, done, notes)
+    if status:
+        sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
