@@ -97,6 +97,19 @@ def best_score(scores, legal):
 
 
 @njit(cache=True)
+def shaped_reward(k, won, loss_reward, draw_reward, reward_decay):
+    """The seed's reward for the move k moves back from the end of a game (k = 0 the last)."""
+    if not won:
+        return draw_reward if k < 2 else draw_reward * reward_decay ** (k - 1)
+    if k == 0:
+        return 1.0  # the winning move
+    if k == 1:
+        return loss_reward  # the loser's last move, which let the win happen
+    share = reward_decay ** (k - 1)
+    return share if k % 2 == 0 else -share  # the winner's earlier moves gain, the loser's lose
+
+
+@njit(cache=True)
 def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n, alpha, gamma,
           epsilon, loss_reward, draw_reward, reward_decay, after, terminal, winner, to_move,
           legal, tally):
@@ -122,12 +135,7 @@ def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n,
             code = after[code, move]
         won = winner[code] != 0
         for k in range(t):  # k moves back from the end
-            if won:
-                reward = 1.0 if k == 0 else loss_reward if k == 1 else reward_decay ** (k - 1)
-                if k % 2 == 1 and k > 1:  # the loser's earlier moves share the loss
-                    reward = -reward
-            else:
-                reward = draw_reward * (1.0 if k < 2 else reward_decay ** (k - 1))
+            reward = shaped_reward(k, won, loss_reward, draw_reward, reward_decay)
             s = codes[t - 1 - k]
             a = moves[t - 1 - k]
             nxt = after[s, a]
