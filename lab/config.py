@@ -126,3 +126,13 @@ def run_id(run: RunConfig, knobs: Knobs) -> str:
     text = json.dumps(identity(run, knobs), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+
+
+def compose(*overrides: str) -> dict:
+    """The flat configuration Hydra would build for these overrides (for tests and notebooks)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from lab.sweep import CONF_DIR, knobs
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF_DIR)):
+        return knobs(hydra_compose("config", overrides=list(overrides)))

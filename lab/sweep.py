@@ -29,7 +29,7 @@ class Job:
     results_dir: Path
 
 
-def _flat(cfg: DictConfig) -> dict:
+def knobs(cfg: DictConfig) -> dict:
     """The run's knobs as plain values (Hydra's own node left out)."""
     return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
             for key, value in cfg.items() if key != "hydra"}
@@ -172,7 +172,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     from hydra.core.utils import JobReturn, JobStatus
 
     composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
-    jobs, notes = plan([_flat(c) for c in composed])
+    jobs, notes = plan([knobs(c) for c in composed])
     print(f"{len(composed)} configurations, {len(jobs)} runs to train")
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
@@ -185,7 +185,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     """One run in this process (Hydra's run mode)."""
-    jobs, notes = plan([_flat(cfg)])
+    jobs, notes = plan([knobs(cfg)])
     done = execute(jobs, parallel=False)
     status = report(jobs, done, notes)
     if status:
