@@ -25,9 +25,9 @@ from lab import game, opponents
 
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
-KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "loss")) + (
-    "losing_lines", "total_lines", "never_loses", "optimal_move_rate")
-"""The keys of exact()'s result, in a stable order."""
+KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in ("win", "draw", "loss")},
+        "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float}
+"""The keys of exact()'s result, in order, each with the type of its value."""
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (float sums of the same rationals differ by
 rounding only)."""
@@ -170,6 +170,11 @@ def exact(agent, player: int) -> dict:
     result.update(losing_lines=losing, total_lines=total, never_loses=losing == 0,
                   optimal_move_rate=_optimal_move_rate(moves, side))
     return result
+
+
+def column(seat: int, key: str) -> str:
+    """The results-table column holding measure `key` of the agent in seat `seat` (1 X, 2 O)."""
+    return f"eval_p{seat}_{key}"
 
 
 def _ceiling_table() -> str:
