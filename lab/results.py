@@ -44,7 +44,8 @@ def schema() -> pa.Schema:
     concatenate without surprises.
     """
     fields = {"run_id": pa.string()}
-    fields.update({k: _ARROW[t] for k, t in typing.get_type_hints(config.RunConfig).items()})
+    for key, kind in typing.get_type_hints(config.RunConfig).items():
+        fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
     for name in agents.ALGORITHMS:
         knobs = agents.module(name).Config
         for key, kind in typing.get_type_hints(knobs).items():
