@@ -16,6 +16,8 @@ from lab import agents, config, game, opponents
 CASES = {
     "mc_vfa": (["algorithm=mc_vfa", "opponent=onestep", "player=2", "layers=5", "neurons=16",
                 "alpha=0.01", "episodes_per_update=100"], 50_000),
+    **{name: ([f"algorithm={name}", "opponent=random", "player=1", "episodes_per_update=10000"],
+              200_000) for name in ("q_table", "td_value", "negamax_q")},
 }
 
 
