@@ -62,7 +62,8 @@ def _draw(ax, band: pd.DataFrame, seeds: int, **style):
 
 def _side(frame: pd.DataFrame) -> pd.Series:
     """'player1' / 'player2' for the agent's seat, 'self' for self-play runs."""
-    return np.where(frame["opponent"] == "self", "self", "player" + frame["player"].astype(int).astype(str))
+    seat = frame["player"].map(lambda p: "" if pd.isna(p) else f"player{p:.0f}")
+    return seat.where(frame["opponent"] != "self", "self")
 
 
 def _net(layers, neurons) -> tuple[str, str]:

@@ -54,7 +54,7 @@ def _value(value) -> str:
 def _name(row: pd.Series, extras: list[str]) -> str:
     side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
     name = f"ttt_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
-                                   if pd.notna(row[key]))
+                                   if pd.notna(row.get(key)))
     shown = [k for k in extras if not (k == "opponent" and side == "self")]
     return " ".join([name] + [f"{key}={_value(row[key])}" for key in shown])
 
