@@ -1,4 +1,4 @@
-"""Helpers for tests that drive `python -m lab.sweep` as users do (see test_reliability*.py)."""
+"""Helpers for tests that drive `python -m lab.sweep` as users do."""
 
 import hashlib
 import os
@@ -50,3 +50,37 @@ def snapshot(root) -> dict:
 def rows(results_dir) -> pd.DataFrame:
     """The stored rows, minus the one column allowed to differ between identical runs."""
     return results.load(results_dir).drop(columns="train_seconds")
+
+
+def flat_config(*overrides) -> dict:
+    """The flat configuration `python -m lab.sweep OVERRIDES` would run (Hydra's compose API)."""
+    from hydra import compose, initialize_config_dir
+
+    from lab.sweep import CONF_DIR, _flat
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return _flat(compose("config", overrides=list(overrides)))
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below pid (children, their children, ...)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def title(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
