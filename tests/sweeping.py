@@ -84,3 +84,11 @@ def title(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+def alone(overrides, results_dir) -> pd.DataFrame:
+    """The rows of one run trained in this process, stored and read back like a sweep's."""
+    from lab.run import run
+
+    results.save(run(flat_config(*overrides)), results_dir)
+    return rows(results_dir)
