@@ -117,6 +117,7 @@ def test_a_sweep_joins_the_cluster_named_by_ray_address(cluster, tmp_path):
 def test_joining_without_the_token_setting_says_what_to_set(cluster, tmp_path):
     env = {k: v for k, v in cluster["env"].items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
     env["HOME"] = str(tmp_path)  # no ~/.ray/auth_token either
+    env["RAY_gcs_server_port_wait_time_s"] = "2"  # give up after 2 connection attempts, not 20
     failed = sweep(["--multirun", f"hydra.launcher.address={cluster['address']}", "results_dir=results", *TINY],
                    cwd=tmp_path, env=env, timeout=120)
     assert failed.returncode == 2
@@ -136,3 +137,30 @@ def test_ray_job_submit_with_the_working_dir(cluster, tmp_path):
     stored = rows(results_dir)
     assert sorted(stored.seed.unique()) == [5, 6]
     _same_rows(stored, 6, tmp_path)
+
+
+SHIPPED = """
+import os, ray
+import lab
+from lab import sweep
+sweep.connect()  # RAY_ADDRESS names the cluster
+
+@ray.remote(num_cpus=1, resources={"node2": 1})
+def where():
+    import lab
+    return lab.__file__, os.getcwd()
+
+print(*ray.get(where.remote()), sep="\\n")
+"""
+
+
+def test_workers_import_the_lab_shipped_by_the_driver(cluster, tmp_path):
+    """Joining a cluster ships `lab` to it, so a node without this repository can run the tasks."""
+    env = {**cluster["env"], "RAY_ADDRESS": cluster["address"]}
+    shown = subprocess.run([sys.executable, "-c", SHIPPED], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    module_file, cwd = shown.stdout.split()
+    assert "runtime_resources" in module_file and "py_modules_files" in module_file
+    assert not module_file.startswith(str(REPO))
+    assert Path(cwd) != tmp_path  # the worker does not run in the driver's folder
