@@ -92,3 +92,25 @@ def alone(overrides, results_dir) -> pd.DataFrame:
 
     results.save(run(flat_config(*overrides)), results_dir)
     return rows(results_dir)
+
+
+def cli(args, cwd) -> subprocess.CompletedProcess:
+    """`python -m lab.sweep ARGS` in cwd, run in this process (no interpreter start-up cost)."""
+    import contextlib
+    import io
+
+    from lab import sweep as lab_sweep
+
+    out, err, old = io.StringIO(), io.StringIO(), (sys.argv, os.getcwd())
+    sys.argv = ["lab.sweep", *args]
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            lab_sweep.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = old[0]
+        os.chdir(old[1])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())

@@ -4,7 +4,7 @@ in this process, alone (`python -m lab.sweep`), in a serial sweep, or as Ray tas
 import pandas as pd
 import pytest
 
-from sweeping import TINY, alone, rows, sweep
+from sweeping import TINY, alone, cli, rows, sweep
 
 RUN = [*TINY, "iterations=5", "episodes_per_update=50", "seed=3"]
 GRID = ["--multirun", "results_dir=results", *RUN, "seed=3,4", "opponent=onestep,random"]
@@ -22,10 +22,10 @@ def in_process(tmp_path_factory):
 
 def test_alone_and_in_a_serial_sweep(in_process, tmp_path):
     assert len(in_process) == 5 and in_process.p2_wins.sum() > 0
-    single = sweep(["results_dir=alone", *RUN], cwd=tmp_path)
+    single = sweep(["results_dir=alone", *RUN], cwd=tmp_path)  # a real process
     assert single.returncode == 0, single.stderr
     pd.testing.assert_frame_equal(rows(tmp_path / "alone"), in_process)
-    serial = sweep([*GRID, "hydra.launcher.parallel=false"], cwd=tmp_path)
+    serial = cli([*GRID, "hydra.launcher.parallel=false"], tmp_path)
     assert serial.returncode == 0, serial.stderr
     stored = rows(tmp_path / "results")
     assert stored.run_id.nunique() == 4

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lab import agents, results
-from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, title
+from lab.agents import mc_vfa
+from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, title
 
 SERIAL = "hydra.launcher.parallel=false"
 
@@ -81,7 +82,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
 
 
 def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, spawn):
-    grid = ["--multirun", SERIAL, "results_dir=results", *SECONDS, "iterations=150", "seed=0,1,2,3"]
+    grid = ["--multirun", SERIAL, "results_dir=results", *SECONDS, "iterations=80", "seed=0,1,2,3"]
     proc = spawn(grid)
     _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2, what="two finished runs")
     proc.send_signal(signal.SIGKILL)
@@ -89,9 +90,9 @@ def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, s
     survivors = results.run_files(tmp_path / "results")
     assert 2 <= len(survivors) < 4
     for path in survivors:  # each file is whole: readable, all iterations, its checkpoint loads
-        assert pq.read_table(path).num_rows == 150
+        assert pq.read_table(path).num_rows == 80
         agents.load(results.checkpoint(tmp_path / "results", path.stem))
-    _complete(tmp_path / "results", iterations=150)
+    _complete(tmp_path / "results", iterations=80)
     pd.read_parquet(tmp_path / "results")  # what a notebook reads works too
     kept = {p: p.read_bytes() for p in survivors}
 
@@ -99,7 +100,7 @@ def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, s
     assert again.returncode == 0, again.stderr
     assert f"{len(survivors)} runs already finished in results_dir: skipped" in again.stdout
     assert f"{4 - len(survivors)} runs finished, 0 failed" in again.stdout
-    assert len(_complete(tmp_path / "results", iterations=150).drop_duplicates("run_id")) == 4
+    assert len(_complete(tmp_path / "results", iterations=80).drop_duplicates("run_id")) == 4
     assert all(p.read_bytes() == content for p, content in kept.items())  # not re-run
 
 
@@ -153,15 +154,12 @@ def test_a_process_killed_while_writing_never_leaves_a_partial_table(tmp_path):
     assert len(pd.read_parquet(results_dir)) == 3  # pyarrow skips the hidden partial file too
 
 
-DIVERGE_SEED_1 = """
-from lab.agents import mc_vfa
-iterate = mc_vfa.Learner.iterate
-def iterate_diverging_for_seed_1(self):
-    if self.run.seed == 1:
-        self.alpha = float("inf")  # a step size that makes the network's weights inf / NaN
-    return iterate(self)
-mc_vfa.Learner.iterate = iterate_diverging_for_seed_1
-"""
+def _iterate_diverging_for_seed_1(iterate):
+    def iterate_diverging(self):
+        if self.run.seed == 1:
+            self.alpha = float("inf")  # a step size that makes the network's weights inf / NaN
+        return iterate(self)
+    return iterate_diverging
 
 
 @pytest.fixture(scope="module")
@@ -170,9 +168,11 @@ def failing_sweep(tmp_path_factory):
     10^15-unit layer), run twice: the second run is the resume of the first."""
     cwd = tmp_path_factory.mktemp("failing")
     grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1", "neurons=4,1000000000000000"]
-    first = sweep(grid, cwd=cwd, prelude=DIVERGE_SEED_1)
-    stored = results.load(cwd / "results")
-    second = sweep(grid, cwd=cwd, prelude=DIVERGE_SEED_1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mc_vfa.Learner, "iterate", _iterate_diverging_for_seed_1(mc_vfa.Learner.iterate))
+        first = cli(grid, cwd)
+        stored = results.load(cwd / "results")
+        second = cli(grid, cwd)
     return first, stored, second
 
 
@@ -204,27 +204,27 @@ def test_resume_skips_finished_runs_and_reruns_failed_ones_saying_so(failing_swe
 
 def test_resume_reruns_missing_runs_and_force_reruns_everything(tmp_path):
     grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1,2"]
-    assert sweep(grid, cwd=tmp_path).returncode == 0
+    assert cli(grid, tmp_path).returncode == 0
     first = rows(tmp_path / "results")
     missing = results.run_files(tmp_path / "results")[0]
     missing.unlink()
-    again = sweep(grid, cwd=tmp_path)
+    again = cli(grid, tmp_path)
     assert "2 runs already finished in results_dir: skipped" in again.stdout
     assert "1 runs finished, 0 failed" in again.stdout
     pd.testing.assert_frame_equal(rows(tmp_path / "results"), first)
-    forced = sweep([*grid, "force=true"], cwd=tmp_path)
+    forced = cli([*grid, "force=true"], tmp_path)
     assert "3 runs already finished in results_dir: re-running them (force=true)" in forced.stdout
     assert "3 runs finished, 0 failed" in forced.stdout
     pd.testing.assert_frame_equal(rows(tmp_path / "results"), first)
 
 
 def test_two_sweeps_into_one_results_dir_at_once(tmp_path, spawn):
-    common = [SERIAL, "results_dir=results", *SECONDS, "iterations=60"]
+    common = [SERIAL, "results_dir=results", *SECONDS, "iterations=30"]
     one = spawn(["--multirun", *common, "seed=0,1,2"])
     two = spawn(["--multirun", *common, "seed=1,2,3"])
     assert one.wait(timeout=300) == 0, _output(one)
     assert two.wait(timeout=300) == 0, _output(two)
-    table = _complete(tmp_path / "results", iterations=60)
+    table = _complete(tmp_path / "results", iterations=30)
     assert sorted(table.drop_duplicates("run_id").seed) == [0, 1, 2, 3]
     assert not [p for p in (tmp_path / "results").rglob(".*")]  # no temporary file left behind
 
@@ -243,7 +243,7 @@ for _ in range(int(sys.argv[2])):
 def test_concurrent_writers_of_one_run_never_show_a_reader_a_broken_table(tmp_path):
     """Two processes rewrite the same run file over and over while this one keeps reading it."""
     tests = Path(__file__).parent
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "40"], cwd=tests,
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "25"], cwd=tests,
                                 env=clean_env(PYTHONPATH=str(tests))) for _ in range(2)]
     reads = 0
     try:

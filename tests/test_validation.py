@@ -7,13 +7,11 @@ subprocess to check the exit status a shell sees.
 """
 
 import shutil
-import sys
 
 import pandas as pd
 import pytest
 
-from lab import sweep
-from sweeping import TINY, clean_env, snapshot
+from sweeping import TINY, clean_env, cli, snapshot
 from sweeping import sweep as sweep_process
 
 
@@ -21,41 +19,25 @@ from sweeping import sweep as sweep_process
 def stored(tmp_path_factory):
     """A results folder holding one finished run, copied into every test's working directory."""
     root = tmp_path_factory.mktemp("stored")
-    code, _, _ = _main(["results_dir=" + str(root / "results"), *TINY])
-    assert code == 0
+    assert cli(["results_dir=results", *TINY], root).returncode == 0
     return root / "results"
 
 
 @pytest.fixture
-def cli(tmp_path, stored, monkeypatch, capsys):
+def run_cli(tmp_path, stored, monkeypatch):
     """Run the CLI in tmp_path (which holds results/ with a finished run): (exit code, output)."""
     shutil.copytree(stored, tmp_path / "results")
-    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
 
     def call(args):
         before = snapshot(tmp_path)
         flags = [a for a in args if a.startswith("--")]
         overrides = [a for a in args if not a.startswith("--")]
-        code, out, err = _main([*flags, "results_dir=results", *overrides], capsys)
+        done = cli([*flags, "results_dir=results", *overrides], tmp_path)
         assert snapshot(tmp_path) == before, "a rejected sweep changed the disk"
-        return code, out + err
+        return done.returncode, done.stdout + done.stderr
 
     return call
-
-
-def _main(args, capsys=None):
-    old = sys.argv
-    sys.argv = ["lab.sweep", *args]
-    try:
-        sweep.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        sys.argv = old
-    out, err = capsys.readouterr() if capsys else ("", "")
-    return code, out, err
 
 
 BAD = [  # (override, what the message must say)
@@ -90,46 +72,46 @@ BAD = [  # (override, what the message must say)
 
 
 @pytest.mark.parametrize("override, message", BAD, ids=[b[0] for b in BAD])
-def test_bad_knob_is_refused_before_anything_runs(cli, override, message):
-    code, output = cli([override])
+def test_bad_knob_is_refused_before_anything_runs(run_cli, override, message):
+    code, output = run_cli([override])
     assert code != 0
     for words in message:
         assert words in output
 
 
-def test_a_bad_value_anywhere_in_a_grid_stops_the_whole_grid(cli):
-    code, output = cli(["--multirun", *TINY, "seed=5,6,7", "layers=1,2,0"])
+def test_a_bad_value_anywhere_in_a_grid_stops_the_whole_grid(run_cli):
+    code, output = run_cli(["--multirun", *TINY, "seed=5,6,7", "layers=1,2,0"])
     assert code != 0
     assert "layers=0 is not allowed: layers must be a positive integer" in output
     assert "runs to train" not in output  # nothing was launched
 
 
-def test_results_dir_that_is_a_file(cli, tmp_path):
+def test_results_dir_that_is_a_file(run_cli, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
-    code, output = cli(["results_dir=notes.txt", *TINY])
+    code, output = run_cli(["results_dir=notes.txt", *TINY])
     assert code != 0
     assert "results_dir='notes.txt' is not allowed: results_dir must be a directory" in output
-    code, output = cli(["results_dir=notes.txt/sub", *TINY])
+    code, output = run_cli(["results_dir=notes.txt/sub", *TINY])
     assert code != 0 and "notes.txt is a file" in output
 
 
 @pytest.mark.parametrize("content", [b"", b"PAR1 not really parquet", "table"])
-def test_unreadable_table_in_results_dir(cli, tmp_path, content):
+def test_unreadable_table_in_results_dir(run_cli, tmp_path, content):
     bad = tmp_path / "results" / "stray.parquet"
     if content == "table":  # a real Parquet file that is not a run table
         pd.DataFrame({"x": [1, 2]}).to_parquet(bad)
     else:
         bad.write_bytes(content)
-    code, output = cli([*TINY, "seed=9"])
+    code, output = run_cli([*TINY, "seed=9"])
     assert code != 0
     assert f"results_dir holds {bad}, which is not a readable run table" in output
     assert "move it out" in output
 
 
-def test_relative_results_dir_is_refused_inside_a_ray_job(cli, monkeypatch):
+def test_relative_results_dir_is_refused_inside_a_ray_job(run_cli, monkeypatch):
     # `ray job submit` runs the driver in a temporary copy of --working-dir (Ray sets this variable)
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
-    code, output = cli([*TINY, "seed=9"])
+    code, output = run_cli([*TINY, "seed=9"])
     assert code != 0
     assert "results_dir='results' is not allowed: results_dir must be an absolute path under `ray job submit`" in output
 
