@@ -104,7 +104,8 @@ def _read(path: Path, columns=None) -> pa.Table:
         return pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise ResultsError(
-            f"{path} is not a readable run table ({exc}); move it out of the results directory"
+            f"results_dir holds {path}, which is not a readable run table ({exc}); "
+            "results_dir must hold only run tables: move it out"
         ) from None
 
 

@@ -3,10 +3,12 @@
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
 the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
 and checked against what results_dir already holds before anything starts; the remaining runs go
-out as one Ray task each (an embedded local Ray unless an address is given); each finished run is
-written atomically by this process, so results land here whichever node trained them.
+out as one Ray task each (an embedded local Ray unless hydra.launcher.address or RAY_ADDRESS names
+a cluster); each finished run comes back to this process, which writes it atomically, so results
+land in this machine's results_dir whichever node trained them.
 """
 
+import os
 import shutil
 import sys
 import time
@@ -16,6 +18,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+import lab
 from lab import config, results
 from lab.run import RunResult, run
 
@@ -44,33 +47,40 @@ def _fail(message: str) -> None:
 def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
     """Validate every configuration and drop duplicates and finished runs.
 
-    Returns the jobs to run and notes on what was skipped. Exits with a clear error, before
-    anything is written, on the first invalid knob or unreadable results directory.
+    Returns the jobs to run and notes on what was skipped or re-run. Exits with a clear error,
+    before anything is written, on the first invalid knob or unreadable results directory.
     """
-    jobs, seen, notes = [], set(), []
-    finished = {}
-    duplicates = skipped = 0
+    jobs, seen, stored = [], set(), {}
+    duplicates = skipped = failed_before = forced = 0
     for cfg in cfgs:
         try:
             run_id = config.run_id(*config.parse(cfg))
-            results_dir = config.check_results_dir(cfg["results_dir"])
-            if results_dir not in finished:
-                finished[results_dir] = results.statuses(results_dir)
+            results_dir, force = config.check_settings(cfg)
+            if results_dir not in stored:
+                stored[results_dir] = results.statuses(results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
         if (results_dir, run_id) in seen:
             duplicates += 1
             continue
         seen.add((results_dir, run_id))
-        if finished[results_dir].get(run_id) == "finished" and not cfg.get("force"):
+        before = stored[results_dir].get(run_id)
+        if before == "finished" and not force:
             skipped += 1
             continue
+        failed_before += before == "failed"
+        forced += before == "finished"
         jobs.append(Job(cfg, run_id, results_dir))
+    notes = []
     if duplicates:
         notes.append(f"{duplicates} configurations repeat another one in every knob their "
                      "algorithm uses: trained once")
     if skipped:
         notes.append(f"{skipped} runs already finished in results_dir: skipped (force=true re-runs them)")
+    if failed_before:
+        notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if forced:
+        notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return jobs, notes
 
 
@@ -122,8 +132,31 @@ def _run_remote(cfg: dict) -> RunResult:
     return run(cfg)
 
 
+def connect(address=None, num_cpus=None) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus.
+
+    Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
+    the dependencies installed but not this repository.
+    """
+    import ray
+
+    quiet = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+        return
+    try:
+        ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
+    except ConnectionError as exc:
+        _fail(f"could not join the Ray cluster at {address}: {exc}. A cluster with token "
+              "authentication (Ray's default when ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token "
+              "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[RunResult]:
     """Run the jobs (on Ray unless parallel is false), saving each result as it arrives."""
+    if not jobs:
+        return []
     progress = Progress(len(jobs))
     done = []
 
@@ -142,8 +175,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else num_cpus,
-                 include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        connect(address, num_cpus)
     slots = max(1, int(ray.available_resources().get("CPU", 1)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
     pending = {remote.remote(job.cfg): job for job in jobs}

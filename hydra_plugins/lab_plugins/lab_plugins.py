@@ -33,7 +33,8 @@ class LabSweeperConf:
 class LabRayLauncherConf:
     _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabRayLauncher"
     address: Optional[str] = None
-    """Ray cluster to join ('auto', 'ray://host:10001', ...); null: RAY_ADDRESS, else a local Ray"""
+    """Ray cluster to join: 'auto' (a cluster started on this machine) or the head's GCS address
+    'host:6379'; null: RAY_ADDRESS if set, else an embedded local Ray"""
     num_cpus: Optional[int] = None
     """CPUs of the embedded local Ray; null: every core"""
     parallel: bool = True
