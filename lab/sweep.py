@@ -235,8 +235,9 @@ def analyse(results_dirs) -> None:
             print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
                   f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
             continue
-        print(f"{results_dir}: {len(figures)} figures in {results_dir / results.FIGURES}, "
-              f"summary in {summary_files[-1]}")
+        print(f"{len(figures)} figures in {results_dir / results.FIGURES}\n"
+              f"summary in {summary_files[-1]} (and .csv)\n"
+              f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
@@ -250,7 +251,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
     if figures:
-        analyse(c.results_dir for c in composed)
+        analyse(config.check_settings(knobs(c))[0] for c in composed)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
