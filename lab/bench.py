@@ -55,7 +55,7 @@ def sweep_seconds(workers: int, iterations: int) -> float:
                                "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
         return sweep.plan(cfgs)[0]
 
-    ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    sweep.connect(num_cpus=workers)
     try:
         with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out:
             sweep.execute(jobs(range(100, 100 + workers), warm))

@@ -143,7 +143,9 @@ def connect(address=None, num_cpus=None) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+        # "local" starts a private Ray even when a `ray start` cluster runs on this machine
+        # (plain ray.init() would join it).
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
         return
     try:
         ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
