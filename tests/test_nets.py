@@ -11,7 +11,7 @@ def _loss(net, x, target):
 @pytest.mark.parametrize("output", ["tanh", "linear"])
 def test_gradients_match_finite_differences(output):
     rng = np.random.default_rng(0)
-    net = MLP([9, 7, 5, 3], rng, output=output)
+    net = MLP([9, 7, 5, 3], rng, output=output, dtype=np.float64)
     x = rng.integers(-1, 2, size=(11, 9)).astype(float)
     target = rng.uniform(-1, 1, size=(11, 3))
     acts = net.activations(x)
