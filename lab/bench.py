@@ -16,6 +16,8 @@ from lab import agents, config, game, opponents
 CASES = {
     "mc_vfa": (["algorithm=mc_vfa", "opponent=onestep", "player=2", "layers=5", "neurons=16",
                 "alpha=0.01", "episodes_per_update=100"], 50_000),
+    **{name: ([f"algorithm={name}", "opponent=random", "player=1", "episodes_per_update=10000"],
+              200_000) for name in ("q_table", "td_value", "negamax_q")},
 }
 
 
@@ -53,7 +55,7 @@ def sweep_seconds(workers: int, iterations: int) -> float:
                                "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
         return sweep.plan(cfgs)[0]
 
-    ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    sweep.connect(num_cpus=workers)
     try:
         with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out:
             sweep.execute(jobs(range(100, 100 + workers), warm))

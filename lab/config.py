@@ -9,6 +9,7 @@ of the run's identity, so a grid that varies it does not train the same run twic
 import dataclasses
 import hashlib
 import json
+import os
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +57,8 @@ class RunConfig:
     """which learner trains the agent (one of lab.agents.ALGORITHMS)"""
     opponent: str
     """who the agent trains against: random, onestep, block, perfect, or self (self-play)"""
-    player: int
-    """the agent's seat: 1 = X (moves first), 2 = O; self-play agents play both"""
+    player: int | None
+    """the agent's seat: 1 = X (moves first), 2 = O; None in self-play, where it plays both"""
     episodes_per_update: int
     """training episodes (games) between two updates"""
     iterations: int
@@ -86,6 +87,11 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     from lab import agents, opponents
 
     cfg = dict(cfg)
+    known = set(RUN_KEYS + SETTINGS).union(*(
+        (f.name for f in dataclasses.fields(agents.module(name).Config)) for name in agents.ALGORITHMS))
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]!r} is not a knob of the lab: the knobs are {', '.join(sorted(known))}")
     algorithm = cfg.get("algorithm")
     require(algorithm in agents.ALGORITHMS, "algorithm", algorithm, f"one of {', '.join(agents.ALGORITHMS)}")
     module = agents.module(algorithm)
@@ -102,7 +108,10 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
         eval_every = default_eval_every(cfg["iterations"])
     require(_is(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
             "a positive integer, or null for about 50 evaluations per run")
-    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k != "eval_every"}, eval_every=eval_every)
+    # A self-play agent plays both seats: the seat knob does not change the run.
+    player = None if cfg["opponent"] == "self" else cfg["player"]
+    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k not in ("player", "eval_every")},
+                    player=player, eval_every=eval_every)
     names = [f.name for f in dataclasses.fields(module.Config)]
     missing = [n for n in names if n not in cfg]
     if missing:
@@ -110,10 +119,27 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     return run, module.Config(**{n: cfg[n] for n in names})
 
 
-def check_results_dir(path) -> Path:
-    path = Path(path)
-    require(not path.exists() or path.is_dir(), "results_dir", str(path), "a directory (this is a file)")
-    return path
+def check_settings(cfg) -> tuple[Path, bool]:
+    """Validate where and whether a run happens: (absolute results_dir, force).
+
+    A relative results_dir is taken from the directory the sweep is launched from. Under `ray job
+    submit` that directory is a temporary copy of --working-dir on the head node, deleted with the
+    job's runtime environment, so there results_dir must be absolute.
+    """
+    force = cfg.get("force", False)
+    require(isinstance(force, bool), "force", force, "true or false")
+    raw = cfg.get("results_dir")
+    require(isinstance(raw, str) and raw.strip() != "", "results_dir", raw, "a directory path")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        in_ray_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray for a submitted job's driver
+        require(not in_ray_job, "results_dir", raw,
+                "an absolute path under `ray job submit` (the driver runs in a temporary copy of "
+                "--working-dir; use a path on the head node or on shared storage)")
+    path = Path(os.path.abspath(path))
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    require(existing.is_dir(), "results_dir", raw, f"a directory ({existing} is a file)")
+    return path, force
 
 
 def identity(run: RunConfig, knobs: Knobs) -> dict:

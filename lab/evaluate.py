@@ -13,8 +13,9 @@ probability) or a move table itself, so tie-breaking at random is averaged over 
 - losing_lines / total_lines / never_loses: seed 004's metric, counting lines of play;
 - optimal_move_rate: how often the agent's move keeps the minimax value.
 
-`ceiling(opponent, player)` gives the best win/draw/loss any player can reach against `random`
-or `onestep` (a perfect expectimax player), the yardstick for the first six numbers.
+`ceiling(opponent, player)` gives the best win/draw/loss a perfect player reaches against
+`random` or `onestep`: never giving away the minimax value, it exploits the opponent as much as
+possible. That is the yardstick for the first six numbers.
 
 Print the ceilings: `python -m lab.evaluate`.
 """
@@ -25,9 +26,9 @@ from lab import game, opponents
 
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
-KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "loss")) + (
-    "losing_lines", "total_lines", "never_loses", "optimal_move_rate")
-"""The keys of exact()'s result, in a stable order."""
+KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in ("win", "draw", "loss")},
+        "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float}
+"""The keys of exact()'s result, in order, each with the type of its value."""
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (float sums of the same rationals differ by
 rounding only)."""
@@ -81,20 +82,21 @@ def _outcomes(agent_moves: np.ndarray, opponent_moves: np.ndarray, side: int) ->
 
 
 def best_response(opponent: str, player: int) -> np.ndarray:
-    """The move table of a perfect expectimax player against `opponent` in seat `player`.
+    """The move table of the perfect player that best exploits `opponent` in seat `player`.
 
-    At each of its positions it plays the move maximising its expected (win - loss) under the
-    opponent's move table; among moves equal on that (within TIE_TOLERANCE) the one with the
-    higher win probability, then the lowest cell index (equal win and loss means equal draw, so
-    this last choice never changes a result).
+    At each of its positions it considers only the moves that keep the minimax value
+    (lab.game.OPTIMAL: a perfect player never gives a result away) and plays the one maximising
+    its expected (win - loss) under the opponent's move table; among moves equal on that (within
+    TIE_TOLERANCE) the one with the higher win probability, then the lowest cell index (equal win
+    and loss means equal draw, so this last choice never changes a result).
     """
     side = _side(player)
     opponent_moves = opponents.table(opponent)
     value = _terminal_outcomes(side)
     moves = np.zeros((game.N_CODES, 9))
-    for codes, children, legal in reversed(_LEVELS):
+    for codes, children, _ in reversed(_LEVELS):
         child = value[children]  # (n, 9, 3)
-        score = np.where(legal, child[..., 0] - child[..., 2], -np.inf)
+        score = np.where(game.OPTIMAL[codes], child[..., 0] - child[..., 2], -np.inf)
         tied = score >= score.max(axis=1, keepdims=True) - TIE_TOLERANCE
         best = np.where(tied, child[..., 0], -np.inf).argmax(axis=1)
         mine = game.TO_MOVE[codes] == side
@@ -105,10 +107,13 @@ def best_response(opponent: str, player: int) -> np.ndarray:
 
 
 def ceiling(opponent: str, player: int) -> dict:
-    """The best exact {win, draw, loss} any player reaches against `opponent` in seat `player`.
+    """The best exact {win, draw, loss} of a perfect player against `opponent` in seat `player`.
 
     Objective: maximise the expected (win - loss) from the agent's side, the opponent playing its
-    move table (lab.opponents); ties are broken towards more wins (see best_response).
+    move table (lab.opponents), over the players that never give away the minimax value (so the
+    loss is 0 and this maximises wins); see best_response. A player willing to lose sometimes can
+    win more against random as O; such a player is not perfect, and no agent that never loses
+    can pass this line.
     """
     win, draw, loss = _outcomes(best_response(opponent, player), opponents.table(opponent),
                                 _side(player))
@@ -172,8 +177,13 @@ def exact(agent, player: int) -> dict:
     return result
 
 
+def column(seat: int, key: str) -> str:
+    """The results-table column holding measure `key` of the agent in seat `seat` (1 X, 2 O)."""
+    return f"eval_p{seat}_{key}"
+
+
 def _ceiling_table() -> str:
-    lines = ["Ceiling: a perfect expectimax player maximising expected (win - loss), exact",
+    lines = ["Ceiling: the perfect player that best exploits each opponent (exact)",
              f"{'opponent':<9} {'seat':<6} {'win':>8} {'draw':>8} {'loss':>8}"]
     for name in OPPONENTS:
         for player, seat in ((1, "X (1)"), (2, "O (2)")):

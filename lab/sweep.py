@@ -3,10 +3,13 @@
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
 the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
 and checked against what results_dir already holds before anything starts; the remaining runs go
-out as one Ray task each (an embedded local Ray unless an address is given); each finished run is
-written atomically by this process, so results land here whichever node trained them.
+out as one Ray task each (an embedded local Ray unless hydra.launcher.address or RAY_ADDRESS names
+a cluster); each finished run comes back to this process, which writes it atomically, so results
+land in this machine's results_dir whichever node trained them.
 """
 
+import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+import lab
 from lab import config, results
 from lab.run import RunResult, run
 
@@ -43,38 +47,58 @@ def _fail(message: str) -> None:
 def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
     """Validate every configuration and drop duplicates and finished runs.
 
-    Returns the jobs to run and notes on what was skipped. Exits with a clear error, before
-    anything is written, on the first invalid knob or unreadable results directory.
+    Returns the jobs to run and notes on what was skipped or re-run. Exits with a clear error,
+    before anything is written, on the first invalid knob or unreadable results directory.
     """
-    jobs, seen, notes = [], set(), []
-    finished = {}
-    duplicates = skipped = 0
+    jobs, seen, stored = [], set(), {}
+    duplicates = skipped = failed_before = forced = 0
     for cfg in cfgs:
         try:
             run_id = config.run_id(*config.parse(cfg))
-            results_dir = config.check_results_dir(cfg["results_dir"])
-            if results_dir not in finished:
-                finished[results_dir] = results.statuses(results_dir)
+            results_dir, force = config.check_settings(cfg)
+            if results_dir not in stored:
+                stored[results_dir] = results.statuses(results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
         if (results_dir, run_id) in seen:
             duplicates += 1
             continue
         seen.add((results_dir, run_id))
-        if finished[results_dir].get(run_id) == "finished" and not cfg.get("force"):
+        before = stored[results_dir].get(run_id)
+        if before == "finished" and not force:
             skipped += 1
             continue
+        failed_before += before == "failed"
+        forced += before == "finished"
         jobs.append(Job(cfg, run_id, results_dir))
+    notes = []
     if duplicates:
         notes.append(f"{duplicates} configurations repeat another one in every knob their "
                      "algorithm uses: trained once")
     if skipped:
         notes.append(f"{skipped} runs already finished in results_dir: skipped (force=true re-runs them)")
+    if failed_before:
+        notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if forced:
+        notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return jobs, notes
 
 
+def _clock(seconds: float) -> str:
+    """A duration as h:mm:ss (m:ss under an hour); '?' when unknown."""
+    if seconds != seconds:  # NaN: nothing finished yet
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class Progress:
-    """One live line (a line per event when not on a terminal): finished, running, failed, ETA."""
+    """Runs finished, running and failed, time elapsed and an ETA.
+
+    On a terminal: one line redrawn in place, with a bar, cut to the terminal's width. Otherwise
+    (a log file, CI): one line per finished run, naming it.
+    """
 
     def __init__(self, total: int):
         self.total, self.done, self.failed = total, 0, 0
@@ -86,13 +110,18 @@ class Progress:
             self.done += 1
             self.failed += result.failed
         elapsed = time.monotonic() - self.start
+        # Runs take about equally long, so the mean time per finished run predicts the rest.
         eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        line = (f"runs {self.done}/{self.total} finished, {running} running, "
-                f"{self.failed} failed, {elapsed:.0f}s elapsed, ETA {eta:.0f}s")
+        counts = (f"{self.done}/{self.total} runs finished, {running} running, {self.failed} failed, "
+                  f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}")
         if self.live:
-            print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
+            width = shutil.get_terminal_size().columns
+            filled = round(20 * self.done / max(self.total, 1))
+            line = f"[{'#' * filled}{'.' * (20 - filled)}] {counts}"[:width - 1]
+            print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
         elif result is not None:
-            print(line, file=sys.stderr, flush=True)
+            what = "FAILED" if result.failed else "done"
+            print(f"run {result.run_id} {what}; {counts}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.live:
@@ -103,8 +132,33 @@ def _run_remote(cfg: dict) -> RunResult:
     return run(cfg)
 
 
+def connect(address=None, num_cpus=None) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus.
+
+    Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
+    the dependencies installed but not this repository.
+    """
+    import ray
+
+    quiet = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        # "local" starts a private Ray even when a `ray start` cluster runs on this machine
+        # (plain ray.init() would join it).
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
+        return
+    try:
+        ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
+    except ConnectionError as exc:
+        _fail(f"could not join the Ray cluster at {address}: {exc}. A cluster with token "
+              "authentication (Ray's default when ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token "
+              "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[RunResult]:
     """Run the jobs (on Ray unless parallel is false), saving each result as it arrives."""
+    if not jobs:
+        return []
     progress = Progress(len(jobs))
     done = []
 
@@ -123,8 +177,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else num_cpus,
-                 include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        connect(address, num_cpus)
     slots = max(1, int(ray.available_resources().get("CPU", 1)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
     pending = {remote.remote(job.cfg): job for job in jobs}
@@ -167,7 +220,29 @@ def report(jobs: list[Job], done: list[RunResult], notes: list[str]) -> int:
     return 1 if failed else 0
 
 
-def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True):
+def analyse(results_dirs) -> None:
+    """Draw the figures and write the summary of each results directory; print where they are.
+
+    Never fails the sweep: the runs are stored whatever happens here.
+    """
+    from lab import plots, summary
+
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        if not results.run_files(results_dir):
+            continue
+        try:
+            figures = plots.all_figures(results_dir)
+            _, summary_files = summary.write_summary(results_dir)
+        except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
+            print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
+            continue
+        print(f"{results_dir}: {len(figures)} figures in {results_dir / results.FIGURES}, "
+              f"summary in {summary_files[-1]}")
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
+           figures=True):
     """Called by the lab's Hydra launcher with the whole grid."""
     from hydra.core.utils import JobReturn, JobStatus
 
@@ -176,6 +251,8 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     print(f"{len(composed)} configurations, {len(jobs)} runs to train")
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
+    if figures:
+        analyse(c.results_dir for c in composed)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)

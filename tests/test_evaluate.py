@@ -87,15 +87,28 @@ def brute_outcomes(agent_policy, opponent_policy, side):
     return value(EMPTY)
 
 
+def brute_minimax(board):
+    """The game-theoretic value of a board from X's view (1, 0, -1)."""
+    @cache
+    def value(board):
+        if over(board):
+            return winner(board)
+        children = [value(play(board, c)) for c in empty_cells(board)]
+        return max(children) if mover(board) == 1 else min(children)
+
+    return value(board)
+
+
 def brute_ceiling(opponent_policy, side):
-    """Expectimax: the agent maximises (win - loss), then win."""
+    """Expectimax over the value-keeping moves: the agent maximises (win - loss), then win."""
     @cache
     def value(board):
         if over(board):
             return result(board, side)
         if mover(board) == side:
-            return max((value(play(board, c)) for c in empty_cells(board)),
-                       key=lambda v: (v[0] - v[2], v[0]))
+            keep = [c for c in empty_cells(board)
+                    if brute_minimax(play(board, c)) == brute_minimax(board)]
+            return max((value(play(board, c)) for c in keep), key=lambda v: (v[0] - v[2], v[0]))
         total = [Fraction(0)] * 3
         for cell, p in opponent_policy(board).items():
             total = [t + p * v for t, v in zip(total, value(play(board, cell)))]
@@ -161,28 +174,28 @@ def test_random_agent_lines_are_all_complete_games():
 
 def test_result_keys_and_types():
     measured = evaluate.exact(opponents.table("onestep"), 1)
-    assert tuple(measured) == evaluate.KEYS
-    assert type(measured["losing_lines"]) is int and type(measured["total_lines"]) is int
-    assert type(measured["never_loses"]) is bool
-    rates = [k for k in evaluate.KEYS if k.endswith(("win", "draw", "loss"))]
-    assert all(type(measured[k]) is float for k in rates)
+    assert tuple(measured) == tuple(evaluate.KEYS)
+    assert {k: type(v) for k, v in measured.items()} == evaluate.KEYS
     for name in evaluate.OPPONENTS:
         total = sum(measured[f"{name}_{r}"] for r in ("win", "draw", "loss"))
         assert total == pytest.approx(1.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("player", [1, 2])
-def test_perfect_agent_never_loses_and_always_keeps_the_value(player):
-    measured = evaluate.exact(opponents.table("perfect"), player)
-    assert measured["losing_lines"] == 0 and measured["never_loses"]
-    assert measured["total_lines"] > 0
-    assert measured["optimal_move_rate"] == pytest.approx(1.0, abs=1e-12)
+def test_perfect_agents_never_lose_and_the_best_reaches_the_ceiling(player):
+    # Uniform among minimax moves (the `perfect` opponent) and the perfect player that best
+    # exploits each opponent are both perfect; only the latter reaches the ceiling.
+    uniform = evaluate.exact(opponents.table("perfect"), player)
     for name in evaluate.OPPONENTS:
-        assert measured[f"{name}_loss"] == 0.0
-        best = evaluate.ceiling(name, player)
-        # Uniform among minimax moves is not the expectimax best response: it stays below.
-        margin = measured[f"{name}_win"] - measured[f"{name}_loss"]
-        assert margin <= best["win"] - best["loss"] + 1e-12
+        best = evaluate.exact(evaluate.best_response(name, player), player)
+        for measured in (uniform, best):
+            assert measured["losing_lines"] == 0 and measured["never_loses"]
+            assert measured["total_lines"] > 0
+            assert measured["optimal_move_rate"] == pytest.approx(1.0, abs=1e-12)
+            assert measured[f"{name}_loss"] == 0.0
+        top = evaluate.ceiling(name, player)
+        assert_outcomes(best, name, (top["win"], top["draw"], top["loss"]))
+        assert uniform[f"{name}_win"] < top["win"]
 
 
 # --- against the independent brute force ---------------------------------------------------------

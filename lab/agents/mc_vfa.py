@@ -62,8 +62,12 @@ class Agent(base.Agent):
 
     def scores(self, codes):
         after = game.AFTER[codes]
-        values = self.net(game.BOARDS[np.maximum(after, 0)].reshape(-1, 9))
-        return np.where(after >= 0, values.reshape(after.shape), -np.inf)
+        legal = after >= 0
+        # Positions share afterstates: value each distinct one once.
+        unique, index = np.unique(after[legal], return_inverse=True)
+        scores = np.full(after.shape, -np.inf, dtype=np.float32)
+        scores[legal] = self.net(game.BOARDS[unique])[index, 0]
+        return scores
 
     def arrays(self):
         return {**self.net.arrays(), "player": np.array(self.player)}

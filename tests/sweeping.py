@@ -1,0 +1,107 @@
+"""Helpers for tests that drive `python -m lab.sweep` as users do."""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from lab import results
+from lab.config import compose
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["iterations=3", "episodes_per_update=20", "layers=1", "neurons=4"]
+"""A run that takes milliseconds"""
+SECONDS = ["iterations=400", "episodes_per_update=100", "layers=2", "neurons=8"]
+"""A run that takes a few seconds (long enough to be killed mid-run)"""
+
+
+def clean_env(**extra) -> dict:
+    """This environment without a Ray address or a Ray job around it, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_JOB_CONFIG_JSON_ENV_VAR")}
+    env.update(extra)
+    return env
+
+
+def sweep(args, cwd, env=None, timeout=300, prelude=None) -> subprocess.CompletedProcess:
+    """Run `python -m lab.sweep ARGS` in cwd (after the Python code `prelude`, if given)."""
+    return subprocess.run(command(args, prelude), cwd=cwd, env=env or clean_env(), timeout=timeout,
+                          capture_output=True, text=True)
+
+
+def command(args, prelude=None) -> list[str]:
+    if prelude is None:
+        return [sys.executable, "-m", "lab.sweep", *args]
+    code = f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"
+    return [sys.executable, "-c", code, *args]
+
+
+def snapshot(root) -> dict:
+    """Every file and folder under root with its size, modification time and content hash."""
+    out = {}
+    for path in sorted(Path(root).rglob("*")):
+        stat = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        out[str(path.relative_to(root))] = (stat.st_size if path.is_file() else 0, stat.st_mtime_ns, digest)
+    return out
+
+
+def rows(results_dir) -> pd.DataFrame:
+    """The stored rows, minus the one column allowed to differ between identical runs."""
+    return results.load(results_dir).drop(columns="train_seconds")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below pid (children, their children, ...)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def title(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def alone(overrides, results_dir) -> pd.DataFrame:
+    """The rows of one run trained in this process, stored and read back like a sweep's."""
+    from lab.run import run
+
+    results.save(run(compose(*overrides)), results_dir)
+    return rows(results_dir)
+
+
+def cli(args, cwd) -> subprocess.CompletedProcess:
+    """`python -m lab.sweep ARGS` in cwd, run in this process (no interpreter start-up cost)."""
+    import contextlib
+    import io
+
+    from lab import sweep as lab_sweep
+
+    out, err, old = io.StringIO(), io.StringIO(), (sys.argv, os.getcwd())
+    sys.argv = ["lab.sweep", *args]
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            lab_sweep.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = old[0]
+        os.chdir(old[1])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())

@@ -1,0 +1,166 @@
+"""A real two-node Ray cluster on this machine (loopback only): a sweep joins it by address, by
+RAY_ADDRESS and through `ray job submit --working-dir .`, and every run's rows land in the
+driver's results_dir.
+
+The head node has no CPUs, so every training task must run on the second node, which is started
+from another folder: results appearing only in the driver's results_dir show that workers send
+results back instead of writing them. Token authentication is on, as on a real cluster.
+"""
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lab import results
+from sweeping import REPO, TINY, alone, clean_env, rows, sweep
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _node_ports():
+    manager, objects, agent, agent_grpc, metrics, runtime_env = _free_ports(6)
+    return [f"--node-manager-port={manager}", f"--object-manager-port={objects}",
+            f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """(GCS address, dashboard URL, environment with the cluster's token) of a 2-node cluster."""
+    root = tmp_path_factory.mktemp("cluster")
+    temp_dir = tempfile.mkdtemp(prefix="raylab", dir="/tmp")  # short: Ray's socket paths are capped
+    gcs, dashboard, client = _free_ports(3)
+    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16),
+                    PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats"]
+    head_dir, node2_dir = root / "head", root / "node2"
+    head_dir.mkdir(), node2_dir.mkdir()
+    nodes = [subprocess.Popen(
+        [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(),
+         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+         f"--ray-client-server-port={client}"],
+        cwd=head_dir, env=env, start_new_session=True,
+        stdout=open(root / "head.log", "w"), stderr=subprocess.STDOUT)]
+    try:
+        _wait_for_port(gcs)
+        nodes.append(subprocess.Popen(
+            [BIN / "ray", "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2",
+             '--resources={"node2": 1}', *common, *_node_ports()],
+            cwd=node2_dir, env=env, start_new_session=True,
+            stdout=open(root / "node2.log", "w"), stderr=subprocess.STDOUT))
+        _wait_for_port(dashboard)
+        yield {"address": f"127.0.0.1:{gcs}", "dashboard": f"http://127.0.0.1:{dashboard}",
+               "env": env, "node2_dir": node2_dir}
+    finally:
+        for node in nodes:  # each node's `ray start --block` and every process it started
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _wait_for_port(port, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
+
+
+def _same_rows(stored: pd.DataFrame, seed, tmp_path):
+    """The stored rows of `seed` equal the same run trained in this process."""
+    expected = alone([*TINY, f"seed={seed}"], tmp_path / f"alone{seed}")
+    pd.testing.assert_frame_equal(stored[stored.seed == seed].reset_index(drop=True), expected)
+
+
+def test_a_sweep_joins_the_cluster_by_address_and_results_come_home(cluster, tmp_path):
+    done = sweep(["--multirun", f"hydra.launcher.address={cluster['address']}", "results_dir=results",
+                  *TINY, "seed=0,1,2"], cwd=tmp_path, env=cluster["env"])
+    assert done.returncode == 0, done.stderr
+    assert f"3 runs finished, 0 failed; results in {tmp_path / 'results'}" in done.stdout
+    stored = rows(tmp_path / "results")
+    assert sorted(stored.seed.unique()) == [0, 1, 2] and (stored.status == "finished").all()
+    assert len(results.run_files(tmp_path / "results")) == 3
+    assert not list(cluster["node2_dir"].rglob("*.parquet"))  # the training node wrote nothing
+    _same_rows(stored, 1, tmp_path)  # and a run trained on node 2 equals the same run trained here
+
+
+def test_a_sweep_joins_the_cluster_named_by_ray_address(cluster, tmp_path):
+    env = {**cluster["env"], "RAY_ADDRESS": cluster["address"]}
+    done = sweep(["--multirun", "results_dir=results", *TINY, "seed=3,4"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(rows(tmp_path / "results").seed.unique()) == [3, 4]
+
+
+def test_joining_without_the_token_setting_says_what_to_set(cluster, tmp_path):
+    env = {k: v for k, v in cluster["env"].items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    env["HOME"] = str(tmp_path)  # no ~/.ray/auth_token either
+    env["RAY_gcs_server_port_wait_time_s"] = "2"  # give up after 2 connection attempts, not 20
+    failed = sweep(["--multirun", f"hydra.launcher.address={cluster['address']}", "results_dir=results", *TINY],
+                   cwd=tmp_path, env=env, timeout=120)
+    assert failed.returncode == 2
+    assert f"could not join the Ray cluster at {cluster['address']}" in failed.stderr
+    assert "RAY_AUTH_MODE=token" in failed.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_ray_job_submit_with_the_working_dir(cluster, tmp_path):
+    results_dir = tmp_path / "submitted"
+    submit = subprocess.run(
+        [BIN / "ray", "job", "submit", f"--address={cluster['dashboard']}", "--working-dir", ".", "--",
+         "python", "-m", "lab.sweep", "--multirun", f"results_dir={results_dir}", *TINY, "seed=5,6"],
+        cwd=REPO, env=cluster["env"], capture_output=True, text=True, timeout=300)
+    assert submit.returncode == 0, submit.stdout + submit.stderr
+    assert f"2 runs finished, 0 failed; results in {results_dir}" in submit.stdout
+    stored = rows(results_dir)
+    assert sorted(stored.seed.unique()) == [5, 6]
+    _same_rows(stored, 6, tmp_path)
+
+
+SHIPPED = """
+import os, ray
+import lab
+from lab import sweep
+sweep.connect()  # RAY_ADDRESS names the cluster
+
+@ray.remote(num_cpus=1, resources={"node2": 1})
+def where():
+    import lab
+    return lab.__file__, os.getcwd()
+
+print(*ray.get(where.remote()), sep="\\n")
+"""
+
+
+def test_workers_import_the_lab_shipped_by_the_driver(cluster, tmp_path):
+    """Joining a cluster ships `lab` to it, so a node without this repository can run the tasks."""
+    env = {**cluster["env"], "RAY_ADDRESS": cluster["address"]}
+    shown = subprocess.run([sys.executable, "-c", SHIPPED], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    module_file, cwd = shown.stdout.split()
+    assert "runtime_resources" in module_file and "py_modules_files" in module_file
+    assert not module_file.startswith(str(REPO))
+    assert Path(cwd) != tmp_path  # the worker does not run in the driver's folder

@@ -1,0 +1,262 @@
+"""Faults a long sweep meets, each staged for real: a Ray worker killed mid-run, the sweep process
+SIGKILLed halfway or in the middle of writing a table, runs that raise or diverge, and two sweeps
+writing into one results_dir at once."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from lab import agents, results
+from lab.agents import mc_vfa
+from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, title
+
+SERIAL = "hydra.launcher.parallel=false"
+
+
+def _wait_for(condition, timeout=120.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} after {timeout}s")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """Start `python -m lab.sweep ARGS` in its own process group; the group is killed at teardown."""
+    started = []
+
+    def start(args, prelude=None):
+        out = open(tmp_path / f"sweep{len(started)}.log", "w+")
+        proc = subprocess.Popen(command(args, prelude), cwd=tmp_path, env=clean_env(), stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc.log = out
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.log.close()
+
+
+def _output(proc) -> str:
+    proc.log.seek(0)
+    return proc.log.read()
+
+
+def _complete(results_dir, iterations):
+    """Every stored run finished with all its iterations; returns the tidy table."""
+    table = results.load(results_dir)
+    for run_id, run_rows in table.groupby("run_id"):
+        assert list(run_rows["iteration"]) == list(range(1, iterations + 1)), run_id
+        assert (run_rows["status"] == "finished").all(), run_id
+    return table
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
+    proc = spawn(["--multirun", "results_dir=results", *SECONDS, "iterations=200", "seed=0,1"])
+
+    def running_task():
+        return [p for p in descendants(proc.pid) if title(p).startswith("ray::_run_remote")]
+
+    _wait_for(running_task, what="Ray worker running a training task")
+    victim = running_task()[0]
+    os.kill(victim, signal.SIGKILL)
+    assert len(results.run_files(tmp_path / "results")) < 2  # it died mid-run, before its result
+    assert proc.wait(timeout=300) == 0, _output(proc)
+    assert "2 runs finished, 0 failed" in _output(proc)
+    table = _complete(tmp_path / "results", iterations=200)
+    assert sorted(table.drop_duplicates("run_id")["seed"]) == [0, 1]
+
+
+def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, spawn):
+    grid = ["--multirun", SERIAL, "results_dir=results", *SECONDS, "iterations=80", "seed=0,1,2,3"]
+    proc = spawn(grid)
+    _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2, what="two finished runs")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    survivors = results.run_files(tmp_path / "results")
+    assert 2 <= len(survivors) < 4
+    for path in survivors:  # each file is whole: readable, all iterations, its checkpoint loads
+        assert pq.read_table(path).num_rows == 80
+        agents.load(results.checkpoint(tmp_path / "results", path.stem))
+    _complete(tmp_path / "results", iterations=80)
+    pd.read_parquet(tmp_path / "results")  # what a notebook reads works too
+    kept = {p: p.read_bytes() for p in survivors}
+
+    again = sweep(grid, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(survivors)} runs already finished in results_dir: skipped" in again.stdout
+    assert f"{4 - len(survivors)} runs finished, 0 failed" in again.stdout
+    assert len(_complete(tmp_path / "results", iterations=80).drop_duplicates("run_id")) == 4
+    assert all(p.read_bytes() == content for p, content in kept.items())  # not re-run
+
+
+STALLED_WRITER = """
+import io, sys, time
+import pyarrow.parquet as pq
+from lab import results
+from lab.run import run
+from lab.config import compose
+from sweeping import TINY
+
+results_dir = sys.argv[1]
+first = run(compose(*TINY))
+results.save(first, results_dir)
+print("saved", flush=True)
+
+write_table = pq.write_table
+
+def half_then_stall(table, sink):  # the process dies in the middle of writing the file
+    whole = io.BytesIO()
+    write_table(table, whole)
+    data = whole.getvalue()
+    sink.write(data[: len(data) // 2])
+    sink.flush()
+    print("half written", flush=True)
+    time.sleep(600)
+
+pq.write_table = half_then_stall
+results.save(run(compose(*TINY)), results_dir)  # the same run again (as force=true does)
+"""
+
+
+def test_a_process_killed_while_writing_never_leaves_a_partial_table(tmp_path):
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    tests = Path(__file__).parent
+    proc = subprocess.Popen([sys.executable, "-c", STALLED_WRITER, str(results_dir)], cwd=tests,
+                            stdout=subprocess.PIPE, text=True, env=clean_env(PYTHONPATH=str(tests)))
+    try:
+        assert proc.stdout.readline().strip() == "saved"
+        (path,) = results.run_files(results_dir)
+        whole = path.read_bytes()
+        assert proc.stdout.readline().strip() == "half written"
+    finally:
+        proc.kill()
+        proc.wait()
+    (partial,) = [p for p in results_dir.iterdir() if p.name.startswith(f".{path.name}.")]
+    assert 0 < partial.stat().st_size < len(whole)  # the kill really hit mid-write
+    assert path.read_bytes() == whole  # the stored table is the complete earlier one
+    assert results.statuses(results_dir) == {path.stem: "finished"}
+    assert len(results.load(results_dir)) == 3
+    assert len(pd.read_parquet(results_dir)) == 3  # pyarrow skips the hidden partial file too
+
+
+def _iterate_diverging_for_seed_1(iterate):
+    def iterate_diverging(self):
+        if self.run.seed == 1:
+            self.alpha = float("inf")  # a step size that makes the network's weights inf / NaN
+        return iterate(self)
+    return iterate_diverging
+
+
+@pytest.fixture(scope="module")
+def failing_sweep(tmp_path_factory):
+    """A grid with one good run, one that diverges (NaN) and two that raise (MemoryError: a
+    10^15-unit layer), run twice: the second run is the resume of the first."""
+    cwd = tmp_path_factory.mktemp("failing")
+    grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1", "neurons=4,1000000000000000"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mc_vfa.Learner, "iterate", _iterate_diverging_for_seed_1(mc_vfa.Learner.iterate))
+        first = cli(grid, cwd)
+        stored = results.load(cwd / "results")
+        second = cli(grid, cwd)
+    return first, stored, second
+
+
+def test_runs_that_raise_or_diverge_are_recorded_and_the_others_complete(failing_sweep):
+    first, stored, _ = failing_sweep
+    assert first.returncode == 1
+    assert "1 runs finished, 3 failed" in first.stdout
+    summary = [line for line in first.stderr.splitlines() if line.startswith("  failed ")]
+    assert len(summary) == 3
+    assert sum("FloatingPointError: network diverged" in line for line in summary) == 1
+    assert sum("MemoryError" in line for line in summary) == 2
+    good = stored[(stored.seed == 0) & (stored.neurons == 4)]
+    assert list(good.iteration) == [1, 2, 3] and (good.status == "finished").all()
+    assert good.error.isna().all()
+    failed = stored[stored.status == "failed"]
+    assert failed.run_id.nunique() == 3 and stored.run_id.nunique() == 4
+    diverged = failed[failed.neurons == 4]
+    assert diverged.error.str.contains("network diverged: a gradient step produced NaN or inf").all()
+    assert failed[failed.neurons > 4].error.str.contains("Unable to allocate").all()
+
+
+def test_resume_skips_finished_runs_and_reruns_failed_ones_saying_so(failing_sweep):
+    _, _, second = failing_sweep
+    assert "1 runs already finished in results_dir: skipped (force=true re-runs them)" in second.stdout
+    assert "3 runs failed before in results_dir: re-running them" in second.stdout
+    assert "0 runs finished, 3 failed" in second.stdout
+    assert second.returncode == 1
+
+
+def test_resume_reruns_missing_runs_and_force_reruns_everything(tmp_path):
+    grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1,2"]
+    assert cli(grid, tmp_path).returncode == 0
+    first = rows(tmp_path / "results")
+    missing = results.run_files(tmp_path / "results")[0]
+    missing.unlink()
+    again = cli(grid, tmp_path)
+    assert "2 runs already finished in results_dir: skipped" in again.stdout
+    assert "1 runs finished, 0 failed" in again.stdout
+    pd.testing.assert_frame_equal(rows(tmp_path / "results"), first)
+    forced = cli([*grid, "force=true"], tmp_path)
+    assert "3 runs already finished in results_dir: re-running them (force=true)" in forced.stdout
+    assert "3 runs finished, 0 failed" in forced.stdout
+    pd.testing.assert_frame_equal(rows(tmp_path / "results"), first)
+
+
+def test_two_sweeps_into_one_results_dir_at_once(tmp_path, spawn):
+    common = [SERIAL, "results_dir=results", *SECONDS, "iterations=30"]
+    one = spawn(["--multirun", *common, "seed=0,1,2"])
+    two = spawn(["--multirun", *common, "seed=1,2,3"])
+    assert one.wait(timeout=300) == 0, _output(one)
+    assert two.wait(timeout=300) == 0, _output(two)
+    table = _complete(tmp_path / "results", iterations=30)
+    assert sorted(table.drop_duplicates("run_id").seed) == [0, 1, 2, 3]
+    assert not [p for p in (tmp_path / "results").rglob(".*")]  # no temporary file left behind
+
+
+WRITER = """
+import sys
+from lab import results
+from lab.run import run
+from lab.config import compose
+from sweeping import TINY
+result = run(compose(*TINY))
+for _ in range(int(sys.argv[2])):
+    results.save(result, sys.argv[1])
+"""
+
+
+def test_concurrent_writers_of_one_run_never_show_a_reader_a_broken_table(tmp_path):
+    """Two processes rewrite the same run file over and over while this one keeps reading it."""
+    tests = Path(__file__).parent
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "25"], cwd=tests,
+                                env=clean_env(PYTHONPATH=str(tests))) for _ in range(2)]
+    reads = 0
+    try:
+        while any(w.poll() is None for w in writers):
+            if results.run_files(tmp_path):
+                assert len(results.load(tmp_path)) == 3  # raises on a torn or partial file
+                reads += 1
+    finally:
+        for w in writers:
+            w.kill()
+            w.wait()
+    assert [w.returncode for w in writers] == [0, 0]
+    assert reads > 5
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
