@@ -124,7 +124,9 @@ def connect(address=None, num_cpus=None) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+        # "local": a new Ray of our own, even if `ray start` ran on this machine (ray.init() would
+        # silently join the last cluster started there, or hang on a dead one's address)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
         return
     try:
         ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
