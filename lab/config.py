@@ -57,8 +57,8 @@ class RunConfig:
     """which learner trains the agent (one of lab.agents.ALGORITHMS)"""
     opponent: str
     """who the agent trains against: random, onestep, block, perfect, or self (self-play)"""
-    player: int
-    """the agent's seat: 1 = X (moves first), 2 = O; self-play agents play both"""
+    player: int | None
+    """the agent's seat: 1 = X (moves first), 2 = O; None in self-play, where it plays both"""
     episodes_per_update: int
     """training episodes (games) between two updates"""
     iterations: int
@@ -108,7 +108,10 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
         eval_every = default_eval_every(cfg["iterations"])
     require(_is(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
             "a positive integer, or null for about 50 evaluations per run")
-    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k != "eval_every"}, eval_every=eval_every)
+    # A self-play agent plays both seats: the seat knob does not change the run.
+    player = None if cfg["opponent"] == "self" else cfg["player"]
+    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k not in ("player", "eval_every")},
+                    player=player, eval_every=eval_every)
     names = [f.name for f in dataclasses.fields(module.Config)]
     missing = [n for n in names if n not in cfg]
     if missing:
@@ -149,3 +152,13 @@ def run_id(run: RunConfig, knobs: Knobs) -> str:
     text = json.dumps(identity(run, knobs), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+
+
+def compose(*overrides: str) -> dict:
+    """The flat configuration Hydra would build for these overrides (for tests and notebooks)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from lab.sweep import CONF_DIR, knobs
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF_DIR)):
+        return knobs(hydra_compose("config", overrides=list(overrides)))

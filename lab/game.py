@@ -141,6 +141,24 @@ def sample_move(probs, code):
 
 
 @njit(cache=True)
+def best_move(scores, legal):
+    """A legal move with the highest of 9 scores, ties broken uniformly at random (one pass)."""
+    move = -1
+    ties = 0
+    for m in range(9):
+        if not legal[m]:
+            continue
+        if move < 0 or scores[m] > scores[move]:
+            move = m
+            ties = 1
+        elif scores[m] == scores[move]:
+            ties += 1
+            if np.random.random() * ties < 1.0:  # keep each of the tied moves with chance 1/ties
+                move = m
+    return move
+
+
+@njit(cache=True)
 def play_games(x_moves, o_moves, trajectories, winners, after, terminal, winner):
     """Play len(winners) games of move table x_moves (X) against o_moves (O).
 

@@ -2,7 +2,8 @@
 
 Seed 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
 biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over the batch and one
-full-batch gradient step per update. Other learners reuse it with a linear output and their own
+full-batch gradient step per update. Parameters and passes are float32 by default: tanh is about
+four times faster on float32 arrays, and the values only rank moves. Other learners reuse it with a linear output and their own
 loss by handing `gradients` the derivative of their loss with respect to the output.
 """
 
@@ -10,7 +11,7 @@ import numpy as np
 
 
 class MLP:
-    def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh"):
+    def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh", dtype=np.float32):
         """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation."""
         if output not in ("tanh", "linear"):
             raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
@@ -18,8 +19,8 @@ class MLP:
         self.weights, self.biases = [], []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
             scale = 1.0 / np.sqrt(n_in + n_out)
-            self.weights.append(rng.standard_normal((n_in, n_out)) * scale)
-            self.biases.append(rng.standard_normal(n_out) * scale)
+            self.weights.append((rng.standard_normal((n_in, n_out)) * scale).astype(dtype))
+            self.biases.append((rng.standard_normal(n_out) * scale).astype(dtype))
 
     @property
     def params(self):
@@ -27,7 +28,7 @@ class MLP:
 
     def activations(self, x: np.ndarray) -> list:
         """Outputs of every layer for a batch x of shape (n, inputs), the input first."""
-        acts = [np.asarray(x, dtype=np.float64)]
+        acts = [np.asarray(x, dtype=self.weights[0].dtype)]
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             z = acts[-1] @ w + b
@@ -40,7 +41,7 @@ class MLP:
     def gradients(self, acts: list, d_output: np.ndarray) -> list:
         """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
         grad_w, grad_b = [], []
-        delta = np.asarray(d_output, dtype=np.float64)
+        delta = np.asarray(d_output, dtype=self.weights[0].dtype)
         for i in reversed(range(len(self.weights))):
             out = acts[i + 1]
             if not (i == len(self.weights) - 1 and self.output == "linear"):
@@ -53,7 +54,7 @@ class MLP:
 
     def descend(self, grads: list, alpha: float) -> None:
         """One gradient step of size alpha; refuses to write non-finite parameters."""
-        new = [p - alpha * g for p, g in zip(self.params, grads)]
+        new = [(p - alpha * g).astype(p.dtype) for p, g in zip(self.params, grads)]
         if not all(np.isfinite(p).all() for p in new):
             raise FloatingPointError("network diverged: a gradient step produced NaN or inf")
         n = len(self.weights)
@@ -62,7 +63,7 @@ class MLP:
     def fit_step(self, x: np.ndarray, target: np.ndarray, alpha: float) -> float:
         """One full-batch step on the loss 1/2 sum (output - target)^2; returns the loss."""
         acts = self.activations(x)
-        error = acts[-1] - np.asarray(target, dtype=np.float64).reshape(acts[-1].shape)
+        error = acts[-1] - np.asarray(target, dtype=acts[-1].dtype).reshape(acts[-1].shape)
         self.descend(self.gradients(acts, error), alpha)
         return 0.5 * float((error * error).sum())
 
@@ -78,6 +79,6 @@ class MLP:
         net = cls.__new__(cls)
         net.output = "linear" if bool(arrays[f"{prefix}linear_output"]) else "tanh"
         count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
-        net.weights = [np.asarray(arrays[f"{prefix}w{i}"], dtype=np.float64) for i in range(count)]
-        net.biases = [np.asarray(arrays[f"{prefix}b{i}"], dtype=np.float64) for i in range(count)]
+        net.weights = [np.asarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
+        net.biases = [np.asarray(arrays[f"{prefix}b{i}"]) for i in range(count)]
         return net

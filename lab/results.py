@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lab import agents, config
+from lab import agents, config, evaluate
 
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
@@ -27,6 +27,9 @@ METRICS = [
     ("p1_win_rate", pa.float64()), ("p2_win_rate", pa.float64()), ("draw_rate", pa.float64()),
     ("train_seconds", pa.float64()), ("status", pa.string()), ("error", pa.string()),
 ]
+EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
+              for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
+"""Exact evaluation (lab.evaluate.exact) of the agent in each seat; null where not evaluated."""
 
 
 class ResultsError(RuntimeError):
@@ -41,13 +44,15 @@ def schema() -> pa.Schema:
     concatenate without surprises.
     """
     fields = {"run_id": pa.string()}
-    fields.update({k: _ARROW[t] for k, t in typing.get_type_hints(config.RunConfig).items()})
+    for key, kind in typing.get_type_hints(config.RunConfig).items():
+        fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
     for name in agents.ALGORITHMS:
         knobs = agents.module(name).Config
         for key, kind in typing.get_type_hints(knobs).items():
             if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
                 raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)
+    fields.update(EVALUATION)
     return pa.schema(list(fields.items()))
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lab import agents, config
+from lab import agents, config, evaluate
 
 
 @dataclass
@@ -23,6 +23,15 @@ class RunResult:
     @property
     def failed(self) -> bool:
         return bool((self.rows["status"] == "failed").any())
+
+
+def evaluation(agent, run_cfg) -> dict:
+    """lab.evaluate.exact of the agent in the seat it trains in (both seats in self-play), as
+    columns eval_p<seat>_<key>."""
+    seats = (1, 2) if run_cfg.opponent == "self" else (run_cfg.player,)
+    moves = agent.move_table()
+    return {evaluate.column(seat, key): value
+            for seat in seats for key, value in evaluate.exact(moves, seat).items()}
 
 
 def run(cfg) -> RunResult:
@@ -48,6 +57,8 @@ def run(cfg) -> RunResult:
                 "p1_win_rate": p1_wins / n, "p2_win_rate": p2_wins / n, "draw_rate": draws / n,
                 "train_seconds": train_seconds,
             })
+            if iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations:
+                rows[-1].update(evaluation(learner.agent(), run_cfg))
         checkpoint = learner.agent().to_bytes()
     except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"

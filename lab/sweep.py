@@ -9,6 +9,7 @@ land in this machine's results_dir whichever node trained them.
 """
 
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ class Job:
     results_dir: Path
 
 
-def _flat(cfg: DictConfig) -> dict:
+def knobs(cfg: DictConfig) -> dict:
     """The run's knobs as plain values (Hydra's own node left out)."""
     return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
             for key, value in cfg.items() if key != "hydra"}
@@ -83,8 +84,21 @@ def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
     return jobs, notes
 
 
+def _clock(seconds: float) -> str:
+    """A duration as h:mm:ss (m:ss under an hour); '?' when unknown."""
+    if seconds != seconds:  # NaN: nothing finished yet
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class Progress:
-    """One live line (a line per event when not on a terminal): finished, running, failed, ETA."""
+    """Runs finished, running and failed, time elapsed and an ETA.
+
+    On a terminal: one line redrawn in place, with a bar, cut to the terminal's width. Otherwise
+    (a log file, CI): one line per finished run, naming it.
+    """
 
     def __init__(self, total: int):
         self.total, self.done, self.failed = total, 0, 0
@@ -96,13 +110,18 @@ class Progress:
             self.done += 1
             self.failed += result.failed
         elapsed = time.monotonic() - self.start
+        # Runs take about equally long, so the mean time per finished run predicts the rest.
         eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        line = (f"runs {self.done}/{self.total} finished, {running} running, "
-                f"{self.failed} failed, {elapsed:.0f}s elapsed, ETA {eta:.0f}s")
+        counts = (f"{self.done}/{self.total} runs finished, {running} running, {self.failed} failed, "
+                  f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}")
         if self.live:
-            print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
+            width = shutil.get_terminal_size().columns
+            filled = round(20 * self.done / max(self.total, 1))
+            line = f"[{'#' * filled}{'.' * (20 - filled)}] {counts}"[:width - 1]
+            print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
         elif result is not None:
-            print(line, file=sys.stderr, flush=True)
+            what = "FAILED" if result.failed else "done"
+            print(f"run {result.run_id} {what}; {counts}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.live:
@@ -124,8 +143,8 @@ def connect(address=None, num_cpus=None) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
-        # "local": a new Ray of our own, even if `ray start` ran on this machine (ray.init() would
-        # silently join the last cluster started there, or hang on a dead one's address)
+        # "local" starts a private Ray even when a `ray start` cluster runs on this machine
+        # (plain ray.init() would join it).
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
         return
     try:
@@ -201,15 +220,39 @@ def report(jobs: list[Job], done: list[RunResult], notes: list[str]) -> int:
     return 1 if failed else 0
 
 
-def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True):
+def analyse(results_dirs) -> None:
+    """Draw the figures and write the summary of each results directory; print where they are.
+
+    Never fails the sweep: the runs are stored whatever happens here.
+    """
+    from lab import plots, summary
+
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        if not results.run_files(results_dir):
+            continue
+        try:
+            figures = plots.all_figures(results_dir)
+            _, summary_files = summary.write_summary(results_dir)
+        except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
+            print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
+            continue
+        print(f"{results_dir}: {len(figures)} figures in {results_dir / results.FIGURES}, "
+              f"summary in {summary_files[-1]}")
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
+           figures=True):
     """Called by the lab's Hydra launcher with the whole grid."""
     from hydra.core.utils import JobReturn, JobStatus
 
     composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
-    jobs, notes = plan([_flat(c) for c in composed])
+    jobs, notes = plan([knobs(c) for c in composed])
     print(f"{len(composed)} configurations, {len(jobs)} runs to train")
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
+    if figures:
+        analyse(c.results_dir for c in composed)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
@@ -219,7 +262,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     """One run in this process (Hydra's run mode)."""
-    jobs, notes = plan([_flat(cfg)])
+    jobs, notes = plan([knobs(cfg)])
     done = execute(jobs, parallel=False)
     status = report(jobs, done, notes)
     if status:

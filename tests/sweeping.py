@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from lab import results
+from lab.config import compose
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["iterations=3", "episodes_per_update=20", "layers=1", "neurons=4"]
@@ -52,16 +53,6 @@ def rows(results_dir) -> pd.DataFrame:
     return results.load(results_dir).drop(columns="train_seconds")
 
 
-def flat_config(*overrides) -> dict:
-    """The flat configuration `python -m lab.sweep OVERRIDES` would run (Hydra's compose API)."""
-    from hydra import compose, initialize_config_dir
-
-    from lab.sweep import CONF_DIR, _flat
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return _flat(compose("config", overrides=list(overrides)))
-
-
 def descendants(pid: int) -> list[int]:
     """Every live process below pid (children, their children, ...)."""
     parents = {}
@@ -90,7 +81,7 @@ def alone(overrides, results_dir) -> pd.DataFrame:
     """The rows of one run trained in this process, stored and read back like a sweep's."""
     from lab.run import run
 
-    results.save(run(flat_config(*overrides)), results_dir)
+    results.save(run(compose(*overrides)), results_dir)
     return rows(results_dir)
 
 

@@ -109,10 +109,11 @@ import io, sys, time
 import pyarrow.parquet as pq
 from lab import results
 from lab.run import run
-from sweeping import TINY, flat_config
+from lab.config import compose
+from sweeping import TINY
 
 results_dir = sys.argv[1]
-first = run(flat_config(*TINY))
+first = run(compose(*TINY))
 results.save(first, results_dir)
 print("saved", flush=True)
 
@@ -128,7 +129,7 @@ def half_then_stall(table, sink):  # the process dies in the middle of writing t
     time.sleep(600)
 
 pq.write_table = half_then_stall
-results.save(run(flat_config(*TINY)), results_dir)  # the same run again (as force=true does)
+results.save(run(compose(*TINY)), results_dir)  # the same run again (as force=true does)
 """
 
 
@@ -233,8 +234,9 @@ WRITER = """
 import sys
 from lab import results
 from lab.run import run
-from sweeping import TINY, flat_config
-result = run(flat_config(*TINY))
+from lab.config import compose
+from sweeping import TINY
+result = run(compose(*TINY))
 for _ in range(int(sys.argv[2])):
     results.save(result, sys.argv[1])
 """

@@ -39,6 +39,8 @@ class LabRayLauncherConf:
     """CPUs of the embedded local Ray; null: every core"""
     parallel: bool = True
     """false: run the grid one run after another in this process, without Ray"""
+    figures: bool = True
+    """false: skip drawing the figures and the summary into results_dir at the end"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -54,8 +56,8 @@ class LabSweeper(BasicSweeper):
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel=True):
-        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel}
+    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True):
+        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config

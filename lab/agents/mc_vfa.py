@@ -62,8 +62,12 @@ class Agent(base.Agent):
 
     def scores(self, codes):
         after = game.AFTER[codes]
-        values = self.net(game.BOARDS[np.maximum(after, 0)].reshape(-1, 9))
-        return np.where(after >= 0, values.reshape(after.shape), -np.inf)
+        legal = after >= 0
+        # Positions share afterstates: value each distinct one once.
+        unique, index = np.unique(after[legal], return_inverse=True)
+        scores = np.full(after.shape, -np.inf, dtype=np.float32)
+        scores[legal] = self.net(game.BOARDS[unique])[index, 0]
+        return scores
 
     def arrays(self):
         return {**self.net.arrays(), "player": np.array(self.player)}
@@ -85,19 +89,21 @@ class Learner:
         # The positions where the agent moves; the afterstates it can produce from them.
         mover = game.TO_MOVE[game.DECISIONS] == self.side
         self.decisions = game.DECISIONS[mover]
-        self.afterstates = np.unique(game.AFTER[self.decisions][game.LEGAL[self.decisions]])
+        self.legal = game.LEGAL[self.decisions]
+        self.after = np.where(self.legal, game.AFTER[self.decisions], 0)
+        self.afterstates = np.unique(self.after[self.legal])
+        self.explore = game.uniform_over(self.legal)
         self.moves = np.zeros((game.N_CODES, 9))
         self.return_sums = np.zeros(game.N_CODES)
         self.visits = np.zeros(game.N_CODES)
 
     def _move_table(self) -> np.ndarray:
         """The epsilon-greedy policy of the current net at every agent decision."""
-        values = np.full(game.N_CODES, -np.inf)
+        values = np.zeros(game.N_CODES, dtype=np.float32)
         values[self.afterstates] = self.net(game.BOARDS[self.afterstates])[:, 0]
-        after = game.AFTER[self.decisions]
-        greedy = game.greedy(values[np.maximum(after, 0)], game.LEGAL[self.decisions])
-        random = game.uniform_over(game.LEGAL[self.decisions])
-        self.moves[self.decisions] = (1 - self.epsilon) * greedy + self.epsilon * random
+        greedy = game.greedy(values[self.after], self.legal)
+        self.moves[self.decisions] = greedy if self.epsilon == 0 else (
+            (1 - self.epsilon) * greedy + self.epsilon * self.explore)
         return self.moves
 
     def iterate(self) -> np.ndarray:

@@ -1,0 +1,89 @@
+"""Throughput benchmark: `python -m lab.bench [--quick]`.
+
+Prints training episodes per second of every algorithm on a fixed configuration, the engine's own
+limit (uniform-random games per second played in batches by the compiled kernel) measured in the
+same process, and how much faster a 16-run sweep goes on 2 Ray workers than on 1. Compilation and
+start-up are excluded: each measurement warms up first.
+"""
+
+import argparse
+import tempfile
+import time
+
+from lab import agents, config, game, opponents
+
+# name -> (overrides, minimum seconds to measure); targets from issue 6.
+CASES = {
+    "mc_vfa": (["algorithm=mc_vfa", "opponent=onestep", "player=2", "layers=5", "neurons=16",
+                "alpha=0.01", "episodes_per_update=100"], 50_000),
+    **{name: ([f"algorithm={name}", "opponent=random", "player=1", "episodes_per_update=10000"],
+              200_000) for name in ("q_table", "td_value", "negamax_q")},
+}
+
+
+def engine_games_per_second(seconds: float) -> float:
+    random = opponents.table("random")
+    game.seed_kernels(0)
+    game.play(1000, random, random)  # compile / warm up
+    games, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        game.play(100_000, random, random)
+        games += 100_000
+    return games / (time.perf_counter() - start)
+
+
+def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
+    run_cfg, knobs = config.parse(config.compose(*overrides))
+    learner = agents.module(run_cfg.algorithm).Learner(knobs, run_cfg)
+    learner.iterate()  # compile / warm up
+    iterations, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        learner.iterate()
+        iterations += 1
+    return iterations * run_cfg.episodes_per_update / (time.perf_counter() - start)
+
+
+def sweep_seconds(workers: int, iterations: int) -> float:
+    """Wall time of a 16-run mc_vfa sweep on an embedded Ray with `workers` CPUs, after warm-up
+    runs have started the worker processes (Ray's start-up is the same for any grid)."""
+    import ray
+
+    from lab import sweep
+
+    def jobs(seeds, results_dir):
+        cfgs = [config.compose(f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
+                               "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
+        return sweep.plan(cfgs)[0]
+
+    sweep.connect(num_cpus=workers)
+    try:
+        with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out:
+            sweep.execute(jobs(range(100, 100 + workers), warm))
+            start = time.perf_counter()
+            sweep.execute(jobs(range(16), out))
+            return time.perf_counter() - start
+    finally:
+        ray.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
+    args = parser.parse_args()
+    seconds = 0.5 if args.quick else 5.0
+
+    print(f"{'what':<34}{'per second':>14}{'target':>12}")
+    rate = engine_games_per_second(seconds)
+    print(f"{'engine: random games, batched':<34}{rate:>14,.0f}{1_000_000:>12,}")
+    for name, (overrides, target) in CASES.items():
+        rate = training_episodes_per_second(overrides, seconds)
+        print(f"{name + ': training episodes':<34}{rate:>14,.0f}{target:>12,}")
+
+    iterations = 20 if args.quick else 300
+    serial, parallel = sweep_seconds(1, iterations), sweep_seconds(2, iterations)
+    print(f"16-run sweep ({iterations} iterations each): 1 worker {serial:.1f} s, "
+          f"2 workers {parallel:.1f} s, speed-up {serial / parallel:.2f} (target 1.8)")
+
+
+if __name__ == "__main__":
+    main()

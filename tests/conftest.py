@@ -1,0 +1,45 @@
+"""Checks shared by the learners' tests."""
+
+import numpy as np
+import pytest
+
+from lab import agents, game
+from lab.config import compose, parse
+from lab.run import run
+
+
+def _run_and_restore(tmp_path, *overrides):
+    """A tiny run through lab.run.run: it must produce one finished row per iteration and a
+    checkpoint that lab.agents.load restores to the agent a learner trained on the same knobs
+    holds (same scores everywhere), playing legal moves from every reachable position."""
+    cfg = compose(*overrides)
+    result = run(cfg)
+    rows = result.rows
+    n, iterations = cfg["episodes_per_update"], cfg["iterations"]
+    assert (rows["status"] == "finished").all(), rows["error"].iloc[0]
+    assert rows["iteration"].tolist() == list(range(1, iterations + 1))
+    assert (rows[["p1_wins", "p2_wins", "draws"]].sum(axis=1) == n).all()
+    assert rows["episodes"].iloc[-1] == n * iterations
+
+    path = tmp_path / "agent.npz"
+    path.write_bytes(result.checkpoint)
+    restored = agents.load(path)
+    assert restored.algorithm == cfg["algorithm"]
+    run_cfg, knobs = parse(cfg)
+    learner = agents.module(cfg["algorithm"]).Learner(knobs, run_cfg)
+    for _ in range(iterations):
+        learner.iterate()
+    trained = learner.agent()
+    assert np.array_equal(restored.scores(game.DECISIONS), trained.scores(game.DECISIONS))
+
+    probs = restored.policy(game.DECISIONS)  # the greedy moves act() draws from, everywhere
+    assert np.allclose(probs.sum(axis=1), 1) and not probs[~game.LEGAL[game.DECISIONS]].any()
+    rng = np.random.default_rng(0)
+    for code in rng.choice(game.DECISIONS, 300):
+        assert game.LEGAL[code, restored.act(game.decode(code), rng)]
+    return restored
+
+
+@pytest.fixture
+def run_and_restore(tmp_path):
+    return lambda *overrides: _run_and_restore(tmp_path, *overrides)

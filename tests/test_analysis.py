@@ -1,0 +1,175 @@
+"""Figures, summary, notebook and sweep progress on a small real sweep."""
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+from nbclient import NotebookClient
+
+from lab import config, evaluate, plots, results, summary, sweep
+from lab.run import RunResult, run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    """A real sweep: mc_vfa and td_value, both seats, two seeds, tiny; plus td_value self-play."""
+    out = tmp_path_factory.mktemp("analysis")
+    cmd = [sys.executable, "-m", "lab.sweep", "--multirun", "algorithm=mc_vfa,td_value",
+           "opponent=onestep", "player=1,2", "layers=2", "neurons=8", "episodes_per_update=20",
+           "iterations=30", "eval_every=3", "seed=0,1", f"results_dir={out}",
+           "hydra.launcher.parallel=false"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    for seed in (0, 1):
+        cfg = config.compose("algorithm=td_value", "opponent=self", "episodes_per_update=20",
+                             "iterations=30", "eval_every=3", f"seed={seed}")
+        results.save(run(cfg), out)
+    return out, done
+
+
+def test_sweep_ends_with_figures_and_summary(sweep_dir):
+    out, done = sweep_dir
+    assert "8 runs finished, 0 failed" in done.stdout
+    assert f"figures in {out / results.FIGURES}" in done.stdout
+    assert str(out / summary.SUMMARY / "summary.md") in done.stdout
+    # Without a terminal: one line per finished run, naming it, with counts and an ETA.
+    lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
+    assert len(lines) == 8 and "8/8 runs finished, 0 running, 0 failed" in lines[-1]
+    assert lines[-1].endswith("ETA 0:00")
+    # The analysis folders stay out of pandas' way.
+    assert pd.read_parquet(out)["run_id"].nunique() == 10
+
+
+def test_figures_switch_off(sweep_dir, tmp_path):
+    out, _ = sweep_dir
+    target = tmp_path / "copy"
+    target.mkdir()
+    for path in results.run_files(out):
+        (target / path.name).write_bytes(path.read_bytes())
+    cmd = [sys.executable, "-m", "lab.sweep", "--multirun", "algorithm=mc_vfa", "opponent=onestep",
+           "player=1", "layers=2", "neurons=8", "episodes_per_update=20", "iterations=30",
+           "eval_every=3", "seed=0", f"results_dir={target}", "hydra.launcher.parallel=false",
+           "hydra.launcher.figures=false"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert "1 runs already finished" in done.stdout and "figures in" not in done.stdout
+    assert not (target / results.FIGURES).exists()
+
+
+def test_every_figure_type(sweep_dir, tmp_path):
+    out, _ = sweep_dir
+    paths = plots.all_figures(out, tmp_path)
+    names = sorted(p.name for p in paths)
+    assert names == sorted([
+        "mc_vfa_ttt_player1_l2_n8.png", "mc_vfa_ttt_player2_l2_n8.png",
+        "td_value_ttt_player1.png", "td_value_ttt_player2.png", "td_value_ttt_self.png",
+        "mc_vfa_exact_ttt_player1_l2_n8.png", "mc_vfa_exact_ttt_player2_l2_n8.png",
+        "td_value_exact_ttt_player1.png", "td_value_exact_ttt_player2.png",
+        "td_value_exact_ttt_self_seat1.png", "td_value_exact_ttt_self_seat2.png",
+        "comparison_exact_win.png"])
+    assert all(p.stat().st_size > 20_000 for p in paths)
+
+
+def test_configuration_names(sweep_dir):
+    out, _ = sweep_dir
+    names = set(summary.name_configurations(summary.table(out))["config"])
+    # td_value trains against onestep and in self-play, so its opponent is part of the name;
+    # knobs it does not use (layers, neurons) leave no 'lnan' behind.
+    assert names == {"ttt_player1_l2_n8_a0.01_e20_i30", "ttt_player2_l2_n8_a0.01_e20_i30",
+                     "ttt_player1_a0.1_e20_i30 opponent=onestep",
+                     "ttt_player2_a0.1_e20_i30 opponent=onestep", "ttt_self_a0.1_e20_i30"}
+
+
+def test_summary_of_a_real_sweep(sweep_dir):
+    out, _ = sweep_dir
+    best = summary.best_configurations(out)
+    keys = set(zip(best["algorithm"], best["seat"], best["evaluated_vs"]))
+    assert keys == {(a, s, o) for a in ("mc_vfa", "td_value") for s in "XO" for o in ("random", "onestep")}
+    np.testing.assert_allclose(best["win"] + best["draw"] + best["loss"], 1.0)
+    # Nobody beats the ceiling on its objective, expected win - loss.
+    assert (best["win"] - best["loss"] <= best["ceiling_win"] - best["ceiling_loss"] + 1e-9).all()
+    assert (best["seeds"] == 2).all() and (best["episodes"] == 600).all()
+    assert (best["losing_lines"] <= best["total_lines"]).all()
+
+
+def test_summary_picks_the_best_configuration():
+    """Hand-made evaluations: A has the best single seed, B the best seed mean of final win - loss;
+    neither seed mean reaches 95% of the ceiling's win rate, B's first seed alone does."""
+    ceiling = evaluate.ceiling("onestep", 2)["win"]
+    rows = []
+    finals = {("A", 0): (0.97 * ceiling, 0.0), ("A", 1): (0.5, 0.3),
+              ("B", 0): (0.96 * ceiling, 0.0), ("B", 1): (0.9 * ceiling, 0.0)}
+    for (alpha_name, seed), (win, loss) in finals.items():
+        alpha = {"A": 0.1, "B": 0.2}[alpha_name]
+        for episodes, share in ((100, 0.5), (200, 1.0)):
+            rows.append({
+                "run_id": f"{alpha_name}{seed}", "algorithm": "td_value", "opponent": "onestep",
+                "player": 2, "episodes_per_update": 100, "iterations": 2, "seed": seed,
+                "eval_every": 1, "alpha": alpha, "epsilon": 0.1, "draw_value": 0.0,
+                "episodes": episodes, "train_seconds": episodes / 100, "status": "finished",
+                **{evaluate.column(2, f"{o}_{r}"): v for o in evaluate.OPPONENTS
+                   for r, v in (("win", share * win), ("loss", loss), ("draw", 1 - share * win - loss))},
+                evaluate.column(2, "losing_lines"): 3, evaluate.column(2, "total_lines"): 10,
+                evaluate.column(2, "never_loses"): False, evaluate.column(2, "optimal_move_rate"): 0.9,
+            })
+    best = summary.best_configurations(pd.DataFrame(rows))
+    pick = best[best["evaluated_vs"] == "onestep"].iloc[0]
+    assert pick["config"] == "ttt_player2_a0.2_e100_i2"
+    assert pick["win"] == pytest.approx(0.93 * ceiling)
+    assert pick["win_sd"] == pytest.approx(np.std([0.96 * ceiling, 0.9 * ceiling], ddof=1))
+    assert pick["episodes_to_95"] != pick["episodes_to_95"]  # the mean 0.93 never reaches 0.95
+    assert pick["train_seconds"] == pytest.approx(2.0) and pick["best_run"] == "B0"
+    assert summary.episodes_to_reach(pd.DataFrame(rows).query("run_id == 'B0'"),
+                                     evaluate.column(2, "onestep_win"), 0.95 * ceiling) == 200
+
+
+def test_scripts(sweep_dir, tmp_path):
+    out, _ = sweep_dir
+    done = subprocess.run([sys.executable, "analysis/summary.py", str(out), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert "evaluated_vs" in done.stdout and "ttt_player2_l2_n8_a0.01_e20_i30" in done.stdout
+    table = pd.read_csv(tmp_path / "summary.csv")
+    assert len(table) == 8
+    assert (tmp_path / "summary.md").read_text().startswith("| algorithm | seat | evaluated_vs |")
+    done = subprocess.run([sys.executable, "analysis/plot_winrates.py", str(out), "--out", str(tmp_path),
+                           "--smooth", "1"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 12
+
+
+def test_notebook_runs_headless(sweep_dir):
+    out, _ = sweep_dir
+    nb = nbformat.read(REPO / "analysis" / "winrates.ipynb", as_version=4)
+    (parameters,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = f"results_dir = {str(out)!r}\nsmooth = 5"
+    NotebookClient(nb, kernel_name="python3", timeout=600,
+                   resources={"metadata": {"path": str(REPO / "analysis")}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 12
+    assert any("ttt_self_a0.1_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
+
+
+def test_progress_lines_without_a_terminal(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    progress = sweep.Progress(2)
+    finished = RunResult("abc", pd.DataFrame({"status": ["finished"]}), None)
+    failed = RunResult("def", pd.DataFrame({"status": ["failed"]}), None)
+    progress.update(running=2)  # a heartbeat prints nothing in a log
+    progress.update(finished, running=1)
+    progress.update(failed, running=0)
+    progress.close()
+    first, second = stream.getvalue().splitlines()
+    assert first.startswith("run abc done; 1/2 runs finished, 1 running, 0 failed, 0:00 elapsed")
+    assert second.startswith("run def FAILED; 2/2 runs finished, 0 running, 1 failed")
+    assert sweep._clock(3725) == "1:02:05" and sweep._clock(65) == "1:05"
+    assert sweep._clock(float("nan")) == "?"

@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+
+from lab import agents, game
+from lab.config import compose
+from lab.run import run
+
+
+def test_tiny_run_rows_and_checkpoint(tmp_path):
+    cfg = compose("layers=2", "neurons=8", "episodes_per_update=20", "iterations=15", "seed=3")
+    result = run(cfg)
+    rows = result.rows
+    assert len(rows) == 15 and (rows["status"] == "finished").all()
+    assert rows["iteration"].tolist() == list(range(1, 16))
+    assert rows["episodes"].iloc[-1] == 300
+    assert (rows[["p1_wins", "p2_wins", "draws"]].sum(axis=1) == 20).all()
+    assert np.allclose(rows["p1_win_rate"], rows["p1_wins"] / 20)
+    assert rows["train_seconds"].is_monotonic_increasing
+    assert (rows["layers"] == 2).all() and (rows["memory"] == "clear").all()
+
+    path = tmp_path / "agent.npz"
+    path.write_bytes(result.checkpoint)
+    agent = agents.load(path)
+    assert agent.algorithm == "mc_vfa" and agent.player == 2
+    rng = np.random.default_rng(0)
+    for code in rng.choice(game.DECISIONS, 300):
+        assert game.LEGAL[code, agent.act(game.decode(code), rng)]
+
+
+def test_same_seed_same_rows():
+    cfg = compose("layers=2", "neurons=8", "episodes_per_update=10", "iterations=5", "seed=7")
+    a, b = run(cfg).rows, run(cfg).rows
+    assert a.drop(columns="train_seconds").equals(b.drop(columns="train_seconds"))
+
+
+def test_memory_keep_fits_every_afterstate_seen():
+    from lab.agents import mc_vfa
+    from lab.config import parse
+
+    run_cfg, knobs = parse(compose("memory=keep", "episodes_per_update=50", "seed=1"))
+    learner = mc_vfa.Learner(knobs, run_cfg)
+    learner.iterate()
+    seen_once = np.count_nonzero(learner.visits)
+    learner.iterate()
+    assert np.count_nonzero(learner.visits) >= seen_once > 0
+    assert learner.visits.sum() > 0
+    # every stored afterstate was produced by the agent (O): equal numbers of X and O marks
+    seen = game.BOARDS[np.flatnonzero(learner.visits)]
+    assert ((seen == 1).sum(axis=1) == (seen == -1).sum(axis=1)).all()
+
+
+def test_divergence_is_a_failed_run_not_a_crash():
+    from lab.agents import mc_vfa
+
+    cfg = compose("iterations=3", "episodes_per_update=5")
+    original = mc_vfa.MLP.fit_step
+
+    def explode(self, *args):
+        raise FloatingPointError("network diverged: test")
+
+    mc_vfa.MLP.fit_step = explode
+    try:
+        result = run(cfg)
+    finally:
+        mc_vfa.MLP.fit_step = original
+    assert result.failed and result.checkpoint is None
+    assert "diverged" in result.rows["error"].iloc[0]
+
+
+@pytest.mark.slow
+def test_learns_seed_defaults_as_o_against_onestep():
+    """Seed 000's defaults: 5 x 16, alpha 0.01, e 100, i 1000, O against OneStep."""
+    medians = []
+    for seed in range(3):
+        rows = run(compose(f"seed={seed}")).rows
+        medians.append(rows["p1_wins"].iloc[-100:].sum() / rows["episodes_per_update"].iloc[0] / 100)
+    assert np.median(medians) <= 0.15, medians

@@ -1,0 +1,72 @@
+"""Seed 004's negamax Q learner: the update's signs and shaped rewards, single agents, ensembles."""
+
+import numpy as np
+
+from lab import game, opponents
+from lab.agents import negamax_q
+from lab.config import compose, parse
+from lab.evaluate import exact
+
+
+def learner(*overrides):
+    run_cfg, knobs = parse(compose("algorithm=negamax_q", *overrides))
+    return negamax_q.Learner(knobs, run_cfg)
+
+
+def train(*overrides):
+    trained = learner(*overrides)
+    for _ in range(trained.run.iterations):
+        trained.iterate()
+    return trained
+
+
+def test_tiny_run_and_checkpoint(run_and_restore):
+    for opponent, ensemble in (("self", 1), ("self", 3), ("random", 1)):
+        run_and_restore("algorithm=negamax_q", f"opponent={opponent}", f"ensemble={ensemble}",
+                        "player=2", "episodes_per_update=50", "iterations=4", "seed=1")
+
+
+def one_game(q, alpha, gamma, loss_reward, draw_reward):
+    """Train a fresh table on one self-play game; return its result (1, -1 or 0)."""
+    tally = np.zeros(3, dtype=np.int64)
+    negamax_q.train(q[None], 0, opponents.table("random"), opponents.table("random"), True, True,
+                    1, alpha, gamma, 1.0, loss_reward, draw_reward, 0.5, game.AFTER,
+                    game.TERMINAL, game.WINNER, game.TO_MOVE, game.LEGAL, tally)
+    return (1, -1, 0)[int(np.argmax(tally))]
+
+
+def test_first_game_updates_from_the_end_with_the_opponents_best_reply_subtracted():
+    """On a fresh table, updated last move first: the final move gets alpha * (its reward); the
+    move before it gets alpha * (its reward - gamma * the final move's new Q)."""
+    alpha, gamma, loss_reward, draw_reward = 0.5, 0.9, -1e10, 0.1
+    game.seed_kernels(0)
+    results = set()
+    for _ in range(20):
+        q = np.zeros((game.N_CODES, 9))
+        result = one_game(q, alpha, gamma, loss_reward, draw_reward)
+        results.add(result)
+        codes, moves = np.nonzero(q)
+        final = game.TERMINAL[game.AFTER[codes, moves]]
+        assert final.sum() == 1
+        last_q = q[codes[final], moves[final]][0]
+        before_last = alpha * ((loss_reward if result else draw_reward) - gamma * last_q)
+        assert last_q == alpha * (1.0 if result else draw_reward)
+        assert np.isclose(q[codes, moves], before_last, rtol=1e-12).sum() == 1
+    assert results == {1, -1, 0}
+
+
+def test_single_agent_never_loses_as_x():
+    """Issue 3: one table from 100,000 self-play games; no line of play beats it as X."""
+    result = exact(train("opponent=self", "episodes_per_update=1000", "iterations=100",
+                         "seed=0").agent(), 1)
+    assert result["never_loses"], result
+
+
+def test_ensemble_of_five_never_loses_in_either_seat():
+    """Issue 3: five tables of 100,000 self-play games each, summed; no line of play beats it,
+    as X or as O."""
+    agent = train("opponent=self", "ensemble=5", "episodes_per_update=5000", "iterations=100",
+                  "seed=0").agent()
+    for player in (1, 2):
+        result = exact(agent, player)
+        assert result["never_loses"], (player, result)

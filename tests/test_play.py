@@ -1,0 +1,130 @@
+"""lab.play driven through its standard input, and the --vs tallies."""
+
+import io
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lab import config, game, opponents, play
+from lab.run import run
+
+
+class FirstEmpty:
+    """A predictable agent: always the lowest-numbered empty cell."""
+
+    def act(self, board, rng=None):
+        return int(np.flatnonzero(np.asarray(board) == 0)[0])
+
+
+def session(lines: str, seat: int = 1):
+    """Play FirstEmpty with `lines` as the person's input; (score, everything printed)."""
+    out = io.StringIO()
+    score = play.play_person(FirstEmpty(), seat, io.StringIO(lines).readline, out.write,
+                             np.random.default_rng(0))
+    return score, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    cfg = config.compose("algorithm=mc_vfa", "layers=2", "neurons=8", "episodes_per_update=10",
+                         "iterations=3", "player=2")
+    result = run(cfg)
+    assert not result.failed
+    path = tmp_path_factory.mktemp("play") / "agent.npz"
+    path.write_bytes(result.checkpoint)
+    return path
+
+
+def test_full_game_person_wins_as_x():
+    # You 1, agent 2, you 4, agent 3, you 7: the left column.
+    score, text = session("1\n4\n7\nn\n")
+    assert score == {"you": 1, "agent": 0, "draws": 0}
+    assert "the agent (O) plays 2" in text and "the agent (O) plays 3" in text
+    assert "You win!" in text and text.rstrip().endswith("bye")
+    assert " X | O | O\n---+---+---\n X | 5 | 6\n---+---+---\n X | 8 | 9" in text
+
+
+def test_full_game_as_o_then_another_game():
+    # Agent 1, you 5, agent 2, you 3 (block), agent 4, you 7: the diagonal 3-5-7.
+    score, text = session("5\n3\n7\ny\n5\n3\n7\nno\n", seat=2)
+    assert score == {"you": 2, "agent": 0, "draws": 0}
+    assert "the agent (X) plays 1" in text and text.count("You win!") == 2
+
+
+def test_agent_wins():
+    # FirstEmpty as X takes 1, 2, 3 (the top row) while you play 5 and 9 without blocking.
+    score, text = session("5\n9\nn\n", seat=2)
+    assert score == {"you": 0, "agent": 1, "draws": 0}
+    assert "The agent wins." in text
+
+
+def test_illegal_and_malformed_moves_are_asked_again():
+    score, text = session("1\n2\nabc\n0\n10\n\n1.5\n4\n7\nmaybe\nn\n")
+    assert "cell 2 is taken: choose one of the empty cells [3, 4, 5, 6, 7, 8, 9]" in text
+    for bad in ("abc", "0", "10", "", "1.5"):
+        assert f"'{bad}' is not a cell" in text
+    assert "type y or n" in text
+    assert score["you"] == 1
+
+
+def test_end_of_input_and_q_quit_cleanly():
+    score, text = session("1\n")
+    assert score == {"you": 0, "agent": 0, "draws": 0}
+    assert text.rstrip().endswith("bye")
+    score, text = session("q\n")
+    assert text.rstrip().endswith("bye")
+
+
+def test_cli_plays_a_checkpoint_through_stdin(checkpoint):
+    # Try every cell in order: taken ones are refused, so the game always ends; then end of input.
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--seed", "3"],
+                          input="".join(f"{c}\n" for c in range(1, 10)), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"You win!|The agent wins\.|Draw\.", done.stdout)
+    assert "the agent (O) plays" in done.stdout
+    assert done.stdout.rstrip().endswith("bye")
+
+
+def test_cli_seat_o_and_bad_checkpoint(checkpoint, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--seat", "o"],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "the agent (X) plays" in done.stdout
+    bogus = tmp_path / "bogus.npz"
+    bogus.write_bytes(b"not an archive")
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(bogus)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "cannot load a checkpoint" in done.stderr
+
+
+def test_tallies_against_fixed_players():
+    perfect = opponents.table("perfect")
+    assert play.tallies(perfect, perfect, 500) == {1: (0, 500, 0), 2: (0, 500, 0)}
+    # Perfect play never loses; against random it wins most games in either seat.
+    result = play.tallies(perfect, opponents.table("random"), 2000)
+    assert result[1][2] == 0 and result[2][2] == 0
+    assert result[1][0] > 1800 and result[2][0] > 1500
+
+
+def test_cli_vs_prints_both_seats(checkpoint):
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", "random",
+                           "--games", "300", "--seed", "1"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^[XO] \(\w+\)\s+(\d+)\s+(\d+)\s+(\d+)", done.stdout, re.M)
+    assert len(rows) == 2 and all(sum(map(int, row)) == 300 for row in rows)
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", "perfect",
+                           "--games", "300"], capture_output=True, text=True, timeout=60)
+    losses_never = re.findall(r"^[XO] \(\w+\)\s+(\d+)", done.stdout, re.M)
+    assert losses_never == ["0", "0"]  # nobody beats perfect play
+    done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", str(checkpoint),
+                           "--games", "50"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "50 games in each seat" in done.stdout
+
+
+def test_board_drawing():
+    board = game.decode(game.encode([1, 0, -1, 0, 0, 0, 0, 0, 0]))
+    assert play.draw(board).splitlines() == [" X | 2 | O", "---+---+---", " 4 | 5 | 6",
+                                             "---+---+---", " 7 | 8 | 9"]
