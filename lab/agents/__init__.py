@@ -15,7 +15,7 @@ import importlib
 
 import numpy as np
 
-ALGORITHMS = ("mc_vfa", "q_table", "td_value", "negamax_q")
+ALGORITHMS = ("mc_vfa", "q_table", "td_value", "negamax_q", "q_net", "alphazero")
 
 
 def module(name: str):
