@@ -7,7 +7,7 @@ import pytest
 from sweeping import TINY, alone, cli, rows, sweep
 
 RUN = [*TINY, "iterations=5", "episodes_per_update=50", "seed=3"]
-GRID = ["--multirun", "results_dir=results", *RUN, "seed=3,4", "opponent=onestep,random"]
+GRID = ["--multirun", "hydra.launcher.figures=false", "results_dir=results", *RUN, "seed=3,4", "opponent=onestep,random"]
 
 
 def _one_run(stored: pd.DataFrame) -> pd.DataFrame:

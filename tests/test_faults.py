@@ -19,6 +19,7 @@ from lab.agents import mc_vfa
 from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, title
 
 SERIAL = "hydra.launcher.parallel=false"
+NO_FIGURES = "hydra.launcher.figures=false"  # figures are not what these tests are about
 
 
 def _wait_for(condition, timeout=120.0, what="condition"):
@@ -66,7 +67,7 @@ def _complete(results_dir, iterations):
 
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
-    proc = spawn(["--multirun", "results_dir=results", *SECONDS, "iterations=200", "seed=0,1"])
+    proc = spawn(["--multirun", NO_FIGURES, "results_dir=results", *SECONDS, "iterations=200", "seed=0,1"])
 
     def running_task():
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::_run_remote")]
@@ -82,7 +83,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
 
 
 def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, spawn):
-    grid = ["--multirun", SERIAL, "results_dir=results", *SECONDS, "iterations=80", "seed=0,1,2,3"]
+    grid = ["--multirun", SERIAL, NO_FIGURES, "results_dir=results", *SECONDS, "iterations=80", "seed=0,1,2,3"]
     proc = spawn(grid)
     _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2, what="two finished runs")
     proc.send_signal(signal.SIGKILL)
@@ -168,7 +169,7 @@ def failing_sweep(tmp_path_factory):
     """A grid with one good run, one that diverges (NaN) and two that raise (MemoryError: a
     10^15-unit layer), run twice: the second run is the resume of the first."""
     cwd = tmp_path_factory.mktemp("failing")
-    grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1", "neurons=4,1000000000000000"]
+    grid = ["--multirun", SERIAL, NO_FIGURES, "results_dir=results", *TINY, "seed=0,1", "neurons=4,1000000000000000"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(mc_vfa.Learner, "iterate", _iterate_diverging_for_seed_1(mc_vfa.Learner.iterate))
         first = cli(grid, cwd)
@@ -204,7 +205,7 @@ def test_resume_skips_finished_runs_and_reruns_failed_ones_saying_so(failing_swe
 
 
 def test_resume_reruns_missing_runs_and_force_reruns_everything(tmp_path):
-    grid = ["--multirun", SERIAL, "results_dir=results", *TINY, "seed=0,1,2"]
+    grid = ["--multirun", SERIAL, NO_FIGURES, "results_dir=results", *TINY, "seed=0,1,2"]
     assert cli(grid, tmp_path).returncode == 0
     first = rows(tmp_path / "results")
     missing = results.run_files(tmp_path / "results")[0]
@@ -220,7 +221,7 @@ def test_resume_reruns_missing_runs_and_force_reruns_everything(tmp_path):
 
 
 def test_two_sweeps_into_one_results_dir_at_once(tmp_path, spawn):
-    common = [SERIAL, "results_dir=results", *SECONDS, "iterations=30"]
+    common = [SERIAL, NO_FIGURES, "results_dir=results", *SECONDS, "iterations=30"]
     one = spawn(["--multirun", *common, "seed=0,1,2"])
     two = spawn(["--multirun", *common, "seed=1,2,3"])
     assert one.wait(timeout=300) == 0, _output(one)
