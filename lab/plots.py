@@ -176,24 +176,26 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
     best = summary.best_configurations(frame)
     algorithms = sorted(curves["algorithm"].unique())
     colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algorithms)}
-    fig, axes = plt.subplots(2, 2, figsize=(13, 11), sharey=True, layout="constrained")
-    for row, seat in enumerate(summary.SEATS):
+    seats = sorted(curves["seat"].unique())  # a row per seat some run was evaluated in
+    fig, axes = plt.subplots(len(seats), 2, figsize=(13, 1 + 5 * len(seats)), sharex=True, sharey=True,
+                             squeeze=False, layout="constrained")
+    for row, seat in enumerate(seats):
         for col, opponent in enumerate(evaluate.OPPONENTS):
             ax = axes[row, col]
             chosen = best[(best["seat"] == summary.SEATS[seat]) & (best["evaluated_vs"] == opponent)]
             for pick in chosen.itertuples():
                 curve = curves[(curves["algorithm"] == pick.algorithm) & (curves["seat"] == seat)
                                & (curves["config"] == pick.config)]
+                seeds = f"{pick.seeds} seed{'s' if pick.seeds > 1 else ''}"
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, mean_band(curve, f"{opponent}_win"), 0, color=colors[pick.algorithm],
-                      label=f"{pick.algorithm}: {pick.config} ({pick.seeds} seeds)")
+                      label=f"{pick.algorithm}: {pick.config} ({seeds})")
             ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
                        label="ceiling: perfect expectimax player")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
                    title=f"agent as player {seat} ({summary.SEATS[seat]}), evaluated vs {OPPONENT_TITLES[opponent]}")
+            ax.tick_params(labelbottom=True)  # every panel keeps its axis: legends sit below it
             ax.grid(alpha=0.3, which="both")
-            if chosen.empty:
-                ax.text(0.5, 0.5, "no runs in this seat", ha="center", transform=ax.transAxes)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7.5, frameon=False)
     for ax in axes[:, 0]:
         ax.set_ylabel("exact win rate of the greedy agent")

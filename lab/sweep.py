@@ -102,22 +102,25 @@ class Progress:
 
     def __init__(self, total: int):
         self.total, self.done, self.failed = total, 0, 0
-        self.start = time.monotonic()
+        self.start = self.finish_at = time.monotonic()
         self.live = sys.stderr.isatty()
 
     def update(self, result: RunResult | None = None, running: int = 0) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
         if result is not None:
             self.done += 1
             self.failed += result.failed
-        elapsed = time.monotonic() - self.start
-        # Runs take about equally long, so the mean time per finished run predicts the rest.
-        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        counts = (f"{self.done}/{self.total} runs finished, {running} running, {self.failed} failed, "
+            # Runs take about equally long, so the mean time per finished run predicts the rest;
+            # between two finishes the estimate counts down.
+            self.finish_at = now + elapsed / self.done * (self.total - self.done)
+        eta = max(0.0, self.finish_at - now) if self.done else float("nan")
+        counts = (f"{self.done}/{self.total} finished, {running} running, {self.failed} failed, "
                   f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}")
         if self.live:
             width = shutil.get_terminal_size().columns
-            filled = round(20 * self.done / max(self.total, 1))
-            line = f"[{'#' * filled}{'.' * (20 - filled)}] {counts}"[:width - 1]
+            filled = round(10 * self.done / max(self.total, 1))
+            line = f"[{'#' * filled}{'.' * (10 - filled)}] {counts}"[:width - 1]
             print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
         elif result is not None:
             what = "FAILED" if result.failed else "done"
@@ -237,8 +240,9 @@ def analyse(results_dirs) -> None:
             print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
                   f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
             continue
-        print(f"{results_dir}: {len(figures)} figures in {results_dir / results.FIGURES}, "
-              f"summary in {summary_files[-1]}")
+        print(f"{len(figures)} figures in {results_dir / results.FIGURES}\n"
+              f"summary in {summary_files[-1]} (and .csv)\n"
+              f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
@@ -252,7 +256,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
     if figures:
-        analyse(c.results_dir for c in composed)
+        analyse(config.check_settings(knobs(c))[0] for c in composed)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)

@@ -37,11 +37,11 @@ def sweep_dir(tmp_path_factory):
 def test_sweep_ends_with_figures_and_summary(sweep_dir):
     out, done = sweep_dir
     assert "8 runs finished, 0 failed" in done.stdout
-    assert f"figures in {out / results.FIGURES}" in done.stdout
+    assert f"9 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
     # Without a terminal: one line per finished run, naming it, with counts and an ETA.
     lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
-    assert len(lines) == 8 and "8/8 runs finished, 0 running, 0 failed" in lines[-1]
+    assert len(lines) == 8 and "8/8 finished, 0 running, 0 failed" in lines[-1]
     assert lines[-1].endswith("ETA 0:00")
     # The analysis folders stay out of pandas' way.
     assert pd.read_parquet(out)["run_id"].nunique() == 10
@@ -169,7 +169,29 @@ def test_progress_lines_without_a_terminal(monkeypatch):
     progress.update(failed, running=0)
     progress.close()
     first, second = stream.getvalue().splitlines()
-    assert first.startswith("run abc done; 1/2 runs finished, 1 running, 0 failed, 0:00 elapsed")
-    assert second.startswith("run def FAILED; 2/2 runs finished, 0 running, 1 failed")
+    assert first.startswith("run abc done; 1/2 finished, 1 running, 0 failed, 0:00 elapsed")
+    assert second.startswith("run def FAILED; 2/2 finished, 0 running, 1 failed")
     assert sweep._clock(3725) == "1:02:05" and sweep._clock(65) == "1:05"
     assert sweep._clock(float("nan")) == "?"
+
+
+def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream, clock = Terminal(), iter([0.0, 10.0, 15.0, 30.0])
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(sweep.time, "monotonic", lambda: next(clock))
+    progress = sweep.Progress(3)  # starts at 0 s
+    progress.update(RunResult("abc", pd.DataFrame({"status": ["finished"]}), None), running=2)  # 10 s
+    progress.update(running=2)  # 15 s: 20 s were left at 10 s, so 15 s now
+    progress.update(RunResult("def", pd.DataFrame({"status": ["finished"]}), None), running=1)  # 30 s
+    progress.close()
+    text = stream.getvalue()
+    assert "\n" not in text.rstrip("\n")  # redrawn in place with carriage returns
+    first, second, third = [part.rstrip() for part in text.strip("\n").split("\r")[1:]]
+    assert first == "[###.......] 1/3 finished, 2 running, 0 failed, 0:10 elapsed, ETA 0:20"
+    assert second.endswith("0:15 elapsed, ETA 0:15")
+    assert third.endswith("2/3 finished, 1 running, 0 failed, 0:30 elapsed, ETA 0:15")

@@ -49,9 +49,13 @@ def _node_ports():
 def cluster(tmp_path_factory):
     """(GCS address, dashboard URL, environment with the cluster's token) of a 2-node cluster."""
     root = tmp_path_factory.mktemp("cluster")
-    temp_dir = tempfile.mkdtemp(prefix="raylab", dir="/tmp")  # short: Ray's socket paths are capped
+    # Ray's temporary root for every process of these tests (short: Ray's socket paths are capped).
+    # The cluster lives in its ray/ folder, where ray.init() looks for "the cluster `ray start`
+    # started on this machine", as /tmp/ray is for a user's own `ray start`.
+    temp_root = tempfile.mkdtemp(prefix="raylab", dir="/tmp")
+    temp_dir = os.path.join(temp_root, "ray")
     gcs, dashboard, client = _free_ports(3)
-    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16),
+    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), RAY_TMPDIR=temp_root,
                     PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats"]
     head_dir, node2_dir = root / "head", root / "node2"
@@ -76,7 +80,7 @@ def cluster(tmp_path_factory):
         for node in nodes:  # each node's `ray start --block` and every process it started
             os.killpg(node.pid, signal.SIGKILL)
             node.wait()
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(temp_root, ignore_errors=True)
 
 
 def _wait_for_port(port, timeout=60):

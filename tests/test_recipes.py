@@ -3,10 +3,12 @@ batch script really starts a Ray head, joins it and runs a sweep (with stand-ins
 scontrol that run everything on this machine)."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,7 +48,10 @@ def test_the_slurm_script_starts_ray_and_runs_a_sweep(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = clean_env(PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", SLURM_SUBMIT_DIR=str(tmp_path),
+    ray_tmp = tempfile.mkdtemp(prefix="rayslurm", dir="/tmp")  # short: Ray's socket paths are capped
+    # RAY_TMPDIR keeps this Ray out of /tmp/ray, where ray.init() elsewhere would find its address
+    env = clean_env(PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", RAY_TMPDIR=ray_tmp,
+                    SLURM_SUBMIT_DIR=str(tmp_path),
                     SLURM_JOB_NODELIST="localhost", SLURM_CPUS_PER_TASK="2", SLURM_JOB_ID="42",
                     LAB_VENV=str(Path(sys.executable).parents[1]), RAY_PORT=str(port))
     log = tmp_path / "lab-sweep.log"  # a file: the Ray head left in the background keeps pipes open
@@ -57,6 +62,7 @@ def test_the_slurm_script_starts_ray_and_runs_a_sweep(tmp_path):
             script.wait(timeout=240)
         finally:
             os.killpg(script.pid, signal.SIGKILL)  # the Ray head it left running (SLURM would end it)
+            shutil.rmtree(ray_tmp, ignore_errors=True)
     output = log.read_text()
     assert script.returncode == 0, output
     assert f"2 runs finished, 0 failed; results in {tmp_path / 'results' / 'slurm-42'}" in output
