@@ -18,6 +18,7 @@ CASES = {
                 "alpha=0.01", "episodes_per_update=100"], 50_000),
     **{name: ([f"algorithm={name}", "opponent=random", "player=1", "episodes_per_update=10000"],
               200_000) for name in ("q_table", "td_value", "negamax_q")},
+    "q_net": (["algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=100"], 20_000),
 }
 
 
@@ -41,6 +42,24 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
         learner.iterate()
         iterations += 1
     return iterations * run_cfg.episodes_per_update / (time.perf_counter() - start)
+
+
+def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
+    """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
+    its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
+    from lab import evaluate
+
+    run_cfg, knobs = config.parse(config.compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    learner = agents.module("alphazero").Learner(knobs, run_cfg)
+    seconds = 0.0
+    for iteration in range(1, run_cfg.iterations + 1):
+        start = time.perf_counter()
+        learner.iterate()
+        seconds += time.perf_counter() - start
+        moves = learner.agent().move_table()
+        if all(evaluate.exact(moves, player)["never_loses"] for player in (1, 2)):
+            return seconds, iteration
+    return float("inf"), -1
 
 
 def sweep_seconds(workers: int, iterations: int) -> float:
@@ -78,6 +97,11 @@ def main() -> None:
     for name, (overrides, target) in CASES.items():
         rate = training_episodes_per_second(overrides, seconds)
         print(f"{name + ': training episodes':<34}{rate:>14,.0f}{target:>12,}")
+
+    if not args.quick:
+        seconds, iteration = alphazero_seconds_to_never_losing()
+        print(f"alphazero: from scratch to never losing as X and O: {seconds:.1f} s of training "
+              f"(iteration {iteration}; target 180 s)")
 
     iterations = 20 if args.quick else 300
     serial, parallel = sweep_seconds(1, iterations), sweep_seconds(2, iterations)

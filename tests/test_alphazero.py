@@ -66,6 +66,18 @@ def test_search_never_lets_an_immediate_win_go_even_with_an_untrained_net():
     assert keeps_win == pytest.approx(1.0)
 
 
+def test_search_with_exact_leaf_values_plays_perfectly():
+    """With minimax values at the leaves (and flat priors) the search keeps the game value at
+    every position both seats can reach: the search and its backups are right."""
+    agent = _untrained_agent(simulations=25)
+    agent.priors = game.uniform_over(game.LEGAL)
+    agent.values = (game.VALUE * game.TO_MOVE).astype(np.float64)
+    table = agent.move_table()
+    for player in (1, 2):
+        result = exact(table, player)
+        assert result["never_loses"] and result["optimal_move_rate"] == 1.0
+
+
 def test_symmetric_images_carry_the_policy_with_the_board():
     """An image of a position with its optimal-move mask as policy is the image's optimal mask."""
     codes = np.repeat(game.DECISIONS, 8)

@@ -5,12 +5,13 @@ The net (`layers` x `neurons` tanh units) reads the board from the side to move'
 a value v = tanh(.) in (-1, 1), the expected result for the side to move.
 
 Search (PUCT, no rollouts): from the root, descend by argmax over legal moves of
-Q(s, a) + c_puct P(s, a) sqrt(N(s)) / (1 + N(s, a)), with Q = 0 for unvisited moves; a newly
-reached position is a leaf whose net value is backed up, negated at each level (the mover
-alternates); terminal positions back up their exact result. Each simulation adds one node, so the
-tree lives in small arrays and is compiled with numba. The net is fixed while games are played,
-so its priors and values are computed once per net for every one of the 4,520 decision positions
-in one vectorised pass (the ultimate batch of leaf evaluations); the search then reads them.
+Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), with Q = 0 for unvisited moves (the
+max makes a node's first visit follow its priors); a newly reached position is a leaf whose net
+value is backed up, negated at each level (the mover alternates); terminal positions back up
+their exact result. Each simulation adds one node, so the tree lives in small arrays and is
+compiled with numba. The net is fixed while games are played, so its priors and values are
+computed once per net for every one of the 4,520 decision positions in one vectorised pass (the
+ultimate batch of leaf evaluations); the search then reads them.
 
 One iteration:
 1. `episodes_per_update` games with the best net. With `opponent=self` it plays both seats;
@@ -252,7 +253,8 @@ def _snapshot(net: MLP) -> MLP:
 
 
 class Player:
-    """One seat's way of moving in `play`: searching with a net's tables, or a fixed move table."""
+    """One seat's way of moving in `play`: searching with a net's tables, or a fixed move table.
+    The compiled kernel takes every argument as an array, so the unused one is a placeholder."""
 
     def __init__(self, net: MLP | None = None, moves: np.ndarray | None = None):
         self.searches = net is not None

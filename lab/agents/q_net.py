@@ -102,6 +102,7 @@ class Learner:
         self.epsilons = cfg.epsilon * (cfg.epsilon_final / cfg.epsilon) ** (np.arange(run.iterations) / steps)
         self.iteration = 0
         self.q = np.zeros((game.N_CODES, 9))
+        self.moves = np.zeros((game.N_CODES, 9))  # the epsilon-greedy policy where evaluated
         self.evaluated_at = np.zeros(game.N_CODES, dtype=np.int64)  # iteration q[code] is from
 
     def iterate(self) -> np.ndarray:
@@ -125,10 +126,11 @@ class Learner:
             here = codes[live]
             if t % 2 == self.first_column:
                 new = np.unique(here[self.evaluated_at[here] != self.iteration])
-                self.q[new] = q_values(self.net, new)
                 self.evaluated_at[new] = self.iteration
-                legal = game.LEGAL[here]
-                probs = (1 - epsilon) * game.greedy(self.q[here], legal) + epsilon * game.uniform_over(legal)
+                self.q[new] = q_values(self.net, new)
+                legal = game.LEGAL[new]
+                self.moves[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
+                probs = self.moves[here]
             else:
                 probs = self.opponent[here]
             cumulative = probs.cumsum(axis=1)
