@@ -35,14 +35,26 @@ def _is(value, kind) -> bool:
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+SHARED_RULES = {
+    "layers": (lambda v: v >= 1, "a positive integer"),
+    "neurons": (lambda v: v >= 1, "a positive integer"),
+    "alpha": (lambda v: 0 < v <= 1, "in (0, 1]"),
+}
+"""The rules of the shared knobs, the same in every algorithm that uses them."""
+
+
 class Knobs:
-    """Base of every algorithm's Config: checks each field's type, then the algorithm's rules."""
+    """Base of every algorithm's Config: checks each field's type and the shared knobs' rules,
+    then the algorithm's own rules."""
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             kind = typing.get_type_hints(type(self))[f.name]
             require(_is(value, kind), f.name, value, _KIND_NAMES[kind])
+            if f.name in SHARED_RULES:
+                ok, allowed = SHARED_RULES[f.name]
+                require(ok(value), f.name, value, allowed)
         self.check()
 
     def check(self) -> None:

@@ -20,12 +20,17 @@ def _run_and_restore(tmp_path, *overrides):
     assert rows["iteration"].tolist() == list(range(1, iterations + 1))
     assert (rows[["p1_wins", "p2_wins", "draws"]].sum(axis=1) == n).all()
     assert rows["episodes"].iloc[-1] == n * iterations
+    # the last row carries the exact evaluation of every seat the agent trained in
+    run_cfg, knobs = parse(cfg)
+    seats = (1, 2) if run_cfg.player is None else (run_cfg.player,)
+    for seat in seats:
+        assert 0 <= rows[f"eval_p{seat}_random_win"].iloc[-1] <= 1
+        assert rows[f"eval_p{seat}_total_lines"].iloc[-1] > 0
 
     path = tmp_path / "agent.npz"
     path.write_bytes(result.checkpoint)
     restored = agents.load(path)
     assert restored.algorithm == cfg["algorithm"]
-    run_cfg, knobs = parse(cfg)
     learner = agents.module(cfg["algorithm"]).Learner(knobs, run_cfg)
     for _ in range(iterations):
         learner.iterate()

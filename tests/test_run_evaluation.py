@@ -5,6 +5,7 @@ import dataclasses
 import types
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -86,3 +87,29 @@ def test_self_play_fills_both_seats():
         expected = evaluate.exact(agent, seat)
         assert [both[evaluate.column(seat, k)] for k in KEYS] == [expected[k] for k in KEYS]
     assert set(evaluation(agent, run_cfg)) == set(columns(2))
+
+
+TINY = {
+    "mc_vfa": ("layers=1", "neurons=4"),
+    "q_table": (),
+    "td_value": ("opponent=self",),
+    "negamax_q": ("ensemble=2",),
+    "q_net": ("layers=1", "neurons=4"),
+    "alphazero": ("simulations=4", "train_steps=2", "gating_games=2", "neurons=8"),
+}
+
+
+@pytest.mark.parametrize("algorithm", agents.ALGORITHMS)
+def test_every_algorithm_writes_the_eval_columns(algorithm):
+    assert set(TINY) == set(agents.ALGORITHMS)
+    cfg = compose(f"algorithm={algorithm}", "episodes_per_update=4", "iterations=2",
+                  "eval_every=1", *TINY[algorithm])
+    result = run(cfg)
+    assert not result.failed, result.rows["error"].iloc[0]
+    run_cfg, _ = parse(cfg)
+    seats = (1, 2) if run_cfg.opponent == "self" else (run_cfg.player,)
+    table = pa.Table.from_pandas(result.rows.reindex(columns=results.schema().names),
+                                 schema=results.schema(), preserve_index=False).to_pandas()
+    for seat in (1, 2):
+        column = table[evaluate.column(seat, "random_win")]
+        assert column.notna().all() if seat in seats else column.isna().all()

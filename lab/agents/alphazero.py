@@ -77,9 +77,8 @@ class Config(Knobs):
     """games of the match deciding whether the candidate net replaces the best (0 = always)"""
 
     def check(self):
-        for key in ("layers", "neurons", "simulations", "window", "train_steps", "batch_size"):
+        for key in ("simulations", "window", "train_steps", "batch_size"):
             require(getattr(self, key) >= 1, key, getattr(self, key), "a positive integer")
-        require(0 < self.alpha <= 1, "alpha", self.alpha, "in (0, 1]")
         require(self.c_puct > 0, "c_puct", self.c_puct, "positive")
         require(self.dirichlet_alpha > 0, "dirichlet_alpha", self.dirichlet_alpha, "positive")
         require(0 <= self.dirichlet_weight <= 1, "dirichlet_weight", self.dirichlet_weight, "in [0, 1]")

@@ -54,3 +54,20 @@ class Agent:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
         return buffer.getvalue()
+
+
+class QTableAgent(Agent):
+    """Plays the move of highest Q in a (3^9, 9) table of Q(position, move)."""
+
+    def __init__(self, q: np.ndarray):
+        self.q = q
+
+    def scores(self, codes):
+        return self.q[codes]
+
+    def arrays(self):
+        return {"q": self.q}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls(np.asarray(arrays["q"], dtype=float))

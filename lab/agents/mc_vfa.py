@@ -45,9 +45,6 @@ class Config(Knobs):
     """alpha is multiplied by this after every update"""
 
     def check(self):
-        require(self.layers >= 1, "layers", self.layers, "a positive integer")
-        require(self.neurons >= 1, "neurons", self.neurons, "a positive integer")
-        require(0 < self.alpha <= 1, "alpha", self.alpha, "in (0, 1]")
         require(0 <= self.gamma <= 1, "gamma", self.gamma, "in [0, 1]")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
         require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")

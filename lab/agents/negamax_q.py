@@ -59,7 +59,6 @@ class Config(Knobs):
     """number of independent tables trained in the run; the agent plays their sum"""
 
     def check(self):
-        require(0 < self.alpha <= 1, "alpha", self.alpha, "in (0, 1]")
         require(0 <= self.gamma <= 1, "gamma", self.gamma, "in [0, 1]")
         require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
         require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative")
@@ -67,23 +66,10 @@ class Config(Knobs):
         require(self.ensemble >= 1, "ensemble", self.ensemble, "a positive integer")
 
 
-class Agent(base.Agent):
+class Agent(base.QTableAgent):
     """Plays the move of highest Q (summed over the ensemble) for whichever side is to move."""
 
     algorithm = "negamax_q"
-
-    def __init__(self, q: np.ndarray):
-        self.q = q
-
-    def scores(self, codes):
-        return self.q[codes]
-
-    def arrays(self):
-        return {"q": self.q}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(np.asarray(arrays["q"], dtype=float))
 
 
 @njit(cache=True)

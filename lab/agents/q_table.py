@@ -39,28 +39,14 @@ class Config(Knobs):
     """epsilon is multiplied by this before every game"""
 
     def check(self):
-        require(0 < self.alpha <= 1, "alpha", self.alpha, "in (0, 1]")
         require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
         require(0 < self.epsilon_decay <= 1, "epsilon_decay", self.epsilon_decay, "in (0, 1]")
 
 
-class Agent(base.Agent):
+class Agent(base.QTableAgent):
     """Plays the move of highest Q; positions it never trained on score 0 (ties: any move)."""
 
     algorithm = "q_table"
-
-    def __init__(self, q: np.ndarray):
-        self.q = q
-
-    def scores(self, codes):
-        return self.q[codes]
-
-    def arrays(self):
-        return {"q": self.q}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(np.asarray(arrays["q"], dtype=float))
 
 
 @njit(cache=True)

@@ -39,7 +39,6 @@ class Config(Knobs):
     """the fixed value of a drawn final position to both players (the book: 0, a non-win)"""
 
     def check(self):
-        require(0 < self.alpha <= 1, "alpha", self.alpha, "in (0, 1]")
         require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
 
