@@ -94,8 +94,8 @@ class MLP:
 
 @njit(cache=True)
 def tanh(z):
-    """tanh of a float32 through exp, four times faster than libm's tanhf in compiled loops
-    (absolute error under 1e-7; exp overflows to inf for large z, giving exactly 1)."""
+    """tanh of a float32 through exp: about three times faster than libm's tanhf in compiled
+    loops, within 2e-7 of np.tanh (exp overflows to inf for large z, giving exactly 1)."""
     one = np.float32(1.0)
     return one - np.float32(2.0) / (np.exp(np.float32(2.0) * z) + one)
 

@@ -5,8 +5,8 @@ of `layers` x `neurons` tanh units maps the 9 cells of an afterstate to a value 
 agent's side. Between updates the policy is fixed, so the `episodes_per_update` episodes of one
 iteration are played as one batch by a compiled kernel that values each afterstate the games
 need once, when first needed, with the compiled forward pass of lab.nets (the games of one
-iteration meet about a fifth of the agent's 2,700 afterstates, and a numpy pass over all of them
-cost more than the rest of the iteration). After them every afterstate the agent produced gets the
+iteration meet about a fifth of the agent's 2,700 afterstates; a numpy pass over all of them took
+half of the iteration's time). After them every afterstate the agent produced gets the
 every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, -1 loss, 0 otherwise)
 and the net takes one full-batch gradient step towards those means.
 """
