@@ -5,9 +5,13 @@ biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over
 full-batch gradient step per update. Parameters and passes are float32 by default: tanh is about
 four times faster on float32 arrays, and the values only rank moves. Other learners reuse it with a linear output and their own
 loss by handing `gradients` the derivative of their loss with respect to the output.
+
+`first_outputs` is the same forward pass compiled, for game kernels that need the values of a few
+inputs at a time while they play (a numpy call costs more than such a tiny batch's arithmetic).
 """
 
 import numpy as np
+from numba import njit
 
 
 class MLP:
@@ -37,6 +41,10 @@ class MLP:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.activations(x)[-1]
+
+    def compiled(self) -> tuple:
+        """(weights, biases, linear output) in the form `first_outputs` takes."""
+        return tuple(self.weights), tuple(self.biases), self.output == "linear"
 
     def gradients(self, acts: list, d_output: np.ndarray) -> list:
         """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
@@ -82,3 +90,34 @@ class MLP:
         net.weights = [np.asarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
         net.biases = [np.asarray(arrays[f"{prefix}b{i}"]) for i in range(count)]
         return net
+
+
+@njit(cache=True)
+def tanh(z):
+    """tanh of a float32 through exp: about three times faster than libm's tanhf in compiled
+    loops, within 2e-7 of np.tanh (exp overflows to inf for large z, giving exactly 1)."""
+    one = np.float32(1.0)
+    return one - np.float32(2.0) / (np.exp(np.float32(2.0) * z) + one)
+
+
+@njit(cache=True)
+def first_outputs(weights, biases, linear_output, x):
+    """Output 0 of the net (MLP.compiled()) for each row of the float32 batch x, compiled."""
+    h = x
+    last = len(weights) - 1
+    for i in range(len(weights)):
+        w, b = weights[i], biases[i]
+        n_in, n_out = w.shape
+        z = np.empty((h.shape[0], n_out), dtype=w.dtype)
+        for r in range(h.shape[0]):
+            for j in range(n_out):
+                z[r, j] = b[j]
+            for k in range(n_in):
+                hk = h[r, k]
+                for j in range(n_out):
+                    z[r, j] += hk * w[k, j]
+            if not (i == last and linear_output):
+                for j in range(n_out):
+                    z[r, j] = tanh(z[r, j])
+        h = z
+    return h[:, 0]
