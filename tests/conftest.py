@@ -11,7 +11,8 @@ from lab.run import run
 def _run_and_restore(tmp_path, *overrides):
     """A tiny run through lab.run.run: it must produce one finished row per iteration and a
     checkpoint that lab.agents.load restores to the agent a learner trained on the same knobs
-    holds (same scores everywhere), playing legal moves from every reachable position."""
+    holds (same scores everywhere), playing legal moves from every reachable position.
+    Returns the restored agent and the run's rows."""
     cfg = compose(*overrides)
     result = run(cfg)
     rows = result.rows
@@ -42,7 +43,7 @@ def _run_and_restore(tmp_path, *overrides):
     rng = np.random.default_rng(0)
     for code in rng.choice(game.DECISIONS, 300):
         assert game.LEGAL[code, restored.act(game.decode(code), rng)]
-    return restored
+    return restored, rows
 
 
 @pytest.fixture

@@ -1,39 +1,21 @@
 import numpy as np
 import pytest
 
-from lab import agents, game
+from lab import game
 from lab.agents import q_net
 from lab.config import ConfigError, compose, parse
 from lab.evaluate import exact
-from lab.run import run
 
 
 def _learner(*overrides):
     return q_net.Learner(*reversed(parse(compose("algorithm=q_net", *overrides))))
 
 
-def test_tiny_run_rows_and_checkpoint_round_trip(tmp_path):
-    overrides = ("algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=20",
-                 "iterations=6", "seed=3")
-    result = run(compose(*overrides))
-    rows = result.rows
-    assert len(rows) == 6 and (rows["status"] == "finished").all()
-    assert (rows[["p1_wins", "p2_wins", "draws"]].sum(axis=1) == 20).all()
+def test_tiny_run_rows_and_checkpoint_round_trip(run_and_restore):
+    loaded, rows = run_and_restore("algorithm=q_net", "opponent=random", "player=1",
+                                   "episodes_per_update=20", "iterations=6", "seed=3")
     assert (rows["epsilon_final"] == 0.01).all() and (rows["algorithm"] == "q_net").all()
-
-    path = tmp_path / "agent.npz"
-    path.write_bytes(result.checkpoint)
-    loaded = agents.load(path)
-    assert loaded.algorithm == "q_net" and loaded.player == 1
-    # the same seed trains the same net: the checkpoint holds exactly the trained agent's scores
-    learner = _learner(*overrides[1:])
-    for _ in range(6):
-        learner.iterate()
-    reachable = np.flatnonzero(game.REACHABLE & ~game.TERMINAL)
-    assert np.array_equal(loaded.scores(reachable), learner.agent().scores(reachable))
-    rng = np.random.default_rng(0)
-    for code in reachable[::7]:  # both sides to move: act works from any reachable position
-        assert game.LEGAL[code, loaded.act(game.decode(code), rng)]
+    assert loaded.player == 1
 
 
 def _board(*moves):
