@@ -5,6 +5,7 @@ import io
 import numpy as np
 
 from lab import game
+from lab.nets import MLP
 
 
 class Agent:
@@ -71,3 +72,18 @@ class QTableAgent(Agent):
     @classmethod
     def from_arrays(cls, arrays):
         return cls(np.asarray(arrays["q"], dtype=float))
+
+
+class NetAgent(Agent):
+    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O)."""
+
+    def __init__(self, net: MLP, player: int):
+        self.net = net
+        self.player = player
+
+    def arrays(self):
+        return {**self.net.arrays(), "player": np.array(self.player)}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]))

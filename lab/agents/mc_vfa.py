@@ -52,14 +52,10 @@ class Config(Knobs):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
 
 
-class Agent(base.Agent):
+class Agent(base.NetAgent):
     """Plays the move whose afterstate the net values most."""
 
     algorithm = "mc_vfa"
-
-    def __init__(self, net: MLP, player: int):
-        self.net = net
-        self.player = player
 
     def scores(self, codes):
         after = game.AFTER[codes]
@@ -69,13 +65,6 @@ class Agent(base.Agent):
         scores = np.full(after.shape, -np.inf, dtype=np.float32)
         scores[legal] = self.net(game.BOARDS[unique])[index, 0]
         return scores
-
-    def arrays(self):
-        return {**self.net.arrays(), "player": np.array(self.player)}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]))
 
 
 @njit(cache=True)

@@ -65,24 +65,13 @@ def q_values(net: MLP, codes: np.ndarray) -> np.ndarray:
     return q
 
 
-class Agent(base.Agent):
+class Agent(base.NetAgent):
     """Plays the legal move with the highest Q value."""
 
     algorithm = "q_net"
 
-    def __init__(self, net: MLP, player: int):
-        self.net = net
-        self.player = player
-
     def scores(self, codes):
         return q_values(self.net, np.asarray(codes))
-
-    def arrays(self):
-        return {**self.net.arrays(), "player": np.array(self.player)}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]))
 
 
 class Learner:
