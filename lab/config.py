@@ -165,7 +165,6 @@ def run_id(run: RunConfig, knobs: Knobs) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-
 def compose(*overrides: str) -> dict:
     """The flat configuration Hydra would build for these overrides (for tests and notebooks)."""
     from hydra import compose as hydra_compose, initialize_config_dir
