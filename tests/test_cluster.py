@@ -7,7 +7,9 @@ from another folder: results appearing only in the driver's results_dir show tha
 results back instead of writing them. Token authentication is on, as on a real cluster.
 """
 
+import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +31,7 @@ BIN = Path(sys.executable).parent
 
 
 def _free_ports(n):
+    """n distinct free ports (all held open together, so none is handed out twice)."""
     sockets = [socket.socket() for _ in range(n)]
     for s in sockets:
         s.bind(("127.0.0.1", 0))
@@ -38,8 +41,8 @@ def _free_ports(n):
     return ports
 
 
-def _node_ports():
-    manager, objects, agent, agent_grpc, metrics, runtime_env = _free_ports(6)
+def _node_ports(ports):
+    manager, objects, agent, agent_grpc, metrics, runtime_env = ports
     return [f"--node-manager-port={manager}", f"--object-manager-port={objects}",
             f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
             f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}"]
@@ -48,49 +51,100 @@ def _node_ports():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(GCS address, dashboard URL, environment with the cluster's token) of a 2-node cluster."""
-    root = tmp_path_factory.mktemp("cluster")
-    # Ray's temporary root for every process of these tests (short: Ray's socket paths are capped).
-    # The cluster lives in its ray/ folder, where ray.init() looks for "the cluster `ray start`
-    # started on this machine", as /tmp/ray is for a user's own `ray start`.
-    temp_root = tempfile.mkdtemp(prefix="raylab", dir="/tmp")
+    failures = []
+    for _ in range(2):  # a second try on fresh ports, should another process take one meanwhile
+        root = tmp_path_factory.mktemp("cluster")
+        # Ray's temporary root for every process of these tests (short: Ray's socket paths are
+        # capped). The cluster lives in its ray/ folder, where ray.init() looks for "the cluster
+        # `ray start` started on this machine", as /tmp/ray is for a user's own `ray start`.
+        temp_root = tempfile.mkdtemp(prefix="raylab", dir="/tmp")
+        nodes = []
+        try:
+            try:
+                started = _start_cluster(root, temp_root, nodes)
+            except (RuntimeError, TimeoutError) as exc:
+                failures.append(str(exc))
+                continue
+            yield started
+            return
+        finally:
+            for node in nodes:  # each node's `ray start --block` and every process it started
+                with contextlib.suppress(ProcessLookupError):  # all of them gone already
+                    os.killpg(node.pid, signal.SIGKILL)
+                node.wait()
+            shutil.rmtree(temp_root, ignore_errors=True)
+    pytest.fail("could not start a 2-node Ray cluster:\n" + "\n".join(failures))
+
+
+def _start_cluster(root, temp_root, nodes) -> dict:
+    """Start a head without CPUs and a second node with 2, appending their processes to nodes."""
     temp_dir = os.path.join(temp_root, "ray")
-    gcs, dashboard, client = _free_ports(3)
+    gcs, dashboard, client, *node_ports = _free_ports(15)
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), RAY_TMPDIR=temp_root,
                     PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats"]
+    # A small object store: the tests move a few rows, and the default (30% of memory) would not
+    # fit a small /dev/shm.
+    common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats",
+              f"--object-store-memory={200 * 2**20}"]
     head_dir, node2_dir = root / "head", root / "node2"
     head_dir.mkdir(), node2_dir.mkdir()
-    nodes = [subprocess.Popen(
-        [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(),
+    nodes.append(subprocess.Popen(
+        [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(node_ports[:6]),
          "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
          f"--ray-client-server-port={client}"],
         cwd=head_dir, env=env, start_new_session=True,
-        stdout=open(root / "head.log", "w"), stderr=subprocess.STDOUT)]
-    try:
-        _wait_for_port(gcs)
-        nodes.append(subprocess.Popen(
-            [BIN / "ray", "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2",
-             '--resources={"node2": 1}', *common, *_node_ports()],
-            cwd=node2_dir, env=env, start_new_session=True,
-            stdout=open(root / "node2.log", "w"), stderr=subprocess.STDOUT))
-        _wait_for_port(dashboard)
-        yield {"address": f"127.0.0.1:{gcs}", "dashboard": f"http://127.0.0.1:{dashboard}",
-               "env": env, "node2_dir": node2_dir}
-    finally:
-        for node in nodes:  # each node's `ray start --block` and every process it started
-            os.killpg(node.pid, signal.SIGKILL)
-            node.wait()
-        shutil.rmtree(temp_root, ignore_errors=True)
+        stdout=open(root / "head.log", "w"), stderr=subprocess.STDOUT))
+    host = _wait_for(gcs, nodes[0], root, temp_dir)
+    nodes.append(subprocess.Popen(
+        [BIN / "ray", "start", f"--address={host}:{gcs}", "--num-cpus=2",
+         '--resources={"node2": 1}', *common, *_node_ports(node_ports[6:])],
+        cwd=node2_dir, env=env, start_new_session=True,
+        stdout=open(root / "node2.log", "w"), stderr=subprocess.STDOUT))
+    _wait_for(dashboard, nodes[0], root, temp_dir)
+    return {"address": f"{host}:{gcs}", "dashboard": f"http://127.0.0.1:{dashboard}",
+            "env": env, "node2_dir": node2_dir}
 
 
-def _wait_for_port(port, timeout=60):
+def _wait_for(port, head, root, temp_dir, timeout=120) -> str:
+    """The host (loopback, else the head's own IP) where `port` answers, once it does.
+
+    A head that exits or never listens fails the tests with its logs, so a failure on a machine
+    we cannot log into (CI) still says why.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if head.poll() is not None:
+            raise RuntimeError(f"`ray start --head` exited with {head.returncode}\n{_logs(root, temp_dir)}")
+        node_ips = re.findall(r"Local node IP.*?(\d+\.\d+\.\d+\.\d+)", (root / "head.log").read_text())
+        for host in ("127.0.0.1", *filter(_is_local, node_ips)):
+            with socket.socket() as s:
+                s.settimeout(1)
+                if s.connect_ex((host, port)) == 0:
+                    return host
         time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
+    raise TimeoutError(f"nothing listens on port {port} after {timeout}s\n{_logs(root, temp_dir)}")
+
+
+def _is_local(ip) -> bool:
+    """Whether ip is this machine's (a sandbox may accept a connection to any address)."""
+    with socket.socket() as s:
+        try:
+            s.bind((ip, 0))
+            return True
+        except OSError:
+            return False
+
+
+def _logs(root, temp_dir, lines=15) -> str:
+    """The last lines of `ray start`'s output and of the head's own logs."""
+    head_logs = Path(temp_dir, "session_latest", "logs")
+    logs = sorted(root.glob("*.log")) + sorted(head_logs.glob("gcs_server.*")) + sorted(head_logs.glob("raylet.*"))
+    shown = []
+    for log in logs:
+        if log.stat().st_size:
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            shown.append(f"--- {log.name}\n" + "\n".join(tail))
+    return "\n".join(shown)
 
 
 def _same_rows(stored: pd.DataFrame, seed, tmp_path):
