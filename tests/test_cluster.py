@@ -9,7 +9,6 @@ results back instead of writing them. Token authentication is on, as on a real c
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -30,11 +29,11 @@ pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 
 
-def _free_ports(n):
-    """n distinct free ports (all held open together, so none is handed out twice)."""
+def _free_ports(host, n):
+    """n distinct free ports of host (all held open together, so none is handed out twice)."""
     sockets = [socket.socket() for _ in range(n)]
     for s in sockets:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
     ports = [s.getsockname()[1] for s in sockets]
     for s in sockets:
         s.close()
@@ -79,60 +78,58 @@ def cluster(tmp_path_factory):
 def _start_cluster(root, temp_root, nodes) -> dict:
     """Start a head without CPUs and a second node with 2, appending their processes to nodes."""
     temp_dir = os.path.join(temp_root, "ray")
-    gcs, dashboard, client, *node_ports = _free_ports(15)
+    host = _host()
+    gcs, dashboard, client, *node_ports = _free_ports(host, 15)
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), RAY_TMPDIR=temp_root,
                     PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     # A small object store: the tests move a few rows, and the default (30% of memory) would not
     # fit a small /dev/shm.
-    common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats",
+    common = ["--block", f"--node-ip-address={host}", f"--temp-dir={temp_dir}", "--disable-usage-stats",
               f"--object-store-memory={200 * 2**20}"]
     head_dir, node2_dir = root / "head", root / "node2"
     head_dir.mkdir(), node2_dir.mkdir()
     nodes.append(subprocess.Popen(
         [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(node_ports[:6]),
-         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+         "--include-dashboard=true", f"--dashboard-host={host}", f"--dashboard-port={dashboard}",
          f"--ray-client-server-port={client}"],
         cwd=head_dir, env=env, start_new_session=True,
         stdout=open(root / "head.log", "w"), stderr=subprocess.STDOUT))
-    host = _wait_for(gcs, nodes[0], root, temp_dir)
+    _wait_for(host, gcs, nodes[0], root, temp_dir)
     nodes.append(subprocess.Popen(
         [BIN / "ray", "start", f"--address={host}:{gcs}", "--num-cpus=2",
          '--resources={"node2": 1}', *common, *_node_ports(node_ports[6:])],
         cwd=node2_dir, env=env, start_new_session=True,
         stdout=open(root / "node2.log", "w"), stderr=subprocess.STDOUT))
-    _wait_for(dashboard, nodes[0], root, temp_dir)
-    return {"address": f"{host}:{gcs}", "dashboard": f"http://127.0.0.1:{dashboard}",
+    _wait_for(host, dashboard, nodes[0], root, temp_dir)
+    return {"address": f"{host}:{gcs}", "dashboard": f"http://{host}:{dashboard}",
             "env": env, "node2_dir": node2_dir}
 
 
-def _wait_for(port, head, root, temp_dir, timeout=120) -> str:
-    """The host (loopback, else the head's own IP) where `port` answers, once it does.
+def _host() -> str:
+    """Loopback, where it answers; else this machine's own address, as Ray picks it."""
+    with socket.socket() as server, socket.socket() as client, contextlib.suppress(OSError):
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client.settimeout(2)
+        if client.connect_ex(server.getsockname()) == 0:
+            return "127.0.0.1"
+    import ray.util
+    return ray.util.get_node_ip_address()
 
-    A head that exits or never listens fails the tests with its logs, so a failure on a machine
-    we cannot log into (CI) still says why.
-    """
+
+def _wait_for(host, port, head, root, temp_dir, timeout=120):
+    """Wait until host:port answers. A head that exits or never listens fails the tests with its
+    logs, so a failure on a machine we cannot log into (CI) still says why."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if head.poll() is not None:
             raise RuntimeError(f"`ray start --head` exited with {head.returncode}\n{_logs(root, temp_dir)}")
-        node_ips = re.findall(r"Local node IP.*?(\d+\.\d+\.\d+\.\d+)", (root / "head.log").read_text())
-        for host in ("127.0.0.1", *filter(_is_local, node_ips)):
-            with socket.socket() as s:
-                s.settimeout(1)
-                if s.connect_ex((host, port)) == 0:
-                    return host
+        with socket.socket() as s:
+            s.settimeout(1)
+            if s.connect_ex((host, port)) == 0:
+                return
         time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on port {port} after {timeout}s\n{_logs(root, temp_dir)}")
-
-
-def _is_local(ip) -> bool:
-    """Whether ip is this machine's (a sandbox may accept a connection to any address)."""
-    with socket.socket() as s:
-        try:
-            s.bind((ip, 0))
-            return True
-        except OSError:
-            return False
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s\n{_logs(root, temp_dir)}")
 
 
 def _logs(root, temp_dir, lines=15) -> str:
