@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -64,6 +65,8 @@ def cluster(tmp_path_factory):
             except (RuntimeError, TimeoutError) as exc:
                 failures.append(str(exc))
                 continue
+            if failures:  # shown in pytest's warnings summary: the retry hid a failure
+                warnings.warn(f"the first 2-node Ray cluster did not start: {failures[0]}")
             yield started
             return
         finally:
@@ -82,8 +85,7 @@ def _start_cluster(root, temp_root, nodes) -> dict:
     gcs, dashboard, client, *node_ports = _free_ports(host, 15)
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), RAY_TMPDIR=temp_root,
                     PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    # A small object store: the tests move a few rows, and the default (30% of memory) would not
-    # fit a small /dev/shm.
+    # A small object store: the tests move a few rows, and the default takes 30% of the memory.
     common = ["--block", f"--node-ip-address={host}", f"--temp-dir={temp_dir}", "--disable-usage-stats",
               f"--object-store-memory={200 * 2**20}"]
     head_dir, node2_dir = root / "head", root / "node2"
