@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from lab import agents, config, game, opponents
+from lab.compose import compose
 
 # name -> (overrides, minimum seconds to measure); targets from issue 6.
 CASES = {
@@ -36,8 +37,8 @@ def engine_games_per_second(seconds: float) -> float:
 
 
 def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
-    run_cfg, knobs = config.parse(config.compose(*overrides))
-    learner = agents.module(run_cfg.algorithm).Learner(knobs, run_cfg)
+    run_cfg, knobs = config.parse(compose(*overrides))
+    learner = agents.get(run_cfg.algorithm).Learner(knobs, run_cfg)
     learner.iterate()  # compile / warm up
     iterations, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -51,8 +52,8 @@ def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
     its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
     from lab import evaluate
 
-    run_cfg, knobs = config.parse(config.compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
-    learner = agents.module("alphazero").Learner(knobs, run_cfg)
+    run_cfg, knobs = config.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
     for iteration in range(1, run_cfg.iterations + 1):
         start = time.perf_counter()
@@ -77,7 +78,7 @@ def sweep_seconds(workers: int, iterations: int) -> float:
     from lab import sweep
 
     def jobs(seeds, results_dir):
-        cfgs = [config.compose(f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
+        cfgs = [compose(f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
                                "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
         return sweep.plan(cfgs)[0]
 

@@ -75,6 +75,10 @@ class MLP:
         self.descend(self.gradients(acts, error), alpha)
         return 0.5 * float((error * error).sum())
 
+    def copy(self) -> "MLP":
+        """An independent copy: training this net afterwards leaves the copy unchanged."""
+        return MLP.from_arrays({name: np.copy(array) for name, array in self.arrays().items()})
+
     def arrays(self, prefix: str = "") -> dict:
         """Parameters as named arrays for a checkpoint."""
         named = {f"{prefix}w{i}": w for i, w in enumerate(self.weights)}

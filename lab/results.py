@@ -16,7 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lab import agents, config, evaluate
+from lab import agents, evaluate
+from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
@@ -44,11 +45,10 @@ def schema() -> pa.Schema:
     concatenate without surprises.
     """
     fields = {"run_id": pa.string()}
-    for key, kind in typing.get_type_hints(config.RunConfig).items():
+    for key, kind in typing.get_type_hints(RunConfig).items():
         fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
-    for name in agents.ALGORITHMS:
-        knobs = agents.module(name).Config
-        for key, kind in typing.get_type_hints(knobs).items():
+    for algorithm in agents.REGISTRY.values():
+        for key, kind in typing.get_type_hints(algorithm.Config).items():
             if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
                 raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lab import agents, config, evaluate
+from lab import evaluate
+from lab.agents.base import Agent
+from lab.config import Job
+from lab.knobs import RunConfig
 
 
 @dataclass
@@ -25,24 +28,22 @@ class RunResult:
         return bool((self.rows["status"] == "failed").any())
 
 
-def evaluation(agent, run_cfg) -> dict:
-    """lab.evaluate.exact of the agent in the seat it trains in (both seats in self-play), as
+def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
+    """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
     columns eval_p<seat>_<key>."""
-    seats = (1, 2) if run_cfg.opponent == "self" else (run_cfg.player,)
     moves = agent.move_table()
     return {evaluate.column(seat, key): value
-            for seat in seats for key, value in evaluate.exact(moves, seat).items()}
+            for seat in run_cfg.seats for key, value in evaluate.exact(moves, seat).items()}
 
 
-def run(cfg) -> RunResult:
-    """Train one configuration (a flat mapping of knobs, validated here)."""
-    run_cfg, knobs = config.parse(cfg)
-    run_id = config.run_id(run_cfg, knobs)
-    columns = {"run_id": run_id, **config.identity(run_cfg, knobs)}
+def run(job: Job) -> RunResult:
+    """Train one validated run (lab.config.job)."""
+    run_cfg = job.run
+    columns = {"run_id": job.run_id, **job.identity()}
     rows, checkpoint, error = [], None, None
     episodes = train_seconds = 0.0
     try:
-        learner = agents.module(run_cfg.algorithm).Learner(knobs, run_cfg)
+        learner = job.algorithm.Learner(job.knobs, run_cfg)
         for iteration in range(1, run_cfg.iterations + 1):
             start = time.perf_counter()
             p1_wins, p2_wins, draws = learner.iterate()
@@ -67,5 +68,5 @@ def run(cfg) -> RunResult:
     frame = pd.DataFrame(rows)
     frame["status"] = "failed" if error else "finished"
     frame["error"] = error
-    return RunResult(run_id, frame, checkpoint)
+    return RunResult(job.run_id, frame, checkpoint)
 

@@ -12,13 +12,13 @@ exact (win - loss) against that opponent, averaged over its seeds; ties go to mo
 fewer training episodes. This is the objective the ceilings (lab.evaluate.ceiling) maximise.
 """
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from lab import agents, config, evaluate, results
+from lab import agents, evaluate, results
+from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
 """Subfolder of a results directory for the summary files (skipped by pandas.read_parquet)."""
@@ -36,9 +36,7 @@ def table(data) -> pd.DataFrame:
 
 def knob_columns(frame: pd.DataFrame) -> list[str]:
     """The columns that say what a run computes: the run knobs and every algorithm's knobs."""
-    names = list(config.RUN_KEYS)
-    for algorithm in agents.ALGORITHMS:
-        names += [f.name for f in dataclasses.fields(agents.module(algorithm).Config)]
+    names = RUN_KEYS + agents.knob_names()
     return [n for n in dict.fromkeys(names) if n in frame.columns]
 
 

@@ -12,32 +12,16 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import lab
 from lab import config, results
+from lab.compose import CONF_DIR, flat
+from lab.config import Job
 from lab.run import RunResult, run
-
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-
-
-@dataclass
-class Job:
-    cfg: dict
-    """the flat configuration"""
-    run_id: str
-    results_dir: Path
-
-
-def knobs(cfg: DictConfig) -> dict:
-    """The run's knobs as plain values (Hydra's own node left out)."""
-    return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
-            for key, value in cfg.items() if key != "hydra"}
-
 
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
@@ -54,23 +38,22 @@ def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
     duplicates = skipped = failed_before = forced = 0
     for cfg in cfgs:
         try:
-            run_id = config.run_id(*config.parse(cfg))
-            results_dir, force = config.check_settings(cfg)
-            if results_dir not in stored:
-                stored[results_dir] = results.statuses(results_dir)
+            job = config.job(cfg)
+            if job.results_dir not in stored:
+                stored[job.results_dir] = results.statuses(job.results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
-        if (results_dir, run_id) in seen:
+        if (job.results_dir, job.run_id) in seen:
             duplicates += 1
             continue
-        seen.add((results_dir, run_id))
-        before = stored[results_dir].get(run_id)
-        if before == "finished" and not force:
+        seen.add((job.results_dir, job.run_id))
+        before = stored[job.results_dir].get(job.run_id)
+        if before == "finished" and not job.force:
             skipped += 1
             continue
         failed_before += before == "failed"
         forced += before == "finished"
-        jobs.append(Job(cfg, run_id, results_dir))
+        jobs.append(job)
     notes = []
     if duplicates:
         notes.append(f"{duplicates} configurations repeat another one in every knob their "
@@ -131,8 +114,8 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _run_remote(cfg: dict) -> RunResult:
-    return run(cfg)
+def _run_remote(job: Job) -> RunResult:
+    return run(job)
 
 
 def connect(address=None, num_cpus=None) -> None:
@@ -173,7 +156,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
     if not parallel:
         slots = 1
         for job in jobs:
-            finish(job, run(job.cfg))
+            finish(job, run(job))
         progress.close()
         return done
 
@@ -183,7 +166,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
         connect(address, num_cpus)
     slots = max(1, int(ray.available_resources().get("CPU", 1)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
-    pending = {remote.remote(job.cfg): job for job in jobs}
+    pending = {remote.remote(job): job for job in jobs}
     progress.update(running=min(len(pending), slots))
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
@@ -203,9 +186,8 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
 def _failed_rows(job: Job, exc: Exception):
     import pandas as pd
 
-    run_cfg, knobs = config.parse(job.cfg)
     return pd.DataFrame([{
-        "run_id": job.run_id, **config.identity(run_cfg, knobs), "iteration": 0, "episodes": 0,
+        "run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0,
         "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
     }])
 
@@ -251,12 +233,13 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     from hydra.core.utils import JobReturn, JobStatus
 
     composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
-    jobs, notes = plan([knobs(c) for c in composed])
+    cfgs = [flat(c) for c in composed]
+    jobs, notes = plan(cfgs)
     print(f"{len(composed)} configurations, {len(jobs)} runs to train")
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
     if figures:
-        analyse(config.check_settings(knobs(c))[0] for c in composed)
+        analyse(config.check_settings(c)[0] for c in cfgs)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
@@ -266,7 +249,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     """One run in this process (Hydra's run mode)."""
-    jobs, notes = plan([knobs(cfg)])
+    jobs, notes = plan([flat(cfg)])
     done = execute(jobs, parallel=False)
     status = report(jobs, done, notes)
     if status:

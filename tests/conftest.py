@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from lab import agents, game
-from lab.config import compose, parse
+from lab.compose import compose
+from lab.config import job, parse
 from lab.run import run
 
 
@@ -14,7 +15,7 @@ def _run_and_restore(tmp_path, *overrides):
     holds (same scores everywhere), playing legal moves from every reachable position.
     Returns the restored agent and the run's rows."""
     cfg = compose(*overrides)
-    result = run(cfg)
+    result = run(job(cfg))
     rows = result.rows
     n, iterations = cfg["episodes_per_update"], cfg["iterations"]
     assert (rows["status"] == "finished").all(), rows["error"].iloc[0]
@@ -32,7 +33,7 @@ def _run_and_restore(tmp_path, *overrides):
     path.write_bytes(result.checkpoint)
     restored = agents.load(path)
     assert restored.algorithm == cfg["algorithm"]
-    learner = agents.module(cfg["algorithm"]).Learner(knobs, run_cfg)
+    learner = agents.get(cfg["algorithm"]).Learner(knobs, run_cfg)
     for _ in range(iterations):
         learner.iterate()
     trained = learner.agent()

@@ -9,11 +9,20 @@ from pathlib import Path
 import pandas as pd
 
 from lab import results
-from lab.config import compose
+from lab.compose import compose
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["iterations=3", "episodes_per_update=20", "layers=1", "neurons=4"]
 """A run that takes milliseconds"""
+TINY_RUNS = {
+    "mc_vfa": ("layers=1", "neurons=4"),
+    "q_table": (),
+    "td_value": ("opponent=self",),
+    "negamax_q": ("ensemble=2",),
+    "q_net": ("layers=1", "neurons=4"),
+    "alphazero": ("simulations=4", "train_steps=2", "gating_games=2", "neurons=8"),
+}
+"""Per algorithm, knobs that make a run of a few episodes take milliseconds"""
 SECONDS = ["iterations=400", "episodes_per_update=100", "layers=2", "neurons=8"]
 """A run that takes a few seconds (long enough to be killed mid-run)"""
 
@@ -79,9 +88,10 @@ def title(pid: int) -> str:
 
 def alone(overrides, results_dir) -> pd.DataFrame:
     """The rows of one run trained in this process, stored and read back like a sweep's."""
+    from lab.config import job
     from lab.run import run
 
-    results.save(run(compose(*overrides)), results_dir)
+    results.save(run(job(compose(*overrides))), results_dir)
     return rows(results_dir)
 
 

@@ -5,7 +5,9 @@ import pytest
 
 from lab import game
 from lab.agents import alphazero
-from lab.config import ConfigError, compose, parse
+from lab.compose import compose
+from lab.config import parse
+from lab.knobs import ConfigError
 from lab.evaluate import exact
 from lab.nets import MLP
 

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from lab import config, evaluate, plots, results, summary, sweep
+from lab import evaluate, plots, results, summary, sweep
+from lab.compose import compose
+from lab.config import job
 from lab.run import RunResult, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,9 +30,9 @@ def sweep_dir(tmp_path_factory):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr
     for seed in (0, 1):
-        cfg = config.compose("algorithm=td_value", "opponent=self", "episodes_per_update=20",
+        cfg = compose("algorithm=td_value", "opponent=self", "episodes_per_update=20",
                              "iterations=30", "eval_every=3", f"seed={seed}")
-        results.save(run(cfg), out)
+        results.save(run(job(cfg)), out)
     return out, done
 
 

@@ -1,6 +1,7 @@
 """Run identity: what a run computes, and nothing else."""
 
-from lab.config import compose, parse, run_id
+from lab.compose import compose
+from lab.config import parse, run_id
 
 
 def _id(*overrides):

@@ -256,6 +256,13 @@ class LowestCellAgent(base.Agent):
     def scores(self, codes):
         return np.tile(-np.arange(9.0), (len(codes), 1))
 
+    def arrays(self):
+        return {}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls()
+
 
 def test_an_agent_object_is_measured_through_its_move_table():
     lowest = lambda board: {empty_cells(board)[0]: Fraction(1)}  # noqa: E731

@@ -15,6 +15,7 @@ its update rule, step by step, against a plain Python transcription fed the same
 import numpy as np
 
 from lab import config, evaluate, game, opponents
+from lab.compose import compose
 from lab.agents import mc_vfa
 from lab.nets import MLP
 
@@ -57,7 +58,7 @@ def plain_mc_vfa(seed: int, layers=2, neurons=8, alpha=0.02, gamma=0.95, episode
 
 
 def fast_mc_vfa(seed: int) -> MLP:
-    run_cfg, knobs = config.parse(config.compose(*KNOBS, f"seed={seed}"))
+    run_cfg, knobs = config.parse(compose(*KNOBS, f"seed={seed}"))
     learner = mc_vfa.Learner(knobs, run_cfg)
     for _ in range(ITERATIONS):
         learner.iterate()
@@ -139,9 +140,9 @@ def test_q_table_kernel_is_the_plain_update_rule_step_by_step():
     from lab.agents import q_table
 
     for player, side in ((1, 1), (2, -1)):
-        run_cfg, knobs = config.parse(config.compose(
+        run_cfg, knobs = config.parse(compose(
             "algorithm=q_table", "opponent=random", f"player={player}", "episodes_per_update=300",
-            "alpha=0.5", "epsilon=1.0", "epsilon_decay=0.99", "seed=5"))
+            "alpha=0.5", "epsilon=1.0", "epsilon_decay_per_game=0.99", "seed=5"))
         learner = q_table.Learner(knobs, run_cfg)
         tally = learner.iterate()
         q, plain_tally = plain_q_table(5, side, 300, 0.5, 1.0, 0.99)

@@ -108,12 +108,13 @@ STALLED_WRITER = """
 import io, sys, time
 import pyarrow.parquet as pq
 from lab import results
+from lab.config import job
 from lab.run import run
-from lab.config import compose
+from lab.compose import compose
 from sweeping import TINY
 
 results_dir = sys.argv[1]
-first = run(compose(*TINY))
+first = run(job(compose(*TINY)))
 results.save(first, results_dir)
 print("saved", flush=True)
 
@@ -129,7 +130,7 @@ def half_then_stall(table, sink):  # the process dies in the middle of writing t
     time.sleep(600)
 
 pq.write_table = half_then_stall
-results.save(run(compose(*TINY)), results_dir)  # the same run again (as force=true does)
+results.save(run(job(compose(*TINY))), results_dir)  # the same run again (as force=true does)
 """
 
 
@@ -233,10 +234,11 @@ def test_two_sweeps_into_one_results_dir_at_once(tmp_path, spawn):
 WRITER = """
 import sys
 from lab import results
+from lab.config import job
 from lab.run import run
-from lab.config import compose
+from lab.compose import compose
 from sweeping import TINY
-result = run(compose(*TINY))
+result = run(job(compose(*TINY)))
 for _ in range(int(sys.argv[2])):
     results.save(result, sys.argv[1])
 """

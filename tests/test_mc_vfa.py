@@ -2,13 +2,14 @@ import numpy as np
 import pytest
 
 from lab import agents, game
-from lab.config import compose
+from lab.compose import compose
+from lab.config import job
 from lab.run import run
 
 
 def test_tiny_run_rows_and_checkpoint(tmp_path):
     cfg = compose("layers=2", "neurons=8", "episodes_per_update=20", "iterations=15", "seed=3")
-    result = run(cfg)
+    result = run(job(cfg))
     rows = result.rows
     assert len(rows) == 15 and (rows["status"] == "finished").all()
     assert rows["iteration"].tolist() == list(range(1, 16))
@@ -29,7 +30,7 @@ def test_tiny_run_rows_and_checkpoint(tmp_path):
 
 def test_same_seed_same_rows():
     cfg = compose("layers=2", "neurons=8", "episodes_per_update=10", "iterations=5", "seed=7")
-    a, b = run(cfg).rows, run(cfg).rows
+    a, b = run(job(cfg)).rows, run(job(cfg)).rows
     assert a.drop(columns="train_seconds").equals(b.drop(columns="train_seconds"))
 
 
@@ -60,7 +61,7 @@ def test_divergence_is_a_failed_run_not_a_crash():
 
     mc_vfa.MLP.fit_step = explode
     try:
-        result = run(cfg)
+        result = run(job(cfg))
     finally:
         mc_vfa.MLP.fit_step = original
     assert result.failed and result.checkpoint is None
@@ -72,6 +73,6 @@ def test_learns_seed_defaults_as_o_against_onestep():
     """Seed 000's defaults: 5 x 16, alpha 0.01, e 100, i 1000, O against OneStep."""
     medians = []
     for seed in range(3):
-        rows = run(compose(f"seed={seed}")).rows
+        rows = run(job(compose(f"seed={seed}"))).rows
         medians.append(rows["p1_wins"].iloc[-100:].sum() / rows["episodes_per_update"].iloc[0] / 100)
     assert np.median(medians) <= 0.15, medians

@@ -4,7 +4,8 @@ import numpy as np
 
 from lab import game, opponents
 from lab.agents import negamax_q
-from lab.config import compose, parse
+from lab.compose import compose
+from lab.config import parse
 from lab.evaluate import exact
 
 

@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from lab import config, game, opponents, play
+from lab import game, opponents, play
+from lab.compose import compose
+from lab.config import job
 from lab.run import run
 
 
@@ -29,9 +31,9 @@ def session(lines: str, seat: int = 1):
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    cfg = config.compose("algorithm=mc_vfa", "layers=2", "neurons=8", "episodes_per_update=10",
+    cfg = compose("algorithm=mc_vfa", "layers=2", "neurons=8", "episodes_per_update=10",
                          "iterations=3", "player=2")
-    result = run(cfg)
+    result = run(job(cfg))
     assert not result.failed
     path = tmp_path_factory.mktemp("play") / "agent.npz"
     path.write_bytes(result.checkpoint)

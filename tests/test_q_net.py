@@ -3,7 +3,9 @@ import pytest
 
 from lab import game
 from lab.agents import q_net
-from lab.config import ConfigError, compose, parse
+from lab.compose import compose
+from lab.config import parse
+from lab.knobs import ConfigError
 from lab.evaluate import exact
 
 

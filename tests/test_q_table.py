@@ -4,7 +4,8 @@ import numpy as np
 
 from lab import game
 from lab.agents import q_table
-from lab.config import compose, parse
+from lab.compose import compose
+from lab.config import parse
 from lab.evaluate import exact
 
 
@@ -43,7 +44,7 @@ def test_notebook_setting_reproduces_its_training_results():
 
 def test_beats_random_as_x():
     """Issue 3: greedy play as X against random wins at least 97% (exactly evaluated)."""
-    learner, _ = train("opponent=random", "player=1", "epsilon_decay=0.9999",
+    learner, _ = train("opponent=random", "player=1", "epsilon_decay_per_game=0.9999",
                        "episodes_per_update=1000", "iterations=100", "seed=0")
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.97, result

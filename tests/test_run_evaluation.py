@@ -10,7 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lab import agents, evaluate, results, run as run_module
-from lab.config import compose, parse
+from lab.compose import compose
+from lab.config import job, parse
+from sweeping import TINY_RUNS
 from lab.run import evaluation, run
 
 KEYS = list(evaluate.KEYS)
@@ -24,7 +26,7 @@ def columns(seat):
 def short_run():
     cfg = compose("layers=2", "neurons=8", "episodes_per_update=10", "iterations=7",
                   "eval_every=3", "player=2", "opponent=onestep", "seed=5")
-    return run(cfg)
+    return run(job(cfg))
 
 
 def test_eval_values_on_every_eval_every_iteration_and_the_last(short_run):
@@ -71,17 +73,17 @@ def test_evaluating_does_not_count_as_training(monkeypatch):
 
     monkeypatch.setattr(run_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(evaluate, "exact", slow_exact)
-    rows = run(compose("layers=2", "neurons=8", "episodes_per_update=5", "iterations=3",
-                       "eval_every=1", "seed=1")).rows
+    rows = run(job(compose("layers=2", "neurons=8", "episodes_per_update=5", "iterations=3",
+                       "eval_every=1", "seed=1"))).rows
     assert (rows["status"] == "finished").all()
     assert clock[0] == 300.0 and (rows["train_seconds"] == 0.0).all()
 
 
 def test_self_play_fills_both_seats():
     run_cfg, knobs = parse(compose("layers=2", "neurons=8", "seed=2"))
-    learner = agents.module("mc_vfa").Learner(knobs, run_cfg)
+    learner = agents.get("mc_vfa").Learner(knobs, run_cfg)
     agent = learner.agent()
-    both = evaluation(agent, dataclasses.replace(run_cfg, opponent="self"))
+    both = evaluation(agent, dataclasses.replace(run_cfg, opponent="self", player=None))
     assert set(both) == set(columns(1)) | set(columns(2))
     for seat in (1, 2):
         expected = evaluate.exact(agent, seat)
@@ -89,22 +91,13 @@ def test_self_play_fills_both_seats():
     assert set(evaluation(agent, run_cfg)) == set(columns(2))
 
 
-TINY = {
-    "mc_vfa": ("layers=1", "neurons=4"),
-    "q_table": (),
-    "td_value": ("opponent=self",),
-    "negamax_q": ("ensemble=2",),
-    "q_net": ("layers=1", "neurons=4"),
-    "alphazero": ("simulations=4", "train_steps=2", "gating_games=2", "neurons=8"),
-}
 
 
 @pytest.mark.parametrize("algorithm", agents.ALGORITHMS)
 def test_every_algorithm_writes_the_eval_columns(algorithm):
-    assert set(TINY) == set(agents.ALGORITHMS)
     cfg = compose(f"algorithm={algorithm}", "episodes_per_update=4", "iterations=2",
-                  "eval_every=1", *TINY[algorithm])
-    result = run(cfg)
+                  "eval_every=1", *TINY_RUNS[algorithm])
+    result = run(job(cfg))
     assert not result.failed, result.rows["error"].iloc[0]
     run_cfg, _ = parse(cfg)
     seats = (1, 2) if run_cfg.opponent == "self" else (run_cfg.player,)

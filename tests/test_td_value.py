@@ -4,7 +4,8 @@ import numpy as np
 
 from lab import game
 from lab.agents import td_value
-from lab.config import compose, parse
+from lab.compose import compose
+from lab.config import parse
 from lab.evaluate import exact
 
 

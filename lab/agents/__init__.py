@@ -1,28 +1,33 @@
-"""The learners, one module per algorithm, and `load` for their checkpoints.
+"""The registry of learning algorithms, and `load` for their checkpoints.
 
-Each module `lab/agents/<name>.py` reads top to bottom and defines:
-
-- `Config`: a frozen dataclass of the knobs the algorithm uses (shared ones such as `alpha`
-  included), each with a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`.
-- `SELF_PLAY`: whether it also trains with `opponent=self`.
-- `Learner(cfg, run)`: `iterate()` plays `run.episodes_per_update` episodes, updates once and
-  returns the [X wins, O wins, draws] of those episodes; `agent()` returns the current greedy
-  agent.
-- an `Agent` subclass (see lab.agents.base) that saves to and loads from `.npz`.
+Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORITHM`, a
+`lab.agents.base.Algorithm` record: its knobs (`Config`, a frozen `lab.knobs.Knobs` dataclass
+whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
+`Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
+writing that module and listing it here.
 """
-
-import importlib
 
 import numpy as np
 
-ALGORITHMS = ("mc_vfa", "q_table", "td_value", "negamax_q", "q_net", "alphazero")
+from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
+from lab.agents.base import Algorithm
+
+REGISTRY: dict[str, Algorithm] = {
+    m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
+}
+ALGORITHMS = tuple(REGISTRY)
 
 
-def module(name: str):
-    """The module of algorithm `name`."""
-    if name not in ALGORITHMS:
+def get(name: str) -> Algorithm:
+    """The algorithm called `name`."""
+    if name not in REGISTRY:
         raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(ALGORITHMS)}")
-    return importlib.import_module(f"lab.agents.{name}")
+    return REGISTRY[name]
+
+
+def knob_names() -> tuple[str, ...]:
+    """Every algorithm's knobs, each once, in registry order."""
+    return tuple(dict.fromkeys(n for a in REGISTRY.values() for n in a.Config.names()))
 
 
 def load(path):
@@ -30,6 +35,6 @@ def load(path):
     with np.load(path, allow_pickle=False) as archive:
         arrays = dict(archive)
     algorithm = str(arrays.pop("algorithm", ""))
-    if algorithm not in ALGORITHMS:
+    if algorithm not in REGISTRY:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
-    return module(algorithm).Agent.from_arrays(arrays)
+    return REGISTRY[algorithm].Agent.from_arrays(arrays)

@@ -41,10 +41,9 @@ from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP
 
-SELF_PLAY = True
 
 
 @dataclass(frozen=True)
@@ -247,10 +246,6 @@ def _play(n_games, x_priors, x_values, o_priors, o_values, x_moves, o_moves, x_s
         winners[g] = winner[code]
 
 
-def _snapshot(net: MLP) -> MLP:
-    return MLP.from_arrays({name: np.copy(array) for name, array in net.arrays().items()})
-
-
 class Player:
     """One seat's way of moving in `play`: searching with a net's tables, or a fixed move table.
     The compiled kernel takes every argument as an array, so the unused one is a placeholder."""
@@ -299,13 +294,13 @@ class Agent(base.Agent):
         return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]))
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
         self.candidate = MLP([9] + [cfg.neurons] * cfg.layers + [10], self.rng, output="linear")
-        self.best = _snapshot(self.candidate)
+        self.best = self.candidate.copy()
         self.self_play = run.opponent == "self"
         self.opponent = None if self.self_play else Player(moves=opponents.table(run.opponent))
         self.side = 1 if run.player == 1 else -1
@@ -328,7 +323,7 @@ class Learner:
         self._remember(positions, policies, winners)
         self._train()
         if self._candidate_holds_up(best):
-            self.best = _snapshot(self.candidate)
+            self.best = self.candidate.copy()
         return game.tally(winners)
 
     def _remember(self, positions, policies, winners):
@@ -384,3 +379,6 @@ class Learner:
 
     def agent(self) -> Agent:
         return Agent(self.best, self.cfg.simulations, self.cfg.c_puct)
+
+
+ALGORITHM = base.Algorithm("alphazero", Config, Learner, Agent, self_play=True)

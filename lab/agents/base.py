@@ -1,14 +1,21 @@
-"""What every trained agent is: a scorer of moves, played greedily."""
+"""The learner contract: what every algorithm provides, and what every trained agent is.
 
+An algorithm (lab/agents/<name>.py) provides an `Algorithm` record: its knobs (a `Knobs`
+dataclass), its `Learner` and its `Agent`. The run loop (lab.run) only ever talks to these types.
+"""
+
+import abc
 import io
+from dataclasses import dataclass
 
 import numpy as np
 
 from lab import game
+from lab.knobs import Knobs, RunConfig
 from lab.nets import MLP
 
 
-class Agent:
+class Agent(abc.ABC):
     """A trained greedy player. Subclasses score moves; the best-scoring legal moves are its play.
 
     `scores` must work from any reachable position, for the side to move there.
@@ -16,17 +23,18 @@ class Agent:
 
     algorithm: str = ""
 
+    @abc.abstractmethod
     def scores(self, codes: np.ndarray) -> np.ndarray:
         """(n, 9) move scores at board codes, higher is better; illegal entries are ignored."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def arrays(self) -> dict:
         """The agent's parameters as named numpy arrays (numbers and strings only)."""
-        raise NotImplementedError
 
     @classmethod
+    @abc.abstractmethod
     def from_arrays(cls, arrays: dict) -> "Agent":
-        raise NotImplementedError
+        """The agent whose `arrays()` these are."""
 
     def policy(self, codes: np.ndarray) -> np.ndarray:
         """(n, 9) probabilities of the greedy move, shared equally among tied best moves."""
@@ -55,6 +63,37 @@ class Agent:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
         return buffer.getvalue()
+
+
+class Learner(abc.ABC):
+    """Trains one agent: built from the algorithm's knobs and the run's, then stepped by the run
+    loop one update at a time."""
+
+    def __init__(self, cfg: Knobs, run: RunConfig):
+        self.cfg, self.run = cfg, run
+
+    @abc.abstractmethod
+    def iterate(self) -> np.ndarray:
+        """Play `run.episodes_per_update` training episodes, update once, and return their
+        [X wins, O wins, draws]."""
+
+    @abc.abstractmethod
+    def agent(self) -> Agent:
+        """The current greedy agent as a snapshot: later training never changes it."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One learning algorithm as the lab sees it."""
+
+    name: str
+    """the value of the `algorithm` knob"""
+    Config: type[Knobs]
+    """the knobs it uses (shared ones such as alpha included)"""
+    Learner: type[Learner]
+    Agent: type[Agent]
+    self_play: bool
+    """whether it also trains with opponent=self"""
 
 
 class QTableAgent(Agent):

@@ -18,10 +18,9 @@ from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP, first_outputs
 
-SELF_PLAY = False
 
 
 @dataclass(frozen=True)
@@ -39,16 +38,14 @@ class Config(Knobs):
     seed's program); 'keep': fit every afterstate seen so far (the seed's article)"""
     epsilon: float
     """probability of a random move at the first iteration (0 = greedy, as in the seed)"""
-    epsilon_decay: float
+    epsilon_decay_per_update: float
     """epsilon is multiplied by this after every update"""
-    alpha_decay: float
+    alpha_decay_per_update: float
     """alpha is multiplied by this after every update"""
 
     def check(self):
-        require(0 <= self.gamma <= 1, "gamma", self.gamma, "in [0, 1]")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
-        require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
-        for key in ("epsilon_decay", "alpha_decay"):
+        for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
 
 
@@ -111,9 +108,9 @@ def play(weights, biases, linear_output, side, epsilon, opponent_moves, random_m
         winners[g] = winner[code]
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
         self.net = MLP([9] + [cfg.neurons] * cfg.layers + [1], self.rng)
@@ -143,9 +140,12 @@ class Learner:
         if self.cfg.memory == "clear":
             self.return_sums[seen] = 0.0
             self.visits[seen] = 0.0
-        self.alpha *= self.cfg.alpha_decay
-        self.epsilon *= self.cfg.epsilon_decay
+        self.alpha *= self.cfg.alpha_decay_per_update
+        self.epsilon *= self.cfg.epsilon_decay_per_update
         return game.tally(winners)
 
     def agent(self) -> Agent:
-        return Agent(self.net, self.run.player)
+        return Agent(self.net.copy(), self.run.player)
+
+
+ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=False)

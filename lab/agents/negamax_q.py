@@ -36,9 +36,8 @@ from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 
-SELF_PLAY = True
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,6 @@ class Config(Knobs):
     """number of independent tables trained in the run; the agent plays their sum"""
 
     def check(self):
-        require(0 <= self.gamma <= 1, "gamma", self.gamma, "in [0, 1]")
-        require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
         require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative")
         require(0 <= self.reward_decay <= 1, "reward_decay", self.reward_decay, "in [0, 1]")
         require(self.ensemble >= 1, "ensemble", self.ensemble, "a positive integer")
@@ -130,9 +127,9 @@ def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n,
         tally[0 if winner[code] == 1 else 1 if winner[code] == -1 else 2] += 1
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         game.seed_kernels(run.seed)
         self.tables = np.zeros((cfg.ensemble, game.N_CODES, 9))
         self_play = run.opponent == "self"
@@ -153,3 +150,6 @@ class Learner:
 
     def agent(self) -> Agent:
         return Agent(self.tables.sum(axis=0))
+
+
+ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)

@@ -21,10 +21,9 @@ import numpy as np
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP
 
-SELF_PLAY = False
 MOVES = np.eye(9)
 
 
@@ -46,7 +45,6 @@ class Config(Knobs):
     """full-batch gradient steps on each iteration's samples"""
 
     def check(self):
-        require(0 <= self.gamma <= 1, "gamma", self.gamma, "in [0, 1]")
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
         require(0 < self.epsilon_final <= 1, "epsilon_final", self.epsilon_final, "in (0, 1]")
         require(self.epochs >= 1, "epochs", self.epochs, "a positive integer")
@@ -74,9 +72,9 @@ class Agent(base.NetAgent):
         return q_values(self.net, np.asarray(codes))
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         self.rng = np.random.default_rng(run.seed)
         self.net = MLP([18] + [cfg.neurons] * cfg.layers + [1], self.rng, output="linear")
         self.opponent = opponents.table(run.opponent)
@@ -160,9 +158,12 @@ class Learner:
             self.net.descend(self.net.gradients(acts, weights * error), self.cfg.alpha)
 
     def agent(self) -> Agent:
-        return Agent(self.net, self.run.player)
+        return Agent(self.net.copy(), self.run.player)
 
 
 def _move_index(powers: np.ndarray) -> np.ndarray:
     """The cell m of 3^m (0 where the entry is not a power of 3, e.g. padding)."""
     return np.searchsorted(game.POW3, np.maximum(powers, 1))
+
+
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=False)

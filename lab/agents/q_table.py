@@ -11,8 +11,8 @@ agent's moves is the notebook's:
 - in every case the previous (board, move) of the episode moves towards the current one:
   Q(prev) += alpha (Q(board, move) - Q(prev)), an on-policy (SARSA-like) TD step.
 
-Epsilon is multiplied by epsilon_decay before every game (so, as in the notebook, the first game
-already uses epsilon * epsilon_decay). The notebook plays X against a random O; here the agent
+Epsilon is multiplied by epsilon_decay_per_game before every game (so, as in the notebook, the
+first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random O; here the agent
 takes either seat against any fixed opponent. Updates happen every step, so the episodes run one
 after another in a compiled loop.
 """
@@ -24,9 +24,8 @@ from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 
-SELF_PLAY = False
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,12 @@ class Config(Knobs):
     """TD step size (the notebook's rho)"""
     epsilon: float
     """probability of a random move before the first decay"""
-    epsilon_decay: float
+    epsilon_decay_per_game: float
     """epsilon is multiplied by this before every game"""
 
     def check(self):
-        require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
-        require(0 < self.epsilon_decay <= 1, "epsilon_decay", self.epsilon_decay, "in (0, 1]")
+        require(0 < self.epsilon_decay_per_game <= 1, "epsilon_decay_per_game",
+                self.epsilon_decay_per_game, "in (0, 1]")
 
 
 class Agent(base.QTableAgent):
@@ -83,9 +82,9 @@ def train(q, opponent_moves, random_moves, side, n, alpha, epsilon, epsilon_deca
     return epsilon
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         game.seed_kernels(run.seed)
         self.q = np.zeros((game.N_CODES, 9))
         self.epsilon = cfg.epsilon
@@ -96,9 +95,12 @@ class Learner:
         tally = np.zeros(3, dtype=np.int64)
         self.epsilon = train(
             self.q, self.opponent, opponents.table("random"), self.side,
-            self.run.episodes_per_update, self.cfg.alpha, self.epsilon, self.cfg.epsilon_decay,
+            self.run.episodes_per_update, self.cfg.alpha, self.epsilon, self.cfg.epsilon_decay_per_game,
             game.AFTER, game.TERMINAL, game.WINNER, game.LEGAL, tally)
         return tally
 
     def agent(self) -> Agent:
         return Agent(self.q.copy())
+
+
+ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False)

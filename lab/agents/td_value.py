@@ -24,9 +24,8 @@ from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.config import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require
 
-SELF_PLAY = True
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,6 @@ class Config(Knobs):
     """the fixed value of a drawn final position to both players (the book: 0, a non-win)"""
 
     def check(self):
-        require(0 <= self.epsilon <= 1, "epsilon", self.epsilon, "in [0, 1]")
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
 
 
@@ -105,9 +103,9 @@ def train(v, opponent_moves, random_moves, learner_x, learner_o, n, alpha, epsil
         tally[0 if winner[code] == 1 else 1 if winner[code] == -1 else 2] += 1
 
 
-class Learner:
+class Learner(base.Learner):
     def __init__(self, cfg: Config, run: RunConfig):
-        self.cfg, self.run = cfg, run
+        super().__init__(cfg, run)
         game.seed_kernels(run.seed)
         self.values = initial_values(cfg.draw_value)
         self_play = run.opponent == "self"
@@ -124,3 +122,6 @@ class Learner:
 
     def agent(self) -> Agent:
         return Agent(self.values.copy())
+
+
+ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True)

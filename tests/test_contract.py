@@ -1,0 +1,121 @@
+"""The learner contract and the shape of the code: typed algorithms in a registry, agents that
+are snapshots, canonical run identity, and imports that only ever point down."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lab import agents, game
+from lab.agents import base
+from lab.compose import compose
+from lab.config import job, parse
+from lab.knobs import Knobs
+from sweeping import TINY_RUNS, cli
+
+LAB = Path(__file__).resolve().parents[1] / "lab"
+
+
+@pytest.mark.parametrize("name", agents.ALGORITHMS)
+def test_every_algorithm_is_a_typed_record(name):
+    algorithm = agents.get(name)
+    assert algorithm.name == name and algorithm.Agent.algorithm == name
+    assert issubclass(algorithm.Config, Knobs)
+    assert issubclass(algorithm.Learner, base.Learner)
+    assert issubclass(algorithm.Agent, base.Agent)
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'; allowed: mc_vfa"):
+        agents.get("nope")
+
+
+@pytest.mark.parametrize("name", agents.ALGORITHMS)
+def test_agent_is_a_snapshot_that_later_training_leaves_alone(name):
+    run_cfg, knobs = parse(compose(f"algorithm={name}", "episodes_per_update=20", *TINY_RUNS[name]))
+    learner = agents.get(name).Learner(knobs, run_cfg)
+    learner.iterate()
+    snapshot = learner.agent()
+    before = snapshot.scores(game.DECISIONS).copy()
+    for _ in range(3):
+        learner.iterate()
+    np.testing.assert_array_equal(snapshot.scores(game.DECISIONS), before)
+
+
+def test_knob_values_are_stored_in_their_declared_type():
+    _, knobs = parse(compose("algorithm=q_table", "epsilon=1", "alpha=1"))
+    assert type(knobs.epsilon) is float and type(knobs.alpha) is float
+    assert job(compose("algorithm=q_table", "epsilon=1")).run_id == \
+        job(compose("algorithm=q_table", "epsilon=1.0")).run_id
+
+
+def test_a_grid_of_equal_values_in_two_spellings_trains_one_run(tmp_path):
+    done = cli(["--multirun", "algorithm=q_table", "epsilon=1,1.0", "alpha=0.5,0.50",
+                "iterations=2", "episodes_per_update=10", "results_dir=out",
+                "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "4 configurations, 1 runs to train" in done.stdout
+    assert len(list((tmp_path / "out").glob("*.parquet"))) == 1
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(LAB.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The lab modules `path` imports anywhere (module level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            # `from lab import game` imports the module lab.game; `from lab.game import X` lab.game
+            found |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                      else node.module for alias in node.names}
+    return {name for name in found if name in modules}
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for p in LAB.rglob("*.py")}
+    return {name: _imports(path, set(paths)) - {name} for name, path in paths.items()}
+
+
+def layers(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules bottom to top: each layer imports only modules of layers below it. Raises
+    with the modules of a cycle when there is one."""
+    placed, out = set(), []
+    while len(placed) < len(graph):
+        layer = sorted(m for m, deps in graph.items() if m not in placed and deps <= placed)
+        if not layer:
+            stuck = {m: sorted(d - placed) for m, d in graph.items() if m not in placed}
+            raise AssertionError(f"import cycle among: {stuck}")
+        out.append(layer)
+        placed |= set(layer)
+    return out
+
+
+def test_imports_point_only_down():
+    graph = import_graph()
+    assert {"lab.game", "lab.knobs", "lab.config", "lab.sweep"} <= set(graph)
+    layers(graph)  # raises on a cycle
+
+    def below(module, seen=frozenset()):
+        return set().union(*(below(d, seen | {module}) | {d} for d in graph[module] - seen))
+
+    # the chain the architecture promises: no step reaches, even indirectly, a step after it
+    chain = ["lab.game", "lab.knobs", "lab.agents", "lab.config", "lab.run", "lab.results",
+             "lab.sweep"]
+    for i, module in enumerate(chain):
+        assert not below(module) & set(chain[i + 1:]), module
+    assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
+    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.knobs",
+                                  "lab.agents", "lab"}
+
+
+def test_the_cycle_check_finds_a_cycle():
+    with pytest.raises(AssertionError, match="import cycle"):
+        layers({"a": {"b"}, "b": {"a"}, "c": set()})
+
+
+if __name__ == "__main__":  # the module graph, bottom to top, for the docs
+    for depth, layer in enumerate(layers(import_graph())):
+        print(f"{depth:2d}  " + "  ".join(layer))
