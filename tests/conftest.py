@@ -1,4 +1,12 @@
-"""Checks shared by the learners' tests."""
+"""Test tiers and checks shared by the learners' tests.
+
+Tiers: `-m "not slow and not integration"` is the fast tier for everyday work: it runs in this
+process only, and a guard below fails any of its tests that starts a process or Ray.
+`integration` tests drive real sweeps (subprocesses, Ray, a notebook kernel, killed processes);
+`slow` tests train for tens of seconds to check learning thresholds.
+"""
+
+import subprocess
 
 import numpy as np
 import pytest
@@ -7,6 +15,19 @@ from lab import agents, game
 from lab.compose import compose
 from lab.config import job, parse
 from lab.run import run
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_stays_in_process(request, monkeypatch):
+    """A test outside the integration and slow tiers may start no process and no Ray."""
+    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("slow"):
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("this test starts a process or Ray: mark it @pytest.mark.integration")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr("ray.init", refuse)
 
 
 def _run_and_restore(tmp_path, *overrides):

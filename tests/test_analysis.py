@@ -36,6 +36,7 @@ def sweep_dir(tmp_path_factory):
     return out, done
 
 
+@pytest.mark.integration
 def test_sweep_ends_with_figures_and_summary(sweep_dir):
     out, done = sweep_dir
     assert "8 runs finished, 0 failed" in done.stdout
@@ -49,6 +50,7 @@ def test_sweep_ends_with_figures_and_summary(sweep_dir):
     assert pd.read_parquet(out)["run_id"].nunique() == 10
 
 
+@pytest.mark.integration
 def test_figures_switch_off(sweep_dir, tmp_path):
     out, _ = sweep_dir
     target = tmp_path / "copy"
@@ -65,6 +67,7 @@ def test_figures_switch_off(sweep_dir, tmp_path):
     assert not (target / results.FIGURES).exists()
 
 
+@pytest.mark.integration
 def test_every_figure_type(sweep_dir, tmp_path):
     out, _ = sweep_dir
     paths = plots.all_figures(out, tmp_path)
@@ -79,6 +82,7 @@ def test_every_figure_type(sweep_dir, tmp_path):
     assert all(p.stat().st_size > 20_000 for p in paths)
 
 
+@pytest.mark.integration
 def test_configuration_names(sweep_dir):
     out, _ = sweep_dir
     names = set(summary.name_configurations(summary.table(out))["config"])
@@ -89,6 +93,7 @@ def test_configuration_names(sweep_dir):
                      "ttt_player2_a0.1_e20_i30 opponent=onestep", "ttt_self_a0.1_e20_i30"}
 
 
+@pytest.mark.integration
 def test_summary_of_a_real_sweep(sweep_dir):
     out, _ = sweep_dir
     best = summary.best_configurations(out)
@@ -132,6 +137,7 @@ def test_summary_picks_the_best_configuration():
                                      evaluate.column(2, "onestep_win"), 0.95 * ceiling) == 200
 
 
+@pytest.mark.integration
 def test_scripts(sweep_dir, tmp_path):
     out, _ = sweep_dir
     done = subprocess.run([sys.executable, "analysis/summary.py", str(out), "--out", str(tmp_path)],
@@ -147,6 +153,7 @@ def test_scripts(sweep_dir, tmp_path):
     assert len(done.stdout.split()) == 12
 
 
+@pytest.mark.integration
 def test_notebook_runs_headless(sweep_dir):
     out, _ = sweep_dir
     nb = nbformat.read(REPO / "analysis" / "winrates.ipynb", as_version=4)

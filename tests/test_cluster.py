@@ -26,7 +26,7 @@ import pytest
 from lab import results
 from sweeping import REPO, TINY, alone, clean_env, rows, sweep
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 BIN = Path(sys.executable).parent
 
 

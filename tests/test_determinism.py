@@ -6,6 +6,8 @@ import pytest
 
 from sweeping import TINY, alone, cli, rows, sweep
 
+pytestmark = pytest.mark.integration
+
 RUN = [*TINY, "iterations=5", "episodes_per_update=50", "seed=3"]
 GRID = ["--multirun", "hydra.launcher.figures=false", "results_dir=results", *RUN, "seed=3,4", "opponent=onestep,random"]
 

@@ -17,6 +17,8 @@ from lab import agents, results
 from lab.agents import mc_vfa
 from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, title
 
+pytestmark = pytest.mark.integration
+
 SERIAL = "hydra.launcher.parallel=false"
 NO_FIGURES = "hydra.launcher.figures=false"  # figures are not what these tests are about
 

@@ -80,6 +80,7 @@ def test_end_of_input_and_q_quit_cleanly():
     assert text.rstrip().endswith("bye")
 
 
+@pytest.mark.integration
 def test_cli_plays_a_checkpoint_through_stdin(checkpoint):
     # Try every cell in order: taken ones are refused, so the game always ends; then end of input.
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--seed", "3"],
@@ -91,6 +92,7 @@ def test_cli_plays_a_checkpoint_through_stdin(checkpoint):
     assert done.stdout.rstrip().endswith("bye")
 
 
+@pytest.mark.integration
 def test_cli_seat_o_and_bad_checkpoint(checkpoint, tmp_path):
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--seat", "o"],
                           input="", capture_output=True, text=True, timeout=60)
@@ -111,6 +113,7 @@ def test_tallies_against_fixed_players():
     assert result[1][0] > 1800 and result[2][0] > 1500
 
 
+@pytest.mark.integration
 def test_cli_vs_prints_both_seats(checkpoint):
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", "random",
                            "--games", "300", "--seed", "1"], capture_output=True, text=True, timeout=60)

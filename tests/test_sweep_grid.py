@@ -9,6 +9,8 @@ import pytest
 from lab import results
 from lab.plots import winrate_figures
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):

@@ -116,12 +116,14 @@ def test_relative_results_dir_is_refused_inside_a_ray_job(run_cli, monkeypatch):
     assert "results_dir='results' is not allowed: results_dir must be an absolute path under `ray job submit`" in output
 
 
+@pytest.mark.integration
 def test_the_real_command_exits_non_zero_and_writes_nothing(tmp_path):
     (tmp_path / "results").mkdir()
     before = snapshot(tmp_path)
     bad_grid = sweep_process(["--multirun", "results_dir=results", "alpha=0.1,2", *TINY], cwd=tmp_path)
     assert bad_grid.returncode == 2
     assert "alpha=2 is not allowed: alpha must be in (0, 1]" in bad_grid.stderr
+    assert snapshot(tmp_path) == before, "a rejected grid changed the disk"
     (tmp_path / "results" / "broken.parquet").write_bytes(b"half a file")
     before = snapshot(tmp_path)
     corrupt = sweep_process(["results_dir=results", *TINY], cwd=tmp_path, env=clean_env())
