@@ -5,11 +5,10 @@ tests, notebooks and the benchmark; `flat` turns a composed Hydra config into th
 lab.config.job validates.
 """
 
-from pathlib import Path
-
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+CONF_PACKAGE = "lab.conf"
+"""The lab's configs: the repository's conf/, installed with the lab as this package."""
 
 
 def flat(cfg: DictConfig) -> dict:
@@ -20,7 +19,7 @@ def flat(cfg: DictConfig) -> dict:
 
 def compose(*overrides: str) -> dict:
     """The flat configuration Hydra would build for these overrides."""
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose, initialize_config_module
 
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONF_DIR)):
+    with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         return flat(hydra_compose("config", overrides=list(overrides)))

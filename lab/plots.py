@@ -14,6 +14,7 @@ wrote. The 95% band is mean +- t(0.975, seeds - 1) x standard error over seeds: 
 is wide, as it should be.
 """
 
+import argparse
 from pathlib import Path
 
 import matplotlib
@@ -210,3 +211,28 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
     out_dir = out_dir or Path(results_dir) / results.FIGURES
     return (winrate_figures(frame, out_dir, smooth) + exact_figures(frame, out_dir)
             + comparison_figure(frame, out_dir))
+
+
+_CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
+
+- <algorithm>_ttt_<player1|player2|self>[_l<L>_n<N>].png: seed 000's figure, the player-1 win
+  rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
+- <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
+  OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
+- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x.
+
+    lab-plot RESULTS_DIR [--out DIR] [--smooth N]"""
+
+
+def main() -> None:
+    """The command line: `lab-plot RESULTS_DIR ...`."""
+    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
+    parser.add_argument("--smooth", type=int, default=SMOOTH,
+                        help=f"rolling mean over N iterations of the training-game win rates "
+                             f"(default {SMOOTH}; 1 = raw, as seed 000)")
+    args = parser.parse_args()
+    for path in all_figures(args.results_dir, args.out, args.smooth):
+        print(path)
+

@@ -12,6 +12,7 @@ exact (win - loss) against that opponent, averaged over its seeds; ties go to mo
 fewer training episodes. This is the objective the ceilings (lab.evaluate.ceiling) maximise.
 """
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,28 @@ def write_summary(results_dir, out_dir=None) -> tuple[pd.DataFrame, list[Path]]:
     md.write_text(markdown(format_table(best)) if not best.empty
                   else "No exact evaluations in these results.\n")
     return best, [csv, md]
+
+
+_CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.summary):
+final exact rates, episodes to reach 95% of the ceiling, losing lines, training seconds, seed
+spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary.md.
+
+    lab-summary RESULTS_DIR [--out DIR]"""
+
+
+def main() -> None:
+    """The command line: `lab-summary RESULTS_DIR ...`."""
+    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--out", help="where to write summary.csv and summary.md (default: RESULTS_DIR/_summary)")
+    args = parser.parse_args()
+    best, paths = write_summary(args.results_dir, args.out)
+    if best.empty:
+        print("No exact evaluations (eval_p1_* / eval_p2_* columns) in these results.")
+    else:
+        with pd.option_context("display.width", 250, "display.max_columns", None,
+                               "display.max_colwidth", 60):
+            print(format_table(best).to_string(index=False))
+    for path in paths:
+        print(path)
+

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 import lab
 from lab import config, results
-from lab.compose import CONF_DIR, flat
+from lab.compose import CONF_PACKAGE, flat
 from lab.config import Job
 from lab.run import RunResult, run
 
@@ -246,7 +246,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
             for o, c in zip(job_overrides, composed)]
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+@hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One run in this process (Hydra's run mode)."""
     jobs, notes = plan([flat(cfg)])

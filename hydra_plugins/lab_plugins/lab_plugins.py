@@ -4,22 +4,21 @@
   job is validated (a mistyped knob must leave the disk untouched).
 - LabRayLauncher: hands the whole grid to lab.sweep.launch, which validates every job, then runs
   them as Ray tasks.
-- LabSearchPath: makes the repository's `sweeps/` folder a config group, so `+sweeps=NAME`
-  selects `sweeps/NAME.yaml`.
+- The named sweeps (the package lab.sweeps: the repository's `sweeps/*.yaml`) become the config
+  group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
+  than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
+  and putting that on the search path made every folder in it (.venv, .git, tests) a config group.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 from typing import Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.plugins.launcher import Launcher
-from hydra.plugins.search_path_plugin import SearchPathPlugin
-
-_REPO = Path(__file__).resolve().parents[2]
+from omegaconf import OmegaConf
 
 
 @dataclass
@@ -45,6 +44,10 @@ class LabRayLauncherConf:
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
 ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabRayLauncherConf, provider="lab")
+for _sweep in resources.files("lab.sweeps").iterdir():
+    if _sweep.name.endswith(".yaml"):  # every file is `# @package _global_`, an experiment preset
+        ConfigStore.instance().store(group="sweeps", name=_sweep.name[:-5], package="_global_",
+                                     node=OmegaConf.create(_sweep.read_text()), provider="lab")
 
 
 class LabSweeper(BasicSweeper):
@@ -66,9 +69,3 @@ class LabRayLauncher(Launcher):
         from lab import sweep
 
         return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
-
-
-class LabSearchPath(SearchPathPlugin):
-    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        if any(str(_REPO / "conf") in (e.path or "") for e in search_path.get_path()):
-            search_path.append(provider="lab", path=f"file://{_REPO}")

@@ -1,0 +1,1 @@
+"""The lab's Hydra plugins; see lab_plugins.py."""

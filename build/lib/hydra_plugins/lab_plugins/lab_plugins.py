@@ -1,0 +1,71 @@
+"""The lab's Hydra plugins (Hydra only loads plugins from the `hydra_plugins` namespace).
+
+- LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
+  job is validated (a mistyped knob must leave the disk untouched).
+- LabRayLauncher: hands the whole grid to lab.sweep.launch, which validates every job, then runs
+  them as Ray tasks.
+- The named sweeps (the package lab.sweeps: the repository's `sweeps/*.yaml`) become the config
+  group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
+  than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
+  and putting that on the search path made every folder in it (.venv, .git, tests) a config group.
+"""
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Optional
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.launcher import Launcher
+from omegaconf import OmegaConf
+
+
+@dataclass
+class LabSweeperConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[dict] = None
+
+
+@dataclass
+class LabRayLauncherConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabRayLauncher"
+    address: Optional[str] = None
+    """Ray cluster to join: 'auto' (a cluster started on this machine) or the head's GCS address
+    'host:6379'; null: RAY_ADDRESS if set, else an embedded local Ray"""
+    num_cpus: Optional[int] = None
+    """CPUs of the embedded local Ray; null: every core"""
+    parallel: bool = True
+    """false: run the grid one run after another in this process, without Ray"""
+    figures: bool = True
+    """false: skip drawing the figures and the summary into results_dir at the end"""
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
+ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabRayLauncherConf, provider="lab")
+for _sweep in resources.files("lab.sweeps").iterdir():
+    if _sweep.name.endswith(".yaml"):  # every file is `# @package _global_`, an experiment preset
+        ConfigStore.instance().store(group="sweeps", name=_sweep.name[:-5], package="_global_",
+                                     node=OmegaConf.create(_sweep.read_text()), provider="lab")
+
+
+class LabSweeper(BasicSweeper):
+    def sweep(self, arguments):
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        overrides = parser.parse_overrides(self._parse_config() + list(arguments))
+        (batch,) = self.split_arguments(overrides, None)
+        return [self.launcher.launch(batch, initial_job_idx=0)]
+
+
+class LabRayLauncher(Launcher):
+    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True):
+        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures}
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.hydra_context, self.config = hydra_context, config
+
+    def launch(self, job_overrides, initial_job_idx):
+        from lab import sweep
+
+        return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)

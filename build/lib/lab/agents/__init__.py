@@ -1,0 +1,40 @@
+"""The registry of learning algorithms, and `load` for their checkpoints.
+
+Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORITHM`, a
+`lab.agents.base.Algorithm` record: its knobs (`Config`, a frozen `lab.knobs.Knobs` dataclass
+whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
+`Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
+writing that module and listing it here.
+"""
+
+import numpy as np
+
+from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
+from lab.agents.base import Algorithm
+
+REGISTRY: dict[str, Algorithm] = {
+    m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
+}
+ALGORITHMS = tuple(REGISTRY)
+
+
+def get(name: str) -> Algorithm:
+    """The algorithm called `name`."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(ALGORITHMS)}")
+    return REGISTRY[name]
+
+
+def knob_names() -> tuple[str, ...]:
+    """Every algorithm's knobs, each once, in registry order."""
+    return tuple(dict.fromkeys(n for a in REGISTRY.values() for n in a.Config.names()))
+
+
+def load(path):
+    """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = dict(archive)
+    algorithm = str(arrays.pop("algorithm", ""))
+    if algorithm not in REGISTRY:
+        raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
+    return REGISTRY[algorithm].Agent.from_arrays(arrays)

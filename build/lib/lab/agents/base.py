@@ -1,0 +1,128 @@
+"""The learner contract: what every algorithm provides, and what every trained agent is.
+
+An algorithm (lab/agents/<name>.py) provides an `Algorithm` record: its knobs (a `Knobs`
+dataclass), its `Learner` and its `Agent`. The run loop (lab.run) only ever talks to these types.
+"""
+
+import abc
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab import game
+from lab.knobs import Knobs, RunConfig
+from lab.nets import MLP
+
+
+class Agent(abc.ABC):
+    """A trained greedy player. Subclasses score moves; the best-scoring legal moves are its play.
+
+    `scores` must work from any reachable position, for the side to move there.
+    """
+
+    algorithm: str = ""
+
+    @abc.abstractmethod
+    def scores(self, codes: np.ndarray) -> np.ndarray:
+        """(n, 9) move scores at board codes, higher is better; illegal entries are ignored."""
+
+    @abc.abstractmethod
+    def arrays(self) -> dict:
+        """The agent's parameters as named numpy arrays (numbers and strings only)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_arrays(cls, arrays: dict) -> "Agent":
+        """The agent whose `arrays()` these are."""
+
+    def policy(self, codes: np.ndarray) -> np.ndarray:
+        """(n, 9) probabilities of the greedy move, shared equally among tied best moves."""
+        codes = np.asarray(codes)
+        return game.greedy(self.scores(codes), game.LEGAL[codes])
+
+    def move_table(self) -> np.ndarray:
+        """The greedy policy at every reachable decision position as a move table (lab.game)."""
+        table = np.zeros((game.N_CODES, 9))
+        table[game.DECISIONS] = self.policy(game.DECISIONS)
+        return table
+
+    def act(self, board, rng: np.random.Generator | None = None) -> int:
+        """A greedy legal move for the side to move on `board` (ties broken at random)."""
+        code = game.encode(board)
+        if game.TERMINAL[code]:
+            raise ValueError("the game is over: there is no move to make")
+        probs = self.policy(np.array([code]))[0]
+        return int((rng or np.random.default_rng()).choice(9, p=probs))
+
+    def save(self, path) -> None:
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
+        return buffer.getvalue()
+
+
+class Learner(abc.ABC):
+    """Trains one agent: built from the algorithm's knobs and the run's, then stepped by the run
+    loop one update at a time."""
+
+    def __init__(self, cfg: Knobs, run: RunConfig):
+        self.cfg, self.run = cfg, run
+
+    @abc.abstractmethod
+    def iterate(self) -> np.ndarray:
+        """Play `run.episodes_per_update` training episodes, update once, and return their
+        [X wins, O wins, draws]."""
+
+    @abc.abstractmethod
+    def agent(self) -> Agent:
+        """The current greedy agent as a snapshot: later training never changes it."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One learning algorithm as the lab sees it."""
+
+    name: str
+    """the value of the `algorithm` knob"""
+    Config: type[Knobs]
+    """the knobs it uses (shared ones such as alpha included)"""
+    Learner: type[Learner]
+    Agent: type[Agent]
+    self_play: bool
+    """whether it also trains with opponent=self"""
+
+
+class QTableAgent(Agent):
+    """Plays the move of highest Q in a (3^9, 9) table of Q(position, move)."""
+
+    def __init__(self, q: np.ndarray):
+        self.q = q
+
+    def scores(self, codes):
+        return self.q[codes]
+
+    def arrays(self):
+        return {"q": self.q}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls(np.asarray(arrays["q"], dtype=float))
+
+
+class NetAgent(Agent):
+    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O)."""
+
+    def __init__(self, net: MLP, player: int):
+        self.net = net
+        self.player = player
+
+    def arrays(self):
+        return {**self.net.arrays(), "player": np.array(self.player)}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]))

@@ -1,0 +1,155 @@
+"""Negamax Q learning: one mover-relative Q table for both sides, shaped rewards, ensembles
+(seed 004).
+
+Q(s, a) scores move a at position s for whoever is to move there, so one (3^9, 9) table plays both
+seats. The position after a move belongs to the opponent, whose best reply is bad for the mover:
+the update subtracts it,
+
+    Q(s, a) += alpha (reward - gamma max_a' Q(s', a') - Q(s, a))    (max over legal a'; 0 if s'
+                                                                     ends the game)
+
+Each episode is played to the end with epsilon-greedy moves on the table, then every move of the
+episode is updated, from the last to the first (so the end's news reaches the opening in one
+pass), with the seed's shaped rewards, counting k moves back from the end (k = 0 the last move):
+
+- a win: the winning move gets 1 and the loser's last move (k = 1, which let the win happen)
+  gets loss_reward, a large negative that rules it out at once; earlier moves get a decaying
+  share reward_decay^(k-1), positive for the winner's moves and negative for the loser's;
+- a draw: the last two moves get draw_reward, earlier ones draw_reward * reward_decay^(k-1).
+
+In self-play (opponent=self) both sides play the table. Against a fixed opponent (seat `player`)
+the agent plays the table and the opponent its own move table, and the table still learns from
+both sides' moves: it is a table of negamax values, and the targets need the opponent's positions
+too.
+
+`ensemble` K > 1 trains K independent tables side by side within the run (game g trains table
+g mod K, each with its own Q values; the run's seed fixes them all) and the agent plays their sum:
+a move few members consider bad scores best. The episodes of a run are split between the members,
+so the run's rows count every episode once. Updates happen every episode, so the episodes run
+one after another in a compiled loop.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from lab import game, opponents
+from lab.agents import base
+from lab.knobs import Knobs, RunConfig, require
+
+
+
+@dataclass(frozen=True)
+class Config(Knobs):
+    alpha: float
+    """Q step size (the seed's lr)"""
+    gamma: float
+    """discount of the opponent's best Q at the next position (the seed's df)"""
+    epsilon: float
+    """probability of a random move, for every move the table makes in training"""
+    loss_reward: float
+    """reward of the loser's last move (the seed: -1e10)"""
+    draw_reward: float
+    """reward of the last two moves of a draw"""
+    reward_decay: float
+    """share of the final reward given to each earlier move, per move back from the end"""
+    ensemble: int
+    """number of independent tables trained in the run; the agent plays their sum"""
+
+    def check(self):
+        require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative")
+        require(0 <= self.reward_decay <= 1, "reward_decay", self.reward_decay, "in [0, 1]")
+        require(self.ensemble >= 1, "ensemble", self.ensemble, "a positive integer")
+
+
+class Agent(base.QTableAgent):
+    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move."""
+
+    algorithm = "negamax_q"
+
+
+@njit(cache=True)
+def best_score(scores, legal):
+    """The highest of the 9 scores over the legal moves (there is at least one)."""
+    best = -np.inf
+    for m in range(9):
+        if legal[m] and scores[m] > best:
+            best = scores[m]
+    return best
+
+
+@njit(cache=True)
+def shaped_reward(k, won, loss_reward, draw_reward, reward_decay):
+    """The seed's reward for the move k moves back from the end of a game (k = 0 the last)."""
+    if not won:
+        return draw_reward if k < 2 else draw_reward * reward_decay ** (k - 1)
+    if k == 0:
+        return 1.0  # the winning move
+    if k == 1:
+        return loss_reward  # the loser's last move, which let the win happen
+    share = reward_decay ** (k - 1)
+    return share if k % 2 == 0 else -share  # the winner's earlier moves gain, the loser's lose
+
+
+@njit(cache=True)
+def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n, alpha, gamma,
+          epsilon, loss_reward, draw_reward, reward_decay, after, terminal, winner, to_move,
+          legal, tally):
+    """Play n episodes, game g (counted from first_game) training tables[g % K]. The sides flagged
+    table_x / table_o play epsilon-greedy on the table, a side not flagged plays opponent_moves.
+    Results go to tally ([X wins, O wins, draws])."""
+    codes = np.empty(9, dtype=np.int64)
+    moves = np.empty(9, dtype=np.int64)
+    for g in range(first_game, first_game + n):
+        q = tables[g % tables.shape[0]]
+        code = 0
+        t = 0
+        while not terminal[code]:
+            if not (table_x if to_move[code] == 1 else table_o):
+                move = game.sample_move(opponent_moves, code)
+            elif np.random.random() < epsilon:
+                move = game.sample_move(random_moves, code)
+            else:
+                move = game.best_move(q[code], legal[code])
+            codes[t] = code
+            moves[t] = move
+            t += 1
+            code = after[code, move]
+        won = winner[code] != 0
+        for k in range(t):  # k moves back from the end
+            reward = shaped_reward(k, won, loss_reward, draw_reward, reward_decay)
+            s = codes[t - 1 - k]
+            a = moves[t - 1 - k]
+            nxt = after[s, a]
+            best_reply = 0.0 if terminal[nxt] else best_score(q[nxt], legal[nxt])
+            q[s, a] += alpha * (reward - gamma * best_reply - q[s, a])
+        tally[0 if winner[code] == 1 else 1 if winner[code] == -1 else 2] += 1
+
+
+class Learner(base.Learner):
+    def __init__(self, cfg: Config, run: RunConfig):
+        super().__init__(cfg, run)
+        game.seed_kernels(run.seed)
+        self.tables = np.zeros((cfg.ensemble, game.N_CODES, 9))
+        self_play = run.opponent == "self"
+        self.table_sides = (self_play or run.player == 1, self_play or run.player == 2)
+        # In self-play the opponent table is never consulted; any move table fills the argument.
+        self.opponent = opponents.table("random" if self_play else run.opponent)
+        self.games = 0
+
+    def iterate(self) -> np.ndarray:
+        cfg, n = self.cfg, self.run.episodes_per_update
+        tally = np.zeros(3, dtype=np.int64)
+        train(self.tables, self.games, self.opponent, opponents.table("random"),
+              *self.table_sides, n, cfg.alpha, cfg.gamma, cfg.epsilon, cfg.loss_reward,
+              cfg.draw_reward, cfg.reward_decay, game.AFTER, game.TERMINAL, game.WINNER,
+              game.TO_MOVE, game.LEGAL, tally)
+        self.games += n
+        return tally
+
+    def agent(self) -> Agent:
+        return Agent(self.tables.sum(axis=0))
+
+
+ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)

@@ -1,0 +1,169 @@
+"""A Q network over (board, one-hot move) trained on TD targets (seed 001, second part).
+
+The agent plays seat `player` against a fixed opponent. A net of `layers` x `neurons` tanh units
+with a linear output maps 18 inputs, the 9 cells (1 X, -1 O, 0 empty) and the move one-hot, to
+Q(board, move): the expected discounted result from the agent's side (+1 win, -1 loss, 0 draw).
+
+Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
+played as one batch, move by move, with one vectorised net pass per move over the new positions
+the agent reached (the net is evaluated once per position per iteration). Each agent move (s, a)
+of those episodes gets the seed's on-policy TD target r + gamma Q(s', a'), where (s', a') is the
+agent's next position and move in that episode, with Q from the same pass; a move that ends the
+game (or after which the opponent ends it) gets the final reward alone. The net then takes
+`epochs` full-batch gradient steps on these samples (the seed's few epochs per game).
+Epsilon decays geometrically from `epsilon` at the first iteration to `epsilon_final` at the
+last, as the seed's notebook does.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab import game, opponents
+from lab.agents import base
+from lab.knobs import Knobs, RunConfig, require
+from lab.nets import MLP
+
+MOVES = np.eye(9)
+
+
+@dataclass(frozen=True)
+class Config(Knobs):
+    layers: int
+    """hidden layers of the Q net"""
+    neurons: int
+    """units in each hidden layer"""
+    alpha: float
+    """gradient step size (on the mean squared TD error of a batch)"""
+    gamma: float
+    """discount of the TD target r + gamma Q(next)"""
+    epsilon: float
+    """probability of a random move at the first iteration"""
+    epsilon_final: float
+    """probability of a random move at the last iteration (geometric decay in between)"""
+    epochs: int
+    """full-batch gradient steps on each iteration's samples"""
+
+    def check(self):
+        require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
+        require(0 < self.epsilon_final <= 1, "epsilon_final", self.epsilon_final, "in (0, 1]")
+        require(self.epochs >= 1, "epochs", self.epochs, "a positive integer")
+
+
+def q_inputs(codes: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """(n, 18) net inputs: the board cells of each code and its move one-hot."""
+    return np.hstack([game.BOARDS[codes], MOVES[moves]])
+
+
+def q_values(net: MLP, codes: np.ndarray) -> np.ndarray:
+    """(n, 9) Q values of every legal move at each code (-inf where illegal)."""
+    rows, moves = np.nonzero(game.LEGAL[codes])
+    q = np.full((len(codes), 9), -np.inf)
+    q[rows, moves] = net(q_inputs(codes[rows], moves))[:, 0]
+    return q
+
+
+class Agent(base.NetAgent):
+    """Plays the legal move with the highest Q value."""
+
+    algorithm = "q_net"
+
+    def scores(self, codes):
+        return q_values(self.net, np.asarray(codes))
+
+
+class Learner(base.Learner):
+    def __init__(self, cfg: Config, run: RunConfig):
+        super().__init__(cfg, run)
+        self.rng = np.random.default_rng(run.seed)
+        self.net = MLP([18] + [cfg.neurons] * cfg.layers + [1], self.rng, output="linear")
+        self.opponent = opponents.table(run.opponent)
+        self.side = 1 if run.player == 1 else -1
+        # The agent's move at column t of a trajectory adds its digit (1 for X, 2 for O) times 3^move.
+        self.digit = 1 if self.side == 1 else 2
+        self.first_column = 0 if self.side == 1 else 1
+        steps = max(run.iterations - 1, 1)
+        self.epsilons = cfg.epsilon * (cfg.epsilon_final / cfg.epsilon) ** (np.arange(run.iterations) / steps)
+        self.iteration = 0
+        self.q = np.zeros((game.N_CODES, 9))
+        self.moves = np.zeros((game.N_CODES, 9))  # the epsilon-greedy policy where evaluated
+        self.evaluated_at = np.zeros(game.N_CODES, dtype=np.int64)  # iteration q[code] is from
+
+    def iterate(self) -> np.ndarray:
+        epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
+        self.iteration += 1
+        trajectories, winners = self._play(epsilon)
+        self._fit(*self._samples(trajectories, winners))
+        return game.tally(winners)
+
+    def _play(self, epsilon: float):
+        """The iteration's episodes as one batch, move by move: (trajectories, winners) as
+        lab.game.play returns them. The policy is fixed, so the net is evaluated once per
+        iteration at each position the agent actually reaches (a few hundred, not all 2,000+)."""
+        n = self.run.episodes_per_update
+        codes = np.zeros(n, dtype=np.int64)
+        trajectories = np.full((n, 9), -1, dtype=np.int64)
+        for t in range(9):
+            live = np.flatnonzero(~game.TERMINAL[codes])
+            if live.size == 0:
+                break
+            here = codes[live]
+            if t % 2 == self.first_column:
+                new = np.unique(here[self.evaluated_at[here] != self.iteration])
+                self.evaluated_at[new] = self.iteration
+                self.q[new] = q_values(self.net, new)
+                legal = game.LEGAL[new]
+                self.moves[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
+                probs = self.moves[here]
+            else:
+                probs = self.opponent[here]
+            cumulative = probs.cumsum(axis=1)
+            draws = self.rng.random(len(here))[:, None] * cumulative[:, -1:]
+            codes[live] = game.AFTER[here, (cumulative > draws).argmax(axis=1)]
+            trajectories[live, t] = codes[live]
+        return trajectories, game.WINNER[codes]
+
+    def _samples(self, trajectories, winners):
+        """The agent's (position, move) pairs of a batch of episodes and their TD targets."""
+        n = len(winners)
+        # before[:, t] is the position move t was played from; two -1 columns past the end let
+        # every agent move look two moves ahead to its own next move.
+        before = np.hstack([np.zeros((n, 1), np.int64), trajectories, np.full((n, 2), -1)])
+        columns = np.arange(self.first_column, 9, 2)
+        states, afters = before[:, columns], before[:, columns + 1]
+        next_states, next_afters = before[:, columns + 2], before[:, columns + 3]
+        played = afters >= 0
+        continues = next_afters >= 0  # the agent moves again in this episode
+        actions = _move_index((afters - states) // self.digit)
+        next_actions = _move_index((next_afters - next_states) // self.digit)
+        reward = np.broadcast_to((self.side * winners)[:, None], played.shape)
+        next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
+        targets = np.where(continues, self.cfg.gamma * next_q, reward)
+        return states[played], actions[played], targets[played]
+
+    def _fit(self, states, actions, targets):
+        """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2.
+
+        Samples repeat (every episode starts from the same few positions), so the loss is summed
+        over distinct (position, move) pairs weighted by their count, towards their mean target:
+        the same gradient at a fraction of the cost.
+        """
+        pairs, inverse, counts = np.unique(states * 9 + actions, return_inverse=True, return_counts=True)
+        mean_targets = np.bincount(inverse, targets) / counts
+        weights = (counts / len(targets))[:, None]
+        inputs = q_inputs(pairs // 9, pairs % 9)
+        for _ in range(self.cfg.epochs):
+            acts = self.net.activations(inputs)
+            error = acts[-1] - mean_targets[:, None]
+            self.net.descend(self.net.gradients(acts, weights * error), self.cfg.alpha)
+
+    def agent(self) -> Agent:
+        return Agent(self.net.copy(), self.run.player)
+
+
+def _move_index(powers: np.ndarray) -> np.ndarray:
+    """The cell m of 3^m (0 where the entry is not a power of 3, e.g. padding)."""
+    return np.searchsorted(game.POW3, np.maximum(powers, 1))
+
+
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=False)

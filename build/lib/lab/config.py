@@ -1,0 +1,123 @@
+"""What a run is: its validated knobs, its identity, and where it lands.
+
+A run's configuration is flat (the keys of conf/config.yaml plus the knobs of its algorithm's
+yaml). The driver turns each one into a `Job` once (`job`): the knobs every run has
+(lab.knobs.RunConfig), its algorithm's knobs (that algorithm's `Config`), its run id and its
+results directory. Everything downstream (lab.run, lab.results, lab.sweep) takes Jobs. A knob the
+algorithm does not use is not part of the run's identity, so a grid that varies it does not train
+the same run twice; every knob is stored in its declared type, so 1 and 1.0 are one run.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import agents, opponents
+from lab.knobs import RUN_KEYS, SETTINGS, ConfigError, Knobs, RunConfig, is_kind, require
+
+
+def default_eval_every(iterations: int) -> int:
+    """About 50 evaluation points per learning curve."""
+    return max(1, iterations // 50)
+
+
+def parse(cfg) -> tuple[RunConfig, Knobs]:
+    """Validate a flat configuration (mapping) into the run's knobs and its algorithm's knobs.
+
+    Raises ConfigError naming the first bad key and what it allows.
+    """
+    cfg = dict(cfg)
+    known = set(RUN_KEYS + SETTINGS + agents.knob_names())
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]!r} is not a knob of the lab: the knobs are {', '.join(sorted(known))}")
+    algorithm = cfg.get("algorithm")
+    require(algorithm in agents.ALGORITHMS, "algorithm", algorithm, f"one of {', '.join(agents.ALGORITHMS)}")
+    algo = agents.get(algorithm)
+    allowed_opponents = opponents.NAMES + (("self",) if algo.self_play else ())
+    require(cfg.get("opponent") in allowed_opponents, "opponent", cfg.get("opponent"),
+            f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}")
+    require(cfg.get("player") in (1, 2) and is_kind(cfg.get("player"), int), "player", cfg.get("player"),
+            "1 (X, moves first) or 2 (O)")
+    for key in ("episodes_per_update", "iterations"):
+        require(is_kind(cfg.get(key), int) and cfg[key] >= 1, key, cfg.get(key), "a positive integer")
+    require(is_kind(cfg.get("seed"), int) and cfg["seed"] >= 0, "seed", cfg.get("seed"), "a non-negative integer")
+    eval_every = cfg.get("eval_every")
+    if eval_every is None:
+        eval_every = default_eval_every(cfg["iterations"])
+    require(is_kind(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
+            "a positive integer, or null for about 50 evaluations per run")
+    # A self-play agent plays both seats: the seat knob does not change the run.
+    player = None if cfg["opponent"] == "self" else cfg["player"]
+    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k not in ("player", "eval_every")},
+                    player=player, eval_every=eval_every)
+    names = algo.Config.names()
+    missing = [n for n in names if n not in cfg]
+    if missing:
+        raise ConfigError(f"algorithm={algorithm} needs the knobs {', '.join(missing)}")
+    return run, algo.Config(**{n: cfg[n] for n in names})
+
+
+def check_settings(cfg) -> tuple[Path, bool]:
+    """Validate where and whether a run happens: (absolute results_dir, force).
+
+    A relative results_dir is taken from the directory the sweep is launched from. Under `ray job
+    submit` that directory is a temporary copy of --working-dir on the head node, deleted with the
+    job's runtime environment, so there results_dir must be absolute.
+    """
+    force = cfg.get("force", False)
+    require(isinstance(force, bool), "force", force, "true or false")
+    raw = cfg.get("results_dir")
+    require(isinstance(raw, str) and raw.strip() != "", "results_dir", raw, "a directory path")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        in_ray_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray for a submitted job's driver
+        require(not in_ray_job, "results_dir", raw,
+                "an absolute path under `ray job submit` (the driver runs in a temporary copy of "
+                "--working-dir; use a path on the head node or on shared storage)")
+    path = Path(os.path.abspath(path))
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    require(existing.is_dir(), "results_dir", raw, f"a directory ({existing} is a file)")
+    return path, force
+
+
+def identity(run: RunConfig, knobs: Knobs) -> dict:
+    """Everything that determines what a run computes, and nothing else."""
+    return {**dataclasses.asdict(run), **dataclasses.asdict(knobs)}
+
+
+def run_id(run: RunConfig, knobs: Knobs) -> str:
+    """A short stable hash of the run's identity: equal configurations share one id."""
+    text = json.dumps(identity(run, knobs), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One validated run, ready to train: built once by the driver, handed to lab.run."""
+
+    run: RunConfig
+    knobs: Knobs
+    """the knobs of its algorithm (that algorithm's Config)"""
+    run_id: str
+    results_dir: Path
+    """absolute"""
+    force: bool
+    """re-run it even if results_dir holds it finished"""
+
+    @property
+    def algorithm(self) -> agents.Algorithm:
+        return agents.get(self.run.algorithm)
+
+    def identity(self) -> dict:
+        return identity(self.run, self.knobs)
+
+
+def job(cfg) -> Job:
+    """Validate a flat configuration into a Job; raises ConfigError naming the first bad key."""
+    run, knobs = parse(cfg)
+    results_dir, force = check_settings(cfg)
+    return Job(run, knobs, run_id(run, knobs), results_dir, force)

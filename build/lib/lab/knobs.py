@@ -1,0 +1,103 @@
+"""Knobs: the typed, validated settings of a run, and the rules they follow.
+
+`RunConfig` holds the knobs every run has; each algorithm's `Config` (a frozen dataclass deriving
+from `Knobs`) holds the knobs it uses. Building one checks every field's type and rule and stores
+each value in its declared type, so `epsilon=1` and `epsilon=1.0` are the same knob value and the
+same run. Errors are `ConfigError`s whose message names the key and what it allows.
+
+This module sits below the learners: it imports nothing of the lab.
+"""
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+
+
+class ConfigError(ValueError):
+    """A knob has a value the lab cannot run; the message names the key and what is allowed."""
+
+
+def require(ok: bool, key: str, value, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
+
+
+def is_kind(value, kind) -> bool:
+    """Whether `value` is acceptable for a field of type `kind` (an int is a float; a bool is
+    neither)."""
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+SHARED_RULES = {
+    "layers": (lambda v: v >= 1, "a positive integer"),
+    "neurons": (lambda v: v >= 1, "a positive integer"),
+    "alpha": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "epsilon": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "gamma": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+}
+"""The rules of knobs that mean the same in every algorithm that uses them. A knob name means
+one thing across the lab; an algorithm may narrow a shared rule in its `check`, never widen it."""
+
+
+class Knobs:
+    """Base of every algorithm's Config: checks each field's type and the shared rules, stores
+    each value in its field's type (canonical: 1 and 1.0 are one float), then runs `check`."""
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value, kind = getattr(self, f.name), hints[f.name]
+            require(is_kind(value, kind), f.name, value, KIND_NAMES[kind])
+            object.__setattr__(self, f.name, kind(value))  # frozen dataclass: set once, here
+            if f.name in SHARED_RULES:
+                ok, allowed = SHARED_RULES[f.name]
+                require(ok(value), f.name, value, allowed)
+        self.check()
+
+    def check(self) -> None:
+        """Algorithm-specific rules; raise ConfigError through `require`."""
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The knobs every run has, whatever its algorithm."""
+
+    algorithm: str
+    """which learner trains the agent (one of lab.agents.ALGORITHMS)"""
+    opponent: str
+    """who the agent trains against: random, onestep, block, perfect, or self (self-play)"""
+    player: int | None
+    """the agent's seat: 1 = X (moves first), 2 = O; None in self-play, where it takes both"""
+    episodes_per_update: int
+    """training episodes (games) between two updates"""
+    iterations: int
+    """number of updates; total episodes = episodes_per_update x iterations"""
+    seed: int
+    """seeds every random stream of the run"""
+    eval_every: int
+    """exact evaluation of the greedy agent every this many iterations (and at the last)"""
+
+    @property
+    def seats(self) -> tuple[int, ...]:
+        """The seats the agent trains in and is evaluated in: both in self-play."""
+        return (1, 2) if self.player is None else (self.player,)
+
+
+RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunConfig))
+SETTINGS = ("results_dir", "force")
+"""Keys that steer where and whether a run happens, never what it computes."""
+
+
+def side(seat: int) -> int:
+    """The mark of a seat on the board: seat 1 (X) plays +1, seat 2 (O) plays -1."""
+    return 1 if seat == 1 else -1

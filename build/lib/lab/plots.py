@@ -1,0 +1,238 @@
+"""Figures from a results table (lab.results.load), written as PNGs into RESULTS_DIR/_figures.
+
+- winrate_figures: seed 000's figure. One per (algorithm, seat or self-play, layers, neurons):
+  the player-1 (X) win rate of each iteration's training games against training episodes, one
+  line per configuration (lab.summary names them), its seeds drawn as their mean with a 95% band.
+- exact_figures: the same configurations, exact evaluation (lab.evaluate) of the greedy agent in
+  the seat it trained in: win and loss rates against random and onestep with the ceilings as
+  dashed lines, optimal-move rate and the share of losing lines.
+- comparison_figure: every algorithm's best configuration (lab.summary's definition) per
+  evaluation opponent and seat: exact win rate against training episodes on a log axis.
+
+Each function takes a results directory or its already loaded table and returns the files it
+wrote. The 95% band is mean +- t(0.975, seeds - 1) x standard error over seeds: with 2 seeds it
+is wide, as it should be.
+"""
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: works on machines without a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from lab import evaluate, results, summary  # noqa: E402
+
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+"""Student's t 0.975 quantiles for 1..10 degrees of freedom; beyond, 1.96 + 2.5/df is within 0.02."""
+OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
+SMOOTH = 10
+"""Default rolling window (iterations) for the training-game win rates: with 10 or 100 games per
+iteration the raw rates are mostly sampling noise. 1 draws them raw, as seed 000 did."""
+
+
+def t975(df: np.ndarray) -> np.ndarray:
+    df = np.asarray(df, dtype=float)
+    table = np.array(T975)[np.clip(df, 1, 10).astype(int) - 1]
+    return np.where(df <= 10, table, 1.96 + 2.5 / np.maximum(df, 1))
+
+
+def mean_band(frame: pd.DataFrame, column: str, smooth: int = 1) -> pd.DataFrame:
+    """Mean over runs (seeds) of `column` per episodes count, with a 95% band for that mean.
+
+    `smooth` first averages each run's curve over a rolling window of that many points.
+    """
+    curves = frame.pivot_table(index="episodes", columns="run_id", values=column)
+    curves = curves.rolling(smooth, min_periods=1).mean()
+    mean, count = curves.mean(axis=1), curves.count(axis=1)
+    half = t975(count - 1) * curves.std(axis=1, ddof=1) / np.sqrt(count)
+    half = half.where(count > 1, 0.0)
+    return pd.DataFrame({"mean": mean, "low": mean - half, "high": mean + half})
+
+
+def _draw(ax, band: pd.DataFrame, seeds: int, **style):
+    """The mean as a line, with its band when there are seeds to spread (seeds=0: no band)."""
+    line, = ax.plot(band.index, band["mean"], lw=1.3, **style)
+    if seeds > 1:
+        ax.fill_between(band.index, band["low"], band["high"], color=line.get_color(), alpha=0.18, lw=0)
+    return line
+
+
+def _side(frame: pd.DataFrame) -> pd.Series:
+    """'player1' / 'player2' for the agent's seat, 'self' for self-play runs."""
+    seat = frame["player"].map(lambda p: "" if pd.isna(p) else f"player{p:.0f}")
+    return seat.where(frame["opponent"] != "self", "self")
+
+
+def _net(layers, neurons) -> tuple[str, str]:
+    """(file-name part, title part) of a network shape; empty for algorithms without a net."""
+    if pd.isna(layers):
+        return "", ""
+    return f"_l{layers:.0f}_n{neurons:.0f}", f", {layers:.0f} x {neurons:.0f} net"
+
+
+def _who(side: str, opponents) -> str:
+    if side == "self":
+        return "self-play"
+    return f"agent as player {side[-1]} ({summary.SEATS[int(side[-1])]}) vs {', '.join(sorted(opponents))}"
+
+
+def _outputs(data, out_dir):
+    frame = summary.name_configurations(summary.table(data))
+    if out_dir is None:
+        if isinstance(data, pd.DataFrame):
+            raise ValueError("give out_dir when passing a table instead of a results directory")
+        out_dir = Path(data) / results.FIGURES
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return frame, out_dir
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _seeds_note(group: pd.DataFrame) -> str:
+    seeds = group.groupby("config")["seed"].nunique()
+    if seeds.max() == 1:
+        return "one seed per line"
+    return f"mean of {seeds.min()}-{seeds.max()} seeds per line, 95% band" if seeds.min() < seeds.max() \
+        else f"mean of {seeds.max()} seeds per line, 95% band"
+
+
+def winrate_figures(data, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
+    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations."""
+    frame, out_dir = _outputs(data, out_dir)
+    frame = frame.assign(side=_side(frame))
+    written = []
+    keys = ["algorithm", "side", "layers", "neurons"]
+    for (algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
+        fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
+        for name, curve in group.groupby("config"):
+            _draw(ax, mean_band(curve, "p1_win_rate", smooth), curve["seed"].nunique(), label=name)
+        net_file, net_title = _net(layers, neurons)
+        smoothing = f", rolling mean over {smooth} iterations" if smooth > 1 else ""
+        ax.set(title=f"{algorithm}: {_who(side, group['opponent'].unique())}{net_title}\n"
+                     f"training games, {_seeds_note(group)}{smoothing}",
+               xlabel="training episodes", ylabel="player-1 (X) win rate per iteration", ylim=(0, 1))
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+        written.append(_save(fig, out_dir / f"{algorithm}_ttt_{side}{net_file}.png"))
+    return written
+
+
+PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs random"),
+          ("onestep_win", "win rate vs OneStep"), ("onestep_loss", "loss rate vs OneStep"),
+          ("optimal_move_rate", "optimal-move rate"), ("losing_share", "losing lines / all lines")]
+"""The panels of an exact figure: (column of summary.exact_curves, axis label)."""
+
+
+def exact_figures(data, out_dir=None) -> list[Path]:
+    """Exact-evaluation figures (see module doc), one per (algorithm, side, seat, layers,
+    neurons); self-play runs get one per seat. None when the table has no evaluation columns."""
+    frame, out_dir = _outputs(data, out_dir)
+    curves = summary.exact_curves(frame)
+    if curves.empty:
+        return []
+    curves = curves.assign(side=_side(curves),
+                           losing_share=curves["losing_lines"] / curves["total_lines"])
+    written = []
+    keys = ["algorithm", "side", "seat", "layers", "neurons"]
+    for (algorithm, side, seat, layers, neurons), group in curves.groupby(keys, dropna=False):
+        fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True, layout="constrained")
+        for ax, (column, ylabel) in zip(axes.flat, PANELS):
+            for name, curve in group.groupby("config"):
+                _draw(ax, mean_band(curve, column), curve["seed"].nunique(), label=name)
+            opponent, _, outcome = column.partition("_")
+            if opponent in evaluate.OPPONENTS:
+                ax.axhline(evaluate.ceiling(opponent, seat)[outcome], color="k", ls="--", lw=1,
+                           label="ceiling: perfect expectimax player")
+            ax.set(ylabel=ylabel, ylim=(-0.02, 1.02))
+            ax.grid(alpha=0.3)
+        for ax in axes[-1]:
+            ax.set_xlabel("training episodes")
+        net_file, net_title = _net(layers, neurons)
+        who = (f"self-play, evaluated as player {seat} ({summary.SEATS[seat]})" if side == "self"
+               else _who(side, group["opponent"].unique()))
+        fig.suptitle(f"{algorithm}: {who}{net_title}\nexact evaluation of the greedy agent, "
+                     f"{_seeds_note(group)}")
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+        seat_file = f"_seat{seat}" if side == "self" else ""
+        written.append(_save(fig, out_dir / f"{algorithm}_exact_ttt_{side}{seat_file}{net_file}.png"))
+    return written
+
+
+def comparison_figure(data, out_dir=None) -> list[Path]:
+    """All algorithms on one figure (see module doc); a list of the one file, or empty."""
+    frame, out_dir = _outputs(data, out_dir)
+    curves = summary.exact_curves(frame)
+    if curves.empty:
+        return []
+    best = summary.best_configurations(frame)
+    algorithms = sorted(curves["algorithm"].unique())
+    colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algorithms)}
+    seats = sorted(curves["seat"].unique())  # a row per seat some run was evaluated in
+    fig, axes = plt.subplots(len(seats), 2, figsize=(13, 1 + 5 * len(seats)), sharex=True, sharey=True,
+                             squeeze=False, layout="constrained")
+    for row, seat in enumerate(seats):
+        for col, opponent in enumerate(evaluate.OPPONENTS):
+            ax = axes[row, col]
+            chosen = best[(best["seat"] == summary.SEATS[seat]) & (best["evaluated_vs"] == opponent)]
+            for pick in chosen.itertuples():
+                curve = curves[(curves["algorithm"] == pick.algorithm) & (curves["seat"] == seat)
+                               & (curves["config"] == pick.config)]
+                seeds = f"{pick.seeds} seed{'s' if pick.seeds > 1 else ''}"
+                # Seed means only: four algorithms' bands on one panel would hide the lines.
+                _draw(ax, mean_band(curve, f"{opponent}_win"), 0, color=colors[pick.algorithm],
+                      label=f"{pick.algorithm}: {pick.config} ({seeds})")
+            ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
+                       label="ceiling: perfect expectimax player")
+            ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
+                   title=f"agent as player {seat} ({summary.SEATS[seat]}), evaluated vs {OPPONENT_TITLES[opponent]}")
+            ax.tick_params(labelbottom=True)  # every panel keeps its axis: legends sit below it
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7.5, frameon=False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("exact win rate of the greedy agent")
+    fig.suptitle("Every algorithm's best configuration in each panel: the highest final exact "
+                 "win - loss against that opponent\n(lines: seed means; seed spread in the summary table)")
+    return [_save(fig, out_dir / "comparison_exact_win.png")]
+
+
+def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
+    """Every figure type for a results directory, from one read of its table."""
+    frame = results.load(results_dir)
+    out_dir = out_dir or Path(results_dir) / results.FIGURES
+    return (winrate_figures(frame, out_dir, smooth) + exact_figures(frame, out_dir)
+            + comparison_figure(frame, out_dir))
+
+
+_CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
+
+- <algorithm>_ttt_<player1|player2|self>[_l<L>_n<N>].png: seed 000's figure, the player-1 win
+  rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
+- <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
+  OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
+- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x.
+
+    lab-plot RESULTS_DIR [--out DIR] [--smooth N]"""
+
+
+def main() -> None:
+    """The command line: `lab-plot RESULTS_DIR ...`."""
+    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
+    parser.add_argument("--smooth", type=int, default=SMOOTH,
+                        help=f"rolling mean over N iterations of the training-game win rates "
+                             f"(default {SMOOTH}; 1 = raw, as seed 000)")
+    args = parser.parse_args()
+    for path in all_figures(args.results_dir, args.out, args.smooth):
+        print(path)
+

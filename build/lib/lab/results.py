@@ -1,0 +1,132 @@
+"""Where runs land: one Parquet file per run, written atomically, read back as one tidy table.
+
+A results directory holds `<run_id>.parquet` files (one row per iteration, every knob repeated on
+every row), `_checkpoints/<run_id>.npz` and `_figures/`. Names starting with `_` or `.` are skipped
+by pyarrow's dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a
+half-written file (always a hidden temporary name until its atomic rename) is never read.
+"""
+
+import os
+import tempfile
+import typing
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lab import agents, evaluate
+from lab.knobs import RunConfig
+
+CHECKPOINTS = "_checkpoints"
+FIGURES = "_figures"
+_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+METRICS = [
+    ("iteration", pa.int64()), ("episodes", pa.int64()),
+    ("p1_wins", pa.int64()), ("p2_wins", pa.int64()), ("draws", pa.int64()),
+    ("p1_win_rate", pa.float64()), ("p2_win_rate", pa.float64()), ("draw_rate", pa.float64()),
+    ("train_seconds", pa.float64()), ("status", pa.string()), ("error", pa.string()),
+]
+EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
+              for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
+"""Exact evaluation (lab.evaluate.exact) of the agent in each seat; null where not evaluated."""
+
+
+class ResultsError(RuntimeError):
+    """A results directory holds something that is not a readable run table."""
+
+
+@cache
+def schema() -> pa.Schema:
+    """The one schema of every run file: run id, every knob of every algorithm, the metrics.
+
+    A knob an algorithm does not use is null in its rows, so files of different algorithms
+    concatenate without surprises.
+    """
+    fields = {"run_id": pa.string()}
+    for key, kind in typing.get_type_hints(RunConfig).items():
+        fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
+    for algorithm in agents.REGISTRY.values():
+        for key, kind in typing.get_type_hints(algorithm.Config).items():
+            if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
+                raise TypeError(f"knob {key!r} has two types across algorithms")
+    fields.update(METRICS)
+    fields.update(EVALUATION)
+    return pa.schema(list(fields.items()))
+
+
+def _file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write via a hidden temporary file in the same directory, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _file_mode())  # mkstemp makes files private; results are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(result, results_dir) -> Path:
+    """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
+    results_dir = Path(results_dir)
+    if result.checkpoint is not None:
+        ck = results_dir / CHECKPOINTS / f"{result.run_id}.npz"
+        _atomic_write(ck, lambda f: f.write(result.checkpoint))
+    table = pa.Table.from_pandas(
+        result.rows.reindex(columns=schema().names), schema=schema(), preserve_index=False
+    )
+    path = results_dir / f"{result.run_id}.parquet"
+    _atomic_write(path, lambda f: pq.write_table(table, f))
+    return path
+
+
+def run_files(results_dir) -> list[Path]:
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        return []
+    return sorted(p for p in results_dir.glob("*.parquet") if not p.name.startswith((".", "_")))
+
+
+def _read(path: Path, columns=None) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise ResultsError(
+            f"results_dir holds {path}, which is not a readable run table ({exc}); "
+            "results_dir must hold only run tables: move it out"
+        ) from None
+
+
+def statuses(results_dir) -> dict[str, str]:
+    """run_id -> 'finished' or 'failed' for every run stored in results_dir."""
+    out = {}
+    for path in run_files(results_dir):
+        table = _read(path, columns=["run_id", "status"]).to_pydict()
+        if table["run_id"]:
+            out[table["run_id"][0]] = "failed" if "failed" in table["status"] else "finished"
+    return out
+
+
+def load(results_dir) -> pd.DataFrame:
+    """Every run in results_dir as one DataFrame, one row per (run, iteration)."""
+    files = run_files(results_dir)
+    if not files:
+        raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
+    table = pa.concat_tables([_read(p) for p in files], promote_options="permissive")
+    return table.to_pandas().sort_values(["run_id", "iteration"], ignore_index=True)
+
+
+def checkpoint(results_dir, run_id: str) -> Path:
+    return Path(results_dir) / CHECKPOINTS / f"{run_id}.npz"

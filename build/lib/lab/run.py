@@ -1,0 +1,72 @@
+"""One configuration -> a trained agent, one tidy row per iteration, and a checkpoint.
+
+`run` never raises for a failing learner: an exception or a diverging network ends the run with
+status "failed" and the error in every row, so a sweep records it and goes on.
+"""
+
+import time
+import traceback
+from dataclasses import dataclass
+
+import pandas as pd
+
+from lab import evaluate
+from lab.agents.base import Agent
+from lab.config import Job
+from lab.knobs import RunConfig
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    rows: pd.DataFrame
+    checkpoint: bytes | None
+    """the final agent as .npz bytes (None when the run failed)"""
+
+    @property
+    def failed(self) -> bool:
+        return bool((self.rows["status"] == "failed").any())
+
+
+def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
+    """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
+    columns eval_p<seat>_<key>."""
+    moves = agent.move_table()
+    return {evaluate.column(seat, key): value
+            for seat in run_cfg.seats for key, value in evaluate.exact(moves, seat).items()}
+
+
+def run(job: Job) -> RunResult:
+    """Train one validated run (lab.config.job)."""
+    run_cfg = job.run
+    columns = {"run_id": job.run_id, **job.identity()}
+    rows, checkpoint, error = [], None, None
+    episodes = train_seconds = 0.0
+    try:
+        learner = job.algorithm.Learner(job.knobs, run_cfg)
+        for iteration in range(1, run_cfg.iterations + 1):
+            start = time.perf_counter()
+            p1_wins, p2_wins, draws = learner.iterate()
+            train_seconds += time.perf_counter() - start
+            episodes += run_cfg.episodes_per_update
+            n = run_cfg.episodes_per_update
+            rows.append({
+                **columns,
+                "iteration": iteration,
+                "episodes": int(episodes),
+                "p1_wins": int(p1_wins), "p2_wins": int(p2_wins), "draws": int(draws),
+                "p1_win_rate": p1_wins / n, "p2_win_rate": p2_wins / n, "draw_rate": draws / n,
+                "train_seconds": train_seconds,
+            })
+            if iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations:
+                rows[-1].update(evaluation(learner.agent(), run_cfg))
+        checkpoint = learner.agent().to_bytes()
+    except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+    if error is not None and not rows:
+        rows.append({**columns, "iteration": 0, "episodes": 0, "train_seconds": train_seconds})
+    frame = pd.DataFrame(rows)
+    frame["status"] = "failed" if error else "finished"
+    frame["error"] = error
+    return RunResult(job.run_id, frame, checkpoint)
+

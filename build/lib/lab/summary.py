@@ -1,0 +1,218 @@
+"""Tables from a results table (lab.results.load): configuration names, exact-evaluation curves
+per seat, and the best configuration of each algorithm against each opponent in each seat.
+
+A *configuration* is a run's knobs without its seed: its seeds are repeats of one experiment.
+Its name follows seed 000's legend (`ttt_player2_l5_n32_a0.01_e100_i1000`; `ttt_self_...` for
+self-play, parts of knobs the algorithm does not use left out), followed by every other knob
+that varies among the runs of its algorithm (` opponent=random`, ` memory=keep`), so a name is unique
+within its algorithm.
+
+"Best" for (algorithm, evaluation opponent, seat): the configuration with the highest final
+exact (win - loss) against that opponent, averaged over its seeds; ties go to more wins, then to
+fewer training episodes. This is the objective the ceilings (lab.evaluate.ceiling) maximise.
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lab import agents, evaluate, results
+from lab.knobs import RUN_KEYS
+
+SUMMARY = "_summary"
+"""Subfolder of a results directory for the summary files (skipped by pandas.read_parquet)."""
+SEATS = {1: "X", 2: "O"}
+NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_update", "e"),
+              ("iterations", "i"))
+"""Knobs spelled in seed 000's legend name, with their letter."""
+
+
+def table(data) -> pd.DataFrame:
+    """The finished runs of a results directory (or of an already loaded table)."""
+    frame = data if isinstance(data, pd.DataFrame) else results.load(data)
+    return frame[frame["status"] == "finished"]
+
+
+def knob_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns that say what a run computes: the run knobs and every algorithm's knobs."""
+    names = RUN_KEYS + agents.knob_names()
+    return [n for n in dict.fromkeys(names) if n in frame.columns]
+
+
+def _number(value) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def _value(value) -> str:
+    return _number(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else str(value)
+
+
+def _name(row: pd.Series, extras: list[str]) -> str:
+    side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
+    name = f"ttt_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
+                                   if pd.notna(row.get(key)))
+    shown = [k for k in extras if not (k == "opponent" and side == "self")]
+    return " ".join([name] + [f"{key}={_value(row[key])}" for key in shown])
+
+
+def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with a `config` column: the name of each row's configuration (see module doc)."""
+    spelled = {"algorithm", "player", "seed", *(key for key, _ in NAME_PARTS)}
+    names = pd.Series(index=frame.index, dtype=object)
+    for _, runs in frame.groupby("algorithm"):
+        knobs = [k for k in knob_columns(runs) if k != "seed"]
+        extras = [k for k in knobs if k not in spelled and runs[k].nunique(dropna=False) > 1]
+        for _, rows in runs.groupby(knobs, dropna=False):
+            names[rows.index] = _name(rows.iloc[0], extras)
+    return frame.assign(config=names)
+
+
+def exact_curves(data) -> pd.DataFrame:
+    """One row per (run, evaluation, seat evaluated): knobs, config, episodes, train_seconds,
+    `seat` and the measures of lab.evaluate.exact under their plain keys (random_win, ...).
+
+    The seat evaluated is the one the agent trained in (both seats for self-play). Empty when the
+    table has no exact-evaluation columns.
+    """
+    frame = name_configurations(table(data))
+    keep = ["run_id", *knob_columns(frame), "config", "episodes", "train_seconds"]
+    parts = []
+    for seat in SEATS:
+        columns = {evaluate.column(seat, key): key for key in evaluate.KEYS}
+        if not set(columns) <= set(frame.columns):
+            continue
+        evaluated = frame[next(iter(columns))].notna()
+        in_seat = (frame["opponent"] == "self") | (frame["player"] == seat)
+        rows = frame.loc[evaluated & in_seat, keep + list(columns)]
+        parts.append(rows.rename(columns=columns).assign(seat=seat))
+    if not parts:
+        return pd.DataFrame(columns=keep + ["seat", *evaluate.KEYS])
+    return pd.concat(parts, ignore_index=True)
+
+
+def seed_mean(curves: pd.DataFrame, column: str) -> pd.Series:
+    """Mean over a configuration's runs (seeds) of `column` at each episodes count."""
+    return curves.pivot_table(index="episodes", columns="run_id", values=column).mean(axis=1)
+
+
+def episodes_to_reach(curves: pd.DataFrame, column: str, level: float) -> float:
+    """The first evaluated episodes count at which the seed mean of `column` reaches `level`."""
+    mean = seed_mean(curves, column)
+    reached = mean.index[mean >= level]
+    return float(reached[0]) if len(reached) else np.nan
+
+
+def best_configurations(data) -> pd.DataFrame:
+    """Per (algorithm, evaluation opponent, seat) the best configuration (see module doc) with
+    its final exact rates (seed means), the ceiling, the episodes at which the seed-mean win rate
+    first reached 95% of the ceiling's, losing lines, training seconds and the seed spread."""
+    curves = exact_curves(data)
+    if curves.empty:
+        return pd.DataFrame()
+    last = curves.groupby(["run_id", "seat"])["episodes"].transform("max")
+    final = curves[curves["episodes"] == last]
+    rows = []
+    for (algorithm, seat), runs in final.groupby(["algorithm", "seat"]):
+        for vs in evaluate.OPPONENTS:
+            win, draw, loss = f"{vs}_win", f"{vs}_draw", f"{vs}_loss"
+            per_config = runs.assign(score=runs[win] - runs[loss]).groupby("config").agg(
+                score=("score", "mean"), win=(win, "mean"), draw=(draw, "mean"), loss=(loss, "mean"),
+                win_sd=(win, "std"), seeds=("run_id", "nunique"), episodes=("episodes", "max"),
+                losing_lines=("losing_lines", "mean"), total_lines=("total_lines", "mean"),
+                optimal_move_rate=("optimal_move_rate", "mean"), train_seconds=("train_seconds", "mean"))
+            per_config = per_config.assign(fewer_episodes=-per_config["episodes"])
+            best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
+            name = best.name
+            seeds = runs[runs["config"] == name]
+            ceiling = evaluate.ceiling(vs, seat)
+            top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
+            rows.append({
+                "algorithm": algorithm, "seat": SEATS[seat], "evaluated_vs": vs, "config": name,
+                "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
+                "episodes": int(best["episodes"]),
+                "win": best["win"], "draw": best["draw"], "loss": best["loss"],
+                "ceiling_win": ceiling["win"], "ceiling_loss": ceiling["loss"],
+                "episodes_to_95": episodes_to_reach(
+                    curves[(curves["config"] == name) & (curves["seat"] == seat)
+                           & (curves["algorithm"] == algorithm)], win, 0.95 * ceiling["win"]),
+                "win_sd": best["win_sd"],
+                "losing_lines": best["losing_lines"], "total_lines": best["total_lines"],
+                "optimal_move_rate": best["optimal_move_rate"],
+                "train_seconds": best["train_seconds"], "best_run": top_run["run_id"],
+            })
+    return pd.DataFrame(rows)
+
+
+COLUMN_NOTES = {
+    "seat": "the agent's seat: X moves first",
+    "evaluated_vs": "the opponent of the exact evaluation",
+    "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",
+    "trained_vs": "the opponent it trained against",
+    "win, draw, loss": "final exact rates, mean over seeds",
+    "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
+    "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
+    "win_sd": "seed spread: standard deviation of the final win rate over seeds",
+    "losing_lines": "lines of play (every opponent reply) the agent loses, of total_lines; mean over seeds",
+    "train_seconds": "training time of one run, mean over seeds",
+    "best_run": "run id of its best seed: RESULTS_DIR/_checkpoints/<best_run>.npz",
+}
+
+
+def format_table(best: pd.DataFrame) -> pd.DataFrame:
+    """The summary with rounded numbers as strings, ready to print."""
+    shown = best.copy()
+    for column in ("win", "draw", "loss", "ceiling_win", "ceiling_loss", "win_sd", "optimal_move_rate"):
+        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    shown["episodes_to_95"] = shown["episodes_to_95"].map(lambda v: "not reached" if pd.isna(v) else f"{v:.0f}")
+    for column in ("losing_lines", "total_lines"):
+        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
+    shown["train_seconds"] = shown["train_seconds"].map(lambda v: f"{v:.2f}")
+    return shown.astype(str)
+
+
+def markdown(shown: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in shown.itertuples(index=False)]
+    notes = [f"- `{key}`: {note}" for key, note in COLUMN_NOTES.items()]
+    return "\n".join(lines + [""] + notes) + "\n"
+
+
+def write_summary(results_dir, out_dir=None) -> tuple[pd.DataFrame, list[Path]]:
+    """Compute the best configurations and write them as summary.csv and summary.md (in
+    RESULTS_DIR/_summary unless out_dir is given). Returns the table and the files written."""
+    best = best_configurations(results_dir)
+    out_dir = Path(out_dir or Path(results_dir) / SUMMARY)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv, md = out_dir / "summary.csv", out_dir / "summary.md"
+    best.to_csv(csv, index=False)
+    md.write_text(markdown(format_table(best)) if not best.empty
+                  else "No exact evaluations in these results.\n")
+    return best, [csv, md]
+
+
+_CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.summary):
+final exact rates, episodes to reach 95% of the ceiling, losing lines, training seconds, seed
+spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary.md.
+
+    lab-summary RESULTS_DIR [--out DIR]"""
+
+
+def main() -> None:
+    """The command line: `lab-summary RESULTS_DIR ...`."""
+    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--out", help="where to write summary.csv and summary.md (default: RESULTS_DIR/_summary)")
+    args = parser.parse_args()
+    best, paths = write_summary(args.results_dir, args.out)
+    if best.empty:
+        print("No exact evaluations (eval_p1_* / eval_p2_* columns) in these results.")
+    else:
+        with pd.option_context("display.width", 250, "display.max_columns", None,
+                               "display.max_colwidth", 60):
+            print(format_table(best).to_string(index=False))
+    for path in paths:
+        print(path)
+

@@ -1,0 +1,260 @@
+"""The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
+
+Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
+the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
+and checked against what results_dir already holds before anything starts; the remaining runs go
+out as one Ray task each (an embedded local Ray unless hydra.launcher.address or RAY_ADDRESS names
+a cluster); each finished run comes back to this process, which writes it atomically, so results
+land in this machine's results_dir whichever node trained them.
+"""
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+import lab
+from lab import config, results
+from lab.compose import CONF_PACKAGE, flat
+from lab.config import Job
+from lab.run import RunResult, run
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
+    """Validate every configuration and drop duplicates and finished runs.
+
+    Returns the jobs to run and notes on what was skipped or re-run. Exits with a clear error,
+    before anything is written, on the first invalid knob or unreadable results directory.
+    """
+    jobs, seen, stored = [], set(), {}
+    duplicates = skipped = failed_before = forced = 0
+    for cfg in cfgs:
+        try:
+            job = config.job(cfg)
+            if job.results_dir not in stored:
+                stored[job.results_dir] = results.statuses(job.results_dir)
+        except (config.ConfigError, results.ResultsError) as exc:
+            _fail(str(exc))
+        if (job.results_dir, job.run_id) in seen:
+            duplicates += 1
+            continue
+        seen.add((job.results_dir, job.run_id))
+        before = stored[job.results_dir].get(job.run_id)
+        if before == "finished" and not job.force:
+            skipped += 1
+            continue
+        failed_before += before == "failed"
+        forced += before == "finished"
+        jobs.append(job)
+    notes = []
+    if duplicates:
+        notes.append(f"{duplicates} configurations repeat another one in every knob their "
+                     "algorithm uses: trained once")
+    if skipped:
+        notes.append(f"{skipped} runs already finished in results_dir: skipped (force=true re-runs them)")
+    if failed_before:
+        notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if forced:
+        notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
+    return jobs, notes
+
+
+def _clock(seconds: float) -> str:
+    """A duration as h:mm:ss (m:ss under an hour); '?' when unknown."""
+    if seconds != seconds:  # NaN: nothing finished yet
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """Runs finished, running and failed, time elapsed and an ETA.
+
+    On a terminal: one line redrawn in place, with a bar, cut to the terminal's width. Otherwise
+    (a log file, CI): one line per finished run, naming it.
+    """
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self.start = self.finish_at = time.monotonic()
+        self.live = sys.stderr.isatty()
+
+    def update(self, result: RunResult | None = None, running: int = 0) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
+        if result is not None:
+            self.done += 1
+            self.failed += result.failed
+            # Runs take about equally long, so the mean time per finished run predicts the rest;
+            # between two finishes the estimate counts down.
+            self.finish_at = now + elapsed / self.done * (self.total - self.done)
+        eta = max(0.0, self.finish_at - now) if self.done else float("nan")
+        counts = (f"{self.done}/{self.total} finished, {running} running, {self.failed} failed, "
+                  f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}")
+        if self.live:
+            width = shutil.get_terminal_size().columns
+            filled = round(10 * self.done / max(self.total, 1))
+            line = f"[{'#' * filled}{'.' * (10 - filled)}] {counts}"[:width - 1]
+            print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
+        elif result is not None:
+            what = "FAILED" if result.failed else "done"
+            print(f"run {result.run_id} {what}; {counts}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.live:
+            print(file=sys.stderr)
+
+
+def _run_remote(job: Job) -> RunResult:
+    return run(job)
+
+
+def connect(address=None, num_cpus=None) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus.
+
+    Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
+    the dependencies installed but not this repository.
+    """
+    import ray
+
+    quiet = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        # "local" starts a private Ray even when a `ray start` cluster runs on this machine
+        # (plain ray.init() would join it).
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
+        return
+    try:
+        ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
+    except ConnectionError as exc:
+        _fail(f"could not join the Ray cluster at {address}: {exc}. A cluster with token "
+              "authentication (Ray's default when ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token "
+              "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[RunResult]:
+    """Run the jobs (on Ray unless parallel is false), saving each result as it arrives."""
+    if not jobs:
+        return []
+    progress = Progress(len(jobs))
+    done = []
+
+    def finish(job: Job, result: RunResult) -> None:
+        results.save(result, job.results_dir)
+        done.append(result)
+        progress.update(result, running=min(len(jobs) - len(done), slots))
+
+    if not parallel:
+        slots = 1
+        for job in jobs:
+            finish(job, run(job))
+        progress.close()
+        return done
+
+    import ray
+
+    if not ray.is_initialized():
+        connect(address, num_cpus)
+    slots = max(1, int(ray.available_resources().get("CPU", 1)))
+    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
+    pending = {remote.remote(job): job for job in jobs}
+    progress.update(running=min(len(pending), slots))
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        if not ready:
+            progress.update(running=min(len(pending), slots))
+            continue
+        job = pending.pop(ready[0])
+        try:
+            result = ray.get(ready[0])
+        except Exception as exc:  # noqa: BLE001 - a task lost for good is a failed run
+            result = RunResult(job.run_id, _failed_rows(job, exc), None)
+        finish(job, result)
+    progress.close()
+    return done
+
+
+def _failed_rows(job: Job, exc: Exception):
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0,
+        "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+    }])
+
+
+def report(jobs: list[Job], done: list[RunResult], notes: list[str]) -> int:
+    """Print where results are and what failed; the exit status of the sweep."""
+    for note in notes:
+        print(note)
+    failed = [r for r in done if r.failed]
+    dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
+    print(f"{len(done) - len(failed)} runs finished, {len(failed)} failed; results in {', '.join(dirs)}")
+    for result in failed:
+        error = str(result.rows["error"].iloc[0]).splitlines()[0]
+        print(f"  failed {result.run_id}: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def analyse(results_dirs) -> None:
+    """Draw the figures and write the summary of each results directory; print where they are.
+
+    Never fails the sweep: the runs are stored whatever happens here.
+    """
+    from lab import plots, summary
+
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        if not results.run_files(results_dir):
+            continue
+        try:
+            figures = plots.all_figures(results_dir)
+            _, summary_files = summary.write_summary(results_dir)
+        except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
+            print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
+            continue
+        print(f"{len(figures)} figures in {results_dir / results.FIGURES}\n"
+              f"summary in {summary_files[-1]} (and .csv)\n"
+              f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
+           figures=True):
+    """Called by the lab's Hydra launcher with the whole grid."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
+    cfgs = [flat(c) for c in composed]
+    jobs, notes = plan(cfgs)
+    print(f"{len(composed)} configurations, {len(jobs)} runs to train")
+    done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
+    status = report(jobs, done, notes)
+    if figures:
+        analyse(config.check_settings(c)[0] for c in cfgs)
+    if status:
+        sys.exit(status)
+    return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
+            for o, c in zip(job_overrides, composed)]
+
+
+@hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
+def main(cfg: DictConfig) -> None:
+    """One run in this process (Hydra's run mode)."""
+    jobs, notes = plan([flat(cfg)])
+    done = execute(jobs, parallel=False)
+    status = report(jobs, done, notes)
+    if status:
+        sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The lab as users install and call it: a wheel that carries its configs, console scripts, the
+Hydra groups `--help` lists, and named sweeps that are grids with or without --multirun."""
+
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+from lab import results
+from sweeping import REPO, clean_env, cli
+
+
+def test_help_lists_exactly_the_labs_groups(tmp_path):
+    done = cli(["--help"], tmp_path)
+    groups = done.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    listed = sorted(line.split(":")[0] for line in groups.splitlines() if ": " in line)
+    assert listed == ["algorithm", "net", "opponent", "sweeps"]
+    assert "sweeps: all_algorithms, seed000, smoke" in groups
+
+
+def test_a_named_sweep_without_multirun_runs_its_grid(tmp_path):
+    done = cli(["+sweeps=smoke", "iterations=2", "results_dir=out", "hydra.launcher.parallel=false",
+                "hydra.launcher.figures=false"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "4 configurations, 4 runs to train" in done.stdout
+    table = results.load(tmp_path / "out")
+    assert sorted(table.drop_duplicates("run_id")[["layers", "seed"]].itertuples(index=False)) == \
+        [(2, 0), (2, 1), (3, 0), (3, 1)]
+
+
+@pytest.mark.integration
+def test_a_wheel_installed_outside_the_repository_runs_a_named_sweep(tmp_path):
+    """Build the wheel, install it (without dependencies: they come from this environment) into a
+    fresh virtual environment, and run a named sweep from an empty directory."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                    "-q", "-w", tmp_path / "dist", REPO], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    # this environment's packages (numpy, ray, hydra ...) but not its editable lab
+    ours = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if os.path.isdir(p)]
+    with open(os.path.join(purelib, "deps.pth"), "w") as f:
+        f.write("\n".join(dict.fromkeys(ours)) + "\n")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], check=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = clean_env(PYTHONPATH="")
+    where = subprocess.run([python, "-c", "import lab; print(lab.__file__)"], cwd=empty, env=env,
+                           check=True, capture_output=True, text=True).stdout
+    assert str(venv) in where, where
+    done = subprocess.run([venv / "bin" / "lab-sweep", "+sweeps=smoke", "iterations=2",
+                           "results_dir=out", "hydra.launcher.parallel=false",
+                           "hydra.launcher.figures=false"],
+                          cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(list((empty / "out").glob("*.parquet"))) == 4
