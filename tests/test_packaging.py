@@ -60,3 +60,11 @@ def test_a_wheel_installed_outside_the_repository_runs_a_named_sweep(tmp_path):
                           cwd=empty, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(list((empty / "out").glob("*.parquet"))) == 4
+
+
+def test_tab_completion_of_lab_sweep(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMP_LINE", "lab-sweep +sweeps=s")
+    done = cli(["-sc", "query=bash"], tmp_path)
+    assert done.stdout.split() == ["+sweeps=seed000", "+sweeps=smoke"]
+    monkeypatch.setenv("COMP_LINE", "lab-sweep algorithm=q")
+    assert cli(["-sc", "query=bash"], tmp_path).stdout.split() == ["algorithm=q_net", "algorithm=q_table"]

@@ -28,6 +28,8 @@ def test_the_cluster_launcher_yaml_is_valid_for_ray_up():
     starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
     assert all("RAY_AUTH_MODE=token" in c for c in starts if " start " in c)
     assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    # the repository goes to the nodes without what git ignores (a local .venv is gigabytes)
+    assert config["rsync_filter"] == [".gitignore"] and ".venv/" in (REPO / ".gitignore").read_text()
 
 
 FAKE_SRUN = """#!/bin/bash
