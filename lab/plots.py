@@ -10,8 +10,10 @@
   evaluation opponent and seat: exact win rate against training episodes on a log axis.
 
 Each function takes a results directory or its already loaded table and returns the files it
-wrote. The 95% band is mean +- t(0.975, seeds - 1) x standard error over seeds: with 2 seeds it
-is wide, as it should be.
+wrote. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
+t(0.975, seeds - 1) x standard error); with 2, the band would be 12.7 standard errors wide and
+say nothing, so each seed is drawn thin beside the mean. A figure with one configuration names it
+in its title instead of a one-entry legend.
 """
 
 import argparse
@@ -53,12 +55,32 @@ def mean_band(frame: pd.DataFrame, column: str, smooth: int = 1) -> pd.DataFrame
     return pd.DataFrame({"mean": mean, "low": mean - half, "high": mean + half})
 
 
-def _draw(ax, band: pd.DataFrame, seeds: int, **style):
-    """The mean as a line, with its band when there are seeds to spread (seeds=0: no band)."""
+BAND_SEEDS = 3
+"""Seeds from which a 95% band is drawn; below it, each seed's own curve."""
+
+
+def _draw(ax, curve: pd.DataFrame, column: str, smooth: int = 1, spread: bool = True, **style):
+    """The seed mean of `column` as a line; with `spread`, its 95% band (3+ seeds) or each seed's
+    curve drawn thin (2 seeds)."""
+    band = mean_band(curve, column, smooth)
     line, = ax.plot(band.index, band["mean"], lw=1.3, **style)
-    if seeds > 1:
+    seeds = curve["run_id"].nunique()
+    if spread and seeds >= BAND_SEEDS:
         ax.fill_between(band.index, band["low"], band["high"], color=line.get_color(), alpha=0.18, lw=0)
+    elif spread and seeds > 1:
+        for _, run in curve.groupby("run_id"):
+            run = run.set_index("episodes")[column].rolling(smooth, min_periods=1).mean()
+            ax.plot(run.index, run.values, lw=0.6, alpha=0.45, color=line.get_color())
     return line
+
+
+def _legend_or_title(ax, group: pd.DataFrame) -> str:
+    """A legend when the figure has several configurations; with one, its name for the title."""
+    names = group["config"].unique()
+    if len(names) > 1:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+        return ""
+    return f"\n{names[0]}"
 
 
 def _side(frame: pd.DataFrame) -> pd.Series:
@@ -101,8 +123,18 @@ def _seeds_note(group: pd.DataFrame) -> str:
     seeds = group.groupby("config")["seed"].nunique()
     if seeds.max() == 1:
         return "one seed per line"
-    return f"mean of {seeds.min()}-{seeds.max()} seeds per line, 95% band" if seeds.min() < seeds.max() \
-        else f"mean of {seeds.max()} seeds per line, 95% band"
+    count = f"{seeds.min()}-{seeds.max()}" if seeds.min() < seeds.max() else f"{seeds.max()}"
+    spread = "95% band" if seeds.min() >= BAND_SEEDS else "each seed thin"
+    return f"mean of {count} seeds per line, {spread}"
+
+
+def _better(side: str) -> str:
+    """Which way of seed 000's player-1 win rate is better for the agent."""
+    if side == "player1":
+        return "the agent is X: higher is better"
+    if side == "player2":
+        return "the agent is O: lower is better"
+    return "self-play: the agent is both players"
 
 
 def winrate_figures(data, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
@@ -114,14 +146,14 @@ def winrate_figures(data, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
     for (algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
         fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
         for name, curve in group.groupby("config"):
-            _draw(ax, mean_band(curve, "p1_win_rate", smooth), curve["seed"].nunique(), label=name)
+            _draw(ax, curve, "p1_win_rate", smooth, label=name)
         net_file, net_title = _net(layers, neurons)
         smoothing = f", rolling mean over {smooth} iterations" if smooth > 1 else ""
         ax.set(title=f"{algorithm}: {_who(side, group['opponent'].unique())}{net_title}\n"
-                     f"training games, {_seeds_note(group)}{smoothing}",
-               xlabel="training episodes", ylabel="player-1 (X) win rate per iteration", ylim=(0, 1))
+                     f"training games, {_seeds_note(group)}{smoothing}{_legend_or_title(ax, group)}",
+               xlabel="training episodes", ylim=(0, 1),
+               ylabel=f"player-1 (X) win rate per iteration\n({_better(side)})")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
         written.append(_save(fig, out_dir / f"{algorithm}_ttt_{side}{net_file}.png"))
     return written
 
@@ -147,7 +179,7 @@ def exact_figures(data, out_dir=None) -> list[Path]:
         fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True, layout="constrained")
         for ax, (column, ylabel) in zip(axes.flat, PANELS):
             for name, curve in group.groupby("config"):
-                _draw(ax, mean_band(curve, column), curve["seed"].nunique(), label=name)
+                _draw(ax, curve, column, label=name)
             opponent, _, outcome = column.partition("_")
             if opponent in evaluate.OPPONENTS:
                 ax.axhline(evaluate.ceiling(opponent, seat)[outcome], color="k", ls="--", lw=1,
@@ -159,9 +191,13 @@ def exact_figures(data, out_dir=None) -> list[Path]:
         net_file, net_title = _net(layers, neurons)
         who = (f"self-play, evaluated as player {seat} ({summary.SEATS[seat]})" if side == "self"
                else _who(side, group["opponent"].unique()))
+        configs = group["config"].unique()
+        named = f"\n{configs[0]}" if len(configs) == 1 else ""
         fig.suptitle(f"{algorithm}: {who}{net_title}\nexact evaluation of the greedy agent, "
-                     f"{_seeds_note(group)}")
+                     f"{_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
+        if len(configs) == 1:  # the name is in the title; the legend explains the dashed line
+            handles, labels = handles[1:], labels[1:]
         fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
         written.append(_save(fig, out_dir / f"{algorithm}_exact_ttt_{side}{seat_file}{net_file}.png"))
@@ -189,7 +225,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
                                & (curves["config"] == pick.config)]
                 seeds = f"{pick.seeds} seed{'s' if pick.seeds > 1 else ''}"
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
-                _draw(ax, mean_band(curve, f"{opponent}_win"), 0, color=colors[pick.algorithm],
+                _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
                       label=f"{pick.algorithm}: {pick.config} ({seeds})")
             ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
                        label="ceiling: perfect expectimax player")

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import nbformat
 import numpy as np
 import pandas as pd
@@ -204,3 +205,33 @@ def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
     assert first == "[###.......] 1/3 finished, 2 running, 0 failed, 0:10 elapsed, ETA 0:20"
     assert second.endswith("0:15 elapsed, ETA 0:15")
     assert third.endswith("2/3 finished, 1 running, 0 failed, 0:30 elapsed, ETA 0:15")
+
+
+def _curves(seeds: int, configs=("a",)) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame([{"run_id": f"{c}{s}", "config": c, "episodes": 10 * i, "rate": rng.random()}
+                         for c in configs for s in range(seeds) for i in range(1, 6)])
+
+
+@pytest.mark.parametrize("seeds, lines, bands", [(1, 1, 0), (2, 3, 0), (3, 1, 1), (5, 1, 1)])
+def test_a_band_only_from_three_seeds_below_that_each_seed(seeds, lines, bands):
+    fig, ax = plt.subplots()
+    plots._draw(ax, _curves(seeds), "rate")
+    assert (len(ax.lines), len(ax.collections)) == (lines, bands)
+    plt.close(fig)
+
+
+def test_one_configuration_is_named_in_the_title_not_a_legend():
+    fig, ax = plt.subplots()
+    one = _curves(2)
+    assert plots._legend_or_title(ax, one) == "\na" and ax.get_legend() is None
+    for name, curve in _curves(2, ("a", "b")).groupby("config"):
+        plots._draw(ax, curve, "rate", label=name)
+    assert plots._legend_or_title(ax, _curves(2, ("a", "b"))) == ""
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    plt.close(fig)
+
+
+def test_the_seed_figure_says_which_way_is_better():
+    assert "lower is better" in plots._better("player2")
+    assert "higher is better" in plots._better("player1")
