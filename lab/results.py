@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lab import agents, evaluate
+from lab import agents, evaluate, provenance
 from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
@@ -31,6 +31,16 @@ METRICS = [
 EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
               for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
 """Exact evaluation (lab.evaluate.exact) of the agent in each seat; null where not evaluated."""
+
+
+PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
+                pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
+"""Which code on which machine trained the run, and when (lab.provenance)."""
+
+
+TIMING = ("train_seconds", "started_utc", "finished_utc")
+"""The columns that differ between two runs of the same job (the same configuration and seed
+give the same rows otherwise, alone, in a sweep, serially or on Ray)."""
 
 
 class ResultsError(RuntimeError):
@@ -53,6 +63,7 @@ def schema() -> pa.Schema:
                 raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)
     fields.update(EVALUATION)
+    fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))
 
 

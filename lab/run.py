@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lab import evaluate
+from lab import evaluate, provenance
 from lab.agents.base import Agent
 from lab.config import Job
 from lab.knobs import RunConfig
@@ -36,8 +36,10 @@ def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
             for seat in run_cfg.seats for key, value in evaluate.exact(moves, seat).items()}
 
 
-def run(job: Job) -> RunResult:
-    """Train one validated run (lab.config.job)."""
+def run(job: Job, code: dict | None = None) -> RunResult:
+    """Train one validated run (lab.config.job). `code` is the driver's lab.provenance.code()
+    (this process's when None), stamped with the run's times and machine on every row."""
+    started = pd.Timestamp.now(tz="UTC")
     run_cfg = job.run
     columns = {"run_id": job.run_id, **job.identity()}
     rows, checkpoint, error = [], None, None
@@ -68,5 +70,8 @@ def run(job: Job) -> RunResult:
     frame = pd.DataFrame(rows)
     frame["status"] = "failed" if error else "finished"
     frame["error"] = error
+    stamp = {"started_utc": started, "finished_utc": pd.Timestamp.now(tz="UTC"),
+             **(code or provenance.code()), **provenance.machine()}
+    frame = frame.assign(**stamp)
     return RunResult(job.run_id, frame, checkpoint)
 

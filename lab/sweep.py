@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig
 
 import lab
-from lab import config, results
+from lab import config, provenance, results
 from lab.compose import CONF_PACKAGE, flat
 from lab.config import Job
 from lab.run import RunResult, run
@@ -114,8 +114,8 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _run_remote(job: Job) -> RunResult:
-    return run(job)
+def _run_remote(job: Job, code: dict) -> RunResult:
+    return run(job, code)
 
 
 def connect(address=None, num_cpus=None) -> None:
@@ -147,6 +147,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
         return []
     progress = Progress(len(jobs))
     done = []
+    code = provenance.code()  # the driver's: a worker may run a copy of the package without git
 
     def finish(job: Job, result: RunResult) -> None:
         results.save(result, job.results_dir)
@@ -156,7 +157,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
     if not parallel:
         slots = 1
         for job in jobs:
-            finish(job, run(job))
+            finish(job, run(job, code))
         progress.close()
         return done
 
@@ -166,7 +167,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
         connect(address, num_cpus)
     slots = max(1, int(ray.available_resources().get("CPU", 1)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
-    pending = {remote.remote(job): job for job in jobs}
+    pending = {remote.remote(job, code): job for job in jobs}
     progress.update(running=min(len(pending), slots))
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)

@@ -11,10 +11,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from lab import agents, game
+from lab import agents, game, provenance
 from lab.compose import compose
 from lab.config import job, parse
 from lab.run import run
+
+
+provenance.code()  # asks git once per process (cached), before the guard below starts refusing
 
 
 @pytest.fixture(autouse=True)

@@ -59,7 +59,7 @@ def snapshot(root) -> dict:
 
 def rows(results_dir) -> pd.DataFrame:
     """The stored rows, minus the one column allowed to differ between identical runs."""
-    return results.load(results_dir).drop(columns="train_seconds")
+    return results.load(results_dir).drop(columns=list(results.TIMING))
 
 
 def descendants(pid: int) -> list[int]:

@@ -1,0 +1,60 @@
+"""Which code, on which machine, produced a run: the provenance columns of every run table.
+
+`code()` is what the driver knows (the lab's version, the git commit and dirty flag of the
+repository the lab was imported from, and the command line); it travels with each job, because a
+worker on a cluster runs a copy of the package without its repository. `machine()` is what the
+worker adds (host and package versions). lab.run stamps both, with the start and end times in UTC,
+on every row of a run.
+"""
+
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("numpy", "numba", "ray", "pandas")
+COLUMNS = ("started_utc", "finished_utc", "lab_version", "git_commit", "git_dirty", "command",
+           "host", "python_version", *(f"{p}_version" for p in PACKAGES))
+"""The provenance columns, in table order (times are UTC timestamps, git_dirty a boolean, the
+rest strings; git_commit and git_dirty are null when the lab was not imported from a git
+repository)."""
+
+
+def _git(*args) -> str | None:
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@cache
+def code() -> dict:
+    """The code that runs: lab version, git commit, whether tracked files differ from it, and the
+    command line of this process."""
+    commit = _git("rev-parse", "HEAD")
+    changes = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"lab_version": metadata.version("tictactoe-lab"), "git_commit": commit,
+            "git_dirty": None if changes is None else changes != "",
+            "command": shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])}
+
+
+@cache
+def machine() -> dict:
+    """The host and the versions of Python and the packages that compute a run."""
+    return {"host": socket.gethostname(), "python_version": platform.python_version(),
+            **{f"{p}_version": metadata.version(p) for p in PACKAGES}}
+
+
+def version_of(row) -> str:
+    """A run's code version for comparing runs: its commit (marked +dirty) or its lab version."""
+    if row.get("git_commit"):
+        return row["git_commit"][:12] + ("+dirty" if row.get("git_dirty") else "")
+    return f"lab {row.get('lab_version')}"

@@ -1,0 +1,40 @@
+"""Every run table says which code on which machine trained it, and when."""
+
+import platform
+import socket
+import subprocess
+
+import numba
+import numpy as np
+import pandas as pd
+
+from lab import provenance, results
+from lab.compose import compose
+from lab.config import job
+from lab.run import run
+from sweeping import REPO, TINY
+
+HEAD = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True,
+                      check=True).stdout.strip()
+"""The commit git itself reports for this checkout (asked at import: the fast tier starts no
+process inside a test)."""
+
+
+def test_every_row_carries_the_code_the_machine_and_the_times(tmp_path):
+    before = pd.Timestamp.now(tz="UTC")
+    results.save(run(job(compose(*TINY))), tmp_path)
+    table = results.load(tmp_path)
+    assert set(provenance.COLUMNS) <= set(table.columns)
+    assert (table[list(provenance.COLUMNS)].nunique(dropna=False) == 1).all()  # one stamp per run
+    row = table.iloc[0]
+    assert row["git_commit"] == HEAD and isinstance(row["git_dirty"], (bool, np.bool_))
+    assert row["host"] == socket.gethostname() and row["python_version"] == platform.python_version()
+    assert row["numpy_version"] == np.__version__ and row["numba_version"] == numba.__version__
+    assert before <= row["started_utc"] <= row["finished_utc"] <= pd.Timestamp.now(tz="UTC")
+    assert row["lab_version"] and row["command"]
+
+
+def test_the_driver_code_stamp_wins_over_the_workers():
+    code = {**provenance.code(), "git_commit": "f" * 40, "command": "lab-sweep --multirun x=1,2"}
+    rows = run(job(compose(*TINY)), code).rows
+    assert (rows["git_commit"] == "f" * 40).all() and (rows["command"] == code["command"]).all()
