@@ -139,5 +139,33 @@ def load(results_dir) -> pd.DataFrame:
     return table.to_pandas().sort_values(["run_id", "iteration"], ignore_index=True)
 
 
+def runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of a loaded table (`load`): its last row, so its knobs, status, error,
+    final training rates, final exact evaluation and provenance."""
+    return frame.sort_values(["run_id", "iteration"]).groupby("run_id", sort=False).tail(1) \
+        .reset_index(drop=True)
+
+
+def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
+    """The evaluation points of a loaded table as a long table: one row per (run, evaluated
+    iteration, seat evaluated) with a `seat` column and the measures of lab.evaluate.exact under
+    their plain keys (random_win, ..., optimal_move_rate), beside every other column.
+
+    The seat evaluated is the one the agent trained in (both in self-play)."""
+    columns = {seat: {evaluate.column(seat, key): key for key in evaluate.KEYS} for seat in (1, 2)}
+    keep = [c for c in frame.columns if c not in {**columns[1], **columns[2]}]
+    parts = []
+    for seat, names in columns.items():
+        if not set(names) <= set(frame.columns):
+            continue
+        evaluated = frame[next(iter(names))].notna()
+        in_seat = (frame["opponent"] == "self") | (frame["player"] == seat)
+        rows = frame.loc[evaluated & in_seat, keep + list(names)]
+        parts.append(rows.rename(columns=names).assign(seat=seat))
+    if not parts:
+        return pd.DataFrame(columns=keep + ["seat", *evaluate.KEYS])
+    return pd.concat(parts, ignore_index=True)
+
+
 def checkpoint(results_dir, run_id: str) -> Path:
     return Path(results_dir) / CHECKPOINTS / f"{run_id}.npz"

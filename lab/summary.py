@@ -71,26 +71,9 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def exact_curves(data) -> pd.DataFrame:
-    """One row per (run, evaluation, seat evaluated): knobs, config, episodes, train_seconds,
-    `seat` and the measures of lab.evaluate.exact under their plain keys (random_win, ...).
-
-    The seat evaluated is the one the agent trained in (both seats for self-play). Empty when the
-    table has no exact-evaluation columns.
-    """
-    frame = name_configurations(table(data))
-    keep = ["run_id", *knob_columns(frame), "config", "episodes", "train_seconds"]
-    parts = []
-    for seat in SEATS:
-        columns = {evaluate.column(seat, key): key for key in evaluate.KEYS}
-        if not set(columns) <= set(frame.columns):
-            continue
-        evaluated = frame[next(iter(columns))].notna()
-        in_seat = (frame["opponent"] == "self") | (frame["player"] == seat)
-        rows = frame.loc[evaluated & in_seat, keep + list(columns)]
-        parts.append(rows.rename(columns=columns).assign(seat=seat))
-    if not parts:
-        return pd.DataFrame(columns=keep + ["seat", *evaluate.KEYS])
-    return pd.concat(parts, ignore_index=True)
+    """The evaluation points of the finished runs (lab.results.evaluations) with their
+    configuration names; empty when the table has no exact-evaluation columns."""
+    return results.evaluations(name_configurations(table(data)))
 
 
 def seed_mean(curves: pd.DataFrame, column: str) -> pd.Series:

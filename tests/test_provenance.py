@@ -38,3 +38,18 @@ def test_the_driver_code_stamp_wins_over_the_workers():
     code = {**provenance.code(), "git_commit": "f" * 40, "command": "lab-sweep --multirun x=1,2"}
     rows = run(job(compose(*TINY)), code).rows
     assert (rows["git_commit"] == "f" * 40).all() and (rows["command"] == code["command"]).all()
+
+
+def test_one_row_per_run_and_the_long_table_of_evaluation_points(tmp_path):
+    for overrides in ([*TINY, "eval_every=1"], ["algorithm=td_value", "opponent=self", "iterations=2",
+                                                 "episodes_per_update=10", "eval_every=1"]):
+        results.save(run(job(compose(*overrides))), tmp_path)
+    table = results.load(tmp_path)
+    per_run = results.runs(table)
+    assert sorted(per_run["iteration"]) == [2, 3] and per_run["run_id"].is_unique
+    points = results.evaluations(table)
+    # mc_vfa as O: 3 points in seat 2; td_value in self-play: 2 points in each seat
+    assert sorted(points.groupby(["algorithm", "seat"]).size().items()) == \
+        [(("mc_vfa", 2), 3), (("td_value", 1), 2), (("td_value", 2), 2)]
+    assert {"random_win", "losing_lines", "iteration", "git_commit"} <= set(points.columns)
+    assert not [c for c in points.columns if c.startswith("eval_p")]
