@@ -1,0 +1,161 @@
+"""Evaluation results unchanged (issue 16): lab.evaluate.exact against the numpy it replaced.
+
+exact() runs compiled passes over precomputed arrays of the game tree. The plain numpy DP over
+lab.game.DEPTHS it replaced is kept below as the specification, and both must agree on random,
+perfect and other fixed tables: ints and bools exactly, floats within 1e-12 (today they agree bit
+for bit).
+"""
+
+import numpy as np
+import pytest
+
+from lab import evaluate, game, opponents
+
+# --- the specification: the numpy implementation before issue 16 ----------------------------------
+
+def level(codes):
+    codes = codes[~game.TERMINAL[codes]]
+    return codes, np.maximum(game.AFTER[codes], 0), game.LEGAL[codes]
+
+
+LEVELS = [level(codes) for codes in game.DEPTHS if (~game.TERMINAL[codes]).any()]
+
+
+def reference_check(table, side):
+    mine = game.DECISIONS[game.TO_MOVE[game.DECISIONS] == side]
+    rows, legal = table[mine], game.LEGAL[mine]
+    bad = ~np.isfinite(rows).all(axis=1) | (rows < 0).any(axis=1)
+    bad |= (np.where(legal, 0, rows) != 0).any(axis=1) | (np.abs(rows.sum(axis=1) - 1) > 1e-9)
+    if bad.any():
+        code = int(mine[np.argmax(bad)])
+        raise ValueError(f"the move table is not a probability distribution over the legal moves "
+                         f"at board {game.decode(code).tolist()} (code {code}): {table[code]}")
+
+
+def reference_outcomes(agent_moves, opponent_moves, side):
+    value = np.stack([game.WINNER == side, game.WINNER == 0, game.WINNER == -side], axis=1) * 1.0
+    for codes, children, _ in reversed(LEVELS):
+        agents_turn = (game.TO_MOVE[codes] == side)[:, None]
+        moves = np.where(agents_turn, agent_moves[codes], opponent_moves[codes])
+        value[codes] = np.einsum("nm,nmk->nk", moves, value[children])
+    return value[game.EMPTY]
+
+
+def followed(agent_moves, codes, legal, side):
+    return np.where((game.TO_MOVE[codes] == side)[:, None], agent_moves[codes] > 0, legal)
+
+
+def reference_lines(agent_moves, side):
+    total = np.ones(game.N_CODES, dtype=np.int64)
+    lost = (game.WINNER == -side).astype(np.int64)
+    for codes, children, legal in reversed(LEVELS):
+        follow = followed(agent_moves, codes, legal, side)
+        total[codes] = (follow * total[children]).sum(axis=1)
+        lost[codes] = (follow * lost[children]).sum(axis=1)
+    return int(lost[game.EMPTY]), int(total[game.EMPTY])
+
+
+def reference_optimal_move_rate(agent_moves, side):
+    reached = np.zeros(game.N_CODES, dtype=bool)
+    reached[game.EMPTY] = True
+    for codes, children, legal in LEVELS:
+        follow = followed(agent_moves, codes, legal, side) & reached[codes][:, None]
+        reached[children[follow]] = True
+    mine = game.DECISIONS[reached[game.DECISIONS] & (game.TO_MOVE[game.DECISIONS] == side)]
+    return float((agent_moves[mine] * game.OPTIMAL[mine]).sum(axis=1).mean())
+
+
+def reference_exact(table, player):
+    side = 1 if player == 1 else -1
+    reference_check(table, side)
+    result = {}
+    for name in evaluate.OPPONENTS:
+        win, draw, loss = reference_outcomes(table, opponents.table(name), side)
+        result.update({f"{name}_win": float(win), f"{name}_draw": float(draw),
+                       f"{name}_loss": float(loss)})
+    losing, total = reference_lines(table, side)
+    result.update(losing_lines=losing, total_lines=total, never_loses=losing == 0,
+                  optimal_move_rate=reference_optimal_move_rate(table, side))
+    return result
+
+
+def reference_greedy(scores, legal):
+    masked = np.where(legal, scores, -np.inf)
+    best = masked.max(axis=-1, keepdims=True)
+    return game.uniform_over(legal & (masked == best))
+
+
+def assert_same(measured, expected):
+    assert list(measured) == list(expected)
+    for key, value in expected.items():
+        assert type(measured[key]) is type(value), key
+        if isinstance(value, float):
+            assert measured[key] == pytest.approx(value, rel=0, abs=1e-12), key
+        else:
+            assert measured[key] == value, key
+
+
+# --- fixed tables: random, perfect and the other opponents, best responses, random ties ------------
+
+def random_greedy_tables(n):
+    """Greedy tables over random small-integer scores: many ties, of every size."""
+    rng = np.random.default_rng(16)
+    return [reference_greedy(rng.integers(0, 3, (game.N_CODES, 9)), game.LEGAL) for _ in range(n)]
+
+
+def random_mixed_tables(n):
+    """Tables with arbitrary probabilities (not greedy) on random subsets of the legal moves."""
+    rng = np.random.default_rng(17)
+    tables = []
+    for _ in range(n):
+        weights = rng.random((game.N_CODES, 9)) * game.LEGAL * (rng.random((game.N_CODES, 9)) < 0.6)
+        none = weights.sum(axis=1) == 0
+        weights[none] = game.LEGAL[none]
+        totals = weights.sum(axis=1, keepdims=True)
+        tables.append(np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0))
+    return tables
+
+
+@pytest.mark.parametrize("player", [1, 2])
+@pytest.mark.parametrize("name", opponents.NAMES)
+def test_opponent_tables_as_agents(name, player):
+    # random is the uniform random agent, perfect the uniform minimax one
+    table = opponents.table(name)
+    assert_same(evaluate.exact(table, player), reference_exact(table, player))
+
+
+@pytest.mark.parametrize("player", [1, 2])
+@pytest.mark.parametrize("opponent", evaluate.OPPONENTS)
+def test_best_responses_and_ceilings(opponent, player):
+    table = evaluate.best_response(opponent, player)
+    assert_same(evaluate.exact(table, player), reference_exact(table, player))
+    side = 1 if player == 1 else -1
+    win, draw, loss = reference_outcomes(table, opponents.table(opponent), side)
+    assert_same(evaluate.ceiling(opponent, player),
+                {"win": float(win), "draw": float(draw), "loss": float(loss)})
+
+
+@pytest.mark.parametrize("player", [1, 2])
+def test_random_tables_with_ties_and_mixed_probabilities(player):
+    for table in random_greedy_tables(5) + random_mixed_tables(5):
+        assert_same(evaluate.exact(table, player), reference_exact(table, player))
+
+
+def test_bad_tables_are_refused_with_the_same_message():
+    rng = np.random.default_rng(3)
+    faults = [lambda row, m: 0.0 * row, lambda row, m: np.where(np.arange(9) == m, np.nan, row),
+              lambda row, m: np.where(np.arange(9) == m, row + 1e-8, row),
+              lambda row, m: np.where(np.arange(9) == m, np.inf, row),
+              lambda row, m: np.where(np.arange(9) == m, -np.inf, row), lambda row, m: row[::-1]]
+    for trial in range(60):
+        table = np.array(opponents.table("random"))
+        for code in rng.choice(game.DECISIONS, 2):
+            table[code] = faults[trial % len(faults)](table[code], rng.integers(9))
+        for player in (1, 2):
+            messages = []
+            for measure in (evaluate.exact, reference_exact):
+                try:
+                    messages.append(measure(table, player))
+                except ValueError as error:
+                    messages.append(str(error))
+            assert messages[0] == messages[1]
