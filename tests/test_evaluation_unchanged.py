@@ -1,9 +1,10 @@
-"""Evaluation results unchanged (issue 16): lab.evaluate.exact against the numpy it replaced.
+"""Evaluation results unchanged (issue 16): lab.evaluate.exact and lab.game.greedy against the
+numpy they replaced.
 
-exact() runs compiled passes over precomputed arrays of the game tree. The plain numpy DP over
-lab.game.DEPTHS it replaced is kept below as the specification, and both must agree on random,
-perfect and other fixed tables: ints and bools exactly, floats within 1e-12 (today they agree bit
-for bit).
+exact() runs compiled passes over precomputed arrays of the game tree, greedy() a compiled loop.
+The plain numpy versions they replaced (the DP over lab.game.DEPTHS, the greedy policy with ties
+shared equally) are kept below as the specification, and both must agree on random, perfect and
+other fixed tables: ints and bools exactly, floats within 1e-12 (today they agree bit for bit).
 """
 
 import numpy as np
@@ -159,3 +160,29 @@ def test_bad_tables_are_refused_with_the_same_message():
                 except ValueError as error:
                     messages.append(str(error))
             assert messages[0] == messages[1]
+
+
+# --- the compiled greedy -----------------------------------------------------------------------
+
+def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        for trial in range(12):
+            scores = (rng.integers(-3, 3, (game.N_CODES, 9)) / 3).astype(dtype)
+            # near ties: one unit in the last place apart is not a tie
+            near = rng.random(game.N_CODES) < 0.3
+            scores[near] = np.nextafter(dtype(0.5), rng.choice([-np.inf, 0.5, np.inf], (near.sum(), 9)),
+                                        dtype=dtype)
+            scores[rng.random(scores.shape) < 0.05] = -np.inf
+            scores[rng.random(scores.shape) < 0.05] = np.inf
+            if trial % 3 == 0:
+                scores[rng.random(scores.shape) < 0.02] = np.nan  # rows with a NaN stay 0
+            assert np.array_equal(game.greedy(scores, game.LEGAL),
+                                  reference_greedy(scores, game.LEGAL))
+            decisions = scores[game.DECISIONS]
+            expected = np.zeros((game.N_CODES, 9))
+            expected[game.DECISIONS] = reference_greedy(decisions, game.LEGAL[game.DECISIONS])
+            assert np.array_equal(game.greedy_table(game.DECISIONS, decisions), expected)
+    one = game.DECISIONS[7]  # a single row, as act() asks
+    assert np.array_equal(game.greedy(scores[one], game.LEGAL[one]),
+                          reference_greedy(scores[one], game.LEGAL[one]))
