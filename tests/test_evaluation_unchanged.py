@@ -1,16 +1,17 @@
-"""Evaluation results unchanged (issue 16): lab.evaluate.exact and lab.game.greedy against the
-numpy they replaced.
+"""Evaluation results unchanged on random, trained and perfect agents (issue 16).
 
-exact() runs compiled passes over precomputed arrays of the game tree, greedy() a compiled loop.
-The plain numpy versions they replaced (the DP over lab.game.DEPTHS, the greedy policy with ties
-shared equally) are kept below as the specification, and both must agree on random, perfect and
-other fixed tables: ints and bools exactly, floats within 1e-12 (today they agree bit for bit).
+lab.evaluate.exact runs compiled passes over precomputed arrays of the game tree, and agents build
+their move tables from one batched pass with a compiled greedy. The plain numpy versions they
+replaced are kept below as the specification: the DP over lab.game.DEPTHS, the greedy policy with
+ties shared equally, and the net agents' scores as they were computed. New and old must agree:
+ints and bools exactly, floats within 1e-12 (today they agree bit for bit).
 """
 
 import numpy as np
 import pytest
 
-from lab import evaluate, game, opponents
+from lab import agents, config, evaluate, game, opponents
+from lab.agents import mc_vfa, q_net
 
 # --- the specification: the numpy implementation before issue 16 ----------------------------------
 
@@ -186,3 +187,63 @@ def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
     one = game.DECISIONS[7]  # a single row, as act() asks
     assert np.array_equal(game.greedy(scores[one], game.LEGAL[one]),
                           reference_greedy(scores[one], game.LEGAL[one]))
+
+
+# --- agents: greedy tables from the learners, trained a few iterations -----------------------------
+
+def reference_scores(agent, codes):
+    """The agents' scores as computed before: mc_vfa valued the distinct afterstates with np.unique
+    and MLP.__call__, q_net called q_values; the others are unchanged."""
+    if isinstance(agent, mc_vfa.Agent):
+        after = game.AFTER[codes]
+        legal = after >= 0
+        unique, index = np.unique(after[legal], return_inverse=True)
+        scores = np.full(after.shape, -np.inf, dtype=np.float32)
+        scores[legal] = agent.net(game.BOARDS[unique])[index, 0]
+        return scores
+    if isinstance(agent, q_net.Agent):
+        return q_net.q_values(agent.net, codes)
+    return agent.scores(codes)
+
+
+def reference_move_table(agent):
+    table = np.zeros((game.N_CODES, 9))
+    table[game.DECISIONS] = reference_greedy(reference_scores(agent, game.DECISIONS),
+                                             game.LEGAL[game.DECISIONS])
+    return table
+
+
+AGENTS = {
+    "mc_vfa": ["layers=5", "neurons=32", "episodes_per_update=50"],
+    "q_net": ["episodes_per_update=50"],
+    "q_table": ["episodes_per_update=500"],
+    "td_value": ["episodes_per_update=500"],
+    "negamax_q": ["opponent=self", "episodes_per_update=500"],
+}
+
+
+def trained_agents(name, iterations=4):
+    """The agent after each of the first iterations of a learner with the algorithm's defaults."""
+    run_cfg, knobs = config.parse(config.compose(f"algorithm={name}", *AGENTS[name]))
+    learner = agents.module(name).Learner(knobs, run_cfg)
+    for _ in range(iterations):
+        learner.iterate()
+        yield learner.agent()
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_trained_agents_move_tables_and_evaluations(name):
+    for agent in trained_agents(name):
+        table = agent.move_table()
+        assert np.array_equal(table, reference_move_table(agent))
+        for player in (1, 2):
+            assert_same(evaluate.exact(table, player), reference_exact(table, player))
+
+
+def test_tied_net_values_share_the_move_as_before():
+    # A zero last layer gives every afterstate the same float32 value: every legal move ties.
+    agent = next(trained_agents("mc_vfa", iterations=1))
+    agent.net.weights[-1] = np.zeros_like(agent.net.weights[-1])
+    table = agent.move_table()
+    assert np.array_equal(table, reference_move_table(agent))
+    assert np.array_equal(table[game.DECISIONS], game.uniform_over(game.LEGAL[game.DECISIONS]))
