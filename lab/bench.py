@@ -9,10 +9,9 @@ start-up are excluded: each measurement warms up first.
 import argparse
 import contextlib
 import io
+import statistics
 import tempfile
 import time
-
-import numpy as np
 
 from lab import agents, config, game, opponents
 
@@ -81,7 +80,7 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
         start = time.perf_counter()
         evaluate.exact(agent.move_table(), run_cfg.player)
         times.append(time.perf_counter() - start)
-    return 1000 * float(np.median(times[10:]))
+    return 1000 * statistics.median(times[10:])
 
 
 def evaluation_points() -> str:
