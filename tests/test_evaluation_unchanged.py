@@ -13,7 +13,7 @@ import pytest
 from lab import agents, config, evaluate, game, opponents
 from lab.agents import mc_vfa, q_net
 
-# --- the specification: the numpy implementation before issue 16 ----------------------------------
+# --- the specification: the numpy implementation before issue 16 ---------------------------------
 
 def level(codes):
     codes = codes[~game.TERMINAL[codes]]
@@ -97,7 +97,7 @@ def assert_same(measured, expected):
             assert measured[key] == value, key
 
 
-# --- fixed tables: random, perfect and the other opponents, best responses, random ties ------------
+# --- fixed tables: random, perfect and the other opponents, best responses, random ties ----------
 
 def random_greedy_tables(n):
     """Greedy tables over random small-integer scores: many ties, of every size."""
@@ -163,7 +163,7 @@ def test_bad_tables_are_refused_with_the_same_message():
             assert messages[0] == messages[1]
 
 
-# --- the compiled greedy -----------------------------------------------------------------------
+# --- the compiled greedy -------------------------------------------------------------------------
 
 def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
     rng = np.random.default_rng(5)
@@ -172,8 +172,8 @@ def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
             scores = (rng.integers(-3, 3, (game.N_CODES, 9)) / 3).astype(dtype)
             # near ties: one unit in the last place apart is not a tie
             near = rng.random(game.N_CODES) < 0.3
-            scores[near] = np.nextafter(dtype(0.5), rng.choice([-np.inf, 0.5, np.inf], (near.sum(), 9)),
-                                        dtype=dtype)
+            toward = rng.choice([-np.inf, 0.5, np.inf], (near.sum(), 9))
+            scores[near] = np.nextafter(dtype(0.5), toward, dtype=dtype)
             scores[rng.random(scores.shape) < 0.05] = -np.inf
             scores[rng.random(scores.shape) < 0.05] = np.inf
             if trial % 3 == 0:
@@ -189,7 +189,7 @@ def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
                           reference_greedy(scores[one], game.LEGAL[one]))
 
 
-# --- agents: greedy tables from the learners, trained a few iterations -----------------------------
+# --- agents: greedy tables from the learners, trained a few iterations ---------------------------
 
 def reference_scores(agent, codes):
     """The agents' scores as computed before: mc_vfa valued the distinct afterstates with np.unique
