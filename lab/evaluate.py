@@ -2,9 +2,9 @@
 
 The game has 5,478 reachable positions, so every measure here is a dynamic programme over them,
 one depth of lab.game.DEPTHS at a time: backwards for outcomes and line counts, forwards for
-reachability, as two compiled passes over precomputed arrays of the game tree (2.9 -> 0.25 ms
-per exact() call; the numpy version they replace is the specification in
-tests/test_evaluate.py, results bit for bit the same). The agent is anything with a
+reachability, as compiled passes over precomputed arrays of the game tree (2.9 -> 0.25 ms per
+exact() call; the numpy version they replace is the specification in
+tests/test_evaluation_unchanged.py, results bit for bit the same). The agent is anything with a
 `move_table()` (lab.agents.base.Agent: its greedy policy, tied best moves sharing the
 probability) or a move table itself, so tie-breaking at random is averaged over exactly.
 
@@ -128,13 +128,13 @@ def _terminal_outcomes(side: int) -> np.ndarray:
 def _backward_pass(agent_probs, side, opponent_probs, first, child, order, starts, mover, winner):
     """Outcomes and lines of play from the empty board, backwards over the depths from the ends.
 
-    At each position the [win, draw, loss] probabilities against each opponent (its edge
-    probabilities a row of opponent_probs) are sums over the moves of probability x the child's
-    (in cell order, as numpy's einsum summed them: the results are the same), and the (losing,
-    total) line counts sums over the moves the lines follow (see exact).
+    At each position the [win, draw, loss] probabilities against each opponent (whose edge
+    probabilities are a row of opponent_probs) are sums over the moves of probability x the
+    child's (in cell order, as numpy's einsum summed them: the results are the same), and the
+    (losing, total) line counts are sums over the moves the lines follow (see exact).
     Returns (outcomes (opponents, 3), losing lines, total lines).
     """
-    value = np.empty((len(opponent_probs), len(mover), 3))  # non-terminal rows set below
+    value = np.empty((len(opponent_probs), len(mover), 3))  # every row set just below
     for i in range(len(mover)):
         value[:, i, 0], value[:, i, 1] = winner[i] == side, winner[i] == 0
         value[:, i, 2] = winner[i] == -side
@@ -163,8 +163,7 @@ def _backward_pass(agent_probs, side, opponent_probs, first, child, order, start
 @njit(cache=True)
 def _forward_pass(agent_probs, side, optimal, positions, first, cell, child, order, mover):
     """The agent's probability of an optimal move at each of its `positions` (ranks, in code
-    order) the lines of play reach: which they reach, forwards over the depths from the empty
-    board."""
+    order) that the lines of play reach, found forwards over the depths from the empty board."""
     reached = np.zeros(len(mover), dtype=np.bool_)
     reached[order[0]] = True
     for i in order:  # depth by depth: every parent of a position comes before it
