@@ -9,6 +9,7 @@ start-up are excluded: each measurement warms up first.
 import argparse
 import contextlib
 import io
+import statistics
 import tempfile
 import time
 
@@ -65,6 +66,32 @@ def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
     return float("inf"), -1
 
 
+def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int = 300) -> float:
+    """Median milliseconds of one exact evaluation point of a run, move_table() + exact() (what
+    lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
+    from lab import evaluate
+
+    run_cfg, knobs = config.parse(config.compose(*overrides))
+    learner = agents.module(run_cfg.algorithm).Learner(knobs, run_cfg)
+    for _ in range(iterations):
+        learner.iterate()
+    agent = learner.agent()
+    times = []
+    for _ in range(repeats + 10):  # the first 10 warm up (compilation, caches)
+        start = time.perf_counter()
+        evaluate.exact(agent.move_table(), run_cfg.player)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times[10:])
+
+
+def evaluation_points() -> str:
+    """The evaluation-point line of the benchmark; targets from issue 16."""
+    mc_vfa_ms = evaluation_point_ms(["algorithm=mc_vfa", "layers=5", "neurons=32"])
+    q_table_ms = evaluation_point_ms(["algorithm=q_table", "episodes_per_update=1000"])
+    return (f"evaluation point: mc_vfa 5x32 {mc_vfa_ms:.2f} ms (target 1.5), "
+            f"q_table {q_table_ms:.2f} ms (target 0.5)")
+
+
 def sweep_seconds(workers: int, iterations: int) -> float:
     """Wall time of a 16-run mc_vfa sweep on an embedded Ray with `workers` CPUs, after warm-up
     runs have started the worker processes (Ray's start-up is the same for any grid).
@@ -108,6 +135,8 @@ def main() -> None:
     for name, (overrides, target) in CASES.items():
         rate = training_episodes_per_second(overrides, seconds)
         print(f"{name + ': training episodes':<34}{rate:>14,.0f}{target:>12,}")
+
+    print(evaluation_points())
 
     if not args.quick:
         seconds, iteration = alphazero_seconds_to_never_losing()

@@ -1,8 +1,10 @@
 """Exact evaluation of an agent's move table: no sampled games, no noise.
 
 The game has 5,478 reachable positions, so every measure here is a dynamic programme over them,
-one depth of lab.game.DEPTHS at a time (backwards for outcomes and line counts, forwards for
-reachability), each depth a handful of vectorised numpy gathers. The agent is anything with a
+one depth of lab.game.DEPTHS at a time: backwards for outcomes and line counts, forwards for
+reachability, as compiled passes over precomputed arrays of the game tree (2.9 -> 0.25 ms per
+exact() call; the numpy version they replace is the specification in
+tests/test_evaluation_unchanged.py, results bit for bit the same). The agent is anything with a
 `move_table()` (lab.agents.base.Agent: its greedy policy, tied best moves sharing the
 probability) or a move table itself, so tie-breaking at random is averaged over exactly.
 
@@ -21,6 +23,7 @@ Print the ceilings: `python -m lab.evaluate`.
 """
 
 import numpy as np
+from numba import njit
 
 from lab import game, opponents
 
@@ -40,8 +43,31 @@ def _level(codes):
     return codes, np.maximum(game.AFTER[codes], 0), game.LEGAL[codes]
 
 
-# Backward passes visit depth 8 down to 0, the forward pass 0 up to 8.
+# The depths that have non-terminal positions; best_response visits them from 8 down to 0.
 _LEVELS = [_level(codes) for codes in game.DEPTHS if (~game.TERMINAL[codes]).any()]
+
+# The compiled passes walk the game tree as arrays over its 5,478 reachable positions, numbered by
+# their rank among the reachable codes, and over its 16,167 edges (legal moves), those of a
+# position together in cell order: compact enough for the cache, and no work on illegal moves.
+_CODES = np.flatnonzero(game.REACHABLE)
+_RANK = np.zeros(game.N_CODES, dtype=np.int64)
+_RANK[_CODES] = np.arange(len(_CODES))
+_PARENT, _CELL = np.nonzero(game.LEGAL[_CODES])
+_CHILD = _RANK[game.AFTER[_CODES[_PARENT], _CELL]]
+"""Edge e is the move in cell _CELL[e] from the position of rank _PARENT[e] to that of rank
+_CHILD[e]."""
+_FIRST = np.searchsorted(_PARENT, np.arange(len(_CODES) + 1))
+"""The edges of the position of rank i are _FIRST[i] to _FIRST[i + 1] - 1 (none if terminal)."""
+_ORDER = np.concatenate([_RANK[codes] for codes, _, _ in _LEVELS])
+"""The ranks of the non-terminal positions, depth by depth (the empty board is _ORDER[0])."""
+_STARTS = np.cumsum([0] + [len(codes) for codes, _, _ in _LEVELS])
+"""Where each depth starts in _ORDER."""
+_MOVER, _WINNER = game.TO_MOVE[_CODES], game.WINNER[_CODES]
+_TREE = (_FIRST, _CHILD, _ORDER, _STARTS, _MOVER, _WINNER)
+_DECISIONS = {side: np.flatnonzero(~game.TERMINAL[_CODES] & (_MOVER == side)) for side in (1, -1)}
+"""The ranks of the positions where X (1) or O (-1) moves, in code order."""
+_OPTIMAL = game.OPTIMAL[_CODES[_PARENT], _CELL]
+"""Whether each edge's move keeps the minimax value."""
 
 
 def _side(player: int) -> int:
@@ -50,20 +76,47 @@ def _side(player: int) -> int:
     return 1 if player == 1 else -1
 
 
-def _as_table(agent, side: int) -> np.ndarray:
-    """The agent's move table, checked where the agent moves (probabilities on legal moves)."""
+@njit(cache=True)
+def _edge_pass(moves, positions, codes, first, cell, legal):
+    """The probability of each edge's move in the move table at `positions` (ranks, in code
+    order; 0 on the other edges), and the first of those positions whose row is not a probability
+    distribution over the legal moves (non-negative, 0 where illegal, summing to 1 within 1e-9:
+    NaN and infinity fail), -1 if none."""
+    probs = np.zeros(len(cell))
+    for i in positions:
+        code, total, ok = codes[i], 0.0, True
+        for m in range(9):
+            ok &= (moves[code, m] >= 0.0) & (legal[code, m] | (moves[code, m] == 0.0))
+            total += moves[code, m]
+        if not (ok and abs(total - 1.0) <= 1e-9):
+            return probs, i
+        for e in range(first[i], first[i + 1]):
+            probs[e] = moves[code, cell[e]]
+    return probs, -1
+
+
+def _edges(table: np.ndarray, side: int) -> np.ndarray:
+    """The probability of each edge's move in a move table where `side` moves (0 elsewhere),
+    checked: probabilities on the legal moves."""
+    probs, bad = _edge_pass(table, _DECISIONS[side], _CODES, _FIRST, _CELL, game.LEGAL)
+    if bad >= 0:
+        code = int(_CODES[bad])
+        raise ValueError(f"the move table is not a probability distribution over the legal moves "
+                         f"at board {game.decode(code).tolist()} (code {code}): {table[code]}")
+    return probs
+
+
+def _agent_edges(agent, side: int) -> np.ndarray:
+    """The edge probabilities of the agent's move table where it moves (see _edges)."""
     table = agent if isinstance(agent, np.ndarray) else agent.move_table()
     if table.shape != (game.N_CODES, 9):
         raise ValueError(f"a move table has shape ({game.N_CODES}, 9), got {table.shape}")
-    mine = game.DECISIONS[game.TO_MOVE[game.DECISIONS] == side]
-    rows, legal = table[mine], game.LEGAL[mine]
-    bad = ~np.isfinite(rows).all(axis=1) | (rows < 0).any(axis=1)
-    bad |= (np.where(legal, 0, rows) != 0).any(axis=1) | (np.abs(rows.sum(axis=1) - 1) > 1e-9)
-    if bad.any():
-        code = int(mine[np.argmax(bad)])
-        raise ValueError(f"the move table is not a probability distribution over the legal moves "
-                         f"at board {game.decode(code).tolist()} (code {code}): {table[code]}")
-    return table
+    return _edges(np.asarray(table, dtype=np.float64), side)
+
+
+_OPPONENT_EDGES = {side: np.stack([_edges(opponents.table(name), side) for name in OPPONENTS])
+                   for side in (1, -1)}
+"""_OPPONENT_EDGES[side][o]: the edge probabilities of opponent OPPONENTS[o] moving as `side`."""
 
 
 def _terminal_outcomes(side: int) -> np.ndarray:
@@ -71,14 +124,65 @@ def _terminal_outcomes(side: int) -> np.ndarray:
     return np.stack([game.WINNER == side, game.WINNER == 0, game.WINNER == -side], axis=1) * 1.0
 
 
-def _outcomes(agent_moves: np.ndarray, opponent_moves: np.ndarray, side: int) -> np.ndarray:
-    """[win, draw, loss] probabilities from the empty board when both sides play their tables."""
-    value = _terminal_outcomes(side)
-    for codes, children, _ in reversed(_LEVELS):
-        agents_turn = (game.TO_MOVE[codes] == side)[:, None]
-        moves = np.where(agents_turn, agent_moves[codes], opponent_moves[codes])
-        value[codes] = np.einsum("nm,nmk->nk", moves, value[children])
-    return value[game.EMPTY]
+@njit(cache=True)
+def _backward_pass(agent_probs, side, opponent_probs, first, child, order, starts, mover, winner):
+    """Outcomes and lines of play from the empty board, backwards over the depths from the ends.
+
+    At each position the [win, draw, loss] probabilities against each opponent (whose edge
+    probabilities are a row of opponent_probs) are sums over the moves of probability x the
+    child's (in cell order, as numpy's einsum summed them: the results are the same), and the
+    (losing, total) line counts are sums over the moves the lines follow (see exact).
+    Returns (outcomes (opponents, 3), losing lines, total lines).
+    """
+    value = np.empty((len(opponent_probs), len(mover), 3))  # every row set just below
+    for i in range(len(mover)):
+        value[:, i, 0], value[:, i, 1] = winner[i] == side, winner[i] == 0
+        value[:, i, 2] = winner[i] == -side
+    lost = (winner == -side).astype(np.int64)
+    total = np.ones(len(mover), dtype=np.int64)
+    for level in range(len(starts) - 2, -1, -1):
+        for i in order[starts[level]:starts[level + 1]]:
+            mine = mover[i] == side
+            edges = range(first[i], first[i + 1])
+            for o in range(len(opponent_probs)):
+                win = draw = loss = 0.0
+                for e in edges:
+                    p = agent_probs[e] if mine else opponent_probs[o, e]
+                    win += p * value[o, child[e], 0]
+                    draw += p * value[o, child[e], 1]
+                    loss += p * value[o, child[e], 2]
+                value[o, i, 0], value[o, i, 1], value[o, i, 2] = win, draw, loss
+            lost[i] = total[i] = 0
+            for e in edges:
+                follows = not mine or agent_probs[e] > 0.0
+                lost[i] += follows * lost[child[e]]
+                total[i] += follows * total[child[e]]
+    return value[:, order[0]], lost[order[0]], total[order[0]]
+
+
+@njit(cache=True)
+def _forward_pass(agent_probs, side, optimal, positions, first, cell, child, order, mover):
+    """The agent's probability of an optimal move at each of its `positions` (ranks, in code
+    order) that the lines of play reach, found forwards over the depths from the empty board."""
+    reached = np.zeros(len(mover), dtype=np.bool_)
+    reached[order[0]] = True
+    for i in order:  # depth by depth: every parent of a position comes before it
+        if reached[i]:
+            for e in range(first[i], first[i + 1]):
+                if mover[i] != side or agent_probs[e] > 0.0:
+                    reached[child[e]] = True
+    rates = np.empty(len(positions))
+    count = 0
+    r = np.empty(9)
+    for i in positions:
+        if reached[i]:
+            r[:] = 0.0
+            for e in range(first[i], first[i + 1]):
+                r[cell[e]] = agent_probs[e] * optimal[e]
+            # numpy's pairwise order for a row of 9, so the rate is the one numpy summed
+            rates[count] = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])) + r[8]
+            count += 1
+    return rates[:count]
 
 
 def best_response(opponent: str, player: int) -> np.ndarray:
@@ -115,38 +219,11 @@ def ceiling(opponent: str, player: int) -> dict:
     win more against random as O; such a player is not perfect, and no agent that never loses
     can pass this line.
     """
-    win, draw, loss = _outcomes(best_response(opponent, player), opponents.table(opponent),
-                                _side(player))
+    side = _side(player)
+    outcomes, _, _ = _backward_pass(_edges(best_response(opponent, player), side), side,
+                                    _edges(opponents.table(opponent), -side)[None], *_TREE)
+    win, draw, loss = outcomes[0]
     return {"win": float(win), "draw": float(draw), "loss": float(loss)}
-
-
-def _followed(agent_moves: np.ndarray, codes, legal, side: int) -> np.ndarray:
-    """(n, 9) the moves a line of play follows: the agent's moves of non-zero probability (every
-    tied greedy move), every legal move of the opponent."""
-    mine = (game.TO_MOVE[codes] == side)[:, None]
-    return np.where(mine, agent_moves[codes] > 0, legal)
-
-
-def _lines(agent_moves: np.ndarray, side: int) -> tuple[int, int]:
-    """(losing lines, total lines) of the game tree the agent leaves open (see exact)."""
-    total = np.ones(game.N_CODES, dtype=np.int64)
-    lost = (game.WINNER == -side).astype(np.int64)
-    for codes, children, legal in reversed(_LEVELS):
-        follow = _followed(agent_moves, codes, legal, side)
-        total[codes] = (follow * total[children]).sum(axis=1)
-        lost[codes] = (follow * lost[children]).sum(axis=1)
-    return int(lost[game.EMPTY]), int(total[game.EMPTY])
-
-
-def _optimal_move_rate(agent_moves: np.ndarray, side: int) -> float:
-    """Mean over the agent's reachable decision positions of its probability of an optimal move."""
-    reached = np.zeros(game.N_CODES, dtype=bool)
-    reached[game.EMPTY] = True
-    for codes, children, legal in _LEVELS:
-        follow = _followed(agent_moves, codes, legal, side) & reached[codes][:, None]
-        reached[children[follow]] = True
-    mine = game.DECISIONS[reached[game.DECISIONS] & (game.TO_MOVE[game.DECISIONS] == side)]
-    return float((agent_moves[mine] * game.OPTIMAL[mine]).sum(axis=1).mean())
 
 
 def exact(agent, player: int) -> dict:
@@ -165,15 +242,16 @@ def exact(agent, player: int) -> dict:
       it never gives away a won or drawn position.
     """
     side = _side(player)
-    moves = _as_table(agent, side)
+    probs = _agent_edges(agent, side)
+    outcomes, losing, total = _backward_pass(probs, side, _OPPONENT_EDGES[-side], *_TREE)
     result = {}
-    for name in OPPONENTS:
-        win, draw, loss = _outcomes(moves, opponents.table(name), side)
+    for name, (win, draw, loss) in zip(OPPONENTS, outcomes):
         result.update({f"{name}_win": float(win), f"{name}_draw": float(draw),
                        f"{name}_loss": float(loss)})
-    losing, total = _lines(moves, side)
-    result.update(losing_lines=losing, total_lines=total, never_loses=losing == 0,
-                  optimal_move_rate=_optimal_move_rate(moves, side))
+    rates = _forward_pass(probs, side, _OPTIMAL, _DECISIONS[side], _FIRST, _CELL, _CHILD, _ORDER,
+                          _MOVER)
+    result.update(losing_lines=int(losing), total_lines=int(total), never_loses=bool(losing == 0),
+                  optimal_move_rate=float(rates.sum() / len(rates)))  # = rates.mean(), faster
     return result
 
 

