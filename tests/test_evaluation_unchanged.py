@@ -12,6 +12,7 @@ import pytest
 
 from lab import agents, config, evaluate, game, opponents
 from lab.agents import mc_vfa, q_net
+from lab.compose import compose
 
 # --- the specification: the numpy implementation before issue 16 ---------------------------------
 
@@ -224,8 +225,8 @@ AGENTS = {
 
 def trained_agents(name, iterations=4):
     """The agent after each of the first iterations of a learner with the algorithm's defaults."""
-    run_cfg, knobs = config.parse(config.compose(f"algorithm={name}", *AGENTS[name]))
-    learner = agents.module(name).Learner(knobs, run_cfg)
+    run_cfg, knobs = config.parse(compose(f"algorithm={name}", *AGENTS[name]))
+    learner = agents.get(name).Learner(knobs, run_cfg)
     for _ in range(iterations):
         learner.iterate()
         yield learner.agent()
