@@ -8,10 +8,15 @@ You type the number of an empty cell, 1 (top left) to 9 (bottom right), as drawn
 fixed opponent (random, onestep, block, perfect) or another checkpoint, and the tallies are
 printed. Both players' greedy moves are move tables (lab.game), so thousands of games take
 well under a second.
+
+--start BOARD begins every game from a given position (seed 004 played from openings): nine
+cells, row by row, each x, o or . (or -), such as `x...o....`. --show-values prints the agent's
+score of each legal move before it moves (higher is better for it).
 """
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -57,16 +62,46 @@ def ask_move(board, read, write) -> int:
             return int(line) - 1
 
 
-def one_game(agent, seat: int, read, write, rng) -> int:
-    """Play one game, the person in `seat` (1 = X, 2 = O); the winner (1 X, -1 O, 0 draw)."""
+def parse_board(text: str) -> int:
+    """The code of a position written as nine cells of x, o or . (or -), row by row; raises
+    ValueError unless a game can reach it and it is not over."""
+    cells = text.strip().lower()
+    if len(cells) != 9 or set(cells) - set("xo.-"):
+        raise ValueError(f"--start {text!r}: a board is nine cells of x, o or . (or -), row by row, "
+                         "such as x...o....")
+    code = game.encode([{"x": 1, "o": -1}.get(c, 0) for c in cells])
+    if not game.REACHABLE[code]:
+        raise ValueError(f"--start {text!r}: no game reaches this board (X moves first, then "
+                         "the players alternate, and nobody plays on after a win)")
+    if game.TERMINAL[code]:
+        raise ValueError(f"--start {text!r}: the game is already over on this board")
+    return code
+
+
+def values(agent, code: int) -> str:
+    """The agent's score of each legal move at `code`, drawn on the board (higher is better for
+    the agent; '.' where the cell is taken)."""
+    scores = agent.scores(np.array([code]))[0]
+    cells = [f"{scores[m]:.3g}" if game.LEGAL[code, m] else "." for m in range(9)]
+    width = max(map(len, cells))
+    rows = [" " + " | ".join(c.rjust(width) for c in cells[r:r + 3]) for r in (0, 3, 6)]
+    return "the agent's scores of its moves:\n" + f"\n{'-' * (width + 2)}+{'-' * (width + 2)}+{'-' * (width + 2)}\n".join(rows)
+
+
+def one_game(agent, seat: int, read, write, rng, start: int = game.EMPTY,
+             show_values: bool = False) -> int:
+    """Play one game from position `start`, the person in `seat` (1 = X, 2 = O); the winner (1 X,
+    -1 O, 0 draw)."""
     person = 1 if seat == 1 else -1
-    board = np.zeros(9, dtype=np.int8)
-    code = game.EMPTY
+    code = start
+    board = game.decode(code)
     while not game.TERMINAL[code]:
         write("\n" + draw(board) + "\n")
         if game.TO_MOVE[code] == person:
             move = ask_move(board, read, write)
         else:
+            if show_values:
+                write(values(agent, code) + "\n")
             move = agent.act(board, rng)
             write(f"the agent ({MARKS[-person]}) plays {move + 1}\n")
         code = int(game.AFTER[code, move])
@@ -75,14 +110,16 @@ def one_game(agent, seat: int, read, write, rng) -> int:
     return int(game.WINNER[code])
 
 
-def play_person(agent, seat: int, read, write, rng) -> dict:
-    """Games until the person stops; the running score, from the person's side."""
+def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
+                show_values: bool = False) -> dict:
+    """Games from `start` until the person stops; the running score, from the person's side."""
     person = 1 if seat == 1 else -1
     score = {"you": 0, "agent": 0, "draws": 0}
-    write(f"You play {MARKS[person]}" + (" and move first.\n" if seat == 1 else "; the agent moves first.\n"))
+    first = "you move first" if game.TO_MOVE[start] == person else "the agent moves first"
+    write(f"You play {MARKS[person]}; {first}.\n")
     try:
         while True:
-            winner = one_game(agent, seat, read, write, rng)
+            winner = one_game(agent, seat, read, write, rng, start, show_values)
             key = "draws" if winner == 0 else "you" if winner == person else "agent"
             score[key] += 1
             write({"draws": "Draw.", "you": "You win!", "agent": "The agent wins."}[key])
@@ -97,15 +134,43 @@ def play_person(agent, seat: int, read, write, rng) -> dict:
     return score
 
 
+def load_checkpoint(path):
+    """The agent in a checkpoint; ValueError with what went wrong."""
+    try:
+        return agents.load(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"cannot load a checkpoint: {exc}") from None
+
+
 def opponent_table(name: str) -> np.ndarray:
     """The move table of a fixed opponent by name, or of the agent in a checkpoint file."""
     if name in opponents.NAMES:
         return opponents.table(name)
-    return agents.load(name).move_table()
+    if not Path(name).is_file():
+        raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(opponents.NAMES)}) "
+                         "nor a checkpoint file")
+    return load_checkpoint(name).move_table()
 
 
-def tallies(agent_moves: np.ndarray, other_moves: np.ndarray, games: int) -> dict:
-    """{seat: (wins, draws, losses)} of the agent over `games` games in each seat."""
+def forced_to(start: int, moves: np.ndarray) -> np.ndarray:
+    """`moves` with the positions between the empty board and `start` replaced by the move that
+    leads on to `start`, so that every game of two such tables passes through `start` (no later
+    position can be one of them: each holds fewer marks than `start`)."""
+    moves = moves.copy()
+    target = game.BOARDS[start]
+    code = game.EMPTY
+    while code != start:
+        side = game.TO_MOVE[code]
+        move = next(m for m in range(9) if game.BOARDS[code, m] == 0 and target[m] == side)
+        moves[code] = np.eye(9)[move]
+        code = int(game.AFTER[code, move])
+    return moves
+
+
+def tallies(agent_moves: np.ndarray, other_moves: np.ndarray, games: int,
+            start: int = game.EMPTY) -> dict:
+    """{seat: (wins, draws, losses)} of the agent over `games` games in each seat from `start`."""
+    agent_moves, other_moves = forced_to(start, agent_moves), forced_to(start, other_moves)
     _, as_x = game.play(games, agent_moves, other_moves)
     _, as_o = game.play(games, other_moves, agent_moves)
     x_wins, o_wins, draws = game.tally(as_x)
@@ -134,27 +199,37 @@ def main(argv=None, stdin=None, stdout=None) -> int:
                         help=f"play the agent against {', '.join(opponents.NAMES)} or another CHECKPOINT")
     parser.add_argument("--games", type=int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
+    parser.add_argument("--start", metavar="BOARD", help="begin every game here: nine cells of x, o "
+                        "or ., row by row (e.g. x...o....)")
+    parser.add_argument("--show-values", action="store_true",
+                        help="print the agent's score of each legal move before it moves")
     args = parser.parse_args(argv)
     try:
-        agent = agents.load(args.checkpoint)
+        start = parse_board(args.start) if args.start else game.EMPTY
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        agent = load_checkpoint(args.checkpoint)
         other = opponent_table(args.vs) if args.vs else None
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"error: cannot load a checkpoint: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     rng = np.random.default_rng(args.seed)
     if args.vs:
         if args.games < 1:
             parser.error("--games must be a positive integer")
         game.seed_kernels(int(rng.integers(2**31)))
-        result = tallies(agent.move_table(), other, args.games)
-        print(format_tallies(result, args.games, args.vs), file=stdout)
+        result = tallies(agent.move_table(), other, args.games, start)
+        where = f" from {args.start}" if args.start else ""
+        print(format_tallies(result, args.games, args.vs + where), file=stdout)
         return 0
 
     def write(text):
         stdout.write(text)
         stdout.flush()
 
-    play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng)
+    play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start,
+                args.show_values)
     return 0
 
 

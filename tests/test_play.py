@@ -133,3 +133,42 @@ def test_board_drawing():
     board = game.decode(game.encode([1, 0, -1, 0, 0, 0, 0, 0, 0]))
     assert play.draw(board).splitlines() == [" X | 2 | O", "---+---+---", " 4 | 5 | 6",
                                              "---+---+---", " 7 | 8 | 9"]
+
+
+def test_start_position_is_checked():
+    assert play.parse_board("x...o....") == game.encode([1, 0, 0, 0, -1, 0, 0, 0, 0])
+    assert play.parse_board("X-O------") == game.encode([1, 0, -1, 0, 0, 0, 0, 0, 0])
+    for bad, words in (("xx.......", "no game reaches"), ("xxxoo....", "already over"),
+                       ("x...o...", "nine cells"), ("x...q....", "nine cells")):
+        with pytest.raises(ValueError, match=words):
+            play.parse_board(bad)
+
+
+def test_games_from_a_start_position():
+    # X in a corner and O on the edge beside it: a won position for X, so perfect play against
+    # perfect play, which draws from the empty board, wins every game from here.
+    start = play.parse_board("xo.......")
+    perfect, rand = opponents.table("perfect"), opponents.table("random")
+    result = play.tallies(perfect, perfect, 200, start)
+    assert result[1] == (200, 0, 0) and result[2] == (0, 0, 200)
+    # every game really passes through the start: O's first reply is forced to cell 2
+    forced = play.forced_to(start, rand)
+    assert forced[game.EMPTY].tolist() == np.eye(9)[0].tolist()
+    assert forced[game.encode([1, 0, 0, 0, 0, 0, 0, 0, 0])].tolist() == np.eye(9)[1].tolist()
+
+
+def test_show_values_prints_the_agents_scores(checkpoint):
+    agent = play.load_checkpoint(checkpoint)
+    out = io.StringIO()
+    play.play_person(agent, 2, io.StringIO("").readline, out.write, np.random.default_rng(0),
+                     show_values=True)
+    text = out.getvalue()
+    assert "the agent's scores of its moves:" in text
+    expected = agent.scores(np.array([game.EMPTY]))[0]
+    assert f"{expected[4]:.3g}" in text
+
+
+def test_a_mistyped_opponent_names_the_choices(checkpoint, capsys):
+    assert play.main([str(checkpoint), "--vs", "perfct"]) == 2
+    assert "--vs 'perfct' is neither an opponent (random, onestep, block, perfect) nor a checkpoint" \
+        in capsys.readouterr().err
