@@ -1,1 +1,0 @@
-"""The lab's Hydra plugins; see lab_plugins.py."""
