@@ -9,7 +9,15 @@ A *move table* is a (3**9, 9) float array: for each position, the probability of
 the side to move. Opponents, greedy agents and epsilon-greedy mixtures are all move tables, so
 one compiled kernel plays any of them against any other, and the exact evaluator reads the same
 tables.
+
+Compiled kernels take the rule tables as one bundle, `RULES`, and share the helpers below for what
+every learner's loop does: a move drawn from a move table (`sample_move`), a best
+move with ties at random (`best_move`), an epsilon-greedy choice (`epsilon_greedy`) and the result
+tally (`count_result`). `Stream` makes the same random draws in plain Python for the learners'
+reference implementations.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -85,6 +93,29 @@ OPTIMAL = LEGAL & (VALUE[np.maximum(AFTER, 0)] == VALUE[:, None])
 """OPTIMAL[c, m]: move m keeps the minimax value of reachable position c."""
 
 
+class Rules(NamedTuple):
+    """The rule tables as one argument for compiled kernels: numba takes a NamedTuple of arrays
+    (and caches the functions that take it), but cannot cache functions that read large global
+    arrays. Kernels read rules.after[code, move], rules.terminal[code] and so on."""
+
+    after: np.ndarray
+    """AFTER: (N_CODES, 9) the code after a move, -1 where illegal"""
+    terminal: np.ndarray
+    """TERMINAL: (N_CODES,) the game is over"""
+    winner: np.ndarray
+    """WINNER: (N_CODES,) 1 X won, -1 O won, 0 nobody (yet)"""
+    to_move: np.ndarray
+    """TO_MOVE: (N_CODES,) 1 X to move, -1 O to move"""
+    legal: np.ndarray
+    """LEGAL: (N_CODES, 9) the moves of the side to move"""
+    boards: np.ndarray
+    """BOARDS: (N_CODES, 9) the cells"""
+
+
+RULES = Rules(after=AFTER, terminal=TERMINAL, winner=WINNER, to_move=TO_MOVE, legal=LEGAL,
+              boards=BOARDS)
+
+
 def encode(board) -> int:
     """Code of a board given as 9 cells in {1, -1, 0}."""
     cells = np.asarray(board).ravel()
@@ -119,6 +150,22 @@ def greedy(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return uniform_over(legal & (masked == best))
 
 
+# ---- compiled helpers: the moves and counts every kernel shares -------------------------------
+
+# How the compiled kernels are written:
+# - They take the rules as one argument, `rules` (RULES), and the algorithm's numbers as one
+#   NamedTuple, `params`, read by name. They name the tables they use once, at the top
+#   (`after, legal = rules.after, rules.legal`): numba counts a reference each time a loop reads
+#   an array out of a bundle, which costs a tabular learner some 10% of its speed.
+# - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`),
+#   only through the helpers below, so each kind of move draws the same way everywhere: a move
+#   from a move table (an opponent's move: `after[code, sample_move(opponent_moves, code)]`) one
+#   draw, a best move one draw per extra tied move, an epsilon-greedy choice one draw to decide.
+#   `Stream` makes the same draws in plain Python for the learners' reference implementations.
+# - Small helpers called at every move are inlined (`inline="always"`): a call costs about as
+#   much as their work.
+
+
 @njit(cache=True)
 def seed_kernels(seed):
     """Seed the random stream the compiled kernels draw from (one per process)."""
@@ -141,6 +188,26 @@ def sample_move(probs, code):
 
 
 @njit(cache=True)
+def random_move(legal):
+    """A uniformly random legal move (legal: 9 flags): the very draw sample_move makes on a row of
+    uniform_over(LEGAL), the random opponent's table, without needing the table."""
+    count = 0
+    for m in range(9):
+        if legal[m]:
+            count += 1
+    p = 1.0 / count
+    u = np.random.random()
+    last = -1
+    for m in range(9):
+        if legal[m]:
+            last = m
+            u -= p
+            if u < 0.0:
+                return m
+    return last
+
+
+@njit(cache=True)
 def best_move(scores, legal):
     """A legal move with the highest of 9 scores, ties broken uniformly at random (one pass)."""
     move = -1
@@ -158,20 +225,34 @@ def best_move(scores, legal):
     return move
 
 
+@njit(cache=True, inline="always")
+def epsilon_greedy(scores, legal, epsilon):
+    """A learner's move: with probability epsilon a uniformly random legal move, else a
+    best-scoring one (ties at random). Returns (move, whether it was the random one)."""
+    if np.random.random() < epsilon:
+        return random_move(legal), True
+    return best_move(scores, legal), False
+
+
+@njit(cache=True, inline="always")
+def count_result(tally, winner):
+    """Add one game's result (winner 1 X, -1 O, 0 draw) to tally [X wins, O wins, draws]."""
+    tally[0 if winner == 1 else 1 if winner == -1 else 2] += 1
+
+
 @njit(cache=True)
-def play_games(x_moves, o_moves, trajectories, winners, after, terminal, winner):
+def play_games(x_moves, o_moves, trajectories, winners, rules):
     """Play len(winners) games of move table x_moves (X) against o_moves (O).
 
     Fills trajectories[g, t] with the code after move t (the rest -1) and winners[g] with
-    1 (X won), -1 (O won) or 0 (draw). The rule tables are arguments because numba cannot
-    cache functions that read large global arrays.
+    1 (X won), -1 (O won) or 0 (draw).
     """
+    after, terminal, winner = rules.after, rules.terminal, rules.winner  # named once (see above)
     for g in range(winners.shape[0]):
         code = 0
         t = 0
         while True:
-            probs = x_moves if t % 2 == 0 else o_moves
-            code = after[code, sample_move(probs, code)]
+            code = after[code, sample_move(x_moves if t % 2 == 0 else o_moves, code)]
             trajectories[g, t] = code
             t += 1
             if terminal[code]:
@@ -184,10 +265,61 @@ def play(n: int, x_moves: np.ndarray, o_moves: np.ndarray):
     """n games between two move tables: (trajectories (n, 9) codes, winners (n,))."""
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
-    play_games(x_moves, o_moves, trajectories, winners, AFTER, TERMINAL, WINNER)
+    play_games(x_moves, o_moves, trajectories, winners, RULES)
     return trajectories, winners
 
 
 def tally(winners: np.ndarray) -> np.ndarray:
     """[X wins, O wins, draws] of an array of game results."""
     return np.array([(winners == 1).sum(), (winners == -1).sum(), (winners == 0).sum()])
+
+
+# ---- the same draws in plain Python, for the reference implementations ------------------------
+
+
+class Stream:
+    """The compiled helpers' random draws in plain Python.
+
+    numba's np.random is the Mersenne Twister of numpy's legacy RandomState, seeded the same way,
+    so a plain loop that makes the same draws in the same order through these methods plays
+    exactly the games a kernel plays after seed_kernels(seed). The learners' `reference_*`
+    functions use it to state their kernels' algorithms readably, and the tests check that both
+    agree step by step.
+    """
+
+    def __init__(self, seed: int):
+        self.random = np.random.RandomState(seed).random_sample
+        """random() -> a float in [0, 1), the kernels' np.random.random()"""
+
+    def sample_move(self, probs: np.ndarray) -> int:
+        """A move drawn from one row of a move table: walk the probabilities until the draw is
+        spent (as lab.game.sample_move)."""
+        u = self.random()
+        moves = np.flatnonzero(probs > 0)
+        for m in moves:
+            u -= probs[m]
+            if u < 0:
+                return int(m)
+        return int(moves[-1])
+
+    def random_move(self, legal: np.ndarray) -> int:
+        return self.sample_move(legal / legal.sum())
+
+    def best_move(self, scores: np.ndarray, legal: np.ndarray) -> int:
+        """A best-scoring legal move; the k-th tied move seen replaces the choice with chance 1/k
+        (one draw per extra tie), which leaves each tied move equally likely."""
+        choice, ties = -1, 0
+        for m in np.flatnonzero(legal):
+            if choice < 0 or scores[m] > scores[choice]:
+                choice, ties = int(m), 1
+            elif scores[m] == scores[choice]:
+                ties += 1
+                if self.random() * ties < 1:
+                    choice = int(m)
+        return choice
+
+    def epsilon_greedy(self, scores: np.ndarray, legal: np.ndarray, epsilon: float):
+        """(move, explored) as lab.game.epsilon_greedy."""
+        if self.random() < epsilon:
+            return self.random_move(legal), True
+        return self.best_move(scores, legal), False
