@@ -295,11 +295,11 @@ class Agent(base.Agent):
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.candidate = MLP([9] + [cfg.neurons] * cfg.layers + [10], self.rng, output="linear")
+        self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [10], self.rng, output="linear")
         self.best = self.candidate.copy()
         self.self_play = run.opponent == "self"
         self.opponent = None if self.self_play else Player(moves=opponents.table(run.opponent))
@@ -319,7 +319,7 @@ class Learner(base.Learner):
         n = self.run.episodes_per_update
         best = Player(self.best)
         seats = (best, best) if self.self_play else self._seats(best)
-        positions, policies, winners = play(n, *seats, self.cfg, noise=True)
+        positions, policies, winners = play(n, *seats, self.knobs, noise=True)
         self._remember(positions, policies, winners)
         self._train()
         if self._candidate_holds_up(best):
@@ -337,15 +337,15 @@ class Learner(base.Learner):
         outcomes = np.broadcast_to(winners[:, None], searched.shape)[searched] * game.TO_MOVE[codes]
         self.outcomes = np.concatenate([self.outcomes, outcomes])
         self.game_ids = np.concatenate([self.game_ids, game_ids[searched]])
-        keep = self.game_ids >= self.games - self.cfg.window
+        keep = self.game_ids >= self.games - self.knobs.window
         self.codes, self.policies = self.codes[keep], self.policies[keep]
         self.outcomes, self.game_ids = self.outcomes[keep], self.game_ids[keep]
 
     def _train(self):
         """`train_steps` SGD steps, each on `batch_size` positions drawn uniformly from the window,
         each seen in one of its 8 symmetric images drawn at random (augmentation)."""
-        net, size = self.candidate, self.cfg.batch_size
-        for _ in range(self.cfg.train_steps):
+        net, size = self.candidate, self.knobs.batch_size
+        for _ in range(self.knobs.train_steps):
             rows = self.rng.integers(len(self.codes), size=size)
             images = self.rng.integers(len(game.SYMMETRIES), size=size)
             codes, policies = symmetric_images(self.codes[rows], self.policies[rows], images)
@@ -356,29 +356,29 @@ class Learner(base.Learner):
             d_value = 2.0 * (v - outcomes) * (1.0 - v * v)
             grads = net.gradients(acts, np.hstack([p - policies, d_value[:, None]]) / size)
             for i, w in enumerate(net.weights):
-                grads[i] = grads[i] + 2.0 * self.cfg.l2 * w
-            net.descend(grads, self.cfg.alpha)
+                grads[i] = grads[i] + 2.0 * self.knobs.l2 * w
+            net.descend(grads, self.knobs.alpha)
 
     def _candidate_holds_up(self, best: Player) -> bool:
         """The gating match (see the module docstring)."""
-        n = self.cfg.gating_games
+        n = self.knobs.gating_games
         if n == 0:
             return True
         candidate = Player(self.candidate)
         if self.self_play:
-            _, _, as_x = play(n - n // 2, candidate, best, self.cfg, noise=False)
-            _, _, as_o = play(n // 2, best, candidate, self.cfg, noise=False)
+            _, _, as_x = play(n - n // 2, candidate, best, self.knobs, noise=False)
+            _, _, as_o = play(n // 2, best, candidate, self.knobs, noise=False)
             candidate_wins = (as_x == 1).sum() + (as_o == -1).sum()
             best_wins = (as_x == -1).sum() + (as_o == 1).sum()
             return candidate_wins >= best_wins
         scores = []
         for player in (candidate, best):
-            _, _, winners = play(n, *self._seats(player), self.cfg, noise=False)
+            _, _, winners = play(n, *self._seats(player), self.knobs, noise=False)
             scores.append((self.side * winners).sum())  # wins minus losses
         return scores[0] >= scores[1]
 
     def agent(self) -> Agent:
-        return Agent(self.best, self.cfg.simulations, self.cfg.c_puct)
+        return Agent(self.best, self.knobs.simulations, self.knobs.c_puct)
 
 
 ALGORITHM = base.Algorithm("alphazero", Config, Learner, Agent, self_play=True)

@@ -109,12 +109,12 @@ def play(weights, biases, linear_output, side, epsilon, opponent_moves, random_m
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.net = MLP([9] + [cfg.neurons] * cfg.layers + [1], self.rng)
-        self.alpha, self.epsilon = cfg.alpha, cfg.epsilon
+        self.net = MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng)
+        self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
         self.opponent = opponents.table(run.opponent)
         self.explore = game.uniform_over(game.LEGAL)
         self.side = 1 if run.player == 1 else -1
@@ -131,17 +131,17 @@ class Learner(base.Learner):
         mine = trajectories[:, (0 if self.side == 1 else 1) :: 2]
         played = mine >= 0
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
-        returns = (self.side * winners)[:, None] * self.cfg.gamma ** steps_to_end
+        returns = (self.side * winners)[:, None] * self.knobs.gamma ** steps_to_end
         self.return_sums += np.bincount(mine[played], returns[played], game.N_CODES)
         self.visits += np.bincount(mine[played], minlength=game.N_CODES)
 
         seen = np.flatnonzero(self.visits)
         self.net.fit_step(game.BOARDS[seen], self.return_sums[seen] / self.visits[seen], self.alpha)
-        if self.cfg.memory == "clear":
+        if self.knobs.memory == "clear":
             self.return_sums[seen] = 0.0
             self.visits[seen] = 0.0
-        self.alpha *= self.cfg.alpha_decay_per_update
-        self.epsilon *= self.cfg.epsilon_decay_per_update
+        self.alpha *= self.knobs.alpha_decay_per_update
+        self.epsilon *= self.knobs.epsilon_decay_per_update
         return game.tally(winners)
 
     def agent(self) -> Agent:

@@ -128,10 +128,10 @@ def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n,
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.tables = np.zeros((cfg.ensemble, game.N_CODES, 9))
+        self.tables = np.zeros((knobs.ensemble, game.N_CODES, 9))
         self_play = run.opponent == "self"
         self.table_sides = (self_play or run.player == 1, self_play or run.player == 2)
         # In self-play the opponent table is never consulted; any move table fills the argument.
@@ -139,11 +139,11 @@ class Learner(base.Learner):
         self.games = 0
 
     def iterate(self) -> np.ndarray:
-        cfg, n = self.cfg, self.run.episodes_per_update
+        knobs, n = self.knobs, self.run.episodes_per_update
         tally = np.zeros(3, dtype=np.int64)
         train(self.tables, self.games, self.opponent, opponents.table("random"),
-              *self.table_sides, n, cfg.alpha, cfg.gamma, cfg.epsilon, cfg.loss_reward,
-              cfg.draw_reward, cfg.reward_decay, game.AFTER, game.TERMINAL, game.WINNER,
+              *self.table_sides, n, knobs.alpha, knobs.gamma, knobs.epsilon, knobs.loss_reward,
+              knobs.draw_reward, knobs.reward_decay, game.AFTER, game.TERMINAL, game.WINNER,
               game.TO_MOVE, game.LEGAL, tally)
         self.games += n
         return tally

@@ -73,17 +73,17 @@ class Agent(base.NetAgent):
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        self.net = MLP([18] + [cfg.neurons] * cfg.layers + [1], self.rng, output="linear")
+        self.net = MLP([18] + [knobs.neurons] * knobs.layers + [1], self.rng, output="linear")
         self.opponent = opponents.table(run.opponent)
         self.side = 1 if run.player == 1 else -1
         # The agent's move at column t of a trajectory adds its digit (1 for X, 2 for O) times 3^move.
         self.digit = 1 if self.side == 1 else 2
         self.first_column = 0 if self.side == 1 else 1
         steps = max(run.iterations - 1, 1)
-        self.epsilons = cfg.epsilon * (cfg.epsilon_final / cfg.epsilon) ** (np.arange(run.iterations) / steps)
+        self.epsilons = knobs.epsilon * (knobs.epsilon_final / knobs.epsilon) ** (np.arange(run.iterations) / steps)
         self.iteration = 0
         self.q = np.zeros((game.N_CODES, 9))
         self.moves = np.zeros((game.N_CODES, 9))  # the epsilon-greedy policy where evaluated
@@ -138,7 +138,7 @@ class Learner(base.Learner):
         next_actions = _move_index((next_afters - next_states) // self.digit)
         reward = np.broadcast_to((self.side * winners)[:, None], played.shape)
         next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
-        targets = np.where(continues, self.cfg.gamma * next_q, reward)
+        targets = np.where(continues, self.knobs.gamma * next_q, reward)
         return states[played], actions[played], targets[played]
 
     def _fit(self, states, actions, targets):
@@ -152,10 +152,10 @@ class Learner(base.Learner):
         mean_targets = np.bincount(inverse, targets) / counts
         weights = (counts / len(targets))[:, None]
         inputs = q_inputs(pairs // 9, pairs % 9)
-        for _ in range(self.cfg.epochs):
+        for _ in range(self.knobs.epochs):
             acts = self.net.activations(inputs)
             error = acts[-1] - mean_targets[:, None]
-            self.net.descend(self.net.gradients(acts, weights * error), self.cfg.alpha)
+            self.net.descend(self.net.gradients(acts, weights * error), self.knobs.alpha)
 
     def agent(self) -> Agent:
         return Agent(self.net.copy(), self.run.player)

@@ -83,11 +83,11 @@ def train(q, opponent_moves, random_moves, side, n, alpha, epsilon, epsilon_deca
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
         self.q = np.zeros((game.N_CODES, 9))
-        self.epsilon = cfg.epsilon
+        self.epsilon = knobs.epsilon
         self.side = 1 if run.player == 1 else -1
         self.opponent = opponents.table(run.opponent)
 
@@ -95,7 +95,7 @@ class Learner(base.Learner):
         tally = np.zeros(3, dtype=np.int64)
         self.epsilon = train(
             self.q, self.opponent, opponents.table("random"), self.side,
-            self.run.episodes_per_update, self.cfg.alpha, self.epsilon, self.cfg.epsilon_decay_per_game,
+            self.run.episodes_per_update, self.knobs.alpha, self.epsilon, self.knobs.epsilon_decay_per_game,
             game.AFTER, game.TERMINAL, game.WINNER, game.LEGAL, tally)
         return tally
 

@@ -104,10 +104,10 @@ def train(v, opponent_moves, random_moves, learner_x, learner_o, n, alpha, epsil
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.values = initial_values(cfg.draw_value)
+        self.values = initial_values(knobs.draw_value)
         self_play = run.opponent == "self"
         self.learners = (self_play or run.player == 1, self_play or run.player == 2)
         # In self-play the opponent table is never consulted; any move table fills the argument.
@@ -116,7 +116,7 @@ class Learner(base.Learner):
     def iterate(self) -> np.ndarray:
         tally = np.zeros(3, dtype=np.int64)
         train(self.values, self.opponent, opponents.table("random"), *self.learners,
-              self.run.episodes_per_update, self.cfg.alpha, self.cfg.epsilon, self.cfg.draw_value,
+              self.run.episodes_per_update, self.knobs.alpha, self.knobs.epsilon, self.knobs.draw_value,
               game.AFTER, game.TERMINAL, game.WINNER, game.TO_MOVE, game.LEGAL, tally)
         return tally
 
