@@ -2,15 +2,10 @@ import numpy as np
 import pytest
 
 from lab import game
-from lab.agents import q_net
 from lab.compose import compose
 from lab.config import parse
 from lab.knobs import ConfigError
 from lab.evaluate import exact
-
-
-def _learner(*overrides):
-    return q_net.Learner(*reversed(parse(compose("algorithm=q_net", *overrides))))
 
 
 def test_tiny_run_rows_and_checkpoint_round_trip(run_and_restore):
@@ -28,9 +23,9 @@ def _board(*moves):
     return codes
 
 
-def test_td_targets_signs_and_ends():
+def test_td_targets_signs_and_ends(make_learner):
     """The seed notebook's sample builder had sign and off-by-one defects: check each target."""
-    learner = _learner("opponent=random", "player=1", "gamma=0.8")
+    learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8")
     learner.q[:] = 0.5  # every Q(next) reads 0.5
     x_wins = _board(0, 3, 1, 4, 2)  # X takes the top row on its 3rd move
     o_wins = _board(0, 3, 1, 4, 8, 5)  # O takes the middle row after X's 3rd move
@@ -43,7 +38,7 @@ def test_td_targets_signs_and_ends():
     # r + gamma Q(next) while the agent moves again; the final reward (X's view) when it does not
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -1.0])
 
-    as_o = _learner("opponent=random", "player=2", "gamma=0.8")
+    as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8")
     as_o.q[:] = 0.5
     states, actions, targets = as_o._samples(trajectories, winners)
     assert states.tolist() == [x_wins[1], x_wins[3], o_wins[1], o_wins[3], o_wins[5]]
@@ -52,8 +47,8 @@ def test_td_targets_signs_and_ends():
     assert targets.tolist() == pytest.approx([0.4, -1.0, 0.4, 0.4, 1.0])
 
 
-def test_epsilon_decays_geometrically_to_its_final_value():
-    learner = _learner("iterations=5", "epsilon=1.0", "epsilon_final=0.01")
+def test_epsilon_decays_geometrically_to_its_final_value(make_learner):
+    learner = make_learner("q_net", "iterations=5", "epsilon=1.0", "epsilon_final=0.01")
     assert learner.epsilons == pytest.approx([1, 0.01**0.25, 0.1, 0.01**0.75, 0.01])
 
 
@@ -65,10 +60,9 @@ def test_bad_knobs_are_refused():
 
 
 @pytest.mark.slow
-def test_learns_to_beat_random_as_x():
+def test_learns_to_beat_random_as_x(make_learner):
     """Issue 3: as X against random, at least 95% wins on greedy play (exact, not sampled)."""
-    learner = _learner("opponent=random", "player=1", "episodes_per_update=100", "iterations=500", "seed=0")
-    for _ in range(500):
-        learner.iterate()
+    learner = make_learner("q_net", "opponent=random", "player=1", "episodes_per_update=100",
+                           "iterations=500", "seed=0", train=True)
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.95, result
