@@ -15,10 +15,10 @@ def test_tiny_run_and_checkpoint(run_and_restore):
 
 def one_game(q, alpha, gamma, loss_reward, draw_reward):
     """Train a fresh table on one self-play game; return its result (1, -1 or 0)."""
-    tally = np.zeros(3, dtype=np.int64)
-    negamax_q.train(q[None], 0, opponents.table("random"), opponents.table("random"), True, True,
-                    1, alpha, gamma, 1.0, loss_reward, draw_reward, 0.5, game.AFTER,
-                    game.TERMINAL, game.WINNER, game.TO_MOVE, game.LEGAL, tally)
+    params = negamax_q.Params(x_plays_table=True, o_plays_table=True, alpha=alpha, gamma=gamma,
+                              epsilon=1.0, loss_reward=loss_reward, draw_reward=draw_reward,
+                              reward_decay=0.5)
+    tally = negamax_q.train(q[None], 0, opponents.for_training("self"), 1, params, game.RULES)
     return (1, -1, 0)[int(np.argmax(tally))]
 
 
