@@ -4,74 +4,41 @@ Each learner states its algorithm twice: a compiled kernel and, beside it, a `re
 function in plain Python. Where the kernel is a sequential loop (q_table, td_value, negamax_q)
 the reference makes the same random draws in the same order through
 lab.game.Stream, so both must agree exactly, step by step. mc_vfa's kernel plays a whole
-iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means; the
-plain loop below plays one game at a time from numpy's own stream: they start from the same net
-but draw different games, so they are compared on outcome statistics across seeds (the exact loss
+iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means, while
+its reference plays one game at a time from numpy's own stream: they start from the same net but
+draw different games, so they are compared on outcome statistics across seeds (the exact loss
 probabilities of the final agents, lab.evaluate.exact, no game noise).
 """
 
 import numpy as np
 import pytest
 
-from lab import config, evaluate, game, opponents
+from lab import evaluate, game
 from lab.agents import mc_vfa, negamax_q, q_table, td_value
-from lab.compose import compose
 from lab.nets import MLP
 
 # A small net that learns visibly in 2,000 episodes as O against OneStep: its exact loss
 # probability against OneStep is 0.79 before training and about 0.56 after, with a seed-to-seed sd
 # of about 0.055 (over seeds 100-147: fast path 0.561, plain loop 0.558).
-KNOBS = ["layers=2", "neurons=8", "alpha=0.02", "episodes_per_update=50", "player=2",
-         "opponent=onestep"]
+MC_VFA = ["layers=2", "neurons=8", "alpha=0.02", "episodes_per_update=50", "player=2",
+          "opponent=onestep"]
 ITERATIONS = 40
 SEEDS = range(12)
-
-
-def plain_mc_vfa(seed: int, layers=2, neurons=8, alpha=0.02, gamma=0.95, episodes=50) -> MLP:
-    """Seed 000's loop for O against OneStep, memory 'clear', epsilon 0."""
-    rng = np.random.default_rng(seed)
-    net = MLP([9] + [neurons] * layers + [1], rng)
-    onestep = opponents.table("onestep")
-    for _ in range(ITERATIONS):
-        means, counts = {}, {}
-        for _ in range(episodes):
-            code, afterstates = game.EMPTY, []
-            while not game.TERMINAL[code]:
-                if game.TO_MOVE[code] == 1:
-                    move = rng.choice(9, p=onestep[code])
-                else:
-                    moves = np.flatnonzero(game.LEGAL[code])
-                    values = net(game.BOARDS[game.AFTER[code, moves]])[:, 0]
-                    move = rng.choice(moves[values == values.max()])
-                    afterstates.append(game.AFTER[code, move])
-                code = game.AFTER[code, move]
-            reward, g = -game.WINNER[code], 0.0  # +1 when O won, -1 when X won
-            for k, afterstate in enumerate(reversed(afterstates)):
-                g = (reward if k == 0 else 0.0) + gamma * g
-                counts[afterstate] = counts.get(afterstate, 0) + 1
-                mean = means.get(afterstate, 0.0)
-                means[afterstate] = mean + (g - mean) / counts[afterstate]
-        seen = sorted(means)
-        net.fit_step(game.BOARDS[seen], np.array([means[c] for c in seen]), alpha)
-    return net
-
-
-def fast_mc_vfa(seed: int) -> MLP:
-    run_cfg, knobs = config.parse(compose(*KNOBS, f"seed={seed}"))
-    learner = mc_vfa.Learner(knobs, run_cfg)
-    for _ in range(ITERATIONS):
-        learner.iterate()
-    return learner.net
 
 
 def onestep_losses(nets) -> np.ndarray:
     return np.array([evaluate.exact(mc_vfa.Agent(net, 2), 2)["onestep_loss"] for net in nets])
 
 
-def test_mc_vfa_fast_path_learns_like_the_plain_loop():
+def test_mc_vfa_fast_path_learns_like_the_plain_loop(make_learner):
+    learners = [make_learner("mc_vfa", *MC_VFA, f"seed={seed}") for seed in SEEDS]
     before = onestep_losses(MLP([9, 8, 8, 1], np.random.default_rng(seed)) for seed in SEEDS).mean()
-    fast = onestep_losses(fast_mc_vfa(seed) for seed in SEEDS)
-    plain = onestep_losses(plain_mc_vfa(seed) for seed in SEEDS)
+    for learner in learners:
+        for _ in range(ITERATIONS):
+            learner.iterate()
+    fast = onestep_losses(learner.net for learner in learners)
+    plain = onestep_losses(mc_vfa.reference_train(learner.knobs, learner.run, ITERATIONS)
+                           for learner in learners)
     # Both learned: the mean drops by ~0.23, four times the per-seed sd.
     assert fast.mean() < before - 0.12 and plain.mean() < before - 0.12, (before, fast, plain)
     # Same distribution: the difference of two 12-seed means with sd ~0.055 each has sd ~0.022;
