@@ -29,10 +29,11 @@ def test_td_targets_signs_and_ends(make_learner):
     learner.q[:] = 0.5  # every Q(next) reads 0.5
     x_wins = _board(0, 3, 1, 4, 2)  # X takes the top row on its 3rd move
     o_wins = _board(0, 3, 1, 4, 8, 5)  # O takes the middle row after X's 3rd move
-    trajectories = np.full((2, 9), -1)
+    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
     trajectories[0, :5], trajectories[1, :6] = x_wins[1:], o_wins[1:]
+    moves[0, :5], moves[1, :6] = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
     winners = np.array([1, -1])
-    states, actions, targets = learner._samples(trajectories, winners)
+    states, actions, targets = learner._samples(trajectories, moves, winners)
     assert states.tolist() == [0, x_wins[2], x_wins[4], 0, o_wins[2], o_wins[4]]
     assert actions.tolist() == [0, 1, 2, 0, 1, 8]
     # r + gamma Q(next) while the agent moves again; the final reward (X's view) when it does not
@@ -40,11 +41,23 @@ def test_td_targets_signs_and_ends(make_learner):
 
     as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8")
     as_o.q[:] = 0.5
-    states, actions, targets = as_o._samples(trajectories, winners)
+    states, actions, targets = as_o._samples(trajectories, moves, winners)
     assert states.tolist() == [x_wins[1], x_wins[3], o_wins[1], o_wins[3], o_wins[5]]
     assert actions.tolist() == [3, 4, 3, 4, 5]
     # O's view: X's win after O's move is -1, O's own win +1
     assert targets.tolist() == pytest.approx([0.4, -1.0, 0.4, 0.4, 1.0])
+
+
+def test_recorded_moves_are_the_moves_played(make_learner):
+    learner = make_learner("q_net", "opponent=onestep", "player=2", "episodes_per_update=50")
+    batches, play_episodes = [], learner._play_episodes
+    learner._play_episodes = lambda epsilon: batches.append(play_episodes(epsilon)) or batches[-1]
+    learner.iterate()
+    trajectories, moves, _ = batches[0]
+    before = np.hstack([np.zeros((50, 1), np.int64), trajectories[:, :-1]])
+    played = trajectories >= 0
+    assert np.array_equal(game.AFTER[before[played], moves[played]], trajectories[played])
+    assert (moves[~played] == -1).all()
 
 
 def test_epsilon_decays_geometrically_to_its_final_value(make_learner):
