@@ -104,7 +104,7 @@ def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
 
 def net_tables(net: MLP):
     """The net's priors (N_CODES, 9) and values (N_CODES,) at every decision position, for the side
-    to move; terminal positions hold their exact value (-1: the player who just moved won)."""
+    to move; terminal positions hold their exact value (-1: the side that just moved won)."""
     priors = np.zeros((game.N_CODES, 9))
     values = (game.WINNER * game.TO_MOVE).astype(np.float64)
     codes = game.DECISIONS

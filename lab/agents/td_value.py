@@ -1,13 +1,13 @@
 """Sutton and Barto's afterstate value table (seed 003; their book, chapter 1).
 
-V(s) estimates the chance that the player who just moved into position s goes on to win. Every
-position starts at 0.5; finished games are fixed at 1 for the player who won with their move and
-at `draw_value` for a full board without a winner (the book counts a draw like a loss, 0, since it
-estimates the probability of winning; 0.5 makes a draw worth half a win). The player moves
+V(s) estimates the chance that the side that just moved into position s goes on to win. Every
+position starts at 0.5; finished games are fixed at 1 for the side that won with its move and at
+`draw_value` for a full board without a winner (the book counts a draw like a loss, 0, since it
+estimates the probability of winning; 0.5 makes a draw worth half a win). A learning side moves
 epsilon-greedily: with probability epsilon a random move, otherwise the move to the afterstate of
-highest value (ties at random). After each greedy move from afterstate s (the player's previous
+highest value (ties at random). After each greedy move from afterstate s (the side's previous
 one) to s', V(s) += alpha (V(s') - V(s)); an exploratory move updates nothing, so random moves do
-not drag values down. When the opponent's move ends the game, the player's last afterstate moves
+not drag values down. When the opponent's move ends the game, the side's last afterstate moves
 towards what that is worth to it: 0 for a loss, draw_value for a draw.
 
 Positions where X just moved and positions where O just moved are disjoint, so one array from the
@@ -36,7 +36,7 @@ class Config(Knobs):
     epsilon: float
     """probability of an exploratory (random) move"""
     draw_value: float
-    """the fixed value of a drawn final position to both players (the book: 0, a non-win)"""
+    """the fixed value of a drawn final position to both sides (the book: 0, a non-win)"""
 
     def check(self):
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
@@ -64,7 +64,7 @@ class Agent(base.Agent):
 
 def initial_values(draw_value: float) -> np.ndarray:
     """0.5 everywhere except finished games: 1 for the mover's win, draw_value for a draw (a
-    player can only win with their own move)."""
+    side can only win with its own move)."""
     return np.where(game.TERMINAL, np.where(game.WINNER != 0, 1.0, draw_value), 0.5)
 
 
