@@ -253,7 +253,8 @@ def play_games(x_moves, o_moves, trajectories, winners, rules):
         code = 0
         t = 0
         while True:
-            code = after[code, sample_move(x_moves if t % 2 == 0 else o_moves, code)]
+            probs = x_moves if t % 2 == 0 else o_moves
+            code = after[code, sample_move(probs, code)]
             trajectories[g, t] = code
             t += 1
             if terminal[code]:

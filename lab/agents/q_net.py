@@ -119,8 +119,9 @@ class Learner(base.Learner):
                 probs = self.opponent[here]
             cumulative = probs.cumsum(axis=1)
             draws = self.rng.random(len(here))[:, None] * cumulative[:, -1:]
-            moves[live, t] = (cumulative > draws).argmax(axis=1)
-            codes[live] = game.AFTER[here, moves[live, t]]
+            move = (cumulative > draws).argmax(axis=1)
+            moves[live, t] = move
+            codes[live] = game.AFTER[here, move]
             trajectories[live, t] = codes[live]
         return trajectories, moves, game.WINNER[codes]
 
