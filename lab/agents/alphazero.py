@@ -9,9 +9,10 @@ Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), with Q = 0 for unvi
 max makes a node's first visit follow its priors); a newly reached position is a leaf whose net
 value is backed up, negated at each level (the mover alternates); terminal positions back up
 their exact result. Each simulation adds one node, so the tree lives in small arrays and is
-compiled with numba (`search`; `reference_search` is the same search in plain Python). The net is fixed while games are played, so its priors and values are
-computed once per net for every one of the 4,520 decision positions in one vectorised pass (the
-ultimate batch of leaf evaluations); the search then reads them.
+compiled with numba (`search`; `reference_search` is the same search in plain Python). The net
+is fixed while games are played, so its priors and values are computed once per net for every
+one of the 4,520 decision positions in one vectorised pass (the ultimate batch of leaf
+evaluations); the search then reads them.
 
 One iteration:
 1. `episodes_per_update` games with the best net. With `opponent=self` it plays both seats;
@@ -392,7 +393,8 @@ class Learner(base.Learner):
         self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [10], self.rng, output="linear")
         self.best = self.candidate.copy()
         self.self_play = run.opponent == opponents.SELF
-        self.opponent = None if self.self_play else Contestant.playing(opponents.table(run.opponent))
+        self.opponent = (None if self.self_play
+                         else Contestant.playing(opponents.for_training(run.opponent)))
         self.side = None if self.self_play else side(run.player)
         self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0

@@ -99,7 +99,9 @@ def play_episodes(net, n, opponent_moves, params, rules):
         while True:
             if (t % 2 == 0) != (side == 1):
                 move = game.sample_move(opponent_moves, code)
-            elif epsilon > 0.0 and np.random.random() < epsilon:  # epsilon 0 (the seed) draws nothing
+            # game.epsilon_greedy's choice, except that epsilon 0 (the seed's) draws nothing and
+            # the net values afterstates only for greedy moves
+            elif epsilon > 0.0 and np.random.random() < epsilon:
                 move = game.random_move(legal[code])
             else:
                 count = 0  # value the afterstates not valued yet, in one pass of the net
