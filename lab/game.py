@@ -158,13 +158,16 @@ def greedy(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
 #   NamedTuple, `params`, read by name. They name the tables they use once, at the top
 #   (`after, legal = rules.after, rules.legal`): numba counts a reference each time a loop reads
 #   an array out of a bundle, which costs a tabular learner some 10% of its speed.
-# - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`),
-#   only through the helpers below, so each kind of move draws the same way everywhere: a move
-#   from a move table (an opponent's move: `after[code, sample_move(opponent_moves, code)]`) one
-#   draw, a best move one draw per extra tied move, an epsilon-greedy choice one draw to decide.
-#   `Stream` makes the same draws in plain Python for the learners' reference implementations.
+# - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`), and
+#   make their moves through the helpers below, so each kind of move draws the same way
+#   everywhere: a move from a move table (an opponent's: `after[code, sample_move(moves, code)]`)
+#   one draw, a uniformly random move one draw, a best move one draw per extra tied move, an
+#   epsilon-greedy choice one draw to decide first. `Stream` makes the same draws in plain Python
+#   for the learners' reference implementations.
 # - Small helpers called at every move are inlined (`inline="always"`): a call costs about as
-#   much as their work.
+#   much as their work. Inlined, they should get fresh row views (`q[code]`): handing one an
+#   array the loop keeps costs a reference count per call again (td_value writes epsilon_greedy
+#   out for that reason).
 
 
 @njit(cache=True)
@@ -314,6 +317,7 @@ class Stream:
         return int(moves[-1])
 
     def random_move(self, legal: np.ndarray) -> int:
+        """A uniformly random legal move (as lab.game.random_move)."""
         return self.sample_move(legal / legal.sum())
 
     def best_move(self, scores: np.ndarray, legal: np.ndarray) -> int:

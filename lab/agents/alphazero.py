@@ -325,6 +325,8 @@ class Contestant(NamedTuple):
 
     @classmethod
     def searching(cls, net: MLP) -> "Contestant":
+        # the self-play placeholder move table: a read-only table like every opponent's, so both
+        # kinds of Contestant have one type for numba
         return cls(True, *net_tables(net), opponents.for_training(opponents.SELF))
 
     @classmethod
