@@ -9,7 +9,16 @@ A *move table* is a (3**9, 9) float array: for each position, the probability of
 the side to move. Opponents, greedy agents and epsilon-greedy mixtures are all move tables, so
 one compiled kernel plays any of them against any other, and the exact evaluator reads the same
 tables.
+
+Compiled kernels take the rule tables as one bundle, `RULES`, and share the helpers below for what
+every learner's loop does: a move drawn from a move table (`sample_move`), a best
+move with ties at random (`best_move`), an epsilon-greedy choice (`epsilon_greedy`) and the result
+tally (`count_result`). `Stream` makes the same random draws in plain Python for the learners'
+reference implementations.
 """
+
+import random
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -85,6 +94,29 @@ OPTIMAL = LEGAL & (VALUE[np.maximum(AFTER, 0)] == VALUE[:, None])
 """OPTIMAL[c, m]: move m keeps the minimax value of reachable position c."""
 
 
+class Rules(NamedTuple):
+    """The rule tables as one argument for compiled kernels: numba takes a NamedTuple of arrays
+    (and caches the functions that take it), but cannot cache functions that read large global
+    arrays. Kernels read rules.after[code, move], rules.terminal[code] and so on."""
+
+    after: np.ndarray
+    """AFTER: (N_CODES, 9) the code after a move, -1 where illegal"""
+    terminal: np.ndarray
+    """TERMINAL: (N_CODES,) the game is over"""
+    winner: np.ndarray
+    """WINNER: (N_CODES,) 1 X won, -1 O won, 0 nobody (yet)"""
+    to_move: np.ndarray
+    """TO_MOVE: (N_CODES,) 1 X to move, -1 O to move"""
+    legal: np.ndarray
+    """LEGAL: (N_CODES, 9) the moves of the side to move"""
+    boards: np.ndarray
+    """BOARDS: (N_CODES, 9) the cells"""
+
+
+RULES = Rules(after=AFTER, terminal=TERMINAL, winner=WINNER, to_move=TO_MOVE, legal=LEGAL,
+              boards=BOARDS)
+
+
 def encode(board) -> int:
     """Code of a board given as 9 cells in {1, -1, 0}."""
     cells = np.asarray(board).ravel()
@@ -152,6 +184,25 @@ def _greedy_rows(scores, legal, probs, rows):
             probs[row, m] = share if legal[row, m] & (scores[r, m] == best) else 0.0
 
 
+# ---- compiled helpers: the moves and counts every kernel shares -------------------------------
+
+# How the compiled kernels are written:
+# - They take the rules as one argument, `rules` (RULES), and the algorithm's numbers as one
+#   NamedTuple, `params`, read by name. They name the tables they use once, at the top
+#   (`after, legal = rules.after, rules.legal`): numba counts a reference each time a loop reads
+#   an array out of a bundle, which costs a tabular learner some 10% of its speed.
+# - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`), and
+#   make their moves through the helpers below, so each kind of move draws the same way
+#   everywhere: a move from a move table (an opponent's: `after[code, sample_move(moves, code)]`)
+#   one draw, a uniformly random move one draw, a best move one draw per extra tied move, an
+#   epsilon-greedy choice one draw to decide first. `Stream` makes the same draws in plain Python
+#   for the learners' reference implementations.
+# - Small helpers called at every move are inlined (`inline="always"`): a call costs about as
+#   much as their work. Inlined, they should get fresh row views (`q[code]`): handing one an
+#   array the loop keeps costs a reference count per call again (td_value writes epsilon_greedy
+#   out for that reason).
+
+
 @njit(cache=True)
 def seed_kernels(seed):
     """Seed the random stream the compiled kernels draw from (one per process)."""
@@ -174,6 +225,26 @@ def sample_move(probs, code):
 
 
 @njit(cache=True)
+def random_move(legal):
+    """A uniformly random legal move (legal: 9 flags): the very draw sample_move makes on a row of
+    uniform_over(LEGAL), the random opponent's table, without needing the table."""
+    count = 0
+    for m in range(9):
+        if legal[m]:
+            count += 1
+    p = 1.0 / count
+    u = np.random.random()
+    last = -1
+    for m in range(9):
+        if legal[m]:
+            last = m
+            u -= p
+            if u < 0.0:
+                return m
+    return last
+
+
+@njit(cache=True)
 def best_move(scores, legal):
     """A legal move with the highest of 9 scores, ties broken uniformly at random (one pass)."""
     move = -1
@@ -191,14 +262,29 @@ def best_move(scores, legal):
     return move
 
 
+@njit(cache=True, inline="always")
+def epsilon_greedy(scores, legal, epsilon):
+    """A learner's move: with probability epsilon a uniformly random legal move, else a
+    best-scoring one (ties at random). Returns (move, whether it was the random one)."""
+    if np.random.random() < epsilon:
+        return random_move(legal), True
+    return best_move(scores, legal), False
+
+
+@njit(cache=True, inline="always")
+def count_result(tally, winner):
+    """Add one game's result (winner 1 X, -1 O, 0 draw) to tally [X wins, O wins, draws]."""
+    tally[0 if winner == 1 else 1 if winner == -1 else 2] += 1
+
+
 @njit(cache=True)
-def play_games(x_moves, o_moves, trajectories, winners, after, terminal, winner):
+def play_games(x_moves, o_moves, trajectories, winners, rules):
     """Play len(winners) games of move table x_moves (X) against o_moves (O).
 
     Fills trajectories[g, t] with the code after move t (the rest -1) and winners[g] with
-    1 (X won), -1 (O won) or 0 (draw). The rule tables are arguments because numba cannot
-    cache functions that read large global arrays.
+    1 (X won), -1 (O won) or 0 (draw).
     """
+    after, terminal, winner = rules.after, rules.terminal, rules.winner  # named once (see above)
     for g in range(winners.shape[0]):
         code = 0
         t = 0
@@ -217,10 +303,71 @@ def play(n: int, x_moves: np.ndarray, o_moves: np.ndarray):
     """n games between two move tables: (trajectories (n, 9) codes, winners (n,))."""
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
-    play_games(x_moves, o_moves, trajectories, winners, AFTER, TERMINAL, WINNER)
+    play_games(x_moves, o_moves, trajectories, winners, RULES)
     return trajectories, winners
 
 
 def tally(winners: np.ndarray) -> np.ndarray:
     """[X wins, O wins, draws] of an array of game results."""
     return np.array([(winners == 1).sum(), (winners == -1).sum(), (winners == 0).sum()])
+
+
+# ---- the same draws in plain Python, for the reference implementations ------------------------
+
+
+class Stream:
+    """The compiled helpers' random draws in plain Python.
+
+    numba's np.random is the Mersenne Twister of numpy's legacy RandomState, seeded the same way,
+    so a plain loop that makes the same draws in the same order through these methods plays
+    exactly the games a kernel plays after seed_kernels(seed). The learners' `reference_*`
+    functions use it to state their kernels' algorithms readably, and the tests check that both
+    agree step by step.
+    """
+
+    def __init__(self, seed: int):
+        self._state = np.random.RandomState(seed)
+
+    def random(self) -> float:
+        """A float in [0, 1): the kernels' np.random.random()."""
+        return self._state.random_sample()
+
+    def gamma(self, shape: float) -> float:
+        """A Gamma(shape, 1) draw: the kernels' np.random.gamma(shape, 1.0). numba draws it with
+        CPython's random.gammavariate algorithm from its uniform stream (not numpy's), so this
+        runs that very function on this stream's uniforms."""
+        return random.Random.gammavariate(self, shape, 1.0)
+
+    def sample_move(self, probs: np.ndarray) -> int:
+        """A move drawn from one row of a move table: walk the probabilities until the draw is
+        spent (as lab.game.sample_move)."""
+        u = self.random()
+        moves = np.flatnonzero(probs > 0)
+        for m in moves:
+            u -= probs[m]
+            if u < 0:
+                return int(m)
+        return int(moves[-1])
+
+    def random_move(self, legal: np.ndarray) -> int:
+        """A uniformly random legal move (as lab.game.random_move)."""
+        return self.sample_move(legal / legal.sum())
+
+    def best_move(self, scores: np.ndarray, legal: np.ndarray) -> int:
+        """A best-scoring legal move; the k-th tied move seen replaces the choice with chance 1/k
+        (one draw per extra tie), which leaves each tied move equally likely."""
+        choice, ties = -1, 0
+        for m in np.flatnonzero(legal):
+            if choice < 0 or scores[m] > scores[choice]:
+                choice, ties = int(m), 1
+            elif scores[m] == scores[choice]:
+                ties += 1
+                if self.random() * ties < 1:
+                    choice = int(m)
+        return choice
+
+    def epsilon_greedy(self, scores: np.ndarray, legal: np.ndarray, epsilon: float):
+        """(move, explored) as lab.game.epsilon_greedy."""
+        if self.random() < epsilon:
+            return self.random_move(legal), True
+        return self.best_move(scores, legal), False

@@ -7,6 +7,8 @@ exact evaluation alike.
 - block: an immediate win if possible, else a move that blocks the opponent's immediate win, else
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.
+
+`for_training` is what a learner's kernel gets for its `opponent` knob, self-play included.
 """
 
 from functools import cache
@@ -49,3 +51,15 @@ def table(name: str) -> np.ndarray:
     moves.flags.writeable = False
     return moves
 
+
+SELF = "self"
+"""The `opponent` knob's value for self-play: the learner plays both seats."""
+
+
+def for_training(name: str) -> np.ndarray:
+    """The move table of the opponent a learner trains against (its `opponent` knob).
+
+    In self-play (`self`) the learner plays both seats, so its kernel never consults the table;
+    the random opponent's table fills the argument (same type, so no second compilation, and a
+    read by mistake would still play legal moves)."""
+    return table("random" if name == SELF else name)

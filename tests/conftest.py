@@ -74,3 +74,18 @@ def _run_and_restore(tmp_path, *overrides):
 @pytest.fixture
 def run_and_restore(tmp_path):
     return lambda *overrides: _run_and_restore(tmp_path, *overrides)
+
+
+@pytest.fixture
+def make_learner():
+    """make_learner(algorithm, *overrides, train=False): the algorithm's Learner on the composed
+    knobs (its defaults plus `overrides`); with train=True, after its `iterations` updates."""
+
+    def make(algorithm, *overrides, train=False):
+        run_cfg, knobs = parse(compose(f"algorithm={algorithm}", *overrides))
+        learner = agents.get(algorithm).Learner(knobs, run_cfg)
+        for _ in range(run_cfg.iterations if train else 0):
+            learner.iterate()
+        return learner
+
+    return make

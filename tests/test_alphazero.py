@@ -15,10 +15,6 @@ TINY = ("algorithm=alphazero", "opponent=self", "episodes_per_update=6", "iterat
         "simulations=12", "train_steps=5", "gating_games=4", "seed=5")
 
 
-def _learner(*overrides):
-    return alphazero.Learner(*reversed(parse(compose("algorithm=alphazero", *overrides))))
-
-
 def _untrained_agent(simulations=50):
     net = MLP([9, 32, 10], np.random.default_rng(0), output="linear")
     return alphazero.Agent(net, simulations, 1.5)
@@ -42,13 +38,13 @@ def test_search_counts_are_visits_of_legal_moves():
 def test_search_never_lets_an_immediate_win_go_even_with_an_untrained_net():
     """Terminal values are exact and backed up with the right sign for both sides: where the side
     to move can win at once, it plays a move that keeps the win (that move, or a double threat)."""
-    table = _untrained_agent().move_table()
+    moves = _untrained_agent().move_table()
     codes = game.DECISIONS
     after = np.maximum(game.AFTER[codes], 0)
     wins = game.LEGAL[codes] & (game.WINNER[after] == game.TO_MOVE[codes][:, None])
     has_win = wins.any(axis=1)
     assert has_win.sum() > 2000
-    keeps_win = (table[codes[has_win]] * game.OPTIMAL[codes[has_win]]).sum(axis=1)
+    keeps_win = (moves[codes[has_win]] * game.OPTIMAL[codes[has_win]]).sum(axis=1)
     assert keeps_win == pytest.approx(1.0)
 
 
@@ -58,9 +54,9 @@ def test_search_with_exact_leaf_values_plays_perfectly():
     agent = _untrained_agent(simulations=25)
     agent.priors = game.uniform_over(game.LEGAL)
     agent.values = (game.VALUE * game.TO_MOVE).astype(np.float64)
-    table = agent.move_table()
-    for player in (1, 2):
-        result = exact(table, player)
+    moves = agent.move_table()
+    for seat in (1, 2):
+        result = exact(moves, seat)
         assert result["never_loses"] and result["optimal_move_rate"] == 1.0
 
 
@@ -73,9 +69,9 @@ def test_symmetric_images_carry_the_policy_with_the_board():
     assert np.array_equal(image_policies, game.OPTIMAL[image_codes] * 1.0)
 
 
-def test_against_a_fixed_opponent_only_its_own_seat_is_learned():
-    learner = _learner("opponent=random", "player=2", "episodes_per_update=10", "iterations=1",
-                       "simulations=10", "train_steps=2", "gating_games=2")
+def test_against_a_fixed_opponent_only_its_own_seat_is_learned(make_learner):
+    learner = make_learner("alphazero", "opponent=random", "player=2", "episodes_per_update=10",
+                           "iterations=1", "simulations=10", "train_steps=2", "gating_games=2")
     tally = learner.iterate()
     assert tally.sum() == 10 and len(learner.codes) > 0
     assert (game.TO_MOVE[learner.codes] == -1).all()  # O's positions only
@@ -83,9 +79,9 @@ def test_against_a_fixed_opponent_only_its_own_seat_is_learned():
     assert set(np.unique(learner.outcomes)) <= {-1.0, 0.0, 1.0}
 
 
-def test_window_keeps_only_the_most_recent_games():
-    learner = _learner("opponent=self", "episodes_per_update=10", "window=15", "simulations=8",
-                       "train_steps=1", "gating_games=0")
+def test_window_keeps_only_the_most_recent_games(make_learner):
+    learner = make_learner("alphazero", "opponent=self", "episodes_per_update=10", "window=15",
+                           "simulations=8", "train_steps=1", "gating_games=0")
     for _ in range(3):
         learner.iterate()
     assert learner.games == 30
@@ -100,15 +96,15 @@ def test_bad_knobs_are_refused():
 
 
 @pytest.mark.slow
-def test_self_play_never_loses_in_either_seat():
+def test_self_play_never_loses_in_either_seat(make_learner):
     """Issue 3: trained in self-play in at most 10 minutes on 2 cores, the agent never loses as X
     or as O against every opponent reply (exact enumeration). Defaults of alphazero.yaml."""
-    learner = _learner("opponent=self", "seed=3")
+    learner = make_learner("alphazero", "opponent=self", "seed=3")
     start = time.perf_counter()
     for _ in range(learner.run.iterations):
         learner.iterate()
     seconds = time.perf_counter() - start
     agent = learner.agent()
-    results = [exact(agent, player) for player in (1, 2)]
+    results = [exact(agent, seat) for seat in (1, 2)]
     assert [r["losing_lines"] for r in results] == [0, 0], results
     assert seconds < 600

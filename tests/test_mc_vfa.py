@@ -34,12 +34,8 @@ def test_same_seed_same_rows():
     assert a.drop(columns=list(results.TIMING)).equals(b.drop(columns=list(results.TIMING)))
 
 
-def test_memory_keep_fits_every_afterstate_seen():
-    from lab.agents import mc_vfa
-    from lab.config import parse
-
-    run_cfg, knobs = parse(compose("memory=keep", "episodes_per_update=50", "seed=1"))
-    learner = mc_vfa.Learner(knobs, run_cfg)
+def test_memory_keep_fits_every_afterstate_seen(make_learner):
+    learner = make_learner("mc_vfa", "memory=keep", "episodes_per_update=50", "seed=1")
     learner.iterate()
     seen_once = np.count_nonzero(learner.visits)
     learner.iterate()

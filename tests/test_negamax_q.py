@@ -4,21 +4,7 @@ import numpy as np
 
 from lab import game, opponents
 from lab.agents import negamax_q
-from lab.compose import compose
-from lab.config import parse
 from lab.evaluate import exact
-
-
-def learner(*overrides):
-    run_cfg, knobs = parse(compose("algorithm=negamax_q", *overrides))
-    return negamax_q.Learner(knobs, run_cfg)
-
-
-def train(*overrides):
-    trained = learner(*overrides)
-    for _ in range(trained.run.iterations):
-        trained.iterate()
-    return trained
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):
@@ -29,10 +15,10 @@ def test_tiny_run_and_checkpoint(run_and_restore):
 
 def one_game(q, alpha, gamma, loss_reward, draw_reward):
     """Train a fresh table on one self-play game; return its result (1, -1 or 0)."""
-    tally = np.zeros(3, dtype=np.int64)
-    negamax_q.train(q[None], 0, opponents.table("random"), opponents.table("random"), True, True,
-                    1, alpha, gamma, 1.0, loss_reward, draw_reward, 0.5, game.AFTER,
-                    game.TERMINAL, game.WINNER, game.TO_MOVE, game.LEGAL, tally)
+    params = negamax_q.Params(x_plays_table=True, o_plays_table=True, alpha=alpha, gamma=gamma,
+                              epsilon=1.0, loss_reward=loss_reward, draw_reward=draw_reward,
+                              reward_decay=0.5)
+    tally = negamax_q.train(q[None], 0, opponents.for_training("self"), 1, params, game.RULES)
     return (1, -1, 0)[int(np.argmax(tally))]
 
 
@@ -56,18 +42,19 @@ def test_first_game_updates_from_the_end_with_the_opponents_best_reply_subtracte
     assert results == {1, -1, 0}
 
 
-def test_single_agent_never_loses_as_x():
+def test_single_agent_never_loses_as_x(make_learner):
     """Issue 3: one table from 100,000 self-play games; no line of play beats it as X."""
-    result = exact(train("opponent=self", "episodes_per_update=1000", "iterations=100",
-                         "seed=0").agent(), 1)
+    learner = make_learner("negamax_q", "opponent=self", "episodes_per_update=1000",
+                           "iterations=100", "seed=0", train=True)
+    result = exact(learner.agent(), 1)
     assert result["never_loses"], result
 
 
-def test_ensemble_of_five_never_loses_in_either_seat():
+def test_ensemble_of_five_never_loses_in_either_seat(make_learner):
     """Issue 3: five tables of 100,000 self-play games each, summed; no line of play beats it,
     as X or as O."""
-    agent = train("opponent=self", "ensemble=5", "episodes_per_update=5000", "iterations=100",
-                  "seed=0").agent()
-    for player in (1, 2):
-        result = exact(agent, player)
-        assert result["never_loses"], (player, result)
+    agent = make_learner("negamax_q", "opponent=self", "ensemble=5", "episodes_per_update=5000",
+                         "iterations=100", "seed=0", train=True).agent()
+    for seat in (1, 2):
+        result = exact(agent, seat)
+        assert result["never_loses"], (seat, result)

@@ -2,15 +2,10 @@ import numpy as np
 import pytest
 
 from lab import game
-from lab.agents import q_net
 from lab.compose import compose
 from lab.config import parse
 from lab.knobs import ConfigError
 from lab.evaluate import exact
-
-
-def _learner(*overrides):
-    return q_net.Learner(*reversed(parse(compose("algorithm=q_net", *overrides))))
 
 
 def test_tiny_run_rows_and_checkpoint_round_trip(run_and_restore):
@@ -28,32 +23,45 @@ def _board(*moves):
     return codes
 
 
-def test_td_targets_signs_and_ends():
+def test_td_targets_signs_and_ends(make_learner):
     """The seed notebook's sample builder had sign and off-by-one defects: check each target."""
-    learner = _learner("opponent=random", "player=1", "gamma=0.8")
+    learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8")
     learner.q[:] = 0.5  # every Q(next) reads 0.5
     x_wins = _board(0, 3, 1, 4, 2)  # X takes the top row on its 3rd move
     o_wins = _board(0, 3, 1, 4, 8, 5)  # O takes the middle row after X's 3rd move
-    trajectories = np.full((2, 9), -1)
+    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
     trajectories[0, :5], trajectories[1, :6] = x_wins[1:], o_wins[1:]
+    moves[0, :5], moves[1, :6] = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
     winners = np.array([1, -1])
-    states, actions, targets = learner._samples(trajectories, winners)
+    states, actions, targets = learner._samples(trajectories, moves, winners)
     assert states.tolist() == [0, x_wins[2], x_wins[4], 0, o_wins[2], o_wins[4]]
     assert actions.tolist() == [0, 1, 2, 0, 1, 8]
     # r + gamma Q(next) while the agent moves again; the final reward (X's view) when it does not
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -1.0])
 
-    as_o = _learner("opponent=random", "player=2", "gamma=0.8")
+    as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8")
     as_o.q[:] = 0.5
-    states, actions, targets = as_o._samples(trajectories, winners)
+    states, actions, targets = as_o._samples(trajectories, moves, winners)
     assert states.tolist() == [x_wins[1], x_wins[3], o_wins[1], o_wins[3], o_wins[5]]
     assert actions.tolist() == [3, 4, 3, 4, 5]
     # O's view: X's win after O's move is -1, O's own win +1
     assert targets.tolist() == pytest.approx([0.4, -1.0, 0.4, 0.4, 1.0])
 
 
-def test_epsilon_decays_geometrically_to_its_final_value():
-    learner = _learner("iterations=5", "epsilon=1.0", "epsilon_final=0.01")
+def test_recorded_moves_are_the_moves_played(make_learner):
+    learner = make_learner("q_net", "opponent=onestep", "player=2", "episodes_per_update=50")
+    batches, play_episodes = [], learner._play_episodes
+    learner._play_episodes = lambda epsilon: batches.append(play_episodes(epsilon)) or batches[-1]
+    learner.iterate()
+    trajectories, moves, _ = batches[0]
+    before = np.hstack([np.zeros((50, 1), np.int64), trajectories[:, :-1]])
+    played = trajectories >= 0
+    assert np.array_equal(game.AFTER[before[played], moves[played]], trajectories[played])
+    assert (moves[~played] == -1).all()
+
+
+def test_epsilon_decays_geometrically_to_its_final_value(make_learner):
+    learner = make_learner("q_net", "iterations=5", "epsilon=1.0", "epsilon_final=0.01")
     assert learner.epsilons == pytest.approx([1, 0.01**0.25, 0.1, 0.01**0.75, 0.01])
 
 
@@ -65,10 +73,9 @@ def test_bad_knobs_are_refused():
 
 
 @pytest.mark.slow
-def test_learns_to_beat_random_as_x():
+def test_learns_to_beat_random_as_x(make_learner):
     """Issue 3: as X against random, at least 95% wins on greedy play (exact, not sampled)."""
-    learner = _learner("opponent=random", "player=1", "episodes_per_update=100", "iterations=500", "seed=0")
-    for _ in range(500):
-        learner.iterate()
+    learner = make_learner("q_net", "opponent=random", "player=1", "episodes_per_update=100",
+                           "iterations=500", "seed=0", train=True)
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.95, result

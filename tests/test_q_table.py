@@ -3,17 +3,7 @@
 import numpy as np
 
 from lab import game
-from lab.agents import q_table
-from lab.compose import compose
-from lab.config import parse
 from lab.evaluate import exact
-
-
-def train(*overrides):
-    run_cfg, knobs = parse(compose("algorithm=q_table", *overrides))
-    learner = q_table.Learner(knobs, run_cfg)
-    tallies = sum(learner.iterate() for _ in range(run_cfg.iterations))
-    return learner, tallies
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):
@@ -22,9 +12,10 @@ def test_tiny_run_and_checkpoint(run_and_restore):
                         "episodes_per_update=50", "iterations=4", "seed=1")
 
 
-def test_moves_that_end_the_game_get_their_certain_value():
+def test_moves_that_end_the_game_get_their_certain_value(make_learner):
     """A winning move of the agent is set to exactly 1, a move that fills the board to 0."""
-    learner, _ = train("opponent=random", "player=1", "episodes_per_update=2000", "iterations=1")
+    learner = make_learner("q_table", "opponent=random", "player=1", "episodes_per_update=2000",
+                           "iterations=1", train=True)
     codes, moves = np.nonzero(learner.q)
     wins = game.WINNER[game.AFTER[codes, moves]] == 1
     assert wins.sum() > 100 and (learner.q[codes[wins], moves[wins]] == 1).all()
@@ -34,17 +25,19 @@ def test_moves_that_end_the_game_get_their_certain_value():
     assert (game.TO_MOVE[codes] == 1).all()
 
 
-def test_notebook_setting_reproduces_its_training_results():
+def test_notebook_setting_reproduces_its_training_results(make_learner):
     """The notebook: 10,000 games as X against random, rho 0.5, epsilon 1 x 0.999 per game;
     it reports 8958 X wins / 556 O wins / 486 draws. Five seeds average close to that."""
-    totals = np.mean([train("opponent=random", "player=1", "episodes_per_update=10000",
-                            "iterations=1", f"seed={seed}")[1] for seed in range(5)], axis=0)
+    totals = np.mean([make_learner("q_table", "opponent=random", "player=1",
+                                   "episodes_per_update=10000", f"seed={seed}").iterate()
+                      for seed in range(5)], axis=0)
     assert 8750 <= totals[0] <= 9150 and 450 <= totals[1] <= 700 and 400 <= totals[2] <= 650, totals
 
 
-def test_beats_random_as_x():
+def test_beats_random_as_x(make_learner):
     """Issue 3: greedy play as X against random wins at least 97% (exactly evaluated)."""
-    learner, _ = train("opponent=random", "player=1", "epsilon_decay_per_game=0.9999",
-                       "episodes_per_update=1000", "iterations=100", "seed=0")
+    learner = make_learner("q_table", "opponent=random", "player=1",
+                           "epsilon_decay_per_game=0.9999", "episodes_per_update=1000",
+                           "iterations=100", "seed=0", train=True)
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.97, result

@@ -4,17 +4,7 @@ import numpy as np
 
 from lab import game
 from lab.agents import td_value
-from lab.compose import compose
-from lab.config import parse
 from lab.evaluate import exact
-
-
-def train(*overrides):
-    run_cfg, knobs = parse(compose("algorithm=td_value", *overrides))
-    learner = td_value.Learner(knobs, run_cfg)
-    for _ in range(run_cfg.iterations):
-        learner.iterate()
-    return learner
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):
@@ -23,9 +13,9 @@ def test_tiny_run_and_checkpoint(run_and_restore):
                         "episodes_per_update=50", "iterations=4", "seed=1")
 
 
-def test_only_the_agents_afterstates_learn_and_final_positions_stay_fixed():
-    learner = train("opponent=random", "player=2", "draw_value=0.25", "episodes_per_update=5000",
-                    "iterations=1")
+def test_only_the_agents_afterstates_learn_and_final_positions_stay_fixed(make_learner):
+    learner = make_learner("td_value", "opponent=random", "player=2", "draw_value=0.25",
+                           "episodes_per_update=5000", "iterations=1", train=True)
     changed = np.flatnonzero(learner.values != td_value.initial_values(0.25))
     assert changed.size > 500
     marks = game.BOARDS[changed]
@@ -35,20 +25,20 @@ def test_only_the_agents_afterstates_learn_and_final_positions_stay_fixed():
     assert np.array_equal(learner.values[final], np.where(game.WINNER[final] != 0, 1.0, 0.25))
 
 
-def test_beats_random_as_x():
+def test_beats_random_as_x(make_learner):
     """Issue 3: greedy play as X against random wins at least 97% (exactly evaluated), with the
     book's settings: alpha 0.1, epsilon 0.1, a draw worth 0 like a loss."""
-    learner = train("opponent=random", "player=1", "episodes_per_update=1000", "iterations=100",
-                    "seed=0")
+    learner = make_learner("td_value", "opponent=random", "player=1", "episodes_per_update=1000",
+                           "iterations=100", "seed=0", train=True)
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.97, result
 
 
-def test_self_play_never_loses_in_either_seat():
+def test_self_play_never_loses_in_either_seat(make_learner):
     """Self-play with a draw worth half a win: the one table plays both seats without a losing
     line against any opponent."""
-    learner = train("opponent=self", "draw_value=0.5", "episodes_per_update=1000",
-                    "iterations=100", "seed=0")
-    for player in (1, 2):
-        result = exact(learner.agent(), player)
-        assert result["never_loses"], (player, result)
+    learner = make_learner("td_value", "opponent=self", "draw_value=0.5",
+                           "episodes_per_update=1000", "iterations=100", "seed=0", train=True)
+    for seat in (1, 2):
+        result = exact(learner.agent(), seat)
+        assert result["never_loses"], (seat, result)

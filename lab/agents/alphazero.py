@@ -9,9 +9,10 @@ Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), with Q = 0 for unvi
 max makes a node's first visit follow its priors); a newly reached position is a leaf whose net
 value is backed up, negated at each level (the mover alternates); terminal positions back up
 their exact result. Each simulation adds one node, so the tree lives in small arrays and is
-compiled with numba. The net is fixed while games are played, so its priors and values are
-computed once per net for every one of the 4,520 decision positions in one vectorised pass (the
-ultimate batch of leaf evaluations); the search then reads them.
+compiled with numba (`search`; `reference_search` is the same search in plain Python). The net
+is fixed while games are played, so its priors and values are computed once per net for every
+one of the 4,520 decision positions in one vectorised pass (the ultimate batch of leaf
+evaluations); the search then reads them.
 
 One iteration:
 1. `episodes_per_update` games with the best net. With `opponent=self` it plays both seats;
@@ -35,15 +36,15 @@ the most visited move: deterministic, so its scores survive a checkpoint exactly
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.knobs import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
-
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
 
 def net_tables(net: MLP):
     """The net's priors (N_CODES, 9) and values (N_CODES,) at every decision position, for the side
-    to move; terminal positions hold their exact value (-1: the player who just moved won)."""
+    to move; terminal positions hold their exact value (-1: the side that just moved won)."""
     priors = np.zeros((game.N_CODES, 9))
     values = (game.WINNER * game.TO_MOVE).astype(np.float64)
     codes = game.DECISIONS
@@ -122,30 +123,81 @@ def symmetric_images(codes: np.ndarray, policies: np.ndarray, images: np.ndarray
 # ---- the search: compiled, on arrays ----------------------------------------------------------
 
 
+class Params(NamedTuple):
+    """The numbers the search and the games use, as one argument (by name)."""
+
+    simulations: int
+    """PUCT simulations per move"""
+    c_puct: float
+    """weight of the prior-guided exploration term"""
+    dirichlet_alpha: float
+    """concentration of the root noise"""
+    dirichlet_weight: float
+    """share of the noise in the root priors (0: no noise, as in gating and the trained agent)"""
+    temperature_moves: int
+    """moves at the start of a game drawn in proportion to visit counts"""
+
+    @classmethod
+    def of(cls, knobs: Config, noise: bool) -> "Params":
+        return cls(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha,
+                   knobs.dirichlet_weight if noise else 0.0, knobs.temperature_moves)
+
+    @classmethod
+    def greedy(cls, simulations: int, c_puct: float) -> "Params":
+        """A noise-free search whose most visited move is played (the trained agent)."""
+        return cls(simulations, c_puct, 1.0, 0.0, 0)
+
+
+class Tree(NamedTuple):
+    """A search tree in arrays, one row per node (node 0 the root): work space that a search
+    overwrites, big enough for simulations + 1 nodes (`new_tree`)."""
+
+    codes: np.ndarray
+    """(size,) the node's position"""
+    children: np.ndarray
+    """(size, 9) the node reached by each move, -1 while unexpanded"""
+    visits: np.ndarray
+    """(size, 9) N(s, a)"""
+    totals: np.ndarray
+    """(size, 9) W(s, a), the sum of the values backed up through the move (mover's view)"""
+    priors: np.ndarray
+    """(size, 9) P(s, a), with the noise at the root"""
+
+
 @njit(cache=True)
-def _search(root, priors, values, simulations, c_puct, noise_alpha, noise_weight, after, legal,
-            terminal, tree_codes, children, visits, totals, tree_priors, counts):
-    """PUCT search of `simulations` from position `root`; writes the root's visit counts to
-    `counts`. The tree arrays are work space of at least simulations + 1 nodes."""
-    tree_codes[0] = root
+def new_tree(simulations):
+    size = simulations + 1
+    return Tree(np.empty(size, np.int64), np.empty((size, 9), np.int64), np.empty((size, 9)),
+                np.empty((size, 9)), np.empty((size, 9)))
+
+
+@njit(cache=True)
+def search(root, priors, values, params, tree, rules):
+    """PUCT search of params.simulations from position `root` guided by a net's priors and
+    values (net_tables) in work space `tree`. Returns the root's visit counts (a view into the
+    tree: read them before the next search)."""
+    after, legal, terminal = rules.after, rules.legal, rules.terminal
+    codes, children, visits, totals, tree_priors = tree
+    codes[0] = root
     children[0, :] = -1
     visits[0, :] = 0.0
     totals[0, :] = 0.0
     tree_priors[0, :] = priors[root]
-    if noise_weight > 0.0:
+    if params.dirichlet_weight > 0.0:
         noise = np.zeros(9)
         for m in range(9):
             if legal[root, m]:
-                noise[m] = np.random.gamma(noise_alpha, 1.0)
+                noise[m] = np.random.gamma(params.dirichlet_alpha, 1.0)
         noise /= noise.sum()
-        tree_priors[0, :] = (1.0 - noise_weight) * tree_priors[0, :] + noise_weight * noise
+        weight = params.dirichlet_weight
+        tree_priors[0, :] = (1.0 - weight) * tree_priors[0, :] + weight * noise
     n_nodes = 1
     path_nodes = np.empty(9, np.int64)
     path_moves = np.empty(9, np.int64)
-    for _ in range(simulations):
+    for _ in range(params.simulations):
         node, depth = 0, 0
         while True:
-            code = tree_codes[node]
+            code = codes[node]
             if terminal[code]:
                 value = values[code]
                 break
@@ -155,7 +207,7 @@ def _search(root, priors, values, simulations, c_puct, noise_alpha, noise_weight
                 if legal[code, m]:
                     n = visits[node, m]
                     q = totals[node, m] / n if n > 0 else 0.0
-                    score = q + c_puct * tree_priors[node, m] * sqrt_visits / (1.0 + n)
+                    score = q + params.c_puct * tree_priors[node, m] * sqrt_visits / (1.0 + n)
                     if score > best_score:
                         best, best_score = m, score
             path_nodes[depth], path_moves[depth] = node, best
@@ -165,7 +217,7 @@ def _search(root, priors, values, simulations, c_puct, noise_alpha, noise_weight
                 child = n_nodes
                 n_nodes += 1
                 code = after[code, best]
-                tree_codes[child] = code
+                codes[child] = code
                 children[child, :] = -1
                 visits[child, :] = 0.0
                 totals[child, :] = 0.0
@@ -180,25 +232,65 @@ def _search(root, priors, values, simulations, c_puct, noise_alpha, noise_weight
             value = -value
             visits[path_nodes[d], path_moves[d]] += 1.0
             totals[path_nodes[d], path_moves[d]] += value
-    counts[:] = visits[0]
+    return visits[0]
+
+
+def reference_search(root: int, priors, values, params: Params, stream: game.Stream | None = None):
+    """`search` in plain Python, a node a dict: the root's visit counts (9,). With root noise
+    (params.dirichlet_weight > 0) it draws the noise from `stream` as the kernel draws it from
+    numba's stream, so from the same seed both searches are the same."""
+
+    def node(code):
+        return {"code": code, "children": {}, "N": np.zeros(9), "W": np.zeros(9),
+                "P": priors[code].copy()}
+
+    tree = node(root)
+    if params.dirichlet_weight > 0.0:
+        noise = np.zeros(9)
+        for m in np.flatnonzero(game.LEGAL[root]):
+            noise[m] = stream.gamma(params.dirichlet_alpha)
+        total = 0.0
+        for x in noise:  # summed in order, as the kernel sums
+            total += x
+        noise /= total
+        weight = params.dirichlet_weight
+        tree["P"] = (1.0 - weight) * tree["P"] + weight * noise
+    for _ in range(params.simulations):
+        current, path = tree, []
+        while True:  # descend by PUCT until a new leaf or the end of the game
+            code = current["code"]
+            if game.TERMINAL[code]:
+                value = values[code]
+                break
+            sqrt_visits = np.sqrt(max(current["N"].sum(), 1.0))
+            best, best_score = -1, -np.inf
+            for m in np.flatnonzero(game.LEGAL[code]):
+                n = current["N"][m]
+                q = current["W"][m] / n if n > 0 else 0.0
+                score = q + params.c_puct * current["P"][m] * sqrt_visits / (1.0 + n)
+                if score > best_score:
+                    best, best_score = m, score
+            path.append((current, best))
+            if best not in current["children"]:  # a new leaf: its value from the net's table
+                current["children"][best] = node(game.AFTER[code, best])
+                value = values[game.AFTER[code, best]]
+                break
+            current = current["children"][best]
+        for parent, move in reversed(path):  # back up, from the mover's view at each level
+            value = -value
+            parent["N"][move] += 1.0
+            parent["W"][move] += value
+    return tree["N"]
 
 
 @njit(cache=True)
-def _tree(simulations):
-    size = simulations + 1
-    return (np.empty(size, np.int64), np.empty((size, 9), np.int64), np.empty((size, 9)),
-            np.empty((size, 9)), np.empty((size, 9)))
-
-
-@njit(cache=True)
-def _root_counts(roots, priors, values, simulations, c_puct, after, legal, terminal):
-    """(n, 9) visit counts of a noise-free search from each root (zeros at terminal roots)."""
-    tree_codes, children, visits, totals, tree_priors = _tree(simulations)
+def root_counts(roots, priors, values, params, rules):
+    """(n, 9) visit counts of a search from each root (zeros at terminal roots)."""
+    tree = new_tree(params.simulations)
     counts = np.zeros((roots.shape[0], 9))
     for i in range(roots.shape[0]):
-        if not terminal[roots[i]]:
-            _search(roots[i], priors, values, simulations, c_puct, 1.0, 0.0, after, legal, terminal,
-                    tree_codes, children, visits, totals, tree_priors, counts[i])
+        if not rules.terminal[roots[i]]:
+            counts[i] = search(roots[i], priors, values, params, tree, rules)
     return counts
 
 
@@ -216,55 +308,57 @@ def _choose(counts, sample):
     return ties[np.random.randint(ties.shape[0])]
 
 
+_NO_PRIORS, _NO_VALUES = np.zeros((1, 9)), np.zeros(1)
+
+
+class Contestant(NamedTuple):
+    """One side of the games `play_games` plays: a net searching with its tables, or a fixed move
+    table. Compiled code takes every field as an array, so the unused ones are placeholders."""
+
+    searches: bool
+    priors: np.ndarray
+    """the net's priors (net_tables), if it searches"""
+    values: np.ndarray
+    """the net's values (net_tables), if it searches"""
+    moves: np.ndarray
+    """a move table, if it does not search"""
+
+    @classmethod
+    def searching(cls, net: MLP) -> "Contestant":
+        # the self-play placeholder move table: a read-only table like every opponent's, so both
+        # kinds of Contestant have one type for numba
+        return cls(True, *net_tables(net), opponents.for_training(opponents.SELF))
+
+    @classmethod
+    def playing(cls, moves: np.ndarray) -> "Contestant":
+        return cls(False, _NO_PRIORS, _NO_VALUES, moves)
+
+
 @njit(cache=True)
-def _play(n_games, x_priors, x_values, o_priors, o_values, x_moves, o_moves, x_searches, o_searches,
-          simulations, c_puct, noise_alpha, noise_weight, temperature_moves, after, legal, terminal,
-          winner, positions, policies, winners):
-    """Play n_games. A searching seat moves by PUCT search on its own tables; the other seat
-    samples its move table. Fills positions[g, t] (code before move t, -1 after the end),
-    policies[g, t] (normalised root visit counts; zeros for moves of a non-searching seat) and
-    winners[g] (1, -1, 0)."""
-    tree_codes, children, visits, totals, tree_priors = _tree(simulations)
-    counts = np.zeros(9)
-    for g in range(n_games):
+def play_games(n, x, o, params, rules):
+    """Play n games of Contestant x (X) against Contestant o (O). A searching side moves by PUCT
+    search on its own tables, the other samples its move table. Returns positions (n, 9) (the
+    code before move t, -1 after the end), policies (n, 9, 9) (normalised root visit counts;
+    zeros for the moves of a side that does not search) and winners (n,) (1, -1, 0)."""
+    after, terminal, winner = rules.after, rules.terminal, rules.winner
+    tree = new_tree(params.simulations)
+    positions = np.full((n, 9), -1, dtype=np.int64)
+    policies = np.zeros((n, 9, 9))
+    winners = np.empty(n, dtype=np.int8)
+    for g in range(n):
         code, t = 0, 0
-        policies[g, :, :] = 0.0
-        positions[g, :] = -1
         while not terminal[code]:
-            x_turn = t % 2 == 0
+            mover = x if t % 2 == 0 else o
             positions[g, t] = code
-            if (x_searches and x_turn) or (o_searches and not x_turn):
-                _search(code, x_priors if x_turn else o_priors, x_values if x_turn else o_values,
-                        simulations, c_puct, noise_alpha, noise_weight, after, legal, terminal,
-                        tree_codes, children, visits, totals, tree_priors, counts)
+            if mover.searches:
+                counts = search(code, mover.priors, mover.values, params, tree, rules)
                 policies[g, t, :] = counts / counts.sum()
-                move = _choose(counts, t < temperature_moves)
+                move = _choose(counts, t < params.temperature_moves)
             else:
-                move = game.sample_move(x_moves if x_turn else o_moves, code)
+                move = game.sample_move(mover.moves, code)
             code = after[code, move]
             t += 1
         winners[g] = winner[code]
-
-
-class Player:
-    """One seat's way of moving in `play`: searching with a net's tables, or a fixed move table.
-    The compiled kernel takes every argument as an array, so the unused one is a placeholder."""
-
-    def __init__(self, net: MLP | None = None, moves: np.ndarray | None = None):
-        self.searches = net is not None
-        self.priors, self.values = net_tables(net) if net is not None else (np.zeros((1, 9)), np.zeros(1))
-        self.moves = moves if moves is not None else np.zeros((1, 9))
-
-
-def play(n: int, x: Player, o: Player, cfg: Config, noise: bool):
-    """n games: (positions (n, 9) codes before each move, policies (n, 9, 9), winners (n,))."""
-    positions = np.empty((n, 9), dtype=np.int64)
-    policies = np.empty((n, 9, 9))
-    winners = np.empty(n, dtype=np.int8)
-    _play(n, x.priors, x.values, o.priors, o.values, x.moves, o.moves, x.searches, o.searches,
-          cfg.simulations, cfg.c_puct, cfg.dirichlet_alpha, cfg.dirichlet_weight if noise else 0.0,
-          cfg.temperature_moves, game.AFTER, game.LEGAL, game.TERMINAL, game.WINNER,
-          positions, policies, winners)
     return positions, policies, winners
 
 
@@ -281,9 +375,8 @@ class Agent(base.Agent):
         self.priors, self.values = net_tables(net)
 
     def scores(self, codes):
-        codes = np.asarray(codes, dtype=np.int64)
-        return _root_counts(codes, self.priors, self.values, self.simulations, self.c_puct,
-                            game.AFTER, game.LEGAL, game.TERMINAL)
+        return root_counts(np.asarray(codes, dtype=np.int64), self.priors, self.values,
+                           Params.greedy(self.simulations, self.c_puct), game.RULES)
 
     def arrays(self):
         return {**self.net.arrays(), "simulations": np.array(self.simulations),
@@ -295,15 +388,17 @@ class Agent(base.Agent):
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.candidate = MLP([9] + [cfg.neurons] * cfg.layers + [10], self.rng, output="linear")
+        self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [10], self.rng, output="linear")
         self.best = self.candidate.copy()
-        self.self_play = run.opponent == "self"
-        self.opponent = None if self.self_play else Player(moves=opponents.table(run.opponent))
-        self.side = 1 if run.player == 1 else -1
+        self.self_play = run.opponent == opponents.SELF
+        self.opponent = (None if self.self_play
+                         else Contestant.playing(opponents.for_training(run.opponent)))
+        self.side = None if self.self_play else side(run.player)
+        self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0
         # The training window: one row per position of the recent games, with its game number.
         self.codes = np.empty(0, dtype=np.int64)
@@ -311,15 +406,15 @@ class Learner(base.Learner):
         self.outcomes = np.empty(0)
         self.game_ids = np.empty(0, dtype=np.int64)
 
-    def _seats(self, player: Player):
-        """(X, O) for a game of `player` in seat `run.player` against the fixed opponent."""
-        return (player, self.opponent) if self.side == 1 else (self.opponent, player)
+    def _pairing(self, contestant: Contestant):
+        """(X, O) for a game of `contestant` in seat `run.player` against the fixed opponent."""
+        return (contestant, self.opponent) if self.side == 1 else (self.opponent, contestant)
 
     def iterate(self) -> np.ndarray:
         n = self.run.episodes_per_update
-        best = Player(self.best)
-        seats = (best, best) if self.self_play else self._seats(best)
-        positions, policies, winners = play(n, *seats, self.cfg, noise=True)
+        best = Contestant.searching(self.best)
+        x, o = (best, best) if self.self_play else self._pairing(best)
+        positions, policies, winners = play_games(n, x, o, self.training, game.RULES)
         self._remember(positions, policies, winners)
         self._train()
         if self._candidate_holds_up(best):
@@ -337,15 +432,15 @@ class Learner(base.Learner):
         outcomes = np.broadcast_to(winners[:, None], searched.shape)[searched] * game.TO_MOVE[codes]
         self.outcomes = np.concatenate([self.outcomes, outcomes])
         self.game_ids = np.concatenate([self.game_ids, game_ids[searched]])
-        keep = self.game_ids >= self.games - self.cfg.window
+        keep = self.game_ids >= self.games - self.knobs.window
         self.codes, self.policies = self.codes[keep], self.policies[keep]
         self.outcomes, self.game_ids = self.outcomes[keep], self.game_ids[keep]
 
     def _train(self):
         """`train_steps` SGD steps, each on `batch_size` positions drawn uniformly from the window,
         each seen in one of its 8 symmetric images drawn at random (augmentation)."""
-        net, size = self.candidate, self.cfg.batch_size
-        for _ in range(self.cfg.train_steps):
+        net, size = self.candidate, self.knobs.batch_size
+        for _ in range(self.knobs.train_steps):
             rows = self.rng.integers(len(self.codes), size=size)
             images = self.rng.integers(len(game.SYMMETRIES), size=size)
             codes, policies = symmetric_images(self.codes[rows], self.policies[rows], images)
@@ -356,29 +451,29 @@ class Learner(base.Learner):
             d_value = 2.0 * (v - outcomes) * (1.0 - v * v)
             grads = net.gradients(acts, np.hstack([p - policies, d_value[:, None]]) / size)
             for i, w in enumerate(net.weights):
-                grads[i] = grads[i] + 2.0 * self.cfg.l2 * w
-            net.descend(grads, self.cfg.alpha)
+                grads[i] = grads[i] + 2.0 * self.knobs.l2 * w
+            net.descend(grads, self.knobs.alpha)
 
-    def _candidate_holds_up(self, best: Player) -> bool:
+    def _candidate_holds_up(self, best: Contestant) -> bool:
         """The gating match (see the module docstring)."""
-        n = self.cfg.gating_games
+        n = self.knobs.gating_games
         if n == 0:
             return True
-        candidate = Player(self.candidate)
+        candidate = Contestant.searching(self.candidate)
         if self.self_play:
-            _, _, as_x = play(n - n // 2, candidate, best, self.cfg, noise=False)
-            _, _, as_o = play(n // 2, best, candidate, self.cfg, noise=False)
+            _, _, as_x = play_games(n - n // 2, candidate, best, self.gating, game.RULES)
+            _, _, as_o = play_games(n // 2, best, candidate, self.gating, game.RULES)
             candidate_wins = (as_x == 1).sum() + (as_o == -1).sum()
             best_wins = (as_x == -1).sum() + (as_o == 1).sum()
             return candidate_wins >= best_wins
         scores = []
-        for player in (candidate, best):
-            _, _, winners = play(n, *self._seats(player), self.cfg, noise=False)
+        for contestant in (candidate, best):
+            _, _, winners = play_games(n, *self._pairing(contestant), self.gating, game.RULES)
             scores.append((self.side * winners).sum())  # wins minus losses
         return scores[0] >= scores[1]
 
     def agent(self) -> Agent:
-        return Agent(self.best, self.cfg.simulations, self.cfg.c_puct)
+        return Agent(self.best, self.knobs.simulations, self.knobs.c_puct)
 
 
 ALGORITHM = base.Algorithm("alphazero", Config, Learner, Agent, self_play=True)

@@ -70,8 +70,8 @@ class Learner(abc.ABC):
     """Trains one agent: built from the algorithm's knobs and the run's, then stepped by the run
     loop one update at a time."""
 
-    def __init__(self, cfg: Knobs, run: RunConfig):
-        self.cfg, self.run = cfg, run
+    def __init__(self, knobs: Knobs, run: RunConfig):
+        self.knobs, self.run = knobs, run  # as in lab.config.Job: the algorithm's knobs, the run's
 
     @abc.abstractmethod
     def iterate(self) -> np.ndarray:

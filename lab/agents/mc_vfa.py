@@ -8,19 +8,21 @@ need once, when first needed, with the compiled forward pass of lab.nets (the ga
 iteration meet about a fifth of the agent's 2,700 afterstates; a numpy pass over all of them took
 half of the iteration's time). After them every afterstate the agent produced gets the
 every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, -1 loss, 0 otherwise)
-and the net takes one full-batch gradient step towards those means.
+and the net takes one full-batch gradient step towards those means. `play_episodes` is the
+compiled batch of games; `reference_train` states the whole algorithm one game at a time in plain
+Python.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.knobs import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP, first_outputs
-
 
 
 @dataclass(frozen=True)
@@ -67,26 +69,47 @@ class Agent(base.NetAgent):
         return values[after]
 
 
+class Params(NamedTuple):
+    """The numbers `play_episodes` uses, as one argument (by name)."""
+
+    side: int
+    """the agent's mark: 1 (X, moves first) or -1 (O)"""
+    epsilon: float
+    """probability of a random move in this iteration's episodes"""
+
+
 @njit(cache=True)
-def play(weights, biases, linear_output, side, epsilon, opponent_moves, random_moves, trajectories,
-         winners, boards, after, terminal, winner, legal):
-    """Play len(winners) games of the net's agent on `side` (1 X, -1 O), epsilon-greedy on the
-    net's afterstate values with ties broken at random, against the move table opponent_moves.
-    Fills trajectories and winners as game.play_games does."""
+def play_episodes(net, n, opponent_moves, random_moves, params, rules):
+    """Play n episodes of the agent (the CompiledNet `net`) against move table opponent_moves: the
+    agent plays epsilon-greedy on the net's afterstate values, ties broken at random, its random
+    moves drawn from random_moves (the random opponent's table). Returns (trajectories, winners)
+    as lab.game.play does.
+
+    Each afterstate is valued once, when a game first needs it, and remembered for the rest of
+    the batch (the policy is fixed until the update)."""
+    after, terminal, winner, legal, boards = (rules.after, rules.terminal, rules.winner,
+                                              rules.legal, rules.boards)
+    weights, biases, linear_output = net
+    side, epsilon = params.side, params.epsilon
+    trajectories = np.empty((n, 9), dtype=np.int64)
+    winners = np.empty(n, dtype=np.int8)
     values = np.empty(boards.shape[0], dtype=np.float32)
     known = np.zeros(boards.shape[0], dtype=np.bool_)
     missing = np.empty((9, boards.shape[1]), dtype=np.float32)
     scores = np.empty(9, dtype=np.float32)
-    for g in range(winners.shape[0]):
+    for g in range(n):
         code = 0
         t = 0
         while True:
             if (t % 2 == 0) != (side == 1):
                 move = game.sample_move(opponent_moves, code)
+            # game.epsilon_greedy's choice and draws, except that epsilon 0 (the seed's) draws
+            # nothing and the net values afterstates only for greedy moves (and sample_move on
+            # the random table keeps this loop ~2% faster than game.random_move)
             elif epsilon > 0.0 and np.random.random() < epsilon:
                 move = game.sample_move(random_moves, code)
             else:
-                count = 0
+                count = 0  # value the afterstates not valued yet, in one pass of the net
                 for m in range(9):
                     if legal[code, m] and not known[after[code, m]]:
                         missing[count] = boards[after[code, m]]
@@ -109,42 +132,84 @@ def play(weights, biases, linear_output, side, epsilon, opponent_moves, random_m
                 break
         trajectories[g, t:] = -1
         winners[g] = winner[code]
+    return trajectories, winners
+
+
+def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
+    """The Learner's algorithm as plainly as possible: one game at a time in Python, the net asked
+    about each decision's afterstates, returns G = r + gamma G walked back through the game,
+    running means with step 1/N, one full-batch gradient step per iteration. Returns the net.
+
+    It starts from the Learner's net (same seed) but draws its games from numpy's stream, not the
+    kernel's, so the two agree in distribution, not game by game: the tests compare what they
+    learn across seeds."""
+    rng = np.random.default_rng(run.seed)
+    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng)
+    opponent, me = opponents.table(run.opponent), side(run.player)
+    alpha, epsilon = knobs.alpha, knobs.epsilon
+    means, counts = {}, {}  # per afterstate: the mean of its returns, their number
+    for _ in range(iterations):
+        for _ in range(run.episodes_per_update):
+            code, afterstates = game.EMPTY, []
+            while not game.TERMINAL[code]:
+                moves = np.flatnonzero(game.LEGAL[code])
+                if game.TO_MOVE[code] != me:
+                    move = rng.choice(9, p=opponent[code])
+                elif epsilon > 0 and rng.random() < epsilon:
+                    move = rng.choice(moves)
+                else:
+                    values = net(game.BOARDS[game.AFTER[code, moves]])[:, 0]
+                    move = rng.choice(moves[values == values.max()])
+                code = game.AFTER[code, move]
+                if game.TO_MOVE[code] != me:  # the agent just moved: an afterstate of its own
+                    afterstates.append(code)
+            reward, g = me * game.WINNER[code], 0.0  # +1 the agent won, -1 it lost, 0 a draw
+            for k, afterstate in enumerate(reversed(afterstates)):
+                g = (reward if k == 0 else 0.0) + knobs.gamma * g
+                counts[afterstate] = counts.get(afterstate, 0) + 1
+                mean = means.get(afterstate, 0.0)
+                means[afterstate] = mean + (g - mean) / counts[afterstate]
+        seen = sorted(means)
+        net.fit_step(game.BOARDS[seen], np.array([means[c] for c in seen]), alpha)
+        if knobs.memory == "clear":
+            means, counts = {}, {}
+        alpha *= knobs.alpha_decay_per_update
+        epsilon *= knobs.epsilon_decay_per_update
+    return net
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.net = MLP([9] + [cfg.neurons] * cfg.layers + [1], self.rng)
-        self.alpha, self.epsilon = cfg.alpha, cfg.epsilon
-        self.opponent = opponents.table(run.opponent)
-        self.explore = game.uniform_over(game.LEGAL)
-        self.side = 1 if run.player == 1 else -1
+        self.net = MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng)
+        self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
+        self.side = side(run.player)
+        self.opponent = opponents.for_training(run.opponent)
         self.return_sums = np.zeros(game.N_CODES)
         self.visits = np.zeros(game.N_CODES)
 
     def iterate(self) -> np.ndarray:
-        n = self.run.episodes_per_update
-        trajectories, winners = np.empty((n, 9), dtype=np.int64), np.empty(n, dtype=np.int8)
-        play(*self.net.compiled(), self.side, self.epsilon, self.opponent, self.explore,
-             trajectories, winners, game.BOARDS, game.AFTER, game.TERMINAL, game.WINNER, game.LEGAL)
+        trajectories, winners = play_episodes(self.net.compiled(), self.run.episodes_per_update,
+                                              self.opponent, opponents.table("random"),
+                                              Params(self.side, self.epsilon), game.RULES)
 
         # Every-visit Monte Carlo: the agent's k-th of K afterstates returns r * gamma^(K-1-k).
-        mine = trajectories[:, (0 if self.side == 1 else 1) :: 2]
+        mine = trajectories[:, self.run.player - 1 :: 2]  # the columns of the agent's seat
         played = mine >= 0
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
-        returns = (self.side * winners)[:, None] * self.cfg.gamma ** steps_to_end
+        returns = (self.side * winners)[:, None] * self.knobs.gamma ** steps_to_end
         self.return_sums += np.bincount(mine[played], returns[played], game.N_CODES)
         self.visits += np.bincount(mine[played], minlength=game.N_CODES)
 
         seen = np.flatnonzero(self.visits)
         self.net.fit_step(game.BOARDS[seen], self.return_sums[seen] / self.visits[seen], self.alpha)
-        if self.cfg.memory == "clear":
+        if self.knobs.memory == "clear":
             self.return_sums[seen] = 0.0
             self.visits[seen] = 0.0
-        self.alpha *= self.cfg.alpha_decay_per_update
-        self.epsilon *= self.cfg.epsilon_decay_per_update
+        self.alpha *= self.knobs.alpha_decay_per_update
+        self.epsilon *= self.knobs.epsilon_decay_per_update
         return game.tally(winners)
 
     def agent(self) -> Agent:

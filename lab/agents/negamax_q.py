@@ -26,10 +26,11 @@ too.
 g mod K, each with its own Q values; the run's seed fixes them all) and the agent plays their sum:
 a move few members consider bad scores best. The episodes of a run are split between the members,
 so the run's rows count every episode once. Updates happen every episode, so the episodes run
-one after another in a compiled loop.
+one after another in a compiled loop, `train`; `reference_train` is the same loop in plain Python.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -37,7 +38,6 @@ from numba import njit
 from lab import game, opponents
 from lab.agents import base
 from lab.knobs import Knobs, RunConfig, require
-
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,32 @@ class Agent(base.QTableAgent):
     algorithm = "negamax_q"
 
 
+class Params(NamedTuple):
+    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+
+    x_plays_table: bool
+    """X plays epsilon-greedy on the table (else X plays the opponent's move table)"""
+    o_plays_table: bool
+    """the same for O (both in self-play)"""
+    alpha: float
+    """Q step size"""
+    gamma: float
+    """discount of the opponent's best Q at the next position"""
+    epsilon: float
+    """probability of a random move for each move the table makes"""
+    loss_reward: float
+    """reward of the loser's last move"""
+    draw_reward: float
+    """reward of the last two moves of a draw"""
+    reward_decay: float
+    """share of the final reward given to each earlier move, per move back from the end"""
+
+    @classmethod
+    def of(cls, knobs: Config, run: RunConfig) -> "Params":
+        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.gamma, knobs.epsilon,
+                   knobs.loss_reward, knobs.draw_reward, knobs.reward_decay)
+
+
 @njit(cache=True)
 def best_score(scores, legal):
     """The highest of the 9 scores over the legal moves (there is at least one)."""
@@ -80,76 +106,97 @@ def best_score(scores, legal):
 
 
 @njit(cache=True)
-def shaped_reward(k, won, loss_reward, draw_reward, reward_decay):
+def shaped_reward(k, won, params):
     """The seed's reward for the move k moves back from the end of a game (k = 0 the last)."""
     if not won:
-        return draw_reward if k < 2 else draw_reward * reward_decay ** (k - 1)
+        return params.draw_reward if k < 2 else params.draw_reward * params.reward_decay ** (k - 1)
     if k == 0:
         return 1.0  # the winning move
     if k == 1:
-        return loss_reward  # the loser's last move, which let the win happen
-    share = reward_decay ** (k - 1)
+        return params.loss_reward  # the loser's last move, which let the win happen
+    share = params.reward_decay ** (k - 1)
     return share if k % 2 == 0 else -share  # the winner's earlier moves gain, the loser's lose
 
 
 @njit(cache=True)
-def train(tables, first_game, opponent_moves, random_moves, table_x, table_o, n, alpha, gamma,
-          epsilon, loss_reward, draw_reward, reward_decay, after, terminal, winner, to_move,
-          legal, tally):
-    """Play n episodes, game g (counted from first_game) training tables[g % K]. The sides flagged
-    table_x / table_o play epsilon-greedy on the table, a side not flagged plays opponent_moves.
-    Results go to tally ([X wins, O wins, draws])."""
+def train(ensemble_q, first_game, opponent_moves, n, params, rules):
+    """Play n episodes, game g (counted from first_game) training member g % K of ensemble_q
+    (K, N_CODES, 9). A side that plays the table moves epsilon-greedy on it, a side that does
+    not plays move table opponent_moves. Returns the results [X wins, O wins, draws]."""
+    after, terminal, winner, to_move, legal = (rules.after, rules.terminal, rules.winner,
+                                               rules.to_move, rules.legal)
+    alpha, gamma = params.alpha, params.gamma
+    tally = np.zeros(3, dtype=np.int64)
     codes = np.empty(9, dtype=np.int64)
     moves = np.empty(9, dtype=np.int64)
     for g in range(first_game, first_game + n):
-        q = tables[g % tables.shape[0]]
+        q = ensemble_q[g % ensemble_q.shape[0]]
         code = 0
         t = 0
         while not terminal[code]:
-            if not (table_x if to_move[code] == 1 else table_o):
+            if not (params.x_plays_table if to_move[code] == 1 else params.o_plays_table):
                 move = game.sample_move(opponent_moves, code)
-            elif np.random.random() < epsilon:
-                move = game.sample_move(random_moves, code)
             else:
-                move = game.best_move(q[code], legal[code])
+                move, _ = game.epsilon_greedy(q[code], legal[code], params.epsilon)
             codes[t] = code
             moves[t] = move
             t += 1
             code = after[code, move]
         won = winner[code] != 0
         for k in range(t):  # k moves back from the end
-            reward = shaped_reward(k, won, loss_reward, draw_reward, reward_decay)
+            reward = shaped_reward(k, won, params)
             s = codes[t - 1 - k]
             a = moves[t - 1 - k]
             nxt = after[s, a]
             best_reply = 0.0 if terminal[nxt] else best_score(q[nxt], legal[nxt])
             q[s, a] += alpha * (reward - gamma * best_reply - q[s, a])
-        tally[0 if winner[code] == 1 else 1 if winner[code] == -1 else 2] += 1
+        game.count_result(tally, winner[code])
+    return tally
+
+
+def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: game.Stream):
+    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
+    stream: from the same seed it plays the same games and leaves the same tables and tally.
+    (The rewards are `shaped_reward`'s, called from Python.)"""
+    plays_table = {1: params.x_plays_table, -1: params.o_plays_table}  # by side: X 1, O -1
+    winners = []
+    for g in range(first_game, first_game + n):
+        q = ensemble_q[g % len(ensemble_q)]
+        code, history = game.EMPTY, []  # every (position, move) of the game, both sides'
+        while not game.TERMINAL[code]:
+            if plays_table[game.TO_MOVE[code]]:
+                move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], params.epsilon)
+            else:
+                move = stream.sample_move(opponent_moves[code])
+            history.append((code, move))
+            code = game.AFTER[code, move]
+        won = game.WINNER[code] != 0
+        for k, (s, a) in enumerate(reversed(history)):  # from the last move to the first
+            nxt = game.AFTER[s, a]  # the opponent's position: its best reply counts against a
+            best_reply = 0.0 if game.TERMINAL[nxt] else q[nxt][game.LEGAL[nxt]].max()
+            q[s, a] += params.alpha * (shaped_reward(k, won, params) - params.gamma * best_reply
+                                       - q[s, a])
+        winners.append(game.WINNER[code])
+    return game.tally(np.array(winners))
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.tables = np.zeros((cfg.ensemble, game.N_CODES, 9))
-        self_play = run.opponent == "self"
-        self.table_sides = (self_play or run.player == 1, self_play or run.player == 2)
-        # In self-play the opponent table is never consulted; any move table fills the argument.
-        self.opponent = opponents.table("random" if self_play else run.opponent)
+        self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
+        self.params = Params.of(knobs, run)
+        self.opponent = opponents.for_training(run.opponent)
         self.games = 0
 
     def iterate(self) -> np.ndarray:
-        cfg, n = self.cfg, self.run.episodes_per_update
-        tally = np.zeros(3, dtype=np.int64)
-        train(self.tables, self.games, self.opponent, opponents.table("random"),
-              *self.table_sides, n, cfg.alpha, cfg.gamma, cfg.epsilon, cfg.loss_reward,
-              cfg.draw_reward, cfg.reward_decay, game.AFTER, game.TERMINAL, game.WINNER,
-              game.TO_MOVE, game.LEGAL, tally)
+        n = self.run.episodes_per_update
+        tally = train(self.q, self.games, self.opponent, n, self.params, game.RULES)
         self.games += n
         return tally
 
     def agent(self) -> Agent:
-        return Agent(self.tables.sum(axis=0))
+        return Agent(self.q.sum(axis=0))
 
 
 ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)

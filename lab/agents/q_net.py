@@ -21,7 +21,7 @@ import numpy as np
 
 from lab import game, opponents
 from lab.agents import base
-from lab.knobs import Knobs, RunConfig, require
+from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
 MOVES = np.eye(9)
@@ -78,36 +78,36 @@ class Agent(base.NetAgent):
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        self.net = MLP([18] + [cfg.neurons] * cfg.layers + [1], self.rng, output="linear")
-        self.opponent = opponents.table(run.opponent)
-        self.side = 1 if run.player == 1 else -1
-        # The agent's move at column t of a trajectory adds its digit (1 for X, 2 for O) times 3^move.
-        self.digit = 1 if self.side == 1 else 2
-        self.first_column = 0 if self.side == 1 else 1
+        self.net = MLP([18] + [knobs.neurons] * knobs.layers + [1], self.rng, output="linear")
+        self.opponent = opponents.for_training(run.opponent)
+        self.side = side(run.player)
+        self.first_column = run.player - 1  # the agent's moves are columns first_column::2
         steps = max(run.iterations - 1, 1)
-        self.epsilons = cfg.epsilon * (cfg.epsilon_final / cfg.epsilon) ** (np.arange(run.iterations) / steps)
+        self.epsilons = knobs.epsilon * (knobs.epsilon_final / knobs.epsilon) ** (np.arange(run.iterations) / steps)
         self.iteration = 0
         self.q = np.zeros((game.N_CODES, 9))
-        self.moves = np.zeros((game.N_CODES, 9))  # the epsilon-greedy policy where evaluated
+        self.policy = np.zeros((game.N_CODES, 9))  # the epsilon-greedy move table where evaluated
         self.evaluated_at = np.zeros(game.N_CODES, dtype=np.int64)  # iteration q[code] is from
 
     def iterate(self) -> np.ndarray:
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
         self.iteration += 1
-        trajectories, winners = self._play(epsilon)
-        self._fit(*self._samples(trajectories, winners))
+        trajectories, moves, winners = self._play_episodes(epsilon)
+        self._fit(*self._samples(trajectories, moves, winners))
         return game.tally(winners)
 
-    def _play(self, epsilon: float):
-        """The iteration's episodes as one batch, move by move: (trajectories, winners) as
-        lab.game.play returns them. The policy is fixed, so the net is evaluated once per
-        iteration at each position the agent actually reaches (a few hundred, not all 2,000+)."""
+    def _play_episodes(self, epsilon: float):
+        """The iteration's episodes as one batch, move by move: (trajectories, moves, winners),
+        trajectories and winners as lab.game.play returns them and moves[g, t] the cell of move t
+        (-1 after the end). The policy is fixed, so the net is evaluated once per iteration at
+        each position the agent actually reaches (a few hundred, not all 2,000+)."""
         n = self.run.episodes_per_update
         codes = np.zeros(n, dtype=np.int64)
         trajectories = np.full((n, 9), -1, dtype=np.int64)
+        moves = np.full((n, 9), -1, dtype=np.int64)
         for t in range(9):
             live = np.flatnonzero(~game.TERMINAL[codes])
             if live.size == 0:
@@ -118,32 +118,33 @@ class Learner(base.Learner):
                 self.evaluated_at[new] = self.iteration
                 self.q[new] = q_values(self.net, new)
                 legal = game.LEGAL[new]
-                self.moves[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
-                probs = self.moves[here]
+                self.policy[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
+                probs = self.policy[here]
             else:
                 probs = self.opponent[here]
             cumulative = probs.cumsum(axis=1)
             draws = self.rng.random(len(here))[:, None] * cumulative[:, -1:]
-            codes[live] = game.AFTER[here, (cumulative > draws).argmax(axis=1)]
+            move = (cumulative > draws).argmax(axis=1)
+            moves[live, t] = move
+            codes[live] = game.AFTER[here, move]
             trajectories[live, t] = codes[live]
-        return trajectories, game.WINNER[codes]
+        return trajectories, moves, game.WINNER[codes]
 
-    def _samples(self, trajectories, winners):
+    def _samples(self, trajectories, moves, winners):
         """The agent's (position, move) pairs of a batch of episodes and their TD targets."""
         n = len(winners)
-        # before[:, t] is the position move t was played from; two -1 columns past the end let
-        # every agent move look two moves ahead to its own next move.
+        # before[:, t] is the position move t was played from; two -1 columns past the end (of
+        # positions and of moves) let every agent move look two moves ahead to its own next one.
         before = np.hstack([np.zeros((n, 1), np.int64), trajectories, np.full((n, 2), -1)])
+        moves = np.hstack([moves, np.full((n, 2), -1)])
         columns = np.arange(self.first_column, 9, 2)
-        states, afters = before[:, columns], before[:, columns + 1]
-        next_states, next_afters = before[:, columns + 2], before[:, columns + 3]
+        states, actions, afters = before[:, columns], moves[:, columns], before[:, columns + 1]
+        next_states, next_actions = before[:, columns + 2], moves[:, columns + 2]
         played = afters >= 0
-        continues = next_afters >= 0  # the agent moves again in this episode
-        actions = _move_index((afters - states) // self.digit)
-        next_actions = _move_index((next_afters - next_states) // self.digit)
+        continues = before[:, columns + 3] >= 0  # the agent moves again in this episode
         reward = np.broadcast_to((self.side * winners)[:, None], played.shape)
         next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
-        targets = np.where(continues, self.cfg.gamma * next_q, reward)
+        targets = np.where(continues, self.knobs.gamma * next_q, reward)
         return states[played], actions[played], targets[played]
 
     def _fit(self, states, actions, targets):
@@ -157,18 +158,13 @@ class Learner(base.Learner):
         mean_targets = np.bincount(inverse, targets) / counts
         weights = (counts / len(targets))[:, None]
         inputs = q_inputs(pairs // 9, pairs % 9)
-        for _ in range(self.cfg.epochs):
+        for _ in range(self.knobs.epochs):
             acts = self.net.activations(inputs)
             error = acts[-1] - mean_targets[:, None]
-            self.net.descend(self.net.gradients(acts, weights * error), self.cfg.alpha)
+            self.net.descend(self.net.gradients(acts, weights * error), self.knobs.alpha)
 
     def agent(self) -> Agent:
         return Agent(self.net.copy(), self.run.player)
-
-
-def _move_index(powers: np.ndarray) -> np.ndarray:
-    """The cell m of 3^m (0 where the entry is not a power of 3, e.g. padding)."""
-    return np.searchsorted(game.POW3, np.maximum(powers, 1))
 
 
 ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=False)

@@ -12,20 +12,21 @@ agent's moves is the notebook's:
   Q(prev) += alpha (Q(board, move) - Q(prev)), an on-policy (SARSA-like) TD step.
 
 Epsilon is multiplied by epsilon_decay_per_game before every game (so, as in the notebook, the
-first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random O; here the agent
-takes either seat against any fixed opponent. Updates happen every step, so the episodes run one
-after another in a compiled loop.
+first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random
+O; here the agent takes either seat against any fixed opponent. Updates happen every step, so the
+episodes run one after another in a compiled loop, `train`; `reference_train` is the same loop in
+plain Python.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from lab import game, opponents
 from lab.agents import base
-from lab.knobs import Knobs, RunConfig, require
-
+from lab.knobs import Knobs, RunConfig, require, side
 
 
 @dataclass(frozen=True)
@@ -48,23 +49,37 @@ class Agent(base.QTableAgent):
     algorithm = "q_table"
 
 
+class Params(NamedTuple):
+    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+
+    side: int
+    """the agent's mark: 1 (X, moves first) or -1 (O)"""
+    alpha: float
+    """TD step size"""
+    epsilon_decay_per_game: float
+    """epsilon is multiplied by this before every game"""
+
+    @classmethod
+    def of(cls, knobs: Config, run: RunConfig) -> "Params":
+        return cls(side(run.player), knobs.alpha, knobs.epsilon_decay_per_game)
+
+
 @njit(cache=True)
-def train(q, opponent_moves, random_moves, side, n, alpha, epsilon, epsilon_decay,
-          after, terminal, winner, legal, tally):
-    """Play n episodes of the agent (seat `side`: 1 X, -1 O) learning q; count results in tally
-    ([X wins, O wins, draws]). Returns the decayed epsilon."""
+def train(q, epsilon, opponent_moves, n, params, rules):
+    """Play n episodes of the agent learning q against move table opponent_moves. Returns the
+    decayed epsilon and the results [X wins, O wins, draws]."""
+    after, terminal, winner, legal = rules.after, rules.terminal, rules.winner, rules.legal
+    side, alpha = params.side, params.alpha
+    tally = np.zeros(3, dtype=np.int64)
     for _ in range(n):
-        epsilon *= epsilon_decay
+        epsilon *= params.epsilon_decay_per_game
         code = 0
         if side == -1:  # the opponent opens
             code = after[code, game.sample_move(opponent_moves, code)]
         prev_code = -1
         prev_move = -1
         while True:
-            if np.random.random() < epsilon:
-                move = game.sample_move(random_moves, code)
-            else:
-                move = game.best_move(q[code], legal[code])
+            move, _ = game.epsilon_greedy(q[code], legal[code], epsilon)
             nxt = after[code, move]
             if terminal[nxt]:
                 q[code, move] = winner[nxt] * side  # our move won (1) or drew (0): certain
@@ -78,25 +93,51 @@ def train(q, opponent_moves, random_moves, side, n, alpha, epsilon, epsilon_deca
                 break
             prev_code, prev_move = code, move
             code = nxt
-        tally[0 if winner[nxt] == 1 else 1 if winner[nxt] == -1 else 2] += 1
-    return epsilon
+        game.count_result(tally, winner[nxt])
+    return epsilon, tally
+
+
+def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
+    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
+    stream: from the same seed it plays the same games and leaves the same q, epsilon and tally."""
+    winners = []
+    for _ in range(n):
+        epsilon *= params.epsilon_decay_per_game
+        code = game.EMPTY
+        if params.side == -1:  # the opponent opens
+            code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
+        previous = None  # the agent's previous (position, move) in this game
+        while True:
+            move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], epsilon)
+            after_move = game.AFTER[code, move]
+            if game.TERMINAL[after_move]:  # the agent's move ended the game: a certain result
+                q[code, move] = game.WINNER[after_move] * params.side
+                end = after_move
+            else:
+                end = game.AFTER[after_move, stream.sample_move(opponent_moves[after_move])]
+                if game.TERMINAL[end]:  # the opponent's reply ended it: one sample of the result
+                    q[code, move] += params.alpha * (game.WINNER[end] * params.side - q[code, move])
+            if previous is not None:  # on-policy TD: the previous pair moves towards this one
+                q[previous] += params.alpha * (q[code, move] - q[previous])
+            if game.TERMINAL[end]:
+                break
+            previous, code = (code, move), end
+        winners.append(game.WINNER[end])
+    return epsilon, game.tally(np.array(winners))
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
         self.q = np.zeros((game.N_CODES, 9))
-        self.epsilon = cfg.epsilon
-        self.side = 1 if run.player == 1 else -1
-        self.opponent = opponents.table(run.opponent)
+        self.epsilon = knobs.epsilon
+        self.params = Params.of(knobs, run)
+        self.opponent = opponents.for_training(run.opponent)
 
     def iterate(self) -> np.ndarray:
-        tally = np.zeros(3, dtype=np.int64)
-        self.epsilon = train(
-            self.q, self.opponent, opponents.table("random"), self.side,
-            self.run.episodes_per_update, self.cfg.alpha, self.epsilon, self.cfg.epsilon_decay_per_game,
-            game.AFTER, game.TERMINAL, game.WINNER, game.LEGAL, tally)
+        self.epsilon, tally = train(self.q, self.epsilon, self.opponent,
+                                    self.run.episodes_per_update, self.params, game.RULES)
         return tally
 
     def agent(self) -> Agent:

@@ -1,23 +1,25 @@
 """Sutton and Barto's afterstate value table (seed 003; their book, chapter 1).
 
-V(s) estimates the chance that the player who just moved into position s goes on to win. Every
-position starts at 0.5; finished games are fixed at 1 for the player who won with their move and
-at `draw_value` for a full board without a winner (the book counts a draw like a loss, 0, since it
-estimates the probability of winning; 0.5 makes a draw worth half a win). The player moves
+V(s) estimates the chance that the side that just moved into position s goes on to win. Every
+position starts at 0.5; finished games are fixed at 1 for the side that won with its move and at
+`draw_value` for a full board without a winner (the book counts a draw like a loss, 0, since it
+estimates the probability of winning; 0.5 makes a draw worth half a win). A learning side moves
 epsilon-greedily: with probability epsilon a random move, otherwise the move to the afterstate of
-highest value (ties at random). After each greedy move from afterstate s (the player's previous
+highest value (ties at random). After each greedy move from afterstate s (the side's previous
 one) to s', V(s) += alpha (V(s') - V(s)); an exploratory move updates nothing, so random moves do
-not drag values down. When the opponent's move ends the game, the player's last afterstate moves
+not drag values down. When the opponent's move ends the game, the side's last afterstate moves
 towards what that is worth to it: 0 for a loss, draw_value for a draw.
 
 Positions where X just moved and positions where O just moved are disjoint, so one array from the
 mover's view holds X's table and O's table side by side. Against a fixed opponent only the
 agent's seat learns; in self-play (opponent=self) each side is a learner with its own afterstates
 in the same array, and the trained agent plays either seat. Updates happen every step, so the
-episodes run one after another in a compiled loop.
+episodes run one after another in a compiled loop, `train`; `reference_train` is the same loop in
+plain Python.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -27,7 +29,6 @@ from lab.agents import base
 from lab.knobs import Knobs, RunConfig, require
 
 
-
 @dataclass(frozen=True)
 class Config(Knobs):
     alpha: float
@@ -35,7 +36,7 @@ class Config(Knobs):
     epsilon: float
     """probability of an exploratory (random) move"""
     draw_value: float
-    """the fixed value of a drawn final position to both players (the book: 0, a non-win)"""
+    """the fixed value of a drawn final position to both sides (the book: 0, a non-win)"""
 
     def check(self):
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
@@ -63,16 +64,37 @@ class Agent(base.Agent):
 
 def initial_values(draw_value: float) -> np.ndarray:
     """0.5 everywhere except finished games: 1 for the mover's win, draw_value for a draw (a
-    player can only win with their own move)."""
+    side can only win with its own move)."""
     return np.where(game.TERMINAL, np.where(game.WINNER != 0, 1.0, draw_value), 0.5)
 
 
+class Params(NamedTuple):
+    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+
+    x_learns: bool
+    """X plays epsilon-greedy on the values and learns (else X plays the opponent's move table)"""
+    o_learns: bool
+    """the same for O (both in self-play)"""
+    alpha: float
+    """TD step size"""
+    epsilon: float
+    """probability of an exploratory (random) move"""
+    draw_value: float
+    """the value of a drawn final position"""
+
+    @classmethod
+    def of(cls, knobs: Config, run: RunConfig) -> "Params":
+        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.epsilon, knobs.draw_value)
+
+
 @njit(cache=True)
-def train(v, opponent_moves, random_moves, learner_x, learner_o, n, alpha, epsilon, draw_value,
-          after, terminal, winner, to_move, legal, tally):
-    """Play n episodes; the sides flagged as learners (learner_x, learner_o) play epsilon-greedy on
-    v and update it, a non-learning side plays opponent_moves. Results go to tally
-    ([X wins, O wins, draws])."""
+def train(v, opponent_moves, n, params, rules):
+    """Play n episodes; a side that learns plays epsilon-greedy on v and updates it, a side that
+    does not plays move table opponent_moves. Returns the results [X wins, O wins, draws]."""
+    after, terminal, winner, to_move, legal = (rules.after, rules.terminal, rules.winner,
+                                               rules.to_move, rules.legal)
+    alpha = params.alpha
+    tally = np.zeros(3, dtype=np.int64)
     move_values = np.empty(9)
     last = np.empty(2, dtype=np.int64)  # each side's latest afterstate (index 0 X, 1 O)
     for _ in range(n):
@@ -80,16 +102,17 @@ def train(v, opponent_moves, random_moves, learner_x, learner_o, n, alpha, epsil
         code = 0
         while True:
             i = 0 if to_move[code] == 1 else 1
-            if not (learner_x if i == 0 else learner_o):
+            if not (params.x_learns if i == 0 else params.o_learns):
                 code = after[code, game.sample_move(opponent_moves, code)]
             else:
-                if np.random.random() < epsilon:
-                    nxt = after[code, game.sample_move(random_moves, code)]
+                # game.epsilon_greedy's draws, written out: handing it this buffer costs ~10%
+                if np.random.random() < params.epsilon:  # explore: a random move, no update
+                    nxt = after[code, game.random_move(legal[code])]
                 else:
                     for m in range(9):
                         move_values[m] = v[after[code, m]] if legal[code, m] else 0.0
                     nxt = after[code, game.best_move(move_values, legal[code])]
-                    if last[i] >= 0:
+                    if last[i] >= 0:  # a greedy move: TD step from the side's last afterstate
                         v[last[i]] += alpha * (v[nxt] - v[last[i]])
                 last[i] = nxt
                 code = nxt
@@ -97,28 +120,52 @@ def train(v, opponent_moves, random_moves, learner_x, learner_o, n, alpha, epsil
                 break
         # The side that did not make the final move learns what its last afterstate led to.
         other = 1 - i
-        if last[other] >= 0 and (learner_x if other == 0 else learner_o):
-            result = 0.0 if winner[code] != 0 else draw_value
+        if last[other] >= 0 and (params.x_learns if other == 0 else params.o_learns):
+            result = 0.0 if winner[code] != 0 else params.draw_value
             v[last[other]] += alpha * (result - v[last[other]])
-        tally[0 if winner[code] == 1 else 1 if winner[code] == -1 else 2] += 1
+        game.count_result(tally, winner[code])
+    return tally
+
+
+def reference_train(v, opponent_moves, n, params, stream: game.Stream):
+    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
+    stream: from the same seed it plays the same games and leaves the same values and tally."""
+    learns = {1: params.x_learns, -1: params.o_learns}  # by side: X 1, O -1
+    winners = []
+    for _ in range(n):
+        last = {1: None, -1: None}  # each side's latest afterstate
+        code = game.EMPTY
+        while not game.TERMINAL[code]:
+            mover = game.TO_MOVE[code]
+            if not learns[mover]:
+                code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
+                continue
+            legal = game.LEGAL[code]
+            move, explored = stream.epsilon_greedy(np.where(legal, v[game.AFTER[code]], 0.0), legal,
+                                                   params.epsilon)
+            code = game.AFTER[code, move]
+            if not explored and last[mover] is not None:  # TD after greedy moves only
+                v[last[mover]] += params.alpha * (v[code] - v[last[mover]])
+            last[mover] = code
+        other = -mover  # did not make the final move: its last afterstate led to a loss or draw
+        if learns[other] and last[other] is not None:
+            result = 0.0 if game.WINNER[code] != 0 else params.draw_value
+            v[last[other]] += params.alpha * (result - v[last[other]])
+        winners.append(game.WINNER[code])
+    return game.tally(np.array(winners))
 
 
 class Learner(base.Learner):
-    def __init__(self, cfg: Config, run: RunConfig):
-        super().__init__(cfg, run)
+    def __init__(self, knobs: Config, run: RunConfig):
+        super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.values = initial_values(cfg.draw_value)
-        self_play = run.opponent == "self"
-        self.learners = (self_play or run.player == 1, self_play or run.player == 2)
-        # In self-play the opponent table is never consulted; any move table fills the argument.
-        self.opponent = opponents.table("random" if self_play else run.opponent)
+        self.values = initial_values(knobs.draw_value)
+        self.params = Params.of(knobs, run)
+        self.opponent = opponents.for_training(run.opponent)
 
     def iterate(self) -> np.ndarray:
-        tally = np.zeros(3, dtype=np.int64)
-        train(self.values, self.opponent, opponents.table("random"), *self.learners,
-              self.run.episodes_per_update, self.cfg.alpha, self.cfg.epsilon, self.cfg.draw_value,
-              game.AFTER, game.TERMINAL, game.WINNER, game.TO_MOVE, game.LEGAL, tally)
-        return tally
+        return train(self.values, self.opponent, self.run.episodes_per_update, self.params,
+                     game.RULES)
 
     def agent(self) -> Agent:
         return Agent(self.values.copy())
