@@ -1,11 +1,12 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
-the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
-and checked against what results_dir already holds before anything starts; the remaining runs go
-out as one Ray task each (an embedded local Ray unless hydra.launcher.address or RAY_ADDRESS names
-a cluster); each finished run comes back to this process, which writes it atomically, so results
-land in this machine's results_dir whichever node trained them.
+the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
+(lab.compose.Composer), validated and checked against what results_dir already holds before
+anything starts; the remaining runs go out as one Ray task each (an embedded local Ray unless
+hydra.launcher.address or RAY_ADDRESS names a cluster); each finished run comes back to this
+process, which writes it atomically, so results land in this machine's results_dir whichever node
+trained them.
 """
 
 import os
@@ -19,7 +20,7 @@ from omegaconf import DictConfig
 
 import lab
 from lab import config, results
-from lab.compose import CONF_DIR, flat
+from lab.compose import CONF_DIR, Composer, flat
 from lab.config import Job
 from lab.run import RunResult, run
 
@@ -232,18 +233,17 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     """Called by the lab's Hydra launcher with the whole grid."""
     from hydra.core.utils import JobReturn, JobStatus
 
-    composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
-    cfgs = [flat(c) for c in composed]
+    composer = Composer(config_loader, sweep_config)
+    cfgs = [composer(o) for o in job_overrides]
     jobs, notes = plan(cfgs)
-    print(f"{len(composed)} configurations, {len(jobs)} runs to train")
+    print(f"{len(cfgs)} configurations, {len(jobs)} runs to train")
     done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
     status = report(jobs, done, notes)
     if figures:
         analyse(config.check_settings(c)[0] for c in cfgs)
     if status:
         sys.exit(status)
-    return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
-            for o, c in zip(job_overrides, composed)]
+    return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")

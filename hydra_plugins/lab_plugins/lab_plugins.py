@@ -15,7 +15,6 @@ from typing import Optional
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.config_store import ConfigStore
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
@@ -49,9 +48,9 @@ ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabRay
 
 class LabSweeper(BasicSweeper):
     def sweep(self, arguments):
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        overrides = parser.parse_overrides(self._parse_config() + list(arguments))
-        (batch,) = self.split_arguments(overrides, None)
+        from lab.compose import expand
+
+        batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
         return [self.launcher.launch(batch, initial_job_idx=0)]
 
 
