@@ -2,8 +2,8 @@
 
 - LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
   job is validated (a mistyped knob must leave the disk untouched).
-- LabRayLauncher: hands the whole grid to lab.sweep.launch, which validates every job, then runs
-  them as Ray tasks.
+- LabRayLauncher: hands the whole grid to lab.sweep.launch, which composes and validates every
+  job, then runs them as Ray tasks (or only lists them: dry_run).
 - LabSearchPath: makes the repository's `sweeps/` folder a config group, so `+sweeps=NAME`
   selects `sweeps/NAME.yaml`.
 """
@@ -40,6 +40,8 @@ class LabRayLauncherConf:
     """false: run the grid one run after another in this process, without Ray"""
     figures: bool = True
     """false: skip drawing the figures and the summary into results_dir at the end"""
+    dry_run: bool = False
+    """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -55,8 +57,9 @@ class LabSweeper(BasicSweeper):
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True):
-        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures}
+    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True, dry_run=False):
+        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
+                        "dry_run": dry_run}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config
