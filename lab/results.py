@@ -144,7 +144,8 @@ def load(results_dir) -> pd.DataFrame:
     if not files:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
     table = pa.concat_tables(_read_all(files, _read), promote_options="permissive")
-    frame = table.to_pandas(types_mapper=_NULLABLE.get)
+    # one chunk per column instead of one per file: to_pandas then takes half the time
+    frame = table.combine_chunks().to_pandas(types_mapper=_NULLABLE.get)
     return frame.sort_values(["run_id", "iteration"], ignore_index=True)
 
 
