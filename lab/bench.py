@@ -3,18 +3,26 @@
 Prints training episodes per second of every algorithm on a fixed configuration, the engine's own
 limit (uniform-random games per second played in batches by the compiled kernel) measured in the
 same process, and how much faster a 16-run sweep goes on 2 Ray workers than on 1. Compilation and
-start-up are excluded: each measurement warms up first.
+start-up are excluded: each measurement warms up first. Then the driver of big grids (`--driver`
+alone): configurations planned per second, resuming a finished grid, reading a results directory
+of thousands of runs, and the driver's memory as finished runs add up.
 """
 
 import argparse
 import contextlib
 import io
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from lab import agents, config, game, opponents
-from lab.compose import compose
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lab import agents, config, game, opponents, results
+from lab.compose import compose, grid
 
 # name -> (overrides, minimum seconds to measure); targets from issue 6.
 CASES = {
@@ -123,11 +131,107 @@ def sweep_seconds(workers: int, iterations: int) -> float:
         ray.shutdown()
 
 
+# The driver (issue 11): a grid of one group choice over many seeds, of runs that take milliseconds.
+DRIVER_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10"]
+
+
+def _driver_grid(seeds: int, results_dir, iterations: int = 2) -> list[str]:
+    return [*DRIVER_GRID, f"iterations={iterations}", f"seed=range(0,{seeds})", f"results_dir={results_dir}"]
+
+
+def configurations_planned_per_second(seeds: int) -> float:
+    """Configurations per second the driver composes, validates and checks against results_dir
+    (an empty one), in this process; Hydra's expansion of the grid happens before the clock."""
+    from lab import sweep
+
+    with tempfile.TemporaryDirectory() as out:
+        composer, jobs = grid(*_driver_grid(seeds, out))
+        start = time.perf_counter()
+        sweep.plan(composer(o) for o in jobs)
+        return seeds / (time.perf_counter() - start)
+
+
+def write_finished_runs(seeds: int, results_dir) -> None:
+    """The driver grid's runs, all finished, written straight into results_dir: the rows of one
+    real run under each run's id and seed (no checkpoints, which resuming does not read)."""
+    from lab import sweep
+    from lab.run import run
+
+    composer, jobs = grid(*_driver_grid(seeds, results_dir))
+    planned = sweep.plan(composer(o) for o in jobs).train
+    rows = results.arrow_table(run(planned[0]).rows)
+    for job in planned:
+        table = rows.set_column(rows.schema.get_field_index("run_id"), "run_id",
+                                pa.array([job.run_id] * rows.num_rows))
+        table = table.set_column(table.schema.get_field_index("seed"), "seed",
+                                 pa.array([job.run.seed] * rows.num_rows))
+        pq.write_table(table, Path(results_dir) / f"{job.run_id}.parquet")
+
+
+def _sweep_command(args: list[str], prelude: str = "") -> subprocess.CompletedProcess:
+    code = f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"
+    done = subprocess.run([sys.executable, "-c", code, "--multirun", *args, "hydra.launcher.figures=false"],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"the sweep failed:\n{done.stderr}")
+    return done
+
+
+def seconds_to_resume(seeds: int, results_dir) -> float:
+    """Wall time of the real command over a results_dir that holds every run finished: start-up,
+    Hydra, composition, validation, reading results_dir, nothing to train."""
+    start = time.perf_counter()
+    done = _sweep_command(_driver_grid(seeds, results_dir))
+    assert f"{seeds} runs already finished" in done.stdout, done.stdout
+    return time.perf_counter() - start
+
+
+def seconds_to_load(results_dir) -> float:
+    start = time.perf_counter()
+    results.load(results_dir)
+    return time.perf_counter() - start
+
+
+def driver_max_rss_mb(runs: int, num_cpus: int = 2) -> float:
+    """Peak RSS of the driver process (Ray's processes apart) over a real sweep of `runs`
+    200-iteration runs (evaluated once, so that the driver, not the runs, sets the pace). Read
+    from VmHWM: getrusage's ru_maxrss would count the memory of this process, which forked it."""
+    prelude = ("import atexit, re\natexit.register(lambda: print('VmHWM', re.search(r'VmHWM:\\s*(\\d+)', "
+               "open('/proc/self/status').read())[1]))")
+    with tempfile.TemporaryDirectory() as out:
+        args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}"]
+        done = _sweep_command(args, prelude)
+    return int(done.stdout.rsplit("VmHWM", 1)[1].split()[0]) / 1024
+
+
+def driver_section(quick: bool) -> None:
+    seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
+    print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
+    rate = configurations_planned_per_second(seeds)
+    print(f"  plan, validate, check results_dir: {rate:,.0f} configurations/s "
+          f"({seeds:,} in {seeds / rate:.1f} s; target 10,000 in 5 s)")
+    with tempfile.TemporaryDirectory() as out:
+        write_finished_runs(seeds, out)
+        print(f"  resume a finished {seeds:,}-run grid (the whole command): "
+              f"{seconds_to_resume(seeds, out):.1f} s (target 5 s)")
+    with tempfile.TemporaryDirectory() as out:
+        write_finished_runs(loaded, out)
+        print(f"  lab.results.load of {loaded:,} run files: {seconds_to_load(out):.2f} s (target 3,000 in 2 s)")
+    small, big = driver_max_rss_mb(50), driver_max_rss_mb(runs)
+    print(f"  driver peak RSS: 50 runs {small:.0f} MB, {runs:,} runs {big:.0f} MB: "
+          f"{(big - small) / (runs - 50) * 1000:+.0f} MB per 1,000 finished runs (target: 3,000 runs "
+          "within 150 MB of 50)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
+    parser.add_argument("--driver", action="store_true", help="only the driver section")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 5.0
+    if args.driver:
+        driver_section(args.quick)
+        return
 
     print(f"{'what':<34}{'per second':>14}{'target':>12}")
     rate = engine_games_per_second(seconds)
@@ -147,6 +251,7 @@ def main() -> None:
     serial, parallel = sweep_seconds(1, iterations), sweep_seconds(2, iterations)
     print(f"16-run sweep ({iterations} iterations each): 1 worker {serial:.1f} s, "
           f"2 workers {parallel:.1f} s, speed-up {serial / parallel:.2f} (target 1.8)")
+    driver_section(args.quick)
 
 
 if __name__ == "__main__":

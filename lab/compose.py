@@ -2,13 +2,21 @@
 
 `compose(*overrides)` gives the configuration `python -m lab.sweep OVERRIDES` would run, for
 tests, notebooks and the benchmark; `flat` turns a composed Hydra config into the plain knobs that
-lab.config.job validates.
+lab.config.job validates; `Composer` gives the flat configuration of every job of a --multirun
+grid, equal to Hydra's own composition of each job but without paying for it per job.
 """
 
-from omegaconf import DictConfig, OmegaConf
+import copy
+import re
+
+from hydra.core.override_parser.types import Override, OverrideType, ValueType
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.nodes import AnyNode
 
 CONF_PACKAGE = "lab.conf"
 """The lab's configs: the repository's conf/, installed with the lab as this package."""
+_INT_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)=([+-]?(?:0|[1-9][0-9]*))")
+"""A plain key set to an integer literal, in the tokens of Hydra's override grammar (ID, INT)"""
 
 
 def flat(cfg: DictConfig) -> dict:
@@ -23,3 +31,125 @@ def compose(*overrides: str) -> dict:
 
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         return flat(hydra_compose("config", overrides=list(overrides)))
+
+
+class Composer:
+    """The flat configuration of each job of a sweep: `composer(job_overrides) -> dict`.
+
+    Hydra's config loader composes a job (`load_sweep_config`) from scratch, reading and merging
+    the whole defaults tree again (some 70 ms), which made a 10,000-job grid spend minutes before
+    its first run. A job's overrides are of two kinds, told apart as Hydra tells them: config-group
+    choices (`algorithm=q_table`, `+net=l2_n8`, `~opponent`) decide which files are merged; value
+    overrides (`seed=3`, `+tag=x`, `~layers`, `results_dir=/data/${algorithm}`) are applied by
+    Hydra to the merged config afterwards. So Hydra composes each distinct combination of group
+    choices once, and a job's value overrides go onto a copy of that composition through Hydra's
+    own override code. When they all set top-level plain values to plain values (the
+    `seed=range(0,10000)` of a big grid) the copy is a dict: OmegaConf would store those values
+    as given. Whatever fails on this path (a bad override, or one that refers to Hydra's own node,
+    which the cached composition leaves out) is composed from scratch, so errors are Hydra's own.
+    tests/test_compose.py checks the equality with Hydra's composition on randomised grids.
+
+    Relies on internals of hydra-core 1.3 (pinned in pyproject.toml): the config repository
+    Hydra composes from and the function that applies value overrides; and on OmegaConf's node
+    types.
+    """
+
+    def __init__(self, config_loader, master_config: DictConfig):
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        self.loader, self.master = config_loader, master_config
+        self.apply = ConfigLoaderImpl._apply_overrides_to_config
+        self.parser = OverridesParser.create()
+        # the repository Hydra composes from, search path settings of the primary config included
+        hydra_overrides = OmegaConf.to_container(master_config.hydra.overrides.hydra, resolve=False)
+        _, self.repo = config_loader._parse_overrides_and_create_caching_repo(
+            master_config.hydra.job.config_name, hydra_overrides)
+        self.parsed, self.groups, self.bases = {}, {}, {}
+
+    def full(self, overrides: list[str]) -> dict:
+        """Hydra's own composition of one job, from scratch."""
+        return flat(self.loader.load_sweep_config(self.master, list(overrides)))
+
+    def __call__(self, overrides: list[str]) -> dict:
+        try:
+            return self._from_cache(overrides)
+        except Exception:  # noqa: BLE001 - composed from scratch, Hydra raises its own error if any
+            return self.full(overrides)
+
+    def _from_cache(self, overrides: list[str]) -> dict:
+        parsed = [self._parse(o) for o in overrides]
+        choices = tuple(o.input_line for o, is_choice in parsed if is_choice)
+        values = [o for o, is_choice in parsed if not is_choice]
+        cfg, knobs, plain_keys = self._base(choices)
+        plain = {o.key_or_group: o.value() for o in values if _sets_plain_value(o)}
+        if len(plain) == len(values) and plain.keys() <= plain_keys:
+            return {**knobs, **plain}
+        cfg = copy.deepcopy(cfg)
+        self.apply(values, cfg)
+        return flat(cfg)
+
+    def _parse(self, text: str):
+        """The parsed override and whether Hydra takes it as a config-group choice (the rule of
+        Hydra's defaults_list.Overrides), once per distinct string: a grid repeats them."""
+        if text not in self.parsed:
+            # Hydra's ANTLR parser takes 0.1-0.3 ms a string and seed=range(0,10000) makes 10,000
+            # distinct ones; `key=<integer>` is read here as Hydra reads it (tests/test_compose.py).
+            match = _INT_ASSIGNMENT.fullmatch(text)
+            override = (Override(OverrideType.CHANGE, match[1], ValueType.ELEMENT, int(match[2]), input_line=text)
+                        if match else self.parser.parse_override(text))
+            key = override.key_or_group
+            if key not in self.groups:
+                self.groups[key] = self.repo.group_exists(key)  # a look-up on disk
+            self.parsed[text] = override, self.groups[key] and not isinstance(override.value(), dict)
+        return self.parsed[text]
+
+    def _base(self, choices: tuple[str, ...]) -> tuple[DictConfig, dict, set[str]]:
+        """Hydra's composition of these group choices without Hydra's node, its flat knobs, and
+        its top-level keys whose values a plain override replaces as is: untyped ones, and none
+        if the config holds an interpolation (which could depend on a replaced value)."""
+        if choices not in self.bases:
+            cfg = self.loader.load_sweep_config(self.master, list(choices))
+            with open_dict(cfg):
+                del cfg["hydra"]  # the job's own bookkeeping (its overrides, ...); `flat` drops it
+            knobs = flat(cfg)
+            interpolated = knobs != OmegaConf.to_container(cfg, resolve=False)
+            plain_keys = set() if interpolated else {k for k in cfg if type(cfg._get_node(k)) is AnyNode}
+            self.bases[choices] = cfg, knobs, plain_keys
+        return self.bases[choices]
+
+
+def _sets_plain_value(override) -> bool:
+    """`key=value` of a top-level key to a value OmegaConf stores as given: a scalar that is
+    neither an interpolation nor the missing-value marker."""
+    value = override.value()
+    return (override.type is OverrideType.CHANGE and override.package is None
+            and "." not in override.key_or_group
+            and isinstance(value, (int, float, bool, str, type(None)))
+            and not (isinstance(value, str) and ("${" in value or value == "???")))
+
+
+def expand(config_loader, params: list[str], arguments: list[str]) -> list[list[str]]:
+    """Each job's overrides, as the lab's sweeper expands a grid: Hydra's basic sweeper (range(),
+    choice(), glob(), a,b,c) over the sweep's `hydra.sweeper.params` and the command line, one batch."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create(config_loader=config_loader)  # glob() lists a group's options
+    (batch,) = BasicSweeper.split_arguments(parser.parse_overrides(params + arguments), None)
+    return batch
+
+
+def grid(*overrides: str) -> tuple[Composer, list[list[str]]]:
+    """The jobs of `python -m lab.sweep --multirun OVERRIDES`: a Composer and each job's
+    overrides, for tests and the benchmark."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
+        loader = GlobalHydra.instance().config_loader()
+        master = loader.load_configuration("config", list(overrides), run_mode=RunMode.MULTIRUN)
+    params = [f"{key}={value}" for key, value in (master.hydra.sweeper.params or {}).items()]
+    arguments = OmegaConf.to_container(master.hydra.overrides.task, resolve=False)
+    return Composer(loader, master), expand(loader, params, arguments)

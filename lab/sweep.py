@@ -1,70 +1,113 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
-the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is validated
-and checked against what results_dir already holds before anything starts; the remaining runs go
-out as one Ray task each (an embedded local Ray unless hydra.launcher.address or RAY_ADDRESS names
-a cluster); each finished run comes back to this process, which writes it atomically, so results
-land in this machine's results_dir whichever node trained them.
+the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
+(lab.compose.Composer), validated and checked against what results_dir already holds before
+anything starts; the remaining runs go out as one Ray task each (an embedded local Ray unless
+hydra.launcher.address or RAY_ADDRESS names a cluster); each finished run comes back to this
+process, which writes it atomically, so results land in this machine's results_dir whichever node
+trained them. The driver keeps only a few fields per finished run, so its memory does not grow
+with the runs' results, and Ctrl-C stops a sweep cleanly: what finished stays saved.
 """
 
+import itertools
 import os
 import shutil
+import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
 from omegaconf import DictConfig
 
 import lab
 from lab import config, provenance, results
-from lab.compose import CONF_PACKAGE, flat
+from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
 from lab.run import RunResult, run
 
-def _fail(message: str) -> None:
+
+def _fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def plan(cfgs: list[dict]) -> tuple[list[Job], list[str]]:
+class Plan(NamedTuple):
+    """What a grid comes to, known before anything trains."""
+
+    train: list[Job]
+    skip: list[Job]
+    """runs already finished in results_dir"""
+    notes: list[str]
+    """on what is skipped, trained once or re-run"""
+    first: dict[tuple[Path, str], int]
+    """(results_dir, run_id) -> index of the first configuration that is that run"""
+
+
+def plan(cfgs: Iterable[dict]) -> Plan:
     """Validate every configuration and drop duplicates and finished runs.
 
-    Returns the jobs to run and notes on what was skipped or re-run. Exits with a clear error,
-    before anything is written, on the first invalid knob or unreadable results directory.
+    Exits with a clear error, before anything is written, on the first invalid knob or unreadable
+    results directory.
     """
-    jobs, seen, stored = [], set(), {}
-    duplicates = skipped = failed_before = forced = 0
-    for cfg in cfgs:
+    train, skip, first, stored = [], [], {}, {}
+    duplicates = failed_before = forced = 0
+    for index, cfg in enumerate(cfgs):
         try:
             job = config.job(cfg)
             if job.results_dir not in stored:
                 stored[job.results_dir] = results.statuses(job.results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
-        if (job.results_dir, job.run_id) in seen:
+        if (job.results_dir, job.run_id) in first:
             duplicates += 1
             continue
-        seen.add((job.results_dir, job.run_id))
+        first[job.results_dir, job.run_id] = index
         before = stored[job.results_dir].get(job.run_id)
         if before == "finished" and not job.force:
-            skipped += 1
+            skip.append(job)
             continue
         failed_before += before == "failed"
         forced += before == "finished"
-        jobs.append(job)
+        train.append(job)
     notes = []
     if duplicates:
         notes.append(f"{duplicates} configurations repeat another one in every knob their "
                      "algorithm uses: trained once")
-    if skipped:
-        notes.append(f"{skipped} runs already finished in results_dir: skipped (force=true re-runs them)")
+    if skip:
+        notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
     if forced:
         notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
-    return jobs, notes
+    return Plan(train, skip, notes, first)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the driver keeps of a finished run: never its rows or its checkpoint."""
+
+    run_id: str
+    failed: bool
+    error: str | None
+    """the first line of the error of a failed run"""
+
+    @classmethod
+    def of(cls, result: RunResult) -> "Outcome":
+        error = str(result.rows["error"].iloc[0]).splitlines()[0] if result.failed else None
+        return cls(result.run_id, result.failed, error)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped `execute`: the runs in flight were cancelled, `saved` runs of this sweep
+    are stored."""
+
+    def __init__(self, saved: int):
+        super().__init__(saved)
+        self.saved = saved
 
 
 def _clock(seconds: float) -> str:
@@ -88,7 +131,7 @@ class Progress:
         self.start = self.finish_at = time.monotonic()
         self.live = sys.stderr.isatty()
 
-    def update(self, result: RunResult | None = None, running: int = 0) -> None:
+    def update(self, result: Outcome | None = None, running: int = 0) -> None:
         now = time.monotonic()
         elapsed = now - self.start
         if result is not None:
@@ -141,47 +184,68 @@ def connect(address=None, num_cpus=None) -> None:
               "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
 
 
-def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[RunResult]:
-    """Run the jobs (on Ray unless parallel is false), saving each result as it arrives."""
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[Outcome]:
+    """Run the jobs (on Ray unless parallel is false), saving each result as it arrives.
+
+    Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
+    """
     if not jobs:
         return []
     progress = Progress(len(jobs))
     done = []
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
 
-    def finish(job: Job, result: RunResult) -> None:
+    def finish(job: Job, result: RunResult, running: int) -> None:
         results.save(result, job.results_dir)
-        done.append(result)
-        progress.update(result, running=min(len(jobs) - len(done), slots))
+        done.append(Outcome.of(result))
+        progress.update(done[-1], running=running)
 
-    if not parallel:
-        slots = 1
-        for job in jobs:
-            finish(job, run(job, code))
+    try:
+        if parallel:
+            _on_ray(jobs, code, finish, progress, address, num_cpus)
+        else:
+            for i, job in enumerate(jobs):
+                finish(job, run(job, code), running=min(1, len(jobs) - i - 1))
+    except KeyboardInterrupt:
+        raise Interrupted(len(done)) from None
+    finally:
         progress.close()
-        return done
+    return done
 
+
+def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus) -> None:
+    """Run the jobs as Ray tasks named after their runs (with the driver's provenance.code()),
+    calling finish(job, result, running) as each one ends."""
     import ray
 
     if not ray.is_initialized():
         connect(address, num_cpus)
-    slots = max(1, int(ray.available_resources().get("CPU", 1)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
-    pending = {remote.remote(job, code): job for job in jobs}
-    progress.update(running=min(len(pending), slots))
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-        if not ready:
-            progress.update(running=min(len(pending), slots))
-            continue
-        job = pending.pop(ready[0])
-        try:
-            result = ray.get(ready[0])
-        except Exception as exc:  # noqa: BLE001 - a task lost for good is a failed run
-            result = RunResult(job.run_id, _failed_rows(job, exc), None)
-        finish(job, result)
-    progress.close()
-    return done
+    waiting, pending = iter(jobs), {}
+    try:
+        while True:
+            # Only a window of runs is submitted, twice the cluster's CPUs (read again as nodes
+            # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
+            # has little to cancel.
+            slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            for job in itertools.islice(waiting, max(0, 2 * slots - len(pending))):
+                task = remote.options(name=f"{job.run.algorithm}:{job.run_id}")
+                pending[task.remote(job, code)] = job
+            if not pending:
+                return
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            if not ready:
+                progress.update(running=min(len(pending), slots))
+                continue
+            job = pending.pop(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except Exception as exc:  # noqa: BLE001 - a task lost for good is a failed run
+                result = RunResult(job.run_id, _failed_rows(job, exc), None)
+            finish(job, result, running=min(len(pending), slots))
+    finally:
+        for ref in pending:  # Ctrl-C or an error here: leave nothing running on the cluster
+            ray.cancel(ref, force=True)
 
 
 def _failed_rows(job: Job, exc: Exception):
@@ -193,17 +257,32 @@ def _failed_rows(job: Job, exc: Exception):
     }])
 
 
-def report(jobs: list[Job], done: list[RunResult], notes: list[str]) -> int:
+def report(jobs: list[Job], done: list[Outcome]) -> int:
     """Print where results are and what failed; the exit status of the sweep."""
-    for note in notes:
-        print(note)
-    failed = [r for r in done if r.failed]
+    failed = [o for o in done if o.failed]
     dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
     print(f"{len(done) - len(failed)} runs finished, {len(failed)} failed; results in {', '.join(dirs)}")
-    for result in failed:
-        error = str(result.rows["error"].iloc[0]).splitlines()[0]
-        print(f"  failed {result.run_id}: {error}", file=sys.stderr)
+    for outcome in failed:
+        print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _interrupted(stop: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C: one line on what is saved, exit status 130 (128 + SIGINT), no traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break Ray's shutdown
+    saved = stop.saved if isinstance(stop, Interrupted) else 0
+    print(f"\ninterrupted: {saved} finished runs of this sweep are saved; the same command resumes "
+          "the rest", file=sys.stderr)
+    sys.exit(130)
+
+
+def list_plan(p: Plan, job_overrides) -> None:
+    """List what would train and what is skipped, each with the overrides of its configuration."""
+    for what, jobs in (("train", p.train), ("skip ", p.skip)):
+        for job in jobs:
+            overrides = " ".join(job_overrides[p.first[job.results_dir, job.run_id]])
+            print(f"{what} {job.run_id}  {overrides}")
+    print("dry run: nothing trained, nothing written")
 
 
 def analyse(results_dirs) -> None:
@@ -229,30 +308,42 @@ def analyse(results_dirs) -> None:
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
-           figures=True):
+           figures=True, dry_run=False):
     """Called by the lab's Hydra launcher with the whole grid."""
     from hydra.core.utils import JobReturn, JobStatus
 
-    composed = [config_loader.load_sweep_config(sweep_config, list(o)) for o in job_overrides]
-    cfgs = [flat(c) for c in composed]
-    jobs, notes = plan(cfgs)
-    print(f"{len(composed)} configurations, {len(jobs)} runs to train")
-    done = execute(jobs, address=address, num_cpus=num_cpus, parallel=parallel)
-    status = report(jobs, done, notes)
+    composer = Composer(config_loader, sweep_config)
+    try:
+        p = plan(composer(o) for o in job_overrides)
+        print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
+        for note in p.notes:
+            print(note)
+        if dry_run:
+            list_plan(p, job_overrides)
+            return []
+        sys.stdout.flush()  # the notes before the progress (on stderr)
+        done = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel)
+    except KeyboardInterrupt as stop:
+        _interrupted(stop)
+    status = report(p.train, done)
     if figures:
-        analyse(config.check_settings(c)[0] for c in cfgs)
+        analyse(j.results_dir for j in p.train + p.skip)
     if status:
         sys.exit(status)
-    return [JobReturn(overrides=list(o), cfg=c, status=JobStatus.COMPLETED)
-            for o, c in zip(job_overrides, composed)]
+    return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One run in this process (Hydra's run mode)."""
-    jobs, notes = plan([flat(cfg)])
-    done = execute(jobs, parallel=False)
-    status = report(jobs, done, notes)
+    try:
+        p = plan([flat(cfg)])
+        for note in p.notes:
+            print(note)
+        done = execute(p.train, parallel=False)
+    except KeyboardInterrupt as stop:
+        _interrupted(stop)
+    status = report(p.train, done)
     if status:
         sys.exit(status)
 

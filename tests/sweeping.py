@@ -62,6 +62,12 @@ def rows(results_dir) -> pd.DataFrame:
     return results.load(results_dir).drop(columns=list(results.TIMING))
 
 
+def values(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame's values with every missing marker (<NA>, NaN, None) as None, to compare
+    lab.results.load (nullable integer and boolean dtypes) with what pandas.read_parquet gives."""
+    return frame.astype(object).where(frame.notna(), None)
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below pid (children, their children, ...)."""
     parents = {}

@@ -1,8 +1,9 @@
 """Faults a long sweep meets, each staged for real: a Ray worker killed mid-run, the sweep process
-SIGKILLed halfway or in the middle of writing a table, runs that raise or diverge, and two sweeps
-writing into one results_dir at once."""
+SIGKILLed halfway or in the middle of writing a table, Ctrl-C, runs that raise or diverge, and two
+sweeps writing into one results_dir at once."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     proc = spawn(["--multirun", NO_FIGURES, "results_dir=results", *SECONDS, "iterations=200", "seed=0,1"])
 
     def running_task():
-        return [p for p in descendants(proc.pid) if title(p).startswith("ray::_run_remote")]
+        return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
 
     _wait_for(running_task, what="Ray worker running a training task")
     victim = running_task()[0]
@@ -104,6 +105,38 @@ def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, s
     assert f"{4 - len(survivors)} runs finished, 0 failed" in again.stdout
     assert len(_complete(tmp_path / "results", iterations=80).drop_duplicates("run_id")) == 4
     assert all(p.read_bytes() == content for p, content in kept.items())  # not re-run
+
+
+def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_command_resumes(tmp_path, spawn):
+    grid = ["--multirun", NO_FIGURES, "results_dir=results", *SECONDS, "seed=range(0,8)", "hydra.launcher.num_cpus=2"]
+    proc = spawn(grid)
+
+    def training():  # Ray workers are titled after the task they run: ray::<algorithm>:<run id>
+        return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
+
+    _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2 and training(),
+              what="two finished runs and one in flight")
+    workers = training()
+    assert all(re.fullmatch(r"ray::mc_vfa:[0-9a-f]{16}", title(p)) for p in workers)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+    assert proc.wait(timeout=60) == 130, _output(proc)
+    output = _output(proc)
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    saved = results.run_files(tmp_path / "results")
+    assert 2 <= len(saved) < 8
+    assert (f"interrupted: {len(saved)} finished runs of this sweep are saved; the same command resumes "
+            "the rest") in output.splitlines()
+    _wait_for(lambda: not any(Path(f"/proc/{p}").exists() for p in workers), timeout=30,
+              what="cancelled runs gone")
+    _complete(tmp_path / "results", iterations=400)
+    kept = {p: p.read_bytes() for p in saved}
+
+    again = sweep(grid, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(saved)} runs already finished in results_dir: skipped" in again.stdout
+    assert f"{8 - len(saved)} runs finished, 0 failed" in again.stdout
+    assert len(_complete(tmp_path / "results", iterations=400).drop_duplicates("run_id")) == 8
+    assert all(p.read_bytes() == content for p, content in kept.items())
 
 
 STALLED_WRITER = """

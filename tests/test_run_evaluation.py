@@ -5,7 +5,6 @@ import dataclasses
 import types
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -101,8 +100,7 @@ def test_every_algorithm_writes_the_eval_columns(algorithm):
     assert not result.failed, result.rows["error"].iloc[0]
     run_cfg, _ = parse(cfg)
     seats = (1, 2) if run_cfg.opponent == "self" else (run_cfg.player,)
-    table = pa.Table.from_pandas(result.rows.reindex(columns=results.schema().names),
-                                 schema=results.schema(), preserve_index=False).to_pandas()
+    table = results.arrow_table(result.rows).to_pandas()
     for seat in (1, 2):
         column = table[evaluate.column(seat, "random_win")]
         assert column.notna().all() if seat in seats else column.isna().all()

@@ -8,6 +8,7 @@ import pytest
 
 from lab import results
 from lab.plots import winrate_figures
+from sweeping import values
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +30,8 @@ def test_grid_lands_as_one_table(grid):
     assert table.groupby("run_id").size().tolist() == [200] * 4
     assert sorted(table.groupby(["layers", "seed"]).groups) == [(2, 0), (2, 1), (3, 0), (3, 1)]
     loaded = results.load(out)
-    pd.testing.assert_frame_equal(
-        loaded, table.sort_values(["run_id", "iteration"], ignore_index=True), check_dtype=False
-    )
+    ordered = table.sort_values(["run_id", "iteration"], ignore_index=True)
+    pd.testing.assert_frame_equal(values(loaded), values(ordered))
     assert len(list((out / results.CHECKPOINTS).glob("*.npz"))) == 4
     assert "4 runs finished, 0 failed" in done.stdout
 

@@ -2,8 +2,8 @@
 
 - LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
   job is validated (a mistyped knob must leave the disk untouched).
-- LabRayLauncher: hands the whole grid to lab.sweep.launch, which validates every job, then runs
-  them as Ray tasks.
+- LabRayLauncher: hands the whole grid to lab.sweep.launch, which composes and validates every
+  job, then runs them as Ray tasks (or only lists them: dry_run).
 - The named sweeps (the package lab.sweeps: the repository's `sweeps/*.yaml`) become the config
   group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
   than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
@@ -16,7 +16,6 @@ from typing import Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf
 
@@ -40,6 +39,8 @@ class LabRayLauncherConf:
     """false: run the grid one run after another in this process, without Ray"""
     figures: bool = True
     """false: skip drawing the figures and the summary into results_dir at the end"""
+    dry_run: bool = False
+    """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -52,15 +53,16 @@ for _sweep in resources.files("lab.sweeps").iterdir():
 
 class LabSweeper(BasicSweeper):
     def sweep(self, arguments):
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        overrides = parser.parse_overrides(self._parse_config() + list(arguments))
-        (batch,) = self.split_arguments(overrides, None)
+        from lab.compose import expand
+
+        batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
         return [self.launcher.launch(batch, initial_job_idx=0)]
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True):
-        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures}
+    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True, dry_run=False):
+        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
+                        "dry_run": dry_run}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config

@@ -1,0 +1,71 @@
+"""The sweep's driver: the plan is known and printed before training, a dry run only lists it, and
+the driver keeps nothing of a finished run but its id, status and first error line."""
+
+import gc
+import sys
+import weakref
+
+import pytest
+
+from lab import results, sweep
+from lab.run import run
+from sweeping import TINY, cli, snapshot
+
+SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
+
+
+@pytest.fixture
+def half_done(tmp_path):
+    """tmp_path/results holds seeds 0 and 1 of the TINY grid finished."""
+    done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+def test_a_dry_run_lists_what_would_train_and_what_is_skipped_and_changes_nothing(half_done):
+    before = snapshot(half_done)
+    done = cli(["--multirun", "results_dir=results", *TINY, "seed=0,1,2,3", "epsilon=0,0.0",
+                "hydra.launcher.dry_run=true"], half_done)
+    assert done.returncode == 0, done.stderr
+    assert snapshot(half_done) == before
+    lines = done.stdout.splitlines()
+    assert lines[0] == "8 configurations, 2 runs to train"
+    assert "4 configurations repeat another one in every knob their algorithm uses: trained once" in lines
+    assert "2 runs already finished in results_dir: skipped (force=true re-runs them)" in lines
+    train = [line for line in lines if line.startswith("train ")]
+    skip = [line for line in lines if line.startswith("skip ")]
+    assert [line.split("  ")[1] for line in train] == [" ".join(["results_dir=results", *TINY, f"seed={s}", "epsilon=0"])
+                                                       for s in (2, 3)]
+    assert sorted(line.split()[1] for line in skip) == sorted(p.stem for p in results.run_files(half_done / "results"))
+    assert lines[-1] == "dry run: nothing trained, nothing written"
+
+
+def test_the_notes_are_printed_before_training(half_done, monkeypatch):
+    printed_before_training = []
+
+    def watched_run(job, code):
+        printed_before_training.append(sys.stdout.getvalue())
+        return run(job)
+
+    monkeypatch.setattr(sweep, "run", watched_run)
+    done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
+    assert done.returncode == 0, done.stderr
+    assert printed_before_training[0] == ("3 configurations, 1 runs to train\n"
+                                          "2 runs already finished in results_dir: skipped (force=true re-runs them)\n")
+    assert done.stdout.endswith(f"1 runs finished, 0 failed; results in {half_done / 'results'}\n")
+
+
+def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monkeypatch):
+    from lab.compose import compose
+    from lab.config import job
+
+    kept, save = [], results.save
+    monkeypatch.setattr(results, "save", lambda result, d: kept.append(weakref.ref(result)) or save(result, d))
+    jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
+    broken = job(compose(*TINY, "seed=3", "neurons=1000000000000000", f"results_dir={tmp_path}"))
+    done = sweep.execute([*jobs, broken], parallel=False)
+    gc.collect()
+    assert len(kept) == 4 and all(ref() is None for ref in kept)  # every RunResult is gone
+    assert [o.failed for o in done] == [False, False, False, True]
+    assert done[-1].error.startswith("MemoryError: Unable to allocate") and "\n" not in done[-1].error
+    assert {o.run_id for o in done} == {j.run_id for j in [*jobs, broken]}
