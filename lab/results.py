@@ -39,9 +39,10 @@ PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
 """Which code on which machine trained the run, and when (lab.provenance)."""
 
 
-TIMING = ("train_seconds", "started_utc", "finished_utc")
-"""The columns that differ between two runs of the same job (the same configuration and seed
-give the same rows otherwise, alone, in a sweep, serially or on Ray)."""
+CIRCUMSTANCES = ("train_seconds", *provenance.COLUMNS)
+"""The columns that differ between two runs of the same job: when, where, by which command and
+how fast (the same configuration and seed give the same rows otherwise, alone, in a sweep,
+serially or on Ray)."""
 
 
 class ResultsError(RuntimeError):

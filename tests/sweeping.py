@@ -58,8 +58,8 @@ def snapshot(root) -> dict:
 
 
 def rows(results_dir) -> pd.DataFrame:
-    """The stored rows, minus the one column allowed to differ between identical runs."""
-    return results.load(results_dir).drop(columns=list(results.TIMING))
+    """The stored rows, minus the columns allowed to differ between identical runs."""
+    return results.load(results_dir).drop(columns=list(results.CIRCUMSTANCES))
 
 
 def values(frame: pd.DataFrame) -> pd.DataFrame:
