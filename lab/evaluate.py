@@ -270,6 +270,22 @@ def column(seat: int, key: str) -> str:
     return f"eval_p{seat}_{key}"
 
 
+ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "loss"))
+"""The measures of `alternated`: win/draw/loss against each opponent, seats alternated."""
+
+
+def alternated(as_x: dict, as_o: dict) -> dict:
+    """Win/draw/loss against each opponent with seats alternated (seed 002's match: the agent
+    plays X in half the games and O in the other half), exactly: the mean of exact(agent, 1)
+    and exact(agent, 2)."""
+    return {key: (as_x[key] + as_o[key]) / 2 for key in ALTERNATED_KEYS}
+
+
+def alternated_column(key: str) -> str:
+    """The results-table column holding measure `key` of `alternated`."""
+    return f"eval_alternated_{key}"
+
+
 def _ceiling_table() -> str:
     lines = ["Ceiling: the perfect player that best exploits each opponent (exact)",
              f"{'opponent':<9} {'seat':<6} {'win':>8} {'draw':>8} {'loss':>8}"]

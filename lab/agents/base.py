@@ -82,6 +82,13 @@ class Learner(abc.ABC):
     def agent(self) -> Agent:
         """The current greedy agent as a snapshot: later training never changes it."""
 
+    def exploration(self) -> float | None:
+        """The epsilon of the last `iterate`'s training games (its last game's where epsilon
+        decays per game); None for a learner that does not explore epsilon-greedily. This base
+        version is a constant `epsilon` knob; learners that decay it override it."""
+        epsilon = getattr(self.knobs, "epsilon", None)
+        return None if epsilon is None else float(epsilon)
+
 
 @dataclass(frozen=True)
 class Algorithm:

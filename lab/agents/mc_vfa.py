@@ -209,8 +209,12 @@ class Learner(base.Learner):
             self.return_sums[seen] = 0.0
             self.visits[seen] = 0.0
         self.alpha *= self.knobs.alpha_decay_per_update
+        self.played_epsilon = self.epsilon
         self.epsilon *= self.knobs.epsilon_decay_per_update
         return game.tally(winners)
+
+    def exploration(self) -> float:
+        return float(self.played_epsilon)
 
     def agent(self) -> Agent:
         return Agent(self.net.copy(), self.run.player)

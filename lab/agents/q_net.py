@@ -97,7 +97,11 @@ class Learner(base.Learner):
         self.iteration += 1
         trajectories, moves, winners = self._play_episodes(epsilon)
         self._fit(*self._samples(trajectories, moves, winners))
+        self.played_epsilon = epsilon
         return game.tally(winners)
+
+    def exploration(self) -> float:
+        return float(self.played_epsilon)
 
     def _play_episodes(self, epsilon: float):
         """The iteration's episodes as one batch, move by move: (trajectories, moves, winners),
