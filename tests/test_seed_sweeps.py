@@ -32,7 +32,7 @@ def grid(name):
 
 @pytest.mark.parametrize("name, algorithm, runs", [
     ("seed000", "mc_vfa", 96), ("seed001", "q_table", 5), ("seed002", "alphazero", 5),
-    ("seed003", "td_value", 9), ("seed004", "negamax_q", 20)])
+    ("seed003", "td_value", 18), ("seed004", "negamax_q", 20)])
 def test_each_named_sweep_is_a_valid_grid_of_its_seeds_algorithm(name, algorithm, runs):
     jobs = grid(name)
     assert len(jobs) == runs
