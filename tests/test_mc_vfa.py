@@ -72,3 +72,40 @@ def test_learns_seed_defaults_as_o_against_onestep():
         rows = run(job(compose(f"seed={seed}"))).rows
         medians.append(rows["p1_wins"].iloc[-100:].sum() / rows["episodes_per_update"].iloc[0] / 100)
     assert np.median(medians) <= 0.15, medians
+
+
+def test_precision_knob_is_validated():
+    from lab.knobs import ConfigError
+    with pytest.raises(ConfigError, match="precision='float16' is not allowed: precision must be "
+                                          "one of float32, float64"):
+        job(compose("algorithm=mc_vfa", "precision=float16"))
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, tmp_path, precision):
+    """The net, the compiled games and the saved agent all use the chosen number type: every
+    greedy move the kernel plays (epsilon 0) is one of the agent's best moves in that type."""
+    dtype = np.dtype(precision)
+    learner = make_learner("mc_vfa", f"precision={precision}", "layers=2", "neurons=8",
+                           "opponent=random", "player=1", "episodes_per_update=50", "seed=4")
+    for _ in range(5):
+        learner.iterate()
+    assert {p.dtype for p in learner.net.params} == {dtype}
+    path = tmp_path / "agent.npz"
+    learner.agent().save(path)
+    agent = agents.load(path)
+    assert {p.dtype for p in agent.net.params} == {dtype}
+    assert agent.scores(game.DECISIONS[:10]).dtype == dtype
+    table = agent.move_table()
+    from lab import opponents
+    from lab.agents import mc_vfa
+    trajectories, _ = mc_vfa.play_episodes(learner.net.compiled(), 200, opponents.table("random"),
+                                           opponents.table("random"), mc_vfa.Params(1, 0.0),
+                                           game.RULES)
+    for row in trajectories:
+        code = game.EMPTY
+        for t, nxt in enumerate(row[row >= 0]):
+            if t % 2 == 0:  # X, the agent
+                move = int(np.flatnonzero(game.AFTER[code] == nxt)[0])
+                assert table[code, move] > 0
+            code = nxt

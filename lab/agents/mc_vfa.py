@@ -44,11 +44,19 @@ class Config(Knobs):
     """epsilon is multiplied by this after every update"""
     alpha_decay_per_update: float
     """alpha is multiplied by this after every update"""
+    precision: str
+    """the value net's numbers: float32 or float64 (a saturated float32 net ties every move)"""
 
     def check(self):
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
+        require(self.precision in PRECISIONS, "precision", self.precision,
+                f"one of {', '.join(PRECISIONS)}")
         for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
+
+
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
+"""The values of the `precision` knob and the number types they give the net."""
 
 
 class Agent(base.NetAgent):
@@ -64,7 +72,7 @@ class Agent(base.NetAgent):
         distinct = np.zeros(game.N_CODES + 1, dtype=bool)
         distinct[after] = True
         unique = np.flatnonzero(distinct[:-1])
-        values = np.full(game.N_CODES + 1, -np.inf, dtype=np.float32)
+        values = np.full(game.N_CODES + 1, -np.inf, dtype=self.net.weights[0].dtype)
         values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0))
         return values[after]
 
@@ -93,10 +101,11 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
     side, epsilon = params.side, params.epsilon
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
-    values = np.empty(boards.shape[0], dtype=np.float32)
+    dtype = weights[0].dtype  # the net's precision: float32 or float64
+    values = np.empty(boards.shape[0], dtype=dtype)
     known = np.zeros(boards.shape[0], dtype=np.bool_)
-    missing = np.empty((9, boards.shape[1]), dtype=np.float32)
-    scores = np.empty(9, dtype=np.float32)
+    missing = np.empty((9, boards.shape[1]), dtype=dtype)
+    scores = np.empty(9, dtype=dtype)
     for g in range(n):
         code = 0
         t = 0
@@ -144,7 +153,7 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     kernel's, so the two agree in distribution, not game by game: the tests compare what they
     learn across seeds."""
     rng = np.random.default_rng(run.seed)
-    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng)
+    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng, dtype=PRECISIONS[knobs.precision])
     opponent, me = opponents.table(run.opponent), side(run.player)
     alpha, epsilon = knobs.alpha, knobs.epsilon
     means, counts = {}, {}  # per afterstate: the mean of its returns, their number
@@ -183,7 +192,8 @@ class Learner(base.Learner):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.net = MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng)
+        self.net = MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng,
+                       dtype=PRECISIONS[knobs.precision])
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
         self.side = side(run.player)
         self.opponent = opponents.for_training(run.opponent)
