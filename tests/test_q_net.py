@@ -127,3 +127,16 @@ def test_self_play_learns_both_seats(make_learner):
     agent = learner.agent()
     assert exact(agent, 1)["random_win"] >= 0.85
     assert exact(agent, 2)["random_win"] >= 0.5
+
+
+def test_a_linear_q_net_has_no_hidden_layer(run_and_restore):
+    """layers=0: Q is a linear function of the 18 inputs (seed 001's first net); only q_net
+    allows it, the other net learners still need a hidden layer."""
+    restored, _ = run_and_restore("algorithm=q_net", "layers=0", "opponent=random", "player=1",
+                                  "episodes_per_update=30", "iterations=3", "seed=1")
+    assert [w.shape for w in restored.net.weights] == [(18, 1)]
+    for algorithm in ("mc_vfa", "alphazero"):
+        with pytest.raises(ConfigError, match="layers=0 is not allowed: layers must be a positive"):
+            parse(compose(f"algorithm={algorithm}", "layers=0"))
+    with pytest.raises(ConfigError, match="layers=-1 is not allowed"):
+        parse(compose("algorithm=q_net", "layers=-1"))

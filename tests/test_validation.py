@@ -52,7 +52,7 @@ BAD = [  # (override, what the message must say)
     ("player=0", ["player=0 is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("player=first", ["player='first' is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("layers=0", ["layers=0 is not allowed", "a positive integer"]),
-    ("layers=-2", ["layers=-2 is not allowed", "a positive integer"]),
+    ("layers=-2", ["layers=-2 is not allowed", "a non-negative integer"]),
     ("neurons=0", ["neurons=0 is not allowed", "a positive integer"]),
     ("neurons=2.5", ["neurons=2.5 is not allowed", "an integer"]),
     ("episodes_per_update=0", ["episodes_per_update=0 is not allowed", "a positive integer"]),

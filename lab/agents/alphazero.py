@@ -77,6 +77,7 @@ class Config(Knobs):
     """games of the match deciding whether the candidate net replaces the best (0 = always)"""
 
     def check(self):
+        require(self.layers >= 1, "layers", self.layers, "a positive integer")
         for key in ("simulations", "window", "train_steps", "batch_size"):
             require(getattr(self, key) >= 1, key, getattr(self, key), "a positive integer")
         require(self.c_puct > 0, "c_puct", self.c_puct, "positive")

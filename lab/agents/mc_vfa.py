@@ -55,6 +55,7 @@ class Config(Knobs):
     """the value net's numbers: float32 or float64 (a saturated float32 net ties every move)"""
 
     def check(self):
+        require(self.layers >= 1, "layers", self.layers, "a positive integer")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
         require(self.precision in PRECISIONS, "precision", self.precision,
                 f"one of {', '.join(PRECISIONS)}")

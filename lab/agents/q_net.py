@@ -36,7 +36,7 @@ MOVES = np.eye(9)
 @dataclass(frozen=True)
 class Config(Knobs):
     layers: int
-    """hidden layers of the Q net"""
+    """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the seed's first net)"""
     neurons: int
     """units in each hidden layer"""
     alpha: float
