@@ -140,7 +140,9 @@ class NetAgent(Agent):
         for i, (w, b) in enumerate(zip(net.weights, net.biases)):
             h = h @ w
             _add_to_rows(h, b)
-            if not (i == last and net.output == "linear"):
+            if i < last and net.hidden == "relu":
+                np.maximum(h, 0, out=h)
+            elif not (i == last and net.output == "linear"):
                 np.tanh(h, out=h)
         return h[:, 0]
 
