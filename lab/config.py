@@ -15,13 +15,38 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import agents, opponents
+import numpy as np
+
+from lab import agents, game, opponents
 from lab.knobs import RUN_KEYS, SETTINGS, ConfigError, Knobs, RunConfig, is_kind, require
 
 
 def default_eval_every(iterations: int) -> int:
     """About 50 evaluation points per learning curve."""
     return max(1, iterations // 50)
+
+
+def checkpoint_opponent(value: str, player) -> str:
+    """Validate `opponent=PATH.npz`: a lab checkpoint whose agent moves legally at every
+    position and, if it was trained in one seat, takes the other seat than the learner's
+    `player`. Returns its absolute path (the run's opponent, also on Ray workers)."""
+    path = os.path.abspath(os.path.expanduser(value))
+    require(os.path.isfile(path), "opponent", value,
+            f"a fixed opponent or a checkpoint file that exists ({path} does not)")
+    try:
+        agent = agents.load(path)
+        moves = agent.move_table()
+    except Exception as exc:  # noqa: BLE001 - a foreign or damaged file, whatever its fault
+        raise ConfigError(f"opponent={value!r} is not allowed: {path} is not a lab checkpoint "
+                          f"({type(exc).__name__}: {exc})") from None
+    rows = moves[game.DECISIONS]
+    require(bool(np.all(np.abs(rows.sum(axis=1) - 1) < 1e-9)), "opponent", value,
+            f"a checkpoint whose agent moves at every position ({path}'s does not)")
+    seat = getattr(agent, "player", None)  # net agents trained against a fixed opponent
+    require(seat is None or seat != player, "opponent", value,
+            f"a checkpoint of the other seat: its {agent.algorithm} agent was trained as player "
+            f"{seat}, the seat player={player} gives the learner")
+    return path
 
 
 def parse(cfg) -> tuple[RunConfig, Knobs]:
@@ -38,8 +63,12 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     require(algorithm in agents.ALGORITHMS, "algorithm", algorithm, f"one of {', '.join(agents.ALGORITHMS)}")
     algo = agents.get(algorithm)
     allowed_opponents = opponents.NAMES + (("self",) if algo.self_play else ())
-    require(cfg.get("opponent") in allowed_opponents, "opponent", cfg.get("opponent"),
-            f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}")
+    if opponents.is_checkpoint(cfg.get("opponent")):
+        cfg["opponent"] = checkpoint_opponent(cfg["opponent"], cfg.get("player"))
+    else:
+        require(cfg.get("opponent") in allowed_opponents, "opponent", cfg.get("opponent"),
+                f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}, or a "
+                f"checkpoint file PATH.npz")
     require(cfg.get("player") in (1, 2) and is_kind(cfg.get("player"), int), "player", cfg.get("player"),
             "1 (X, moves first) or 2 (O)")
     for key in ("episodes_per_update", "iterations"):

@@ -12,7 +12,8 @@ probability) or a move table itself, so tie-breaking at random is averaged over 
 
 - random_win / random_draw / random_loss, onestep_win / onestep_draw / onestep_loss: the exact
   probabilities of each result against that opponent (lab.opponents);
-- losing_lines / total_lines / never_loses: seed 004's metric, counting lines of play;
+- winning_lines / drawing_lines / losing_lines / total_lines / never_loses: seed 004's metric,
+  counting lines of play (its three shares are the first three over total_lines);
 - optimal_move_rate: how often the agent's move keeps the minimax value.
 
 `ceiling(opponent, player)` gives the best win/draw/loss a perfect player reaches against
@@ -30,7 +31,8 @@ from lab import game, opponents
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
 KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in ("win", "draw", "loss")},
-        "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float}
+        "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float,
+        "winning_lines": int, "drawing_lines": int}
 """The keys of exact()'s result, in order, each with the type of its value."""
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (float sums of the same rationals differ by
@@ -131,15 +133,17 @@ def _backward_pass(agent_probs, side, opponent_probs, first, child, order, start
     At each position the [win, draw, loss] probabilities against each opponent (whose edge
     probabilities are a row of opponent_probs) are sums over the moves of probability x the
     child's (in cell order, as numpy's einsum summed them: the results are the same), and the
-    (losing, total) line counts are sums over the moves the lines follow (see exact).
-    Returns (outcomes (opponents, 3), losing lines, total lines).
+    (winning, drawing, losing, total) line counts are sums over the moves the lines follow (see
+    exact). Returns (outcomes (opponents, 3), [winning, drawing, losing, total] lines).
     """
     value = np.empty((len(opponent_probs), len(mover), 3))  # every row set just below
     for i in range(len(mover)):
         value[:, i, 0], value[:, i, 1] = winner[i] == side, winner[i] == 0
         value[:, i, 2] = winner[i] == -side
+    won = (winner == side).astype(np.int64)
     lost = (winner == -side).astype(np.int64)
     total = np.ones(len(mover), dtype=np.int64)
+    drawn = total - won - lost  # at terminal positions; the loop below sets the others
     for level in range(len(starts) - 2, -1, -1):
         for i in order[starts[level]:starts[level + 1]]:
             mine = mover[i] == side
@@ -152,12 +156,15 @@ def _backward_pass(agent_probs, side, opponent_probs, first, child, order, start
                     draw += p * value[o, child[e], 1]
                     loss += p * value[o, child[e], 2]
                 value[o, i, 0], value[o, i, 1], value[o, i, 2] = win, draw, loss
-            lost[i] = total[i] = 0
+            won[i] = drawn[i] = lost[i] = total[i] = 0
             for e in edges:
                 follows = not mine or agent_probs[e] > 0.0
+                won[i] += follows * won[child[e]]
+                drawn[i] += follows * drawn[child[e]]
                 lost[i] += follows * lost[child[e]]
                 total[i] += follows * total[child[e]]
-    return value[:, order[0]], lost[order[0]], total[order[0]]
+    root = order[0]
+    return value[:, root], np.array([won[root], drawn[root], lost[root], total[root]])
 
 
 @njit(cache=True)
@@ -220,7 +227,7 @@ def ceiling(opponent: str, player: int) -> dict:
     can pass this line.
     """
     side = _side(player)
-    outcomes, _, _ = _backward_pass(_edges(best_response(opponent, player), side), side,
+    outcomes, _ = _backward_pass(_edges(best_response(opponent, player), side), side,
                                     _edges(opponents.table(opponent), -side)[None], *_TREE)
     win, draw, loss = outcomes[0]
     return {"win": float(win), "draw": float(draw), "loss": float(loss)}
@@ -235,7 +242,8 @@ def exact(agent, player: int) -> dict:
     - `total_lines`: the number of distinct move sequences from the empty board to the end of a
       game in which every agent move has non-zero probability in its table (so every tied greedy
       move is followed) and the opponent plays any legal move; `losing_lines`: how many of them
-      the agent loses; `never_loses`: losing_lines == 0, i.e. no opponent can ever beat it.
+      the agent loses, `winning_lines` / `drawing_lines` how many it wins / draws (the three add
+      up to total_lines); `never_loses`: losing_lines == 0, i.e. no opponent can ever beat it.
       Lines are counted, not weighted by probability (seed 004's metric).
     - `optimal_move_rate`: over the agent's decision positions reachable in those lines, the mean
       probability its table puts on moves that keep the minimax value (lab.game.OPTIMAL); 1 means
@@ -243,21 +251,39 @@ def exact(agent, player: int) -> dict:
     """
     side = _side(player)
     probs = _agent_edges(agent, side)
-    outcomes, losing, total = _backward_pass(probs, side, _OPPONENT_EDGES[-side], *_TREE)
+    outcomes, lines = _backward_pass(probs, side, _OPPONENT_EDGES[-side], *_TREE)
+    winning, drawing, losing, total = (int(n) for n in lines)
     result = {}
     for name, (win, draw, loss) in zip(OPPONENTS, outcomes):
         result.update({f"{name}_win": float(win), f"{name}_draw": float(draw),
                        f"{name}_loss": float(loss)})
     rates = _forward_pass(probs, side, _OPTIMAL, _DECISIONS[side], _FIRST, _CELL, _CHILD, _ORDER,
                           _MOVER)
-    result.update(losing_lines=int(losing), total_lines=int(total), never_loses=bool(losing == 0),
-                  optimal_move_rate=float(rates.sum() / len(rates)))  # = rates.mean(), faster
+    result.update(losing_lines=losing, total_lines=total, never_loses=losing == 0,
+                  optimal_move_rate=float(rates.sum() / len(rates)),  # = rates.mean(), faster
+                  winning_lines=winning, drawing_lines=drawing)
     return result
 
 
 def column(seat: int, key: str) -> str:
     """The results-table column holding measure `key` of the agent in seat `seat` (1 X, 2 O)."""
     return f"eval_p{seat}_{key}"
+
+
+ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "loss"))
+"""The measures of `alternated`: win/draw/loss against each opponent, seats alternated."""
+
+
+def alternated(as_x: dict, as_o: dict) -> dict:
+    """Win/draw/loss against each opponent with seats alternated (seed 002's match: the agent
+    plays X in half the games and O in the other half), exactly: the mean of exact(agent, 1)
+    and exact(agent, 2)."""
+    return {key: (as_x[key] + as_o[key]) / 2 for key in ALTERNATED_KEYS}
+
+
+def alternated_column(key: str) -> str:
+    """The results-table column holding measure `key` of `alternated`."""
+    return f"eval_alternated_{key}"
 
 
 def _ceiling_table() -> str:

@@ -35,7 +35,8 @@ def is_kind(value, kind) -> bool:
 KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 SHARED_RULES = {
-    "layers": (lambda v: v >= 1, "a positive integer"),
+    "layers": (lambda v: v >= 0,
+               "a non-negative integer (0, no hidden layer, only where the algorithm allows it)"),
     "neurons": (lambda v: v >= 1, "a positive integer"),
     "alpha": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "epsilon": (lambda v: 0 <= v <= 1, "in [0, 1]"),

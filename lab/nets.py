@@ -29,11 +29,15 @@ class CompiledNet(NamedTuple):
 
 
 class MLP:
-    def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh", dtype=np.float32):
-        """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation."""
+    def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh", dtype=np.float32,
+                 hidden: str = "tanh"):
+        """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation of the last
+        layer; hidden: 'tanh' or 'relu' activation of the others (seed 002's net is ReLU)."""
         if output not in ("tanh", "linear"):
             raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
-        self.output = output
+        if hidden not in ("tanh", "relu"):
+            raise ValueError(f"hidden must be 'tanh' or 'relu', got {hidden!r}")
+        self.output, self.hidden = output, hidden
         self.weights, self.biases = [], []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
             scale = 1.0 / np.sqrt(n_in + n_out)
@@ -50,7 +54,10 @@ class MLP:
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             z = acts[-1] @ w + b
-            acts.append(z if i == last and self.output == "linear" else np.tanh(z))
+            if i == last:
+                acts.append(z if self.output == "linear" else np.tanh(z))
+            else:
+                acts.append(np.maximum(z, 0) if self.hidden == "relu" else np.tanh(z))
         return acts
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -58,6 +65,8 @@ class MLP:
 
     def compiled(self) -> CompiledNet:
         """The parameters as one argument for compiled kernels (see `first_outputs`)."""
+        if self.hidden != "tanh":
+            raise ValueError("first_outputs computes tanh hidden layers only")
         return CompiledNet(tuple(self.weights), tuple(self.biases), self.output == "linear")
 
     def gradients(self, acts: list, d_output: np.ndarray) -> list:
@@ -66,7 +75,10 @@ class MLP:
         delta = np.asarray(d_output, dtype=self.weights[0].dtype)
         for i in reversed(range(len(self.weights))):
             out = acts[i + 1]
-            if not (i == len(self.weights) - 1 and self.output == "linear"):
+            last = i == len(self.weights) - 1
+            if (self.hidden == "relu" and not last):
+                delta = delta * (out > 0)  # relu'(z) = 1 where z > 0
+            elif not (last and self.output == "linear"):
                 delta = delta * (1.0 - out * out)  # tanh'(z) = 1 - tanh(z)^2
             grad_w.append(acts[i].T @ delta)
             grad_b.append(delta.sum(axis=0))
@@ -98,12 +110,16 @@ class MLP:
         named = {f"{prefix}w{i}": w for i, w in enumerate(self.weights)}
         named.update({f"{prefix}b{i}": b for i, b in enumerate(self.biases)})
         named[f"{prefix}linear_output"] = np.array(self.output == "linear")
+        if self.hidden == "relu":  # only then: tanh nets' checkpoints stay as they were
+            named[f"{prefix}relu"] = np.array(True)
         return named
 
     @classmethod
     def from_arrays(cls, arrays, prefix: str = "") -> "MLP":
         net = cls.__new__(cls)
         net.output = "linear" if bool(arrays[f"{prefix}linear_output"]) else "tanh"
+        relu = f"{prefix}relu" in arrays and bool(arrays[f"{prefix}relu"])
+        net.hidden = "relu" if relu else "tanh"
         count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
         net.weights = [np.asarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
         net.biases = [np.asarray(arrays[f"{prefix}b{i}"]) for i in range(count)]

@@ -8,7 +8,10 @@ exact evaluation alike.
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.
 
-`for_training` is what a learner's kernel gets for its `opponent` knob, self-play included.
+`for_training` is what a learner's kernel gets for its `opponent` knob, self-play included, and
+a checkpoint too: `opponent=PATH.npz` is a trained agent of any algorithm, playing its greedy move
+table (tied best moves sharing the probability), frozen. This module sits below the learners, so
+it reads checkpoints through the reader lab.agents registers here (`read_checkpoints_with`).
 """
 
 from functools import cache
@@ -56,10 +59,39 @@ SELF = "self"
 """The `opponent` knob's value for self-play: the learner plays both seats."""
 
 
+CHECKPOINT_SUFFIX = ".npz"
+
+
+def is_checkpoint(name) -> bool:
+    """Whether an `opponent` value names a checkpoint file rather than a fixed opponent."""
+    return isinstance(name, str) and name.endswith(CHECKPOINT_SUFFIX)
+
+
+_read_checkpoint = None
+"""path -> the move table of the agent in that checkpoint; registered by lab.agents."""
+
+
+def read_checkpoints_with(read) -> None:
+    """Register how checkpoints are read (lab.agents does, on import: it owns the registry)."""
+    global _read_checkpoint
+    _read_checkpoint = read
+
+
+def checkpoint_table(path: str) -> np.ndarray:
+    """The move table of the agent in the checkpoint at `path`, read-only."""
+    if _read_checkpoint is None:
+        raise RuntimeError("import lab.agents first: it registers the checkpoint reader")
+    moves = np.ascontiguousarray(_read_checkpoint(path), dtype=np.float64)
+    moves.flags.writeable = False
+    return moves
+
+
 def for_training(name: str) -> np.ndarray:
     """The move table of the opponent a learner trains against (its `opponent` knob).
 
     In self-play (`self`) the learner plays both seats, so its kernel never consults the table;
     the random opponent's table fills the argument (same type, so no second compilation, and a
-    read by mistake would still play legal moves)."""
+    read by mistake would still play legal moves). A checkpoint's agent plays its greedy table."""
+    if is_checkpoint(name):
+        return checkpoint_table(name)
     return table("random" if name == SELF else name)

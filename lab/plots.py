@@ -8,6 +8,9 @@
   dashed lines, optimal-move rate and the share of losing lines.
 - comparison_figure: every algorithm's best configuration (lab.summary's definition) per
   evaluation opponent and seat: exact win rate against training episodes on a log axis.
+- outcome_figures: seed 001's figure, one per configuration whose runs explore epsilon-greedily:
+  over the training games of each iteration (a bin), the mean outcome (1 X wins, 0 draw, -1 O
+  wins), the numbers of wins, draws and losses of the agent, and the epsilon of the games.
 
 Each function takes a results directory or its already loaded table and returns the files it
 wrote. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
@@ -241,12 +244,47 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
     return [_save(fig, out_dir / "comparison_exact_win.png")]
 
 
+def outcome_figures(data, out_dir=None) -> list[Path]:
+    """Seed 001's three-panel figure (see module doc), one per configuration with a recorded
+    epsilon (train_epsilon); seeds drawn as their mean (raw bins, as the notebook drew them)."""
+    frame, out_dir = _outputs(data, out_dir)
+    if "train_epsilon" not in frame:
+        return []
+    explores = frame.groupby("config")["train_epsilon"].transform("max") > 0
+    frame = frame[explores]
+    frame = frame.assign(side=_side(frame), games=frame["p1_wins"] + frame["p2_wins"] + frame["draws"])
+    seat = frame["player"].fillna(1)  # self-play: counted from X's side, as the notebook did
+    mine, theirs = np.where(seat == 1, frame["p1_wins"], frame["p2_wins"]), np.where(seat == 1, frame["p2_wins"], frame["p1_wins"])
+    frame = frame.assign(mean_outcome=(frame["p1_wins"] - frame["p2_wins"]) / frame["games"],
+                         agent_wins=mine, agent_losses=theirs)
+    written = []
+    for (algorithm, side, config), group in frame.groupby(["algorithm", "side", "config"]):
+        fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True, layout="constrained")
+        _draw(axes[0], group, "mean_outcome", spread=False, color="C0")
+        axes[0].set(ylim=(-1.1, 1.1), ylabel="mean of outcomes\n(1 X wins, 0 draw, -1 O wins)")
+        for column, label, color in (("agent_losses", "losses", "r"), ("draws", "draws", "b"),
+                                     ("agent_wins", "wins", "g")):
+            _draw(axes[1], group, column, spread=False, color=color, label=label)
+        axes[1].set(ylabel=f"games of the agent{' (X)' if side == 'self' else ''}\nper bin of "
+                           f"{int(group['games'].iloc[0])}")
+        axes[1].legend(loc="center right")
+        _draw(axes[2], group, "train_epsilon", spread=False, color="k")
+        axes[2].set(ylabel="epsilon", ylim=(-0.02, 1.02), xlabel="training games")
+        for ax in axes:
+            ax.grid(alpha=0.3)
+        seeds = group["seed"].nunique()
+        fig.suptitle(f"{algorithm}: {_who(side, group['opponent'].unique())}\n{config}, training "
+                     f"games in bins of one iteration, mean of {seeds} seed{'s' * (seeds > 1)}")
+        written.append(_save(fig, out_dir / f"{algorithm}_outcomes_{config}.png"))
+    return written
+
+
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
     """Every figure type for a results directory, from one read of its table."""
     frame = results.load(results_dir)
     out_dir = out_dir or Path(results_dir) / results.FIGURES
     return (winrate_figures(frame, out_dir, smooth) + exact_figures(frame, out_dir)
-            + comparison_figure(frame, out_dir))
+            + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir))
 
 
 _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
@@ -255,7 +293,9 @@ _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULT
   rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
 - <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
   OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
-- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x.
+- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x;
+- <algorithm>_outcomes_<configuration>.png: seed 001's figure, mean outcome, wins/draws/losses
+  and epsilon per iteration of training games (runs that explore epsilon-greedily).
 
     lab-plot RESULTS_DIR [--out DIR] [--smooth N]"""
 

@@ -28,10 +28,13 @@ METRICS = [
     ("p1_wins", pa.int64()), ("p2_wins", pa.int64()), ("draws", pa.int64()),
     ("p1_win_rate", pa.float64()), ("p2_win_rate", pa.float64()), ("draw_rate", pa.float64()),
     ("train_seconds", pa.float64()), ("status", pa.string()), ("error", pa.string()),
+    ("train_epsilon", pa.float64()),
 ]
 EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
               for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
-"""Exact evaluation (lab.evaluate.exact) of the agent in each seat; null where not evaluated."""
+EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evaluate.ALTERNATED_KEYS]
+"""Exact evaluation (lab.evaluate.exact) of the agent in each seat, and with seats alternated
+(lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
 
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else

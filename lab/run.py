@@ -30,10 +30,16 @@ class RunResult:
 
 def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
     """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
-    columns eval_p<seat>_<key>."""
+    columns eval_p<seat>_<key>; evaluated in both seats, also the seats-alternated results
+    (lab.evaluate.alternated) as eval_alternated_<key>."""
     moves = agent.move_table()
-    return {evaluate.column(seat, key): value
-            for seat in run_cfg.seats for key, value in evaluate.exact(moves, seat).items()}
+    measured = {seat: evaluate.exact(moves, seat) for seat in run_cfg.seats}
+    columns = {evaluate.column(seat, key): value
+               for seat, result in measured.items() for key, value in result.items()}
+    if len(measured) == 2:
+        columns.update({evaluate.alternated_column(key): value for key, value in
+                        evaluate.alternated(measured[1], measured[2]).items()})
+    return columns
 
 
 def run(job: Job, code: dict | None = None) -> RunResult:
@@ -59,6 +65,7 @@ def run(job: Job, code: dict | None = None) -> RunResult:
                 "p1_wins": int(p1_wins), "p2_wins": int(p2_wins), "draws": int(draws),
                 "p1_win_rate": p1_wins / n, "p2_win_rate": p2_wins / n, "draw_rate": draws / n,
                 "train_seconds": train_seconds,
+                "train_epsilon": learner.exploration(),
             })
             if iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations:
                 rows[-1].update(evaluation(learner.agent(), run_cfg))

@@ -27,6 +27,28 @@ def test_tiny_run_rows_and_checkpoint_round_trip(run_and_restore):
     assert loaded.simulations == 12
 
 
+def test_seed_002s_relu_net_with_its_12_output_head(run_and_restore):
+    """activation=relu head=mse12: the run, its checkpoint and the restored agent's search."""
+    loaded, rows = run_and_restore(*TINY, "activation=relu", "head=mse12")
+    assert loaded.net.hidden == "relu" and loaded.net.weights[-1].shape[1] == 12
+    assert (rows["head"] == "mse12").all()
+
+
+def test_the_12_output_head_reads_priors_and_values():
+    """[win, draw, loss] of the mover, then 9 moves: priors are the legal moves' outputs floored
+    and normalised, the value win - loss clipped."""
+    outputs = np.array([[0.9, 0.2, 0.1, 0.5, -0.2, 0.5, 0, 0, 0, 0, 0, 0.2],
+                        [0.0, 0.0, 1.5, 1.0, 1.0, 0, 0, 0, 0, 0, 0, 0]])
+    legal = np.zeros((2, 9), dtype=bool)
+    legal[0, [0, 1, 2]] = legal[1, [0, 1]] = True
+    priors, values = alphazero.priors_and_values(outputs, legal)
+    floor = alphazero.PRIOR_FLOOR
+    np.testing.assert_allclose(priors[0, :3], np.array([0.5, floor, 0.5]) / (1 + floor))
+    np.testing.assert_allclose(priors[1, :2], [0.5, 0.5])
+    assert (priors[:, 3:][~legal[:, 3:]] == 0).all()
+    np.testing.assert_allclose(values, [0.8, -1.0])
+
+
 def test_search_counts_are_visits_of_legal_moves():
     agent = _untrained_agent(simulations=40)
     codes = game.DECISIONS[::50]
@@ -93,6 +115,10 @@ def test_bad_knobs_are_refused():
         parse(compose("algorithm=alphazero", "dirichlet_weight=1.5"))
     with pytest.raises(ConfigError, match="temperature_moves"):
         parse(compose("algorithm=alphazero", "temperature_moves=10"))
+    with pytest.raises(ConfigError, match="activation='sigmoid' is not allowed: activation must be tanh or relu"):
+        parse(compose("algorithm=alphazero", "activation=sigmoid"))
+    with pytest.raises(ConfigError, match="head='mse' is not allowed: head must be one of softmax_value, mse12"):
+        parse(compose("algorithm=alphazero", "head=mse"))
 
 
 @pytest.mark.slow

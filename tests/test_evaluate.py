@@ -117,17 +117,21 @@ def brute_ceiling(opponent_policy, side):
     return value(EMPTY)
 
 
-def brute_lines(agent_policy, side):
-    """(losing, total) lines, following every agent move of non-zero probability."""
-    @cache
-    def count(board):
+def brute_line_counts(agent_policy, side):
+    """(winning, drawing, losing, total) lines, following every agent move of non-zero
+    probability: every line enumerated one by one, its end classified."""
+    counts = [0, 0, 0, 0]
+    stack = [EMPTY]
+    while stack:
+        board = stack.pop()
         if over(board):
-            return int(winner(board) == -side), 1
+            w = winner(board)
+            counts[0 if w == side else 2 if w == -side else 1] += 1
+            counts[3] += 1
+            continue
         cells = agent_policy(board) if mover(board) == side else empty_cells(board)
-        counts = [count(play(board, c)) for c in cells]
-        return sum(c[0] for c in counts), sum(c[1] for c in counts)
-
-    return count(EMPTY)
+        stack.extend(play(board, c) for c in cells)
+    return tuple(counts)
 
 
 def brute_optimal_move_rate(agent_policy, side):
@@ -167,8 +171,9 @@ def test_random_agent_lines_are_all_complete_games():
     x = evaluate.exact(opponents.table("random"), 1)
     o = evaluate.exact(opponents.table("random"), 2)
     assert x["total_lines"] == o["total_lines"] == 255_168
-    assert x["losing_lines"] == 77_904  # O wins
-    assert o["losing_lines"] == 131_184  # X wins
+    assert x["losing_lines"] == o["winning_lines"] == 77_904  # O wins
+    assert o["losing_lines"] == x["winning_lines"] == 131_184  # X wins
+    assert x["drawing_lines"] == o["drawing_lines"] == 46_080
     assert not x["never_loses"] and not o["never_loses"]
 
 
@@ -220,8 +225,9 @@ def test_lines_and_optimal_move_rate_match_brute_force_with_ties(player):
     # OneStep has many tied moves: every one of them must be followed.
     side = 1 if player == 1 else -1
     measured = evaluate.exact(opponents.table("onestep"), player)
-    losing, total = brute_lines(onestep_policy, side)
-    assert (measured["losing_lines"], measured["total_lines"]) == (losing, total)
+    expected = brute_line_counts(onestep_policy, side)
+    assert tuple(measured[k] for k in ("winning_lines", "drawing_lines", "losing_lines",
+                                       "total_lines")) == expected
     rate = brute_optimal_move_rate(onestep_policy, side)
     assert measured["optimal_move_rate"] == pytest.approx(float(rate), abs=1e-12)
 
@@ -269,7 +275,8 @@ def test_an_agent_object_is_measured_through_its_move_table():
     for player, side in ((1, 1), (2, -1)):
         measured = evaluate.exact(LowestCellAgent(), player)
         assert_outcomes(measured, "random", brute_outcomes(lowest, random_policy, side))
-        assert (measured["losing_lines"], measured["total_lines"]) == brute_lines(lowest, side)
+        assert tuple(measured[k] for k in ("winning_lines", "drawing_lines", "losing_lines",
+                                           "total_lines")) == brute_line_counts(lowest, side)
 
 
 def test_bad_input_is_refused():

@@ -49,13 +49,16 @@ def followed(agent_moves, codes, legal, side):
 
 
 def reference_lines(agent_moves, side):
+    """(winning, drawing, losing, total) lines from the empty board."""
     total = np.ones(game.N_CODES, dtype=np.int64)
+    won = (game.WINNER == side).astype(np.int64)
     lost = (game.WINNER == -side).astype(np.int64)
+    drawn = total - won - lost
     for codes, children, legal in reversed(LEVELS):
         follow = followed(agent_moves, codes, legal, side)
-        total[codes] = (follow * total[children]).sum(axis=1)
-        lost[codes] = (follow * lost[children]).sum(axis=1)
-    return int(lost[game.EMPTY]), int(total[game.EMPTY])
+        for counts in (total, won, drawn, lost):
+            counts[codes] = (follow * counts[children]).sum(axis=1)
+    return tuple(int(counts[game.EMPTY]) for counts in (won, drawn, lost, total))
 
 
 def reference_optimal_move_rate(agent_moves, side):
@@ -76,9 +79,10 @@ def reference_exact(table, player):
         win, draw, loss = reference_outcomes(table, opponents.table(name), side)
         result.update({f"{name}_win": float(win), f"{name}_draw": float(draw),
                        f"{name}_loss": float(loss)})
-    losing, total = reference_lines(table, side)
+    winning, drawing, losing, total = reference_lines(table, side)
     result.update(losing_lines=losing, total_lines=total, never_loses=losing == 0,
-                  optimal_move_rate=reference_optimal_move_rate(table, side))
+                  optimal_move_rate=reference_optimal_move_rate(table, side),
+                  winning_lines=winning, drawing_lines=drawing)
     return result
 
 

@@ -62,7 +62,9 @@ def test_q_table_kernel_is_its_reference_step_by_step(make_learner, seat, oppone
 
 @pytest.mark.parametrize("overrides", [("opponent=random", "player=1"),
                                        ("opponent=onestep", "player=2", "draw_value=0.5"),
-                                       ("opponent=self", "epsilon=0.3")])
+                                       ("opponent=self", "epsilon=0.3"),
+                                       ("opponent=random", "player=2", "update=end_of_game"),
+                                       ("opponent=self", "update=end_of_game")])
 def test_td_value_kernel_is_its_reference_step_by_step(make_learner, overrides):
     learner = make_learner("td_value", *overrides, "episodes_per_update=1000", "seed=6")
     tally = learner.iterate()

@@ -58,3 +58,25 @@ def test_ensemble_of_five_never_loses_in_either_seat(make_learner):
     for seat in (1, 2):
         result = exact(agent, seat)
         assert result["never_loses"], (seat, result)
+
+
+def test_an_ensemble_is_measured_at_every_size(make_learner, tmp_path):
+    """The agent of an ensemble keeps its members (through its checkpoint too); by_size gives
+    exact() of the sum of the first k members for every k, in both seats."""
+    from lab import agents
+    learner = make_learner("negamax_q", "opponent=self", "ensemble=3", "episodes_per_update=300",
+                           "seed=2")
+    learner.iterate()
+    agent = learner.agent()
+    assert agent.members.shape == (3, game.N_CODES, 9)
+    np.testing.assert_array_equal(agent.members.sum(axis=0), agent.q)
+    path = tmp_path / "ensemble.npz"
+    agent.save(path)
+    restored = agents.load(path)
+    np.testing.assert_array_equal(restored.members, agent.members)
+    sizes = negamax_q.by_size(restored)
+    assert [(d["members"], d["seat"]) for d in sizes] == [(k, s) for k in (1, 2, 3) for s in (1, 2)]
+    for d in sizes:
+        expected = exact(negamax_q.Agent(agent.members[:d["members"]].sum(axis=0)), d["seat"])
+        assert {k: d[k] for k in expected} == expected
+    assert make_learner("negamax_q", "ensemble=1").agent().members is None  # one table: no copy

@@ -8,10 +8,11 @@ def _loss(net, x, target):
     return 0.5 * float(((net(x) - target) ** 2).sum())
 
 
-@pytest.mark.parametrize("output", ["tanh", "linear"])
-def test_gradients_match_finite_differences(output):
+@pytest.mark.parametrize("output, hidden", [("tanh", "tanh"), ("linear", "tanh"),
+                                            ("linear", "relu"), ("tanh", "relu")])
+def test_gradients_match_finite_differences(output, hidden):
     rng = np.random.default_rng(0)
-    net = MLP([9, 7, 5, 3], rng, output=output, dtype=np.float64)
+    net = MLP([9, 7, 5, 3], rng, output=output, dtype=np.float64, hidden=hidden)
     x = rng.integers(-1, 2, size=(11, 9)).astype(float)
     target = rng.uniform(-1, 1, size=(11, 3))
     acts = net.activations(x)
@@ -58,3 +59,17 @@ def test_arrays_round_trip():
     x = np.random.default_rng(5).normal(size=(6, 9))
     assert copy.output == "linear"
     assert np.array_equal(copy(x), net(x))
+
+
+def test_relu_nets_round_trip_and_tanh_checkpoints_are_unchanged():
+    rng = np.random.default_rng(1)
+    relu = MLP([9, 6, 2], rng, output="linear", hidden="relu")
+    x = rng.integers(-1, 2, size=(5, 9))
+    assert (relu.activations(x)[1] >= 0).all()
+    restored = MLP.from_arrays(relu.arrays())
+    assert restored.hidden == "relu" and np.array_equal(restored(x), relu(x))
+    assert relu.copy().hidden == "relu"
+    tanh = MLP([9, 6, 2], rng)
+    assert "relu" not in tanh.arrays() and MLP.from_arrays(tanh.arrays()).hidden == "tanh"
+    with pytest.raises(ValueError, match="tanh hidden layers only"):
+        relu.compiled()

@@ -17,8 +17,9 @@ def test_help_lists_exactly_the_labs_groups(tmp_path):
     done = cli(["--help"], tmp_path)
     groups = done.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
     listed = sorted(line.split(":")[0] for line in groups.splitlines() if ": " in line)
-    assert listed == ["algorithm", "net", "opponent", "sweeps"]
-    assert "sweeps: all_algorithms, seed000, smoke" in groups
+    assert listed == ["algorithm", "members", "net", "opponent", "sweeps"]
+    assert ("sweeps: all_algorithms, seed000, seed001, seed002, seed003, seed004, smoke"
+            in groups)
 
 
 def test_a_named_sweep_without_multirun_runs_its_grid(tmp_path):
@@ -65,6 +66,7 @@ def test_a_wheel_installed_outside_the_repository_runs_a_named_sweep(tmp_path):
 def test_tab_completion_of_lab_sweep(tmp_path, monkeypatch):
     monkeypatch.setenv("COMP_LINE", "lab-sweep +sweeps=s")
     done = cli(["-sc", "query=bash"], tmp_path)
-    assert done.stdout.split() == ["+sweeps=seed000", "+sweeps=smoke"]
+    assert done.stdout.split() == ["+sweeps=seed000", "+sweeps=seed001", "+sweeps=seed002",
+                                   "+sweeps=seed003", "+sweeps=seed004", "+sweeps=smoke"]
     monkeypatch.setenv("COMP_LINE", "lab-sweep algorithm=q")
     assert cli(["-sc", "query=bash"], tmp_path).stdout.split() == ["algorithm=q_net", "algorithm=q_table"]

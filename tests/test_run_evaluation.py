@@ -83,7 +83,8 @@ def test_self_play_fills_both_seats():
     learner = agents.get("mc_vfa").Learner(knobs, run_cfg)
     agent = learner.agent()
     both = evaluation(agent, dataclasses.replace(run_cfg, opponent="self", player=None))
-    assert set(both) == set(columns(1)) | set(columns(2))
+    alternated = {evaluate.alternated_column(key) for key in evaluate.ALTERNATED_KEYS}
+    assert set(both) == set(columns(1)) | set(columns(2)) | alternated
     for seat in (1, 2):
         expected = evaluate.exact(agent, seat)
         assert [both[evaluate.column(seat, k)] for k in KEYS] == [expected[k] for k in KEYS]
@@ -104,3 +105,46 @@ def test_every_algorithm_writes_the_eval_columns(algorithm):
     for seat in (1, 2):
         column = table[evaluate.column(seat, "random_win")]
         assert column.notna().all() if seat in seats else column.isna().all()
+
+
+def test_self_play_runs_carry_the_seats_alternated_results():
+    """Seed 002's metric: evaluated in both seats, eval_alternated_<key> is the mean of the two
+    seats' exact results (half the games as X, half as O); a one-seat run leaves it out."""
+    rows = run(job(compose("algorithm=td_value", "opponent=self", "episodes_per_update=50",
+                           "iterations=2", "eval_every=2", "seed=3"))).rows
+    last = rows.iloc[-1]
+    for key in evaluate.ALTERNATED_KEYS:
+        both = (last[evaluate.column(1, key)] + last[evaluate.column(2, key)]) / 2
+        assert last[evaluate.alternated_column(key)] == pytest.approx(both, abs=1e-15), key
+    assert sum(last[evaluate.alternated_column(f"random_{r}")]
+               for r in ("win", "draw", "loss")) == pytest.approx(1.0, abs=1e-12)
+    assert rows.loc[rows["iteration"] == 1, evaluate.alternated_column("random_win")].isna().all()
+
+
+def test_a_one_seat_run_has_no_alternated_results(short_run, tmp_path):
+    assert not any(c.startswith("eval_alternated_") for c in short_run.rows.columns)
+    results.save(short_run, tmp_path)
+    table = pd.read_parquet(tmp_path)
+    assert table[[evaluate.alternated_column(k) for k in evaluate.ALTERNATED_KEYS]].isna().all().all()
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    # q_table: epsilon 1 multiplied by the decay before every game; the row holds the last game's
+    (("algorithm=q_table", "epsilon_decay_per_game=0.99"), lambda i: 0.99 ** (10 * i)),
+    # mc_vfa: the epsilon the iteration's games were played with, decayed after every update
+    (("algorithm=mc_vfa", "layers=1", "neurons=4", "epsilon=0.5", "epsilon_decay_per_update=0.5"),
+     lambda i: 0.5 * 0.5 ** (i - 1)),
+    # q_net: geometric from epsilon at the first iteration to epsilon_final at the last
+    (("algorithm=q_net", "epsilon=1", "epsilon_final=0.01"), lambda i: 0.1 ** (i - 1)),
+    (("algorithm=td_value", "epsilon=0.3"), lambda i: 0.3),  # constant
+    (("algorithm=alphazero", "simulations=4", "train_steps=2", "gating_games=0"), None),
+])
+def test_epsilon_is_recorded_per_iteration(overrides, expected):
+    rows = run(job(compose(*overrides, "opponent=random", "player=1", "episodes_per_update=10",
+                           "iterations=3", "seed=2"))).rows
+    assert (rows["status"] == "finished").all(), rows["error"].iloc[0]
+    if expected is None:  # no epsilon-greedy exploration: null
+        assert rows["train_epsilon"].isna().all()
+    else:
+        assert rows["train_epsilon"].tolist() == pytest.approx([expected(i) for i in (1, 2, 3)],
+                                                               rel=1e-12)

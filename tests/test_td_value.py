@@ -42,3 +42,34 @@ def test_self_play_never_loses_in_either_seat(make_learner):
     for seat in (1, 2):
         result = exact(learner.agent(), seat)
         assert result["never_loses"], (seat, result)
+
+
+def test_end_of_game_rule_moves_every_afterstate_by_one_over_the_moves(make_learner):
+    """Seed 003's rule (update=end_of_game): after one game, each learning side's afterstates
+    moved by +1/len(visited) for the winner and -1/len(visited) for the other side (a draw
+    counts as not winning), explored moves included; finished positions stay fixed."""
+    for seed in range(6):
+        learner = make_learner("td_value", "opponent=self", "update=end_of_game", "epsilon=0.5",
+                               "episodes_per_update=1", f"seed={seed}")
+        tally = learner.iterate()
+        start = td_value.initial_values(0.0)
+        changed = np.flatnonzero(learner.values != start)
+        delta = learner.values[changed] - start[changed]
+        x_moved = (game.BOARDS[changed] == 1).sum(axis=1) > (game.BOARDS[changed] == -1).sum(axis=1)
+        moves = (game.BOARDS[changed] != 0).sum(axis=1).max() + 1  # the last one is unchanged
+        x_moves, o_moves = (moves + 1) // 2, moves // 2
+        x_won, o_won = tally[0] == 1, tally[1] == 1
+        assert not game.TERMINAL[changed].any()
+        assert np.allclose(delta[x_moved], (1.0 if x_won else -1.0) / x_moves)
+        assert np.allclose(delta[~x_moved], (1.0 if o_won else -1.0) / o_moves)
+        # every move but the last (a finished position) changed its afterstate
+        assert len(changed) == x_moves + o_moves - 1
+
+
+def test_update_knob_is_validated():
+    import pytest
+    from lab.compose import compose
+    from lab.config import job
+    from lab.knobs import ConfigError
+    with pytest.raises(ConfigError, match="update='sarsa' is not allowed: update must be one of td, end_of_game"):
+        job(compose("algorithm=td_value", "update=sarsa"))

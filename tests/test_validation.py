@@ -43,13 +43,16 @@ def run_cli(tmp_path, stored, monkeypatch):
 BAD = [  # (override, what the message must say)
     ("algorithm=nope", ["Could not find 'algorithm/nope'", "Available options in 'algorithm'", "mc_vfa"]),
     ("opponent=nope", ["Could not find 'opponent/nope'", "onestep", "perfect"]),
-    ("opponent=self", ["opponent='self' is not allowed", "random, onestep, block, perfect for algorithm=mc_vfa"]),
+    ("algorithm=q_table opponent=self",
+     ["opponent='self' is not allowed", "random, onestep, block, perfect for algorithm=q_table"]),
+    ("opponent=nowhere/agent.npz",
+     ["opponent='nowhere/agent.npz' is not allowed", "agent.npz does not"]),
     ("+sweeps=nope", ["Could not find 'sweeps/nope'", "smoke"]),
     ("player=3", ["player=3 is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("player=0", ["player=0 is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("player=first", ["player='first' is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("layers=0", ["layers=0 is not allowed", "a positive integer"]),
-    ("layers=-2", ["layers=-2 is not allowed", "a positive integer"]),
+    ("layers=-2", ["layers=-2 is not allowed", "a non-negative integer"]),
     ("neurons=0", ["neurons=0 is not allowed", "a positive integer"]),
     ("neurons=2.5", ["neurons=2.5 is not allowed", "an integer"]),
     ("episodes_per_update=0", ["episodes_per_update=0 is not allowed", "a positive integer"]),
@@ -73,7 +76,7 @@ BAD = [  # (override, what the message must say)
 
 @pytest.mark.parametrize("override, message", BAD, ids=[b[0] for b in BAD])
 def test_bad_knob_is_refused_before_anything_runs(run_cli, override, message):
-    code, output = run_cli([override])
+    code, output = run_cli(override.split())
     assert code != 0
     for words in message:
         assert words in output

@@ -9,6 +9,7 @@ writing that module and listing it here.
 
 import numpy as np
 
+from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.base import Algorithm
 
@@ -38,3 +39,6 @@ def load(path):
     if algorithm not in REGISTRY:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
     return REGISTRY[algorithm].Agent.from_arrays(arrays)
+
+
+opponents.read_checkpoints_with(lambda path: load(path).move_table())

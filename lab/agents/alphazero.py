@@ -31,6 +31,13 @@ One iteration:
    net plays `gating_games` games in seat `player` against it; the candidate replaces the best
    unless its wins minus losses are lower. gating_games = 0 always replaces.
 
+Seed 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its 12
+outputs: the one-hot result of the game for the side to move, [win, draw, loss], then the 9
+moves, all fitted by mean squared error; here the move part's target is the visit-count policy).
+The priors are then the 9 move outputs, floored at PRIOR_FLOOR on the legal moves and normalised,
+and the value is output[win] - output[loss], clipped to [-1, 1]. A checkpoint's net says which
+head it has (10 or 12 outputs).
+
 The greedy agent runs the same search without noise from the position it is asked about and plays
 the most visited move: deterministic, so its scores survive a checkpoint exactly.
 """
@@ -75,8 +82,15 @@ class Config(Knobs):
     """weight decay: l2 |weights|^2 is added to the loss"""
     gating_games: int
     """games of the match deciding whether the candidate net replaces the best (0 = always)"""
+    activation: str
+    """hidden units: tanh, or relu (seed 002's net)"""
+    head: str
+    """softmax_value: 9 logits + a tanh value; mse12: seed 002's 12 outputs fitted by MSE"""
 
     def check(self):
+        require(self.layers >= 1, "layers", self.layers, "a positive integer")
+        require(self.activation in ("tanh", "relu"), "activation", self.activation, "tanh or relu")
+        require(self.head in HEADS, "head", self.head, f"one of {', '.join(HEADS)}")
         for key in ("simulations", "window", "train_steps", "batch_size"):
             require(getattr(self, key) >= 1, key, getattr(self, key), "a positive integer")
         require(self.c_puct > 0, "c_puct", self.c_puct, "positive")
@@ -95,8 +109,19 @@ def mover_view(codes: np.ndarray) -> np.ndarray:
     return game.BOARDS[codes] * game.TO_MOVE[codes][:, None]
 
 
+HEADS = {"softmax_value": 10, "mse12": 12}
+"""The values of the `head` knob and the net outputs they need."""
+PRIOR_FLOOR = 1e-3
+"""mse12: the least prior a legal move gets (a regressed probability can be 0 or negative)."""
+
+
 def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
-    """Softmax of the logits over the legal moves (n, 9) and tanh of the value output (n,)."""
+    """The priors over the legal moves (n, 9) and the values (n,) from the net's outputs: softmax
+    of the logits and tanh of the value output (10 outputs), or seed 002's head (12 outputs,
+    see the module doc)."""
+    if outputs.shape[1] == HEADS["mse12"]:
+        moves = np.where(legal, np.maximum(outputs[:, 3:], PRIOR_FLOOR), 0.0)
+        return moves / moves.sum(axis=1, keepdims=True), np.clip(outputs[:, 0] - outputs[:, 2], -1, 1)
     logits = np.where(legal, outputs[:, :9], -np.inf)
     logits = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(logits)
@@ -392,7 +417,8 @@ class Learner(base.Learner):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [10], self.rng, output="linear")
+        self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [HEADS[knobs.head]], self.rng,
+                             output="linear", hidden=knobs.activation)
         self.best = self.candidate.copy()
         self.self_play = run.opponent == opponents.SELF
         self.opponent = (None if self.self_play
@@ -446,10 +472,15 @@ class Learner(base.Learner):
             codes, policies = symmetric_images(self.codes[rows], self.policies[rows], images)
             outcomes = self.outcomes[rows]
             acts = net.activations(mover_view(codes))
-            p, v = priors_and_values(acts[-1], game.LEGAL[codes])
-            # d/d(outputs) of mean[(z - v)^2 - pi . log softmax(logits)]
-            d_value = 2.0 * (v - outcomes) * (1.0 - v * v)
-            grads = net.gradients(acts, np.hstack([p - policies, d_value[:, None]]) / size)
+            if self.knobs.head == "mse12":  # d/d(outputs) of mean |outputs - [result, pi]|^2
+                results = np.eye(3)[(1 - outcomes).astype(np.int64)]  # win, draw, loss
+                d_outputs = 2.0 * (acts[-1] - np.hstack([results, policies]))
+            else:
+                p, v = priors_and_values(acts[-1], game.LEGAL[codes])
+                # d/d(outputs) of mean[(z - v)^2 - pi . log softmax(logits)]
+                d_value = 2.0 * (v - outcomes) * (1.0 - v * v)
+                d_outputs = np.hstack([p - policies, d_value[:, None]])
+            grads = net.gradients(acts, d_outputs / size)
             for i, w in enumerate(net.weights):
                 grads[i] = grads[i] + 2.0 * self.knobs.l2 * w
             net.descend(grads, self.knobs.alpha)

@@ -82,6 +82,13 @@ class Learner(abc.ABC):
     def agent(self) -> Agent:
         """The current greedy agent as a snapshot: later training never changes it."""
 
+    def exploration(self) -> float | None:
+        """The epsilon of the last `iterate`'s training games (its last game's where epsilon
+        decays per game); None for a learner that does not explore epsilon-greedily. This base
+        version is a constant `epsilon` knob; learners that decay it override it."""
+        epsilon = getattr(self.knobs, "epsilon", None)
+        return None if epsilon is None else float(epsilon)
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -121,17 +128,21 @@ class NetAgent(Agent):
         self.net = net
         self.player = player
 
-    def outputs(self, x: np.ndarray) -> np.ndarray:
-        """Output 0 of the net at each row of a large batch x: the arithmetic of MLP.__call__
-        (bit-identical results) done in place, the bias added by a compiled loop. MLP keeps
-        every layer's activations for backprop, and on thousands of rows those fresh arrays
-        page-fault on every call: 1.8 -> 0.9 ms for the 5,477 afterstates of a 5 x 32 net."""
-        h = np.asarray(x, dtype=self.net.weights[0].dtype)
-        last = len(self.net.weights) - 1
-        for i, (w, b) in enumerate(zip(self.net.weights, self.net.biases)):
+    def outputs(self, x: np.ndarray, net: MLP | None = None) -> np.ndarray:
+        """Output 0 of the net (`net`, else the agent's) at each row of a large batch x: the
+        arithmetic of MLP.__call__ (bit-identical results) done in place, the bias added by a
+        compiled loop. MLP keeps every layer's activations for backprop, and on thousands of rows
+        those fresh arrays page-fault on every call: 1.8 -> 0.9 ms for the 5,477 afterstates of a
+        5 x 32 net."""
+        net = net or self.net
+        h = np.asarray(x, dtype=net.weights[0].dtype)
+        last = len(net.weights) - 1
+        for i, (w, b) in enumerate(zip(net.weights, net.biases)):
             h = h @ w
             _add_to_rows(h, b)
-            if not (i == last and self.net.output == "linear"):
+            if i < last and net.hidden == "relu":
+                np.maximum(h, 0, out=h)
+            elif not (i == last and net.output == "linear"):
                 np.tanh(h, out=h)
         return h[:, 0]
 

@@ -10,7 +10,14 @@ half of the iteration's time). After them every afterstate the agent produced ge
 every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, -1 loss, 0 otherwise)
 and the net takes one full-batch gradient step towards those means. `play_episodes` is the
 compiled batch of games; `reference_train` states the whole algorithm one game at a time in plain
-Python.
+Python (against a fixed opponent).
+
+In self-play (`opponent=self`, as seed 000 tried) each seat has its own net, both learning from
+the same games: X's net plays in the compiled games as above, and O's, whose policy is just as
+fixed until the update, plays as its epsilon-greedy move table of the iteration; after the games
+each net takes its step towards the Monte Carlo means of its own seat's afterstates. The agent
+holds both nets and plays either seat. (Seed 000's other regime, an O net against a frozen X net,
+is `opponent=PATH.npz` with an X checkpoint: lab.opponents.)
 """
 
 from dataclasses import dataclass
@@ -44,19 +51,53 @@ class Config(Knobs):
     """epsilon is multiplied by this after every update"""
     alpha_decay_per_update: float
     """alpha is multiplied by this after every update"""
+    precision: str
+    """the value net's numbers: float32 or float64 (a saturated float32 net ties every move)"""
 
     def check(self):
+        require(self.layers >= 1, "layers", self.layers, "a positive integer")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
+        require(self.precision in PRECISIONS, "precision", self.precision,
+                f"one of {', '.join(PRECISIONS)}")
         for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
 
 
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
+"""The values of the `precision` knob and the number types they give the net."""
+
+
 class Agent(base.NetAgent):
-    """Plays the move whose afterstate the net values most."""
+    """Plays the move whose afterstate the net values most. Trained in self-play it holds a net
+    per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
 
     algorithm = "mc_vfa"
 
+    def __init__(self, net: MLP, player: int, other: MLP | None = None):
+        super().__init__(net, player)
+        self.other = other
+
     def scores(self, codes):
+        if self.other is None:
+            return self.net_scores(self.net, codes)
+        codes = np.asarray(codes)
+        mine = game.TO_MOVE[codes] == side(self.player)
+        out = np.empty((len(codes), 9), dtype=self.net.weights[0].dtype)
+        out[mine] = self.net_scores(self.net, codes[mine])
+        out[~mine] = self.net_scores(self.other, codes[~mine])
+        return out
+
+    def arrays(self):
+        other = {} if self.other is None else self.other.arrays(OTHER)
+        return {**super().arrays(), **other}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
+
+    def net_scores(self, net: MLP, codes):
+        """(n, 9) values of each move's afterstate at `codes` by `net`, -inf where illegal."""
         after = np.take(game.AFTER, codes, axis=0)  # np.take: row gathers 3-5x faster than []
         # Positions share afterstates: value each distinct one once, all in one batch (found by a
         # mask, not np.unique's sort: the same codes, 0.4 ms less). The arrays over codes have an
@@ -64,9 +105,13 @@ class Agent(base.NetAgent):
         distinct = np.zeros(game.N_CODES + 1, dtype=bool)
         distinct[after] = True
         unique = np.flatnonzero(distinct[:-1])
-        values = np.full(game.N_CODES + 1, -np.inf, dtype=np.float32)
-        values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0))
+        values = np.full(game.N_CODES + 1, -np.inf, dtype=net.weights[0].dtype)
+        values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0), net)
         return values[after]
+
+
+OTHER = "other_"
+"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
 
 
 class Params(NamedTuple):
@@ -93,10 +138,11 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
     side, epsilon = params.side, params.epsilon
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
-    values = np.empty(boards.shape[0], dtype=np.float32)
+    dtype = weights[0].dtype  # the net's precision: float32 or float64
+    values = np.empty(boards.shape[0], dtype=dtype)
     known = np.zeros(boards.shape[0], dtype=np.bool_)
-    missing = np.empty((9, boards.shape[1]), dtype=np.float32)
-    scores = np.empty(9, dtype=np.float32)
+    missing = np.empty((9, boards.shape[1]), dtype=dtype)
+    scores = np.empty(9, dtype=dtype)
     for g in range(n):
         code = 0
         t = 0
@@ -144,7 +190,7 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     kernel's, so the two agree in distribution, not game by game: the tests compare what they
     learn across seeds."""
     rng = np.random.default_rng(run.seed)
-    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng)
+    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng, dtype=PRECISIONS[knobs.precision])
     opponent, me = opponents.table(run.opponent), side(run.player)
     alpha, epsilon = knobs.alpha, knobs.epsilon
     means, counts = {}, {}  # per afterstate: the mean of its returns, their number
@@ -183,37 +229,60 @@ class Learner(base.Learner):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.net = MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng)
+        # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
+        self.nets = {seat: MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng,
+                               dtype=PRECISIONS[knobs.precision]) for seat in run.seats}
+        self.net = self.nets[run.seats[0]]
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
-        self.side = side(run.player)
         self.opponent = opponents.for_training(run.opponent)
-        self.return_sums = np.zeros(game.N_CODES)
-        self.visits = np.zeros(game.N_CODES)
+        self.return_sums = {seat: np.zeros(game.N_CODES) for seat in run.seats}
+        self.visits = {seat: np.zeros(game.N_CODES) for seat in run.seats}
 
     def iterate(self) -> np.ndarray:
-        trajectories, winners = play_episodes(self.net.compiled(), self.run.episodes_per_update,
-                                              self.opponent, opponents.table("random"),
-                                              Params(self.side, self.epsilon), game.RULES)
-
-        # Every-visit Monte Carlo: the agent's k-th of K afterstates returns r * gamma^(K-1-k).
-        mine = trajectories[:, self.run.player - 1 :: 2]  # the columns of the agent's seat
-        played = mine >= 0
-        steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
-        returns = (self.side * winners)[:, None] * self.knobs.gamma ** steps_to_end
-        self.return_sums += np.bincount(mine[played], returns[played], game.N_CODES)
-        self.visits += np.bincount(mine[played], minlength=game.N_CODES)
-
-        seen = np.flatnonzero(self.visits)
-        self.net.fit_step(game.BOARDS[seen], self.return_sums[seen] / self.visits[seen], self.alpha)
-        if self.knobs.memory == "clear":
-            self.return_sums[seen] = 0.0
-            self.visits[seen] = 0.0
+        seat = self.run.seats[0]
+        opponent = self.opponent if len(self.run.seats) == 1 else self._o_policy()
+        trajectories, winners = play_episodes(self.nets[seat].compiled(),
+                                              self.run.episodes_per_update, opponent,
+                                              opponents.table("random"),
+                                              Params(side(seat), self.epsilon), game.RULES)
+        for seat in self.run.seats:
+            self._fit(seat, trajectories, winners)
         self.alpha *= self.knobs.alpha_decay_per_update
+        self.played_epsilon = self.epsilon
         self.epsilon *= self.knobs.epsilon_decay_per_update
         return game.tally(winners)
 
+    def _o_policy(self) -> np.ndarray:
+        """Self-play: O's net as the move table of this iteration (its policy is fixed until the
+        update): epsilon-greedy on its afterstate values, tied best moves sharing. X's net plays
+        in the compiled games as the agent does against a fixed opponent."""
+        greedy = Agent(self.nets[2], 2).move_table()
+        return (1 - self.epsilon) * greedy + self.epsilon * opponents.table("random")
+
+    def _fit(self, seat: int, trajectories, winners) -> None:
+        """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
+        returns r * gamma^(K-1-k), r its result; one full-batch step towards the means."""
+        sums, visits = self.return_sums[seat], self.visits[seat]
+        mine = trajectories[:, seat - 1 :: 2]  # the columns of the seat's moves
+        played = mine >= 0
+        steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
+        returns = (side(seat) * winners)[:, None] * self.knobs.gamma ** steps_to_end
+        sums += np.bincount(mine[played], returns[played], game.N_CODES)
+        visits += np.bincount(mine[played], minlength=game.N_CODES)
+
+        seen = np.flatnonzero(visits)
+        self.nets[seat].fit_step(game.BOARDS[seen], sums[seen] / visits[seen], self.alpha)
+        if self.knobs.memory == "clear":
+            sums[seen] = 0.0
+            visits[seen] = 0.0
+
+    def exploration(self) -> float:
+        return float(self.played_epsilon)
+
     def agent(self) -> Agent:
+        if len(self.run.seats) == 2:
+            return Agent(self.nets[1].copy(), 1, self.nets[2].copy())
         return Agent(self.net.copy(), self.run.player)
 
 
-ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=False)
+ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)

@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
+from lab import evaluate, game, opponents
 from lab.agents import base
 from lab.knobs import Knobs, RunConfig, require
 
@@ -64,9 +64,34 @@ class Config(Knobs):
 
 
 class Agent(base.QTableAgent):
-    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move."""
+    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move.
+    An ensemble's agent also keeps its members' tables (`members`, K x N_CODES x 9), so it can be
+    measured at every ensemble size (`by_size`)."""
 
     algorithm = "negamax_q"
+
+    def __init__(self, q: np.ndarray, members: np.ndarray | None = None):
+        super().__init__(q)
+        self.members = members
+
+    def arrays(self):
+        return {**super().arrays(), **({} if self.members is None else {"members": self.members})}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        members = arrays.get("members")
+        return cls(np.asarray(arrays["q"], dtype=float),
+                   None if members is None else np.asarray(members, dtype=float))
+
+
+def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
+    """Seed 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
+    the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
+    members, seat and exact()'s measures."""
+    members = agent.members if agent.members is not None else agent.q[None]
+    totals = np.cumsum(members, axis=0)
+    return [{"members": k + 1, "seat": seat, **evaluate.exact(Agent(totals[k]), seat)}
+            for k in range(len(members)) for seat in seats]
 
 
 class Params(NamedTuple):
@@ -196,7 +221,7 @@ class Learner(base.Learner):
         return tally
 
     def agent(self) -> Agent:
-        return Agent(self.q.sum(axis=0))
+        return Agent(self.q.sum(axis=0), self.q.copy() if len(self.q) > 1 else None)
 
 
 ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)

@@ -13,6 +13,12 @@ game (or after which the opponent ends it) gets the final reward alone. The net 
 `epochs` full-batch gradient steps on these samples (the seed's few epochs per game).
 Epsilon decays geometrically from `epsilon` at the first iteration to `epsilon_final` at the
 last, as the seed's notebook does.
+
+In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
+both learning from the same batch of games: at each move the net of the side to move plays
+epsilon-greedy, and after the games each net fits the TD targets of its own seat's moves. The
+positions where X moves and where O moves are disjoint, so one Q table holds both nets' values
+at the positions they reached. The agent holds both nets and plays either seat.
 """
 
 from dataclasses import dataclass
@@ -30,7 +36,7 @@ MOVES = np.eye(9)
 @dataclass(frozen=True)
 class Config(Knobs):
     layers: int
-    """hidden layers of the Q net"""
+    """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the seed's first net)"""
     neurons: int
     """units in each hidden layer"""
     alpha: float
@@ -64,27 +70,51 @@ def q_values(net: MLP, codes: np.ndarray) -> np.ndarray:
 
 
 class Agent(base.NetAgent):
-    """Plays the legal move with the highest Q value."""
+    """Plays the legal move with the highest Q value. Trained in self-play it holds a net per
+    seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
 
     algorithm = "q_net"
+
+    def __init__(self, net: MLP, player: int, other: MLP | None = None):
+        super().__init__(net, player)
+        self.other = other
 
     def scores(self, codes):
         # q_values' one batch over every (position, legal move) pair, through the in-place pass
         codes = np.asarray(codes)
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
-        q[rows, moves] = self.outputs(q_inputs(codes[rows], moves))
+        if self.other is None:
+            q[rows, moves] = self.outputs(q_inputs(codes[rows], moves))
+            return q
+        mine = game.TO_MOVE[codes[rows]] == side(self.player)
+        for net, pick in ((self.net, mine), (self.other, ~mine)):
+            q[rows[pick], moves[pick]] = self.outputs(q_inputs(codes[rows[pick]], moves[pick]), net)
         return q
+
+    def arrays(self):
+        other = {} if self.other is None else self.other.arrays(OTHER)
+        return {**super().arrays(), **other}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
+
+
+OTHER = "other_"
+"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
 
 
 class Learner(base.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        self.net = MLP([18] + [knobs.neurons] * knobs.layers + [1], self.rng, output="linear")
+        # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
+        self.nets = {seat: MLP([18] + [knobs.neurons] * knobs.layers + [1], self.rng,
+                               output="linear") for seat in run.seats}
+        self.net = self.nets[run.seats[0]]
         self.opponent = opponents.for_training(run.opponent)
-        self.side = side(run.player)
-        self.first_column = run.player - 1  # the agent's moves are columns first_column::2
         steps = max(run.iterations - 1, 1)
         self.epsilons = knobs.epsilon * (knobs.epsilon_final / knobs.epsilon) ** (np.arange(run.iterations) / steps)
         self.iteration = 0
@@ -96,8 +126,13 @@ class Learner(base.Learner):
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
         self.iteration += 1
         trajectories, moves, winners = self._play_episodes(epsilon)
-        self._fit(*self._samples(trajectories, moves, winners))
+        for seat in self.run.seats:
+            self._fit(*self._samples(trajectories, moves, winners, seat), seat)
+        self.played_epsilon = epsilon
         return game.tally(winners)
+
+    def exploration(self) -> float:
+        return float(self.played_epsilon)
 
     def _play_episodes(self, epsilon: float):
         """The iteration's episodes as one batch, move by move: (trajectories, moves, winners),
@@ -113,10 +148,11 @@ class Learner(base.Learner):
             if live.size == 0:
                 break
             here = codes[live]
-            if t % 2 == self.first_column:
+            seat = 1 + t % 2  # the seat of move t: X moves first
+            if seat in self.run.seats:
                 new = np.unique(here[self.evaluated_at[here] != self.iteration])
                 self.evaluated_at[new] = self.iteration
-                self.q[new] = q_values(self.net, new)
+                self.q[new] = q_values(self.nets[seat], new)
                 legal = game.LEGAL[new]
                 self.policy[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
                 probs = self.policy[here]
@@ -130,24 +166,27 @@ class Learner(base.Learner):
             trajectories[live, t] = codes[live]
         return trajectories, moves, game.WINNER[codes]
 
-    def _samples(self, trajectories, moves, winners):
-        """The agent's (position, move) pairs of a batch of episodes and their TD targets."""
+    def _samples(self, trajectories, moves, winners, seat=None):
+        """The (position, move) pairs of the agent's seat `seat` (its only one against a fixed
+        opponent) in a batch of episodes and their TD targets."""
+        seat = seat or self.run.seats[0]
+        first_column = seat - 1  # the seat's moves are columns first_column::2
         n = len(winners)
         # before[:, t] is the position move t was played from; two -1 columns past the end (of
         # positions and of moves) let every agent move look two moves ahead to its own next one.
         before = np.hstack([np.zeros((n, 1), np.int64), trajectories, np.full((n, 2), -1)])
         moves = np.hstack([moves, np.full((n, 2), -1)])
-        columns = np.arange(self.first_column, 9, 2)
+        columns = np.arange(first_column, 9, 2)
         states, actions, afters = before[:, columns], moves[:, columns], before[:, columns + 1]
         next_states, next_actions = before[:, columns + 2], moves[:, columns + 2]
         played = afters >= 0
         continues = before[:, columns + 3] >= 0  # the agent moves again in this episode
-        reward = np.broadcast_to((self.side * winners)[:, None], played.shape)
+        reward = np.broadcast_to((side(seat) * winners)[:, None], played.shape)
         next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
         targets = np.where(continues, self.knobs.gamma * next_q, reward)
         return states[played], actions[played], targets[played]
 
-    def _fit(self, states, actions, targets):
+    def _fit(self, states, actions, targets, seat=None):
         """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2.
 
         Samples repeat (every episode starts from the same few positions), so the loss is summed
@@ -158,13 +197,16 @@ class Learner(base.Learner):
         mean_targets = np.bincount(inverse, targets) / counts
         weights = (counts / len(targets))[:, None]
         inputs = q_inputs(pairs // 9, pairs % 9)
+        net = self.nets[seat or self.run.seats[0]]
         for _ in range(self.knobs.epochs):
-            acts = self.net.activations(inputs)
+            acts = net.activations(inputs)
             error = acts[-1] - mean_targets[:, None]
-            self.net.descend(self.net.gradients(acts, weights * error), self.knobs.alpha)
+            net.descend(net.gradients(acts, weights * error), self.knobs.alpha)
 
     def agent(self) -> Agent:
+        if len(self.run.seats) == 2:
+            return Agent(self.nets[1].copy(), 1, self.nets[2].copy())
         return Agent(self.net.copy(), self.run.player)
 
 
-ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=False)
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)

@@ -140,6 +140,9 @@ class Learner(base.Learner):
                                     self.run.episodes_per_update, self.params, game.RULES)
         return tally
 
+    def exploration(self) -> float:
+        return float(self.epsilon)  # the last game's: epsilon decays before every game
+
     def agent(self) -> Agent:
         return Agent(self.q.copy())
 

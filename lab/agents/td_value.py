@@ -10,6 +10,12 @@ one) to s', V(s) += alpha (V(s') - V(s)); an exploratory move updates nothing, s
 not drag values down. When the opponent's move ends the game, the side's last afterstate moves
 towards what that is worth to it: 0 for a loss, draw_value for a draw.
 
+`update=end_of_game` is seed 003's own rule instead (the post's program; the book's is the
+default, `update=td`): no step during the game; when it ends, every afterstate the side moved
+into in that game, explored or greedy, gets +1/len(visited) if the side won and -1/len(visited)
+otherwise (a draw counts as not winning, as in the post), len(visited) being the number of the
+side's moves in the game. Finished positions keep their fixed values under both rules.
+
 Positions where X just moved and positions where O just moved are disjoint, so one array from the
 mover's view holds X's table and O's table side by side. Against a fixed opponent only the
 agent's seat learns; in self-play (opponent=self) each side is a learner with its own afterstates
@@ -37,9 +43,16 @@ class Config(Knobs):
     """probability of an exploratory (random) move"""
     draw_value: float
     """the fixed value of a drawn final position to both sides (the book: 0, a non-win)"""
+    update: str
+    """td: the book's TD step after greedy moves; end_of_game: seed 003's +-1/len(visited) at the end"""
 
     def check(self):
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
+        require(self.update in UPDATES, "update", self.update, f"one of {', '.join(UPDATES)}")
+
+
+UPDATES = ("td", "end_of_game")
+"""The values of the `update` knob (see the module doc)."""
 
 
 class Agent(base.Agent):
@@ -81,10 +94,13 @@ class Params(NamedTuple):
     """probability of an exploratory (random) move"""
     draw_value: float
     """the value of a drawn final position"""
+    end_of_game: bool
+    """seed 003's rule (update=end_of_game) instead of TD steps"""
 
     @classmethod
     def of(cls, knobs: Config, run: RunConfig) -> "Params":
-        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.epsilon, knobs.draw_value)
+        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.epsilon, knobs.draw_value,
+                   knobs.update == "end_of_game")
 
 
 @njit(cache=True)
@@ -97,8 +113,11 @@ def train(v, opponent_moves, n, params, rules):
     tally = np.zeros(3, dtype=np.int64)
     move_values = np.empty(9)
     last = np.empty(2, dtype=np.int64)  # each side's latest afterstate (index 0 X, 1 O)
+    visited = np.empty((2, 5), dtype=np.int64)  # end_of_game: each side's afterstates this game
+    count = np.zeros(2, dtype=np.int64)
     for _ in range(n):
         last[:] = -1
+        count[:] = 0
         code = 0
         while True:
             i = 0 if to_move[code] == 1 else 1
@@ -112,17 +131,27 @@ def train(v, opponent_moves, n, params, rules):
                     for m in range(9):
                         move_values[m] = v[after[code, m]] if legal[code, m] else 0.0
                     nxt = after[code, game.best_move(move_values, legal[code])]
-                    if last[i] >= 0:  # a greedy move: TD step from the side's last afterstate
+                    if last[i] >= 0 and not params.end_of_game:  # a greedy move: TD step
                         v[last[i]] += alpha * (v[nxt] - v[last[i]])
                 last[i] = nxt
+                visited[i, count[i]] = nxt
+                count[i] += 1
                 code = nxt
             if terminal[code]:
                 break
-        # The side that did not make the final move learns what its last afterstate led to.
-        other = 1 - i
-        if last[other] >= 0 and (params.x_learns if other == 0 else params.o_learns):
-            result = 0.0 if winner[code] != 0 else params.draw_value
-            v[last[other]] += alpha * (result - v[last[other]])
+        if params.end_of_game:  # seed 003: +-1/len(visited) on every afterstate of the game
+            for j in range(2):
+                if count[j] > 0:
+                    step = (1.0 if winner[code] == (1 if j == 0 else -1) else -1.0) / count[j]
+                    for k in range(count[j]):
+                        if not terminal[visited[j, k]]:
+                            v[visited[j, k]] += step
+        else:
+            # The side that did not make the final move learns what its last afterstate led to.
+            other = 1 - i
+            if last[other] >= 0 and (params.x_learns if other == 0 else params.o_learns):
+                result = 0.0 if winner[code] != 0 else params.draw_value
+                v[last[other]] += alpha * (result - v[last[other]])
         game.count_result(tally, winner[code])
     return tally
 
@@ -134,6 +163,7 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
     winners = []
     for _ in range(n):
         last = {1: None, -1: None}  # each side's latest afterstate
+        visited = {1: [], -1: []}  # each side's afterstates in this game (end_of_game)
         code = game.EMPTY
         while not game.TERMINAL[code]:
             mover = game.TO_MOVE[code]
@@ -144,13 +174,21 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
             move, explored = stream.epsilon_greedy(np.where(legal, v[game.AFTER[code]], 0.0), legal,
                                                    params.epsilon)
             code = game.AFTER[code, move]
-            if not explored and last[mover] is not None:  # TD after greedy moves only
-                v[last[mover]] += params.alpha * (v[code] - v[last[mover]])
+            if not params.end_of_game and not explored and last[mover] is not None:
+                v[last[mover]] += params.alpha * (v[code] - v[last[mover]])  # TD, greedy moves only
             last[mover] = code
-        other = -mover  # did not make the final move: its last afterstate led to a loss or draw
-        if learns[other] and last[other] is not None:
-            result = 0.0 if game.WINNER[code] != 0 else params.draw_value
-            v[last[other]] += params.alpha * (result - v[last[other]])
+            visited[mover].append(code)
+        if params.end_of_game:  # seed 003: every afterstate of the game moves by +-1/len(visited)
+            for side, states in visited.items():
+                won = game.WINNER[code] == side
+                for state in states:
+                    if not game.TERMINAL[state]:
+                        v[state] += (1.0 if won else -1.0) / len(states)
+        else:
+            other = -mover  # did not make the final move: its last afterstate led to a loss or draw
+            if learns[other] and last[other] is not None:
+                result = 0.0 if game.WINNER[code] != 0 else params.draw_value
+                v[last[other]] += params.alpha * (result - v[last[other]])
         winners.append(game.WINNER[code])
     return game.tally(np.array(winners))
 

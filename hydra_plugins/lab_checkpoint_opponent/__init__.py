@@ -1,0 +1,1 @@
+"""The lab's checkpoint opponents as Hydra options; see checkpoint_opponent.py."""

@@ -1,0 +1,63 @@
+"""The named sweeps that reproduce the seeds' write-ups (sweeps/seed00N.yaml, README "Reproducing
+the write-ups"): each composes, every point of its grid is a valid job, and each sits at the
+write-up's own settings. The runs themselves are measured in the README; test_q_table,
+test_negamax_q and test_alphazero hold the learning thresholds."""
+
+import itertools
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab.compose import compose
+from lab.config import job
+
+SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
+
+
+@cache
+def grid(name):
+    """Every job of a named sweep's grid, as Hydra's basic sweeper would expand it."""
+    spec = yaml.safe_load((SWEEPS / f"{name}.yaml").read_text())
+    assert spec["hydra"]["mode"] == "MULTIRUN"
+    assert (SWEEPS / f"{name}.yaml").read_text().startswith("# @package _global_")
+    params = spec["hydra"]["sweeper"]["params"]
+    keys = list(params)
+    values = [str(params[k]).split(",") for k in keys]
+    jobs = [job(compose(f"+sweeps={name}", *(f"{k}={v}" for k, v in zip(keys, point))))
+            for point in itertools.product(*values)]
+    return {j.run_id: j for j in jobs}  # runs that differ only in unused knobs train once
+
+
+@pytest.mark.parametrize("name, algorithm, runs", [
+    ("seed000", "mc_vfa", 96), ("seed001", "q_table", 5), ("seed002", "alphazero", 5),
+    ("seed003", "td_value", 18), ("seed004", "negamax_q", 20)])
+def test_each_named_sweep_is_a_valid_grid_of_its_seeds_algorithm(name, algorithm, runs):
+    jobs = grid(name)
+    assert len(jobs) == runs
+    assert {j.algorithm.name for j in jobs.values()} == {algorithm}
+    assert len({j.run.seed for j in jobs.values()}) >= 3  # several seeds
+    assert {str(j.results_dir).rstrip("/").rsplit("/", 1)[-1] for j in jobs.values()} == {name}
+
+
+def test_seed000_covers_both_memory_modes_of_the_published_grid():
+    jobs = grid("seed000").values()
+    assert {j.knobs.memory for j in jobs} == {"clear", "keep"}
+    assert {(j.knobs.layers, j.knobs.neurons) for j in jobs} == {(2, 8), (3, 16), (4, 32), (5, 32)}
+    assert {(j.run.opponent, j.run.player, j.run.iterations) for j in jobs} == {("onestep", 2, 1000)}
+
+
+def test_seed001_is_the_notebooks_setting():
+    for j in grid("seed001").values():
+        assert (j.run.opponent, j.run.player) == ("random", 1)
+        assert j.run.episodes_per_update * j.run.iterations == 10_000
+        assert (j.knobs.alpha, j.knobs.epsilon, j.knobs.epsilon_decay_per_game) == (0.5, 1.0, 0.999)
+
+
+def test_seed004_gives_every_ensemble_member_the_full_budget():
+    jobs = grid("seed004").values()
+    assert {j.knobs.ensemble for j in jobs} == {1, 5, 10, 20}
+    for j in jobs:
+        games_per_member = j.run.episodes_per_update * j.run.iterations / j.knobs.ensemble
+        assert games_per_member == 10_000 and j.run.opponent == "self"
