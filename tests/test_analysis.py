@@ -126,6 +126,7 @@ def test_summary_picks_the_best_configuration():
                 **{evaluate.column(2, f"{o}_{r}"): v for o in evaluate.OPPONENTS
                    for r, v in (("win", share * win), ("loss", loss), ("draw", 1 - share * win - loss))},
                 evaluate.column(2, "losing_lines"): 3, evaluate.column(2, "total_lines"): 10,
+                evaluate.column(2, "winning_lines"): 5, evaluate.column(2, "drawing_lines"): 2,
                 evaluate.column(2, "never_loses"): False, evaluate.column(2, "optimal_move_rate"): 0.9,
             })
     best = summary.best_configurations(pd.DataFrame(rows))

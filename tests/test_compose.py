@@ -84,7 +84,7 @@ def _counting_full(composer):
 def test_one_composition_per_combination_of_group_choices():
     composer, jobs = grid("+sweeps=seed000", "seed=range(0,5)")
     full = _counting_full(composer)
-    assert len({str(composer(o)) for o in jobs}) == len(jobs) == 80
+    assert len({str(composer(o)) for o in jobs}) == len(jobs) == 160
     assert len(composer.bases) == 4 and not full  # the four network shapes
 
 
