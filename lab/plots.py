@@ -245,13 +245,13 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
 
 
 def outcome_figures(data, out_dir=None) -> list[Path]:
-    """Seed 001's three-panel figure (see module doc), one per configuration with a recorded
-    epsilon (train_epsilon); seeds drawn as their mean (raw bins, as the notebook drew them)."""
+    """Seed 001's three-panel figure (see module doc), one per configuration whose exploration
+    rate (train_epsilon) changes during training, the runs whose third panel says something; seeds
+    drawn as their mean (raw bins, as the notebook drew them)."""
     frame, out_dir = _outputs(data, out_dir)
     if "train_epsilon" not in frame:
         return []
-    explores = frame.groupby("config")["train_epsilon"].transform("max") > 0
-    frame = frame[explores]
+    frame = frame[frame.groupby("config")["train_epsilon"].transform("nunique") > 1]
     frame = frame.assign(side=_side(frame), games=frame["p1_wins"] + frame["p2_wins"] + frame["draws"])
     seat = frame["player"].fillna(1)  # self-play: counted from X's side, as the notebook did
     mine, theirs = np.where(seat == 1, frame["p1_wins"], frame["p2_wins"]), np.where(seat == 1, frame["p2_wins"], frame["p1_wins"])
@@ -275,7 +275,7 @@ def outcome_figures(data, out_dir=None) -> list[Path]:
         seeds = group["seed"].nunique()
         fig.suptitle(f"{algorithm}: {_who(side, group['opponent'].unique())}\n{config}, training "
                      f"games in bins of one iteration, mean of {seeds} seed{'s' * (seeds > 1)}")
-        written.append(_save(fig, out_dir / f"{algorithm}_outcomes_{config}.png"))
+        written.append(_save(fig, out_dir / f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"))
     return written
 
 
@@ -295,7 +295,7 @@ _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULT
   OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
 - comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x;
 - <algorithm>_outcomes_<configuration>.png: seed 001's figure, mean outcome, wins/draws/losses
-  and epsilon per iteration of training games (runs that explore epsilon-greedily).
+  and epsilon per iteration of training games (runs whose epsilon decays).
 
     lab-plot RESULTS_DIR [--out DIR] [--smooth N]"""
 

@@ -42,7 +42,7 @@ def test_sweep_ends_with_figures_and_summary(sweep_dir):
     out, done = sweep_dir
     assert "8 runs finished, 0 failed" in done.stdout
     # before the self-play runs; + seed 001's figure for the two td_value configurations
-    assert f"11 figures in {out / results.FIGURES}" in done.stdout
+    assert f"9 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
     # Without a terminal: one line per finished run, naming it, with counts and an ETA.
     lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
@@ -240,10 +240,11 @@ def test_the_seed_figure_says_which_way_is_better():
 
 
 def test_outcome_figure_for_runs_that_explore(tmp_path):
-    """Seed 001's figure: one per configuration whose runs explore epsilon-greedily (mean
-    outcome, wins/draws/losses, epsilon per iteration); none for runs with no epsilon."""
+    """Seed 001's figure: one per configuration whose epsilon decays (mean outcome,
+    wins/draws/losses, epsilon per iteration); none for a constant epsilon, zero or not."""
     for overrides in (("algorithm=q_table", "opponent=random", "player=1", "seed=0"),
                       ("algorithm=q_table", "opponent=random", "player=1", "seed=1"),
+                      ("algorithm=td_value", "opponent=random", "player=1", "seed=0"),  # 0.1
                       ("algorithm=mc_vfa", "layers=1", "neurons=4", "seed=0")):  # epsilon 0
         results.save(run(job(compose(*overrides, "episodes_per_update=20", "iterations=5"))),
                      tmp_path)
