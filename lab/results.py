@@ -30,6 +30,12 @@ METRICS = [
     ("train_seconds", pa.float64()), ("status", pa.string()), ("error", pa.string()),
     ("train_epsilon", pa.float64()),
 ]
+TIMING = [("eval_seconds", pa.float64()), ("startup_seconds", pa.float64()),
+          ("wall_seconds", pa.float64())]
+"""Where a run's time went on its worker, beside train_seconds: train_seconds and eval_seconds
+are cumulative to each iteration, numba compilation excluded; startup_seconds (the same on every
+row) is importing the lab when it is the process's first run plus compiling or loading numba
+kernels; wall_seconds is the run's whole time on the worker, start-up included."""
 EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
               for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
 EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evaluate.ALTERNATED_KEYS]
@@ -42,7 +48,7 @@ PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
 """Which code on which machine trained the run, and when (lab.provenance)."""
 
 
-CIRCUMSTANCES = ("train_seconds", *provenance.COLUMNS)
+CIRCUMSTANCES = ("train_seconds", *(name for name, _ in TIMING), *provenance.COLUMNS)
 """The columns that differ between two runs of the same job: when, where, by which command and
 how fast (the same configuration and seed give the same rows otherwise, alone, in a sweep,
 serially or on Ray)."""
@@ -67,6 +73,7 @@ def schema() -> pa.Schema:
             if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
                 raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)
+    fields.update(TIMING)
     fields.update(EVALUATION)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))

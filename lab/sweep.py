@@ -24,7 +24,7 @@ import hydra
 from omegaconf import DictConfig
 
 import lab
-from lab import config, provenance, results
+from lab import config, provenance, results, schedule
 from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
 from lab.run import RunResult, run
@@ -94,11 +94,18 @@ class Outcome:
     failed: bool
     error: str | None
     """the first line of the error of a failed run"""
+    wall_seconds: float
+    """the run's time on its worker (0 for a run lost with its worker)"""
+    ended: float
+    """when it ended, in seconds since the epoch"""
 
     @classmethod
     def of(cls, result: RunResult) -> "Outcome":
-        error = str(result.rows["error"].iloc[0]).splitlines()[0] if result.failed else None
-        return cls(result.run_id, result.failed, error)
+        first = result.rows.iloc[0]
+        error = str(first["error"]).splitlines()[0] if result.failed else None
+        wall = float(first.get("wall_seconds", 0.0))
+        ended = first["finished_utc"].timestamp() if "finished_utc" in first else time.time()
+        return cls(result.run_id, result.failed, error, wall if wall == wall else 0.0, ended)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -157,8 +164,22 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _run_remote(job: Job, code: dict) -> RunResult:
-    return run(job, code)
+def _run_batch(jobs: list[Job], code: dict) -> list[RunResult]:
+    return [run(job, code) for job in jobs]
+
+
+RAY_START_SECONDS = 4.0
+"""About what starting and stopping an embedded local Ray costs (2.5 s and 1.3 s on the 2-core
+development machine): with parallel=auto, runs predicted to take less train in this process."""
+
+
+def use_ray(jobs: list[Job], parallel, address=None) -> bool:
+    """Whether the jobs go to Ray: always with parallel=true or a cluster to join, never with
+    false; with auto, when their predicted work (lab.schedule.cost) outweighs starting Ray."""
+    if parallel == "auto":
+        return bool(address or os.environ.get("RAY_ADDRESS")) or \
+            sum(map(schedule.cost, jobs)) > RAY_START_SECONDS
+    return bool(parallel)
 
 
 def connect(address=None, num_cpus=None) -> None:
@@ -184,13 +205,35 @@ def connect(address=None, num_cpus=None) -> None:
               "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
 
 
-def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[Outcome]:
-    """Run the jobs (on Ray unless parallel is false), saving each result as it arrives.
+@dataclass
+class Execution:
+    """What `execute` did: the runs' outcomes, on how many cores, and the sweep's wall time from
+    its start (composing and planning included) until the runs were saved and Ray stopped."""
+
+    done: list[Outcome]
+    cores: int
+    seconds: float
+
+    def efficiency(self) -> str:
+        """Core utilisation (the runs' wall seconds over cores x the sweep's) and the fixed cost
+        (the sweep's wall time before the first run began and after the last one ended)."""
+        busy = sum(o.wall_seconds for o in self.done)
+        span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
+        return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
+                f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
+                f"{max(0.0, self.seconds - span):.1f} s (planning, Ray, saving)")
+
+
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
+            started: float | None = None) -> Execution:
+    """Run the jobs, longest first (lab.schedule), on Ray or in this process (use_ray), saving
+    each result as it arrives. `started` is the sweep's start (time.perf_counter; default now).
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
     """
+    started = time.perf_counter() if started is None else started
     if not jobs:
-        return []
+        return Execution([], 1, 0.0)
     progress = Progress(len(jobs))
     done = []
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
@@ -200,52 +243,62 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list
         done.append(Outcome.of(result))
         progress.update(done[-1], running=running)
 
+    cores = 1
     try:
-        if parallel:
-            _on_ray(jobs, code, finish, progress, address, num_cpus)
+        if use_ray(jobs, parallel, address):
+            cores = _on_ray(jobs, code, finish, progress, address, num_cpus)
         else:
-            for i, job in enumerate(jobs):
+            for i, job in enumerate(schedule.longest_first(jobs)):
                 finish(job, run(job, code), running=min(1, len(jobs) - i - 1))
     except KeyboardInterrupt:
         raise Interrupted(len(done)) from None
     finally:
         progress.close()
-    return done
+    return Execution(done, cores, time.perf_counter() - started)
 
 
-def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus) -> None:
-    """Run the jobs as Ray tasks named after their runs (with the driver's provenance.code()),
-    calling finish(job, result, running) as each one ends."""
+def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus) -> int:
+    """Run the jobs as Ray tasks, longest first, short runs batched (lab.schedule), each task
+    named after its first run and carrying the driver's provenance.code(); calls
+    finish(job, result, running) as each run ends. Returns the CPUs the runs had."""
     import ray
 
-    if not ray.is_initialized():
+    ours = not ray.is_initialized()
+    if ours:
         connect(address, num_cpus)
-    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_remote)
-    waiting, pending = iter(jobs), {}
+    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_batch)
+    slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    waiting, pending = schedule.batches(jobs, slots), {}
     try:
         while True:
-            # Only a window of runs is submitted, twice the cluster's CPUs (read again as nodes
+            # Only a window of tasks is submitted, twice the cluster's CPUs (read again as nodes
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
-            slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-            for job in itertools.islice(waiting, max(0, 2 * slots - len(pending))):
-                task = remote.options(name=f"{job.run.algorithm}:{job.run_id}")
-                pending[task.remote(job, code)] = job
+            slots = max(slots, int(ray.cluster_resources().get("CPU", 1)))
+            for batch in itertools.islice(waiting, max(0, 2 * slots - len(pending))):
+                name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
+                    f"+{len(batch) - 1}" if len(batch) > 1 else "")
+                pending[remote.options(name=name).remote(batch, code)] = batch
             if not pending:
-                return
+                break
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            running = min(sum(map(len, pending.values())), slots)
             if not ready:
-                progress.update(running=min(len(pending), slots))
+                progress.update(running=running)
                 continue
-            job = pending.pop(ready[0])
+            batch = pending.pop(ready[0])
             try:
-                result = ray.get(ready[0])
-            except Exception as exc:  # noqa: BLE001 - a task lost for good is a failed run
-                result = RunResult(job.run_id, _failed_rows(job, exc), None)
-            finish(job, result, running=min(len(pending), slots))
+                outcomes = ray.get(ready[0])
+            except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
+                outcomes = [RunResult(job.run_id, _failed_rows(job, exc), None) for job in batch]
+            for job, result in zip(batch, outcomes):
+                finish(job, result, running=running)
     finally:
         for ref in pending:  # Ctrl-C or an error here: leave nothing running on the cluster
             ray.cancel(ref, force=True)
+    if ours:
+        ray.shutdown()  # now, not at exit: part of the sweep's reported wall time
+    return slots
 
 
 def _failed_rows(job: Job, exc: Exception):
@@ -257,13 +310,16 @@ def _failed_rows(job: Job, exc: Exception):
     }])
 
 
-def report(jobs: list[Job], done: list[Outcome]) -> int:
-    """Print where results are and what failed; the exit status of the sweep."""
-    failed = [o for o in done if o.failed]
+def report(jobs: list[Job], execution: Execution) -> int:
+    """Print where results are, what failed and how busy the cores were; the exit status."""
+    failed = [o for o in execution.done if o.failed]
     dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
-    print(f"{len(done) - len(failed)} runs finished, {len(failed)} failed; results in {', '.join(dirs)}")
+    print(f"{len(execution.done) - len(failed)} runs finished, {len(failed)} failed; "
+          f"results in {', '.join(dirs)}")
     for outcome in failed:
         print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
+    if execution.done:
+        print(f"cores: {execution.efficiency()}")
     return 1 if failed else 0
 
 
@@ -307,25 +363,33 @@ def analyse(results_dirs) -> None:
               f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
-def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
            figures=True, dry_run=False):
     """Called by the lab's Hydra launcher with the whole grid."""
     from hydra.core.utils import JobReturn, JobStatus
 
+    started = time.perf_counter()
+    if parallel not in (True, False, "auto"):
+        _fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true, false or auto")
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
         print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
         for note in p.notes:
             print(note)
+        if p.train and parallel == "auto" and not use_ray(p.train, parallel, address):
+            print(f"the runs' predicted work ({sum(map(schedule.cost, p.train)):.1f} s) is less "
+                  "than starting Ray: training them in this process (hydra.launcher.parallel=true "
+                  "uses Ray anyway)")
         if dry_run:
             list_plan(p, job_overrides)
             return []
         sys.stdout.flush()  # the notes before the progress (on stderr)
-        done = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel)
+        execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
+                            started=started)
     except KeyboardInterrupt as stop:
         _interrupted(stop)
-    status = report(p.train, done)
+    status = report(p.train, execution)
     if figures:
         analyse(j.results_dir for j in p.train + p.skip)
     if status:
@@ -340,10 +404,10 @@ def main(cfg: DictConfig) -> None:
         p = plan([flat(cfg)])
         for note in p.notes:
             print(note)
-        done = execute(p.train, parallel=False)
+        execution = execute(p.train, parallel=False)
     except KeyboardInterrupt as stop:
         _interrupted(stop)
-    status = report(p.train, done)
+    status = report(p.train, execution)
     if status:
         sys.exit(status)
 

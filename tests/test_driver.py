@@ -52,7 +52,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
     assert done.returncode == 0, done.stderr
     assert printed_before_training[0] == ("3 configurations, 1 runs to train\n"
                                           "2 runs already finished in results_dir: skipped (force=true re-runs them)\n")
-    assert done.stdout.endswith(f"1 runs finished, 0 failed; results in {half_done / 'results'}\n")
+    assert f"\n1 runs finished, 0 failed; results in {half_done / 'results'}\ncores: " in done.stdout
 
 
 def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monkeypatch):
@@ -63,9 +63,10 @@ def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monk
     monkeypatch.setattr(results, "save", lambda result, d: kept.append(weakref.ref(result)) or save(result, d))
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     broken = job(compose(*TINY, "seed=3", "neurons=1000000000000000", f"results_dir={tmp_path}"))
-    done = sweep.execute([*jobs, broken], parallel=False)
+    done = sweep.execute([*jobs, broken], parallel=False).done
     gc.collect()
     assert len(kept) == 4 and all(ref() is None for ref in kept)  # every RunResult is gone
-    assert [o.failed for o in done] == [False, False, False, True]
-    assert done[-1].error.startswith("MemoryError: Unable to allocate") and "\n" not in done[-1].error
+    failed = [o for o in done if o.failed]
+    assert [o.run_id for o in failed] == [broken.run_id]
+    assert failed[0].error.startswith("MemoryError: Unable to allocate") and "\n" not in failed[0].error
     assert {o.run_id for o in done} == {j.run_id for j in [*jobs, broken]}

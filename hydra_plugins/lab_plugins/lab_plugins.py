@@ -12,7 +12,7 @@
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import Optional
+from typing import Any, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
@@ -35,8 +35,9 @@ class LabRayLauncherConf:
     'host:6379'; null: RAY_ADDRESS if set, else an embedded local Ray"""
     num_cpus: Optional[int] = None
     """CPUs of the embedded local Ray; null: every core"""
-    parallel: bool = True
-    """false: run the grid one run after another in this process, without Ray"""
+    parallel: Any = "auto"
+    """auto: Ray unless the runs' predicted work is less than starting Ray, then this process;
+    true: always Ray; false: one run after another in this process, without Ray"""
     figures: bool = True
     """false: skip drawing the figures and the summary into results_dir at the end"""
     dry_run: bool = False
@@ -60,7 +61,7 @@ class LabSweeper(BasicSweeper):
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True, dry_run=False):
+    def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False):
         self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
                         "dry_run": dry_run}
 

@@ -1,0 +1,70 @@
+"""Which runs go first and which go together: a sweep's scheduling.
+
+Runs in one grid differ in cost by orders of magnitude (a 1x8 net against a 5x32 one, alphazero's
+searches against a table), and a grid lists them in override order. Sent in that order, the
+longest can start last and leave every other core idle while it finishes. So the driver sends the
+runs longest first, by a predicted cost, and packs runs too short to be worth a Ray task of their
+own (a task costs milliseconds to dispatch, and its result a write on the driver) into batches.
+
+The cost model is rough on purpose: only the order and the batch sizes depend on it, never a
+result. Its numbers are microseconds per training episode and milliseconds per exact evaluation
+point, measured on the 2-core development machine (run.py's train_seconds and eval_seconds).
+"""
+
+from typing import Iterator
+
+from lab.config import Job
+
+RUN_SECONDS = 0.015
+"""Every run's own overhead: building its learner, its table and its checkpoint."""
+
+TASK_SECONDS = 0.2
+"""A batch is filled to about this much predicted work: well above a Ray task's overhead."""
+
+TASKS_PER_CORE = 4
+"""Batches stay small enough to give every core at least this many tasks to balance."""
+
+
+def _weights(knobs) -> int:
+    """Weights of a net learner's hidden layers (0 for the tables)."""
+    layers, neurons = getattr(knobs, "layers", 0), getattr(knobs, "neurons", 0)
+    return neurons * (9 + neurons * max(layers - 1, 0)) if layers else 9
+
+
+def cost(job: Job) -> float:
+    """Predicted seconds of the run on one core: training plus its exact evaluations."""
+    algorithm, knobs, run = job.run.algorithm, job.knobs, job.run
+    weights = _weights(knobs)
+    per_episode = {  # microseconds per training game
+        "q_table": 1.2, "td_value": 1.0,
+        "negamax_q": 1.7,
+        "mc_vfa": 3.0 + 0.0012 * weights,
+        "q_net": 8.0 + 0.0004 * weights * getattr(knobs, "epochs", 1),
+        "alphazero": 25.0 * getattr(knobs, "simulations", 50) + 0.1 * weights,
+    }.get(algorithm, 10.0)
+    per_point = 0.7 + (0.0003 * weights if algorithm != "alphazero" else 0.15 * knobs.simulations)
+    points = -(-run.iterations // run.eval_every) * len(run.seats)
+    return (RUN_SECONDS + 1e-6 * per_episode * run.episodes_per_update * run.iterations
+            + 1e-3 * per_point * points)
+
+
+def longest_first(jobs: list[Job]) -> list[Job]:
+    """The jobs by predicted cost, longest first (ties keep grid order)."""
+    return sorted(jobs, key=cost, reverse=True)
+
+
+def batches(jobs: list[Job], cores: int) -> Iterator[list[Job]]:
+    """The jobs, longest first, in batches of about TASK_SECONDS of predicted work each (a run
+    longer than that alone), never fewer than TASKS_PER_CORE batches per core while runs last."""
+    ordered = longest_first(jobs)
+    total = sum(map(cost, ordered))
+    target = min(TASK_SECONDS, total / max(1, TASKS_PER_CORE * cores))
+    batch, filled = [], 0.0
+    for job in ordered:
+        batch.append(job)
+        filled += cost(job)
+        if filled >= target:
+            yield batch
+            batch, filled = [], 0.0
+    if batch:
+        yield batch

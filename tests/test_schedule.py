@@ -1,0 +1,100 @@
+"""Scheduling (lab.schedule) and the timing a run and a sweep report about themselves."""
+
+import pandas as pd
+import pytest
+
+from lab import results, schedule, sweep
+from lab.compose import compose
+from lab.config import job
+from lab.run import run
+from sweeping import TINY, TINY_RUNS
+
+
+def _job(*overrides):
+    return job(compose(*overrides))
+
+
+def test_a_run_reports_where_its_time_went():
+    rows = run(_job(*TINY, "iterations=6", "eval_every=2")).rows
+    evaluated = rows[evaluate_column := "eval_p2_random_win"].notna()
+    assert list(evaluated) == [False, True] * 3
+    assert rows["train_seconds"].is_monotonic_increasing and rows["train_seconds"].iloc[0] > 0
+    # evaluation time grows only at the evaluated iterations
+    grew = rows["eval_seconds"].diff().fillna(rows["eval_seconds"].iloc[0]) > 0
+    assert list(grew) == list(rows[evaluate_column].notna())
+    for column in ("startup_seconds", "wall_seconds"):  # one value per run
+        assert rows[column].nunique() == 1
+    last = rows.iloc[-1]
+    assert last["wall_seconds"] >= last["train_seconds"] + last["eval_seconds"] + last["startup_seconds"]
+    assert set(results.CIRCUMSTANCES) >= {"train_seconds", "eval_seconds", "startup_seconds", "wall_seconds"}
+
+
+def test_costs_order_runs_by_their_work():
+    table, small_net, big_net = (_job("algorithm=q_table"), _job("algorithm=mc_vfa", "+net=l2_n8"),
+                                 _job("algorithm=mc_vfa", "+net=l5_n32"))
+    assert schedule.cost(table) < schedule.cost(small_net) < schedule.cost(big_net)
+    assert schedule.cost(_job("algorithm=q_table", "iterations=2000")) > 1.5 * schedule.cost(table)
+    search = _job("algorithm=alphazero")
+    assert schedule.cost(search) > schedule.cost(_job("algorithm=alphazero", "simulations=10"))
+    grid = [table, big_net, search, small_net]
+    assert schedule.longest_first(grid) == [search, big_net, small_net, table]
+
+
+def test_every_algorithm_has_a_positive_cost():
+    for algorithm, knobs in TINY_RUNS.items():
+        assert schedule.cost(_job(f"algorithm={algorithm}", *knobs)) > 0
+
+
+def test_short_runs_travel_together_and_long_ones_alone():
+    short = [_job(*TINY, f"seed={s}") for s in range(40)]
+    long = [_job("algorithm=mc_vfa", "+net=l5_n32", f"seed={s}") for s in range(3)]
+    batches = list(schedule.batches(short + long, cores=2))
+    assert [job for batch in batches for job in batch] == schedule.longest_first(short + long)
+    assert batches[:3] == [[j] for j in long]  # each long run is a task of its own, first
+    rest = batches[3:]
+    assert 1 < len(rest) < len(short)  # the short runs are batched ...
+    assert all(sum(map(schedule.cost, b[:-1])) < schedule.TASK_SECONDS for b in rest)  # ... to about a task's worth
+
+
+def test_a_small_grid_keeps_every_core_busy():
+    # a grid whose whole work is less than TASKS_PER_CORE tasks' worth still gives each core several
+    short = [_job(*TINY, f"seed={s}") for s in range(16)]
+    assert len(list(schedule.batches(short, cores=2))) >= 2 * schedule.TASKS_PER_CORE
+
+
+def test_batches_give_the_rows_of_one_task_per_run():
+    jobs = [_job(*TINY, f"seed={s}") for s in range(3)]
+    together = sweep._run_batch(jobs, code={})
+    for job_, result in zip(jobs, together):
+        alone = run(job_, code={}).rows.drop(columns=list(results.CIRCUMSTANCES))
+        pd.testing.assert_frame_equal(result.rows.drop(columns=list(results.CIRCUMSTANCES)), alone)
+
+
+def test_small_work_trains_in_this_process_and_big_work_on_ray(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    tiny = [_job(*TINY, f"seed={s}") for s in range(4)]
+    big = [_job("algorithm=alphazero", f"seed={s}") for s in range(4)]
+    assert not sweep.use_ray(tiny, "auto") and sweep.use_ray(big, "auto")
+    assert sweep.use_ray(tiny, "auto", address="10.0.0.1:6379")  # a cluster was asked for
+    assert sweep.use_ray(tiny, True) and not sweep.use_ray(big, False)
+
+
+def test_the_sweep_reports_core_utilisation_and_fixed_cost():
+    # two cores, 10 s of sweep; runs of 6 s and 8 s that ran from t=1 to t=9
+    outcomes = [sweep.Outcome("a", False, None, 6.0, 1007.0), sweep.Outcome("b", False, None, 8.0, 1009.0)]
+    line = sweep.Execution(outcomes, cores=2, seconds=10.0).efficiency()
+    assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, Ray, saving)"
+
+
+def test_serial_execution_runs_longest_first(tmp_path):
+    jobs = [_job(*TINY, f"iterations={i}", f"results_dir={tmp_path}") for i in (2, 9, 5)]
+    done = sweep.execute(jobs, parallel=False).done
+    assert [o.run_id for o in done] == [jobs[1].run_id, jobs[2].run_id, jobs[0].run_id]
+
+
+@pytest.mark.parametrize("value", ["sometimes", 2])
+def test_parallel_takes_true_false_or_auto(value, capsys):
+    with pytest.raises(SystemExit) as stop:
+        sweep.launch(None, None, [], parallel=value)
+    assert stop.value.code == 2
+    assert f"hydra.launcher.parallel={value!r} is not allowed: true, false or auto" in capsys.readouterr().err
