@@ -5,7 +5,9 @@ limit (uniform-random games per second played in batches by the compiled kernel)
 same process, and how much faster a 16-run sweep goes on 2 Ray workers than on 1. Compilation and
 start-up are excluded: each measurement warms up first. Then the driver of big grids (`--driver`
 alone): configurations planned per second, resuming a finished grid, reading a results directory
-of thousands of runs, and the driver's memory as finished runs add up.
+of thousands of runs, and the driver's memory as finished runs add up. And the parallel section
+(`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all, with the
+sweep's own utilisation and fixed cost, and the speed-up they predict for 16 cores.
 """
 
 import argparse
@@ -122,10 +124,10 @@ def sweep_seconds(workers: int, iterations: int) -> float:
         # the sweep's progress lines would bury the table
         with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out, \
                 contextlib.redirect_stderr(io.StringIO()):
-            sweep.execute(jobs(range(100, 100 + workers), warm))
+            sweep.execute(jobs(range(100, 100 + workers), warm), parallel=True)
             grid = jobs(range(16), out)  # composing 16 configs is the same serial work either way
             start = time.perf_counter()
-            sweep.execute(grid)
+            sweep.execute(grid, parallel=True)
             return time.perf_counter() - start
     finally:
         ray.shutdown()
@@ -223,14 +225,65 @@ def driver_section(quick: bool) -> None:
           "within 150 MB of 50)")
 
 
+# Every core busy (issue 16): seed 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
+PARALLEL_GRID = ["+sweeps=seed000", "memory=clear", "seed=range(0,4)"]
+
+
+def _timed_sweep(args: list[str]) -> tuple[float, str]:
+    """Wall time of the whole command from the shell, and the sweep's `cores:` line."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args,
+                           "hydra.launcher.figures=false"], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise RuntimeError(f"the sweep failed:\n{done.stderr}")
+    return seconds, done.stdout.rsplit("cores: ", 1)[-1].strip()
+
+
+def longest_first_makespan(seconds: list[float], cores: int) -> float:
+    """When the last of these runs ends if each goes, longest first, to the first free core."""
+    free = [0.0] * cores
+    for length in sorted(seconds, reverse=True):
+        free[free.index(min(free))] += length
+    return max(free)
+
+
+def parallel_section(quick: bool) -> None:
+    import os
+
+    iterations = ["iterations=50"] if quick else []
+    print(f"parallel: python -m lab.sweep --multirun {' '.join(PARALLEL_GRID + iterations)}, end to end")
+    with tempfile.TemporaryDirectory() as out:
+        seconds, line = _timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+        print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {line}")
+    walls, fixed, run_walls = {}, {}, {}
+    for cores in sorted({1, os.cpu_count() or 1}):
+        with tempfile.TemporaryDirectory() as out:
+            walls[cores], line = _timed_sweep([*PARALLEL_GRID, *iterations, f"results_dir={out}",
+                                               f"hydra.launcher.num_cpus={cores}", "hydra.launcher.parallel=true"])
+            run_walls[cores] = list(results.runs(results.load(out))["wall_seconds"])
+            fixed[cores] = walls[cores] - longest_first_makespan(run_walls[cores], cores)
+        print(f"  {cores} core{'s' * (cores > 1)}: {walls[cores]:.1f} s; {line}")
+    most = max(walls)
+    if most > 1:
+        print(f"  speed-up at {most} cores: {walls[1] / walls[most]:.2f}x (target 1.8x at 2 cores, "
+              "utilisation 85%)")
+    # Amdahl with the measured pieces: the fixed cost of the many-core run plus the one-core run
+    # times spread over 16 cores, longest first.
+    predicted = fixed[most] + longest_first_makespan(run_walls[1], 16)
+    print(f"  predicted on 16 cores: {predicted:.1f} s, {walls[1] / predicted:.1f}x the 1-core run "
+          f"(fixed cost {fixed[most]:.1f} s; goal 8x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
     parser.add_argument("--driver", action="store_true", help="only the driver section")
+    parser.add_argument("--parallel", action="store_true", help="only the parallel section")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 5.0
-    if args.driver:
-        driver_section(args.quick)
+    if args.driver or args.parallel:
+        (driver_section if args.driver else parallel_section)(args.quick)
         return
 
     print(f"{'what':<34}{'per second':>14}{'target':>12}")
@@ -251,6 +304,7 @@ def main() -> None:
     serial, parallel = sweep_seconds(1, iterations), sweep_seconds(2, iterations)
     print(f"16-run sweep ({iterations} iterations each): 1 worker {serial:.1f} s, "
           f"2 workers {parallel:.1f} s, speed-up {serial / parallel:.2f} (target 1.8)")
+    parallel_section(args.quick)
     driver_section(args.quick)
 
 
