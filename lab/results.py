@@ -1,9 +1,16 @@
 """Where runs land: one Parquet file per run, written atomically, read back as one tidy table.
 
 A results directory holds `<run_id>.parquet` files (one row per iteration, every knob repeated on
-every row), `_checkpoints/<run_id>.npz` and `_figures/`. Names starting with `_` or `.` are skipped
-by pyarrow's dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a
-half-written file (always a hidden temporary name until its atomic rename) is never read.
+every row), `_checkpoints/<run_id>.npz`, `_figures/` and `_index/`. Names starting with `_` or `.`
+are skipped by pyarrow's dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run
+tables, and a half-written file (always a hidden temporary name until its atomic rename) is never
+read.
+
+Reading thousands of small files costs mostly per-file work, so the readers keep what they read in
+`_index/` (the statuses, and the whole table), each entry keyed by its run file's name, size and
+modification time: the next read takes the unchanged files from there and reads only the new or
+rewritten ones. The index is only a cache: deleting it is always safe, and a damaged one is
+rebuilt.
 """
 
 import os
@@ -15,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, evaluate, provenance
@@ -22,6 +30,7 @@ from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
+INDEX = "_index"
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 METRICS = [
     ("iteration", pa.int64()), ("episodes", pa.int64()),
@@ -152,15 +161,50 @@ def _read_all(files, read):
         return list(pool.map(read, files))
 
 
-def _status(path: Path) -> tuple[str | None, str]:
-    table = _read(path, columns=["run_id", "status"]).to_pydict()
-    run_id = table["run_id"][0] if table["run_id"] else None
-    return run_id, "failed" if "failed" in table["status"] else "finished"
+def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
+    """`read(path)` of every run file in results_dir, concatenated, through the index
+    results_dir/_index/<name>.parquet (see the module doc); None when there is no run file.
+    With `write`, the index is brought up to date when it was not."""
+    keys = {}
+    for path in run_files(results_dir):
+        stat = path.stat()
+        keys[f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"] = path
+    index = Path(results_dir) / INDEX / f"{name}.parquet"
+    try:
+        cached = pq.read_table(index)
+        known = set(pc.unique(cached["_key"]).to_pylist())
+    except (pa.ArrowException, OSError, KeyError):  # none yet, or damaged: rebuilt below
+        cached, known = None, set()
+    new = [key for key in keys if key not in known]
+    tables = _read_all([keys[key] for key in new], read)
+    tables = [t.append_column("_key", pa.array([key] * t.num_rows, pa.string()))
+              for key, t in zip(new, tables)]
+    if cached is not None:
+        tables.insert(0, cached.filter(pc.is_in(cached["_key"], pa.array(list(keys), pa.string()))))
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+    if write and (new or len(known) > len(keys) - len(new)):  # something to add or to forget
+        try:
+            _atomic_write(index, lambda f: pq.write_table(table, f))
+        except OSError:  # a read-only results_dir: read without the index
+            pass
+    return table.drop_columns("_key") if table is not None else None
 
 
-def statuses(results_dir) -> dict[str, str]:
-    """run_id -> 'finished' or 'failed' for every run stored in results_dir."""
-    return {run_id: status for run_id, status in _read_all(run_files(results_dir), _status) if run_id}
+def _status(path: Path) -> pa.Table:
+    table = _read(path, columns=["run_id", "status"])
+    failed = pc.any(pc.equal(table["status"], "failed")).as_py()
+    return pa.table({"run_id": table["run_id"][:1], "status": ["failed" if failed else "finished"]})
+
+
+def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
+    """run_id -> 'finished' or 'failed' for every run stored in results_dir.
+
+    Planning a sweep reads them and writes nothing (a dry run or a refused grid leaves the disk
+    as it was); the driver writes the index (`write_index`) once it has saved runs."""
+    table = _indexed(results_dir, "statuses", _status, write_index)
+    if table is None:
+        return {}
+    return dict(zip(table["run_id"].to_pylist(), table["status"].to_pylist()))
 
 
 _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
@@ -169,11 +213,11 @@ evaluation columns between evaluations, the knobs an algorithm does not use, a f
 
 
 def load(results_dir) -> pd.DataFrame:
-    """Every run in results_dir as one DataFrame, one row per (run, iteration)."""
-    files = run_files(results_dir)
-    if not files:
+    """Every run in results_dir as one DataFrame, one row per (run, iteration); brings the
+    table's index up to date."""
+    table = _indexed(results_dir, "table", _read, write=True)
+    if table is None:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
-    table = pa.concat_tables(_read_all(files, _read), promote_options="permissive")
     # one chunk per column instead of one per file: to_pandas then takes half the time
     frame = table.combine_chunks().to_pandas(types_mapper=_NULLABLE.get)
     return frame.sort_values(["run_id", "iteration"], ignore_index=True)

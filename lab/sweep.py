@@ -389,6 +389,8 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
                             started=started)
     except KeyboardInterrupt as stop:
         _interrupted(stop)
+    for results_dir in {job.results_dir for job in p.train}:
+        results.statuses(results_dir, write_index=True)  # the next plan of this grid reads one file
     status = report(p.train, execution)
     if figures:
         analyse(j.results_dir for j in p.train + p.skip)

@@ -51,3 +51,50 @@ def test_statuses_of_many_files_and_the_one_bad_file_among_them(mixed, tmp_path)
         results.statuses(tmp_path)
     with pytest.raises(results.ResultsError, match=r"0150\.parquet, which is not a readable run table"):
         results.load(tmp_path)
+
+
+def _files(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
+    jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
+    for j in jobs:
+        results.save(run(j), tmp_path)
+    before = _files(tmp_path)
+    assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
+    assert _files(tmp_path) == before  # planning reads, never writes
+    results.statuses(tmp_path, write_index=True)
+    assert (tmp_path / results.INDEX / "statuses.parquet").is_file()
+    # a run rewritten as failed, one removed and one added: the index follows the files
+    results.save(RunResult(jobs[0].run_id, sweep._failed_rows(jobs[0], RuntimeError("x")), None), tmp_path)
+    (tmp_path / f"{jobs[1].run_id}.parquet").unlink()
+    extra = job(compose(*TINY, "seed=9", f"results_dir={tmp_path}"))
+    results.save(run(extra), tmp_path)
+    expected = {jobs[0].run_id: "failed", jobs[2].run_id: "finished", extra.run_id: "finished"}
+    assert results.statuses(tmp_path) == expected
+    assert results.statuses(tmp_path, write_index=True) == expected == results.statuses(tmp_path)
+    # the table's index: load gives what the files hold, before and after it exists
+    first, second = results.load(tmp_path), results.load(tmp_path)
+    pd.testing.assert_frame_equal(first, second)
+    plain = pd.read_parquet(tmp_path).sort_values(["run_id", "iteration"], ignore_index=True)
+    pd.testing.assert_frame_equal(values(second), values(plain))  # pandas still reads only the runs
+
+
+def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_path, monkeypatch):
+    one = job(compose(*TINY, f"results_dir={tmp_path}"))
+    results.save(run(one), tmp_path)
+    index = tmp_path / results.INDEX / "statuses.parquet"
+    index.parent.mkdir()
+    index.write_bytes(b"not parquet")
+    assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
+    assert results.statuses(tmp_path) == {one.run_id: "finished"}
+    (tmp_path / results.INDEX / "statuses.parquet").unlink()
+
+    def refused(path, write):  # what a read-only results_dir does (chmod does not stop root)
+        raise PermissionError(f"read-only: {path}")
+
+    monkeypatch.setattr(results, "_atomic_write", refused)
+    assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
+    assert len(results.load(tmp_path)) == 3
+    assert not (tmp_path / results.INDEX / "statuses.parquet").exists()
