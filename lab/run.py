@@ -26,6 +26,13 @@ _compiling = event.TimingListener()
 event.register("numba:compiler_lock", _compiling)
 
 
+def in_the_driver() -> None:
+    """This process is a sweep's driver: its imports are the sweep's fixed cost, not its first
+    run's start-up."""
+    global _first_run_in_process
+    _first_run_in_process = False
+
+
 def _compile_seconds() -> float:
     return _compiling.duration if _compiling.done else 0.0
 

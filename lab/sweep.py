@@ -27,7 +27,7 @@ import lab
 from lab import config, provenance, results, schedule
 from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
-from lab.run import RunResult, run
+from lab.run import RunResult, in_the_driver, run
 
 
 def _fail(message: str) -> NoReturn:
@@ -248,6 +248,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
         if use_ray(jobs, parallel, address):
             cores = _on_ray(jobs, code, finish, progress, address, num_cpus)
         else:
+            in_the_driver()
             for i, job in enumerate(schedule.longest_first(jobs)):
                 finish(job, run(job, code), running=min(1, len(jobs) - i - 1))
     except KeyboardInterrupt:
