@@ -121,12 +121,18 @@ class QTableAgent(Agent):
         return cls(np.asarray(arrays["q"], dtype=float))
 
 
-class NetAgent(Agent):
-    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O)."""
+OTHER = "other_"
+"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
 
-    def __init__(self, net: MLP, player: int):
+
+class NetAgent(Agent):
+    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O); trained in
+    self-play, a second MLP, `other`, for the other seat."""
+
+    def __init__(self, net: MLP, player: int, other: MLP | None = None):
         self.net = net
         self.player = player
+        self.other = other
 
     def outputs(self, x: np.ndarray, net: MLP | None = None) -> np.ndarray:
         """Output 0 of the net (`net`, else the agent's) at each row of a large batch x: the
@@ -147,11 +153,13 @@ class NetAgent(Agent):
         return h[:, 0]
 
     def arrays(self):
-        return {**self.net.arrays(), "player": np.array(self.player)}
+        other = {} if self.other is None else self.other.arrays(OTHER)
+        return {**self.net.arrays(), "player": np.array(self.player), **other}
 
     @classmethod
     def from_arrays(cls, arrays):
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]))
+        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
 
 
 @njit(cache=True)

@@ -73,10 +73,6 @@ class Agent(base.NetAgent):
 
     algorithm = "mc_vfa"
 
-    def __init__(self, net: MLP, player: int, other: MLP | None = None):
-        super().__init__(net, player)
-        self.other = other
-
     def scores(self, codes):
         if self.other is None:
             return self.net_scores(self.net, codes)
@@ -86,15 +82,6 @@ class Agent(base.NetAgent):
         out[mine] = self.net_scores(self.net, codes[mine])
         out[~mine] = self.net_scores(self.other, codes[~mine])
         return out
-
-    def arrays(self):
-        other = {} if self.other is None else self.other.arrays(OTHER)
-        return {**super().arrays(), **other}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
 
     def net_scores(self, net: MLP, codes):
         """(n, 9) values of each move's afterstate at `codes` by `net`, -inf where illegal."""
@@ -108,10 +95,6 @@ class Agent(base.NetAgent):
         values = np.full(game.N_CODES + 1, -np.inf, dtype=net.weights[0].dtype)
         values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0), net)
         return values[after]
-
-
-OTHER = "other_"
-"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
 
 
 class Params(NamedTuple):

@@ -75,10 +75,6 @@ class Agent(base.NetAgent):
 
     algorithm = "q_net"
 
-    def __init__(self, net: MLP, player: int, other: MLP | None = None):
-        super().__init__(net, player)
-        self.other = other
-
     def scores(self, codes):
         # q_values' one batch over every (position, legal move) pair, through the in-place pass
         codes = np.asarray(codes)
@@ -91,19 +87,6 @@ class Agent(base.NetAgent):
         for net, pick in ((self.net, mine), (self.other, ~mine)):
             q[rows[pick], moves[pick]] = self.outputs(q_inputs(codes[rows[pick]], moves[pick]), net)
         return q
-
-    def arrays(self):
-        other = {} if self.other is None else self.other.arrays(OTHER)
-        return {**super().arrays(), **other}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
-
-
-OTHER = "other_"
-"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
 
 
 class Learner(base.Learner):
