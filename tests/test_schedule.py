@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from lab import results, schedule, sweep
-from lab.compose import compose
+from lab.compose import compose, grid
 from lab.config import job
 from lab.run import run
 from sweeping import TINY, TINY_RUNS
@@ -12,6 +12,12 @@ from sweeping import TINY, TINY_RUNS
 
 def _job(*overrides):
     return job(compose(*overrides))
+
+
+def _jobs(*overrides):
+    """The jobs of a grid (composed once for all, as the sweep does)."""
+    composer, jobs = grid(*overrides)
+    return [job(composer(o)) for o in jobs]
 
 
 def test_a_run_reports_where_its_time_went():
@@ -46,8 +52,8 @@ def test_every_algorithm_has_a_positive_cost():
 
 
 def test_short_runs_travel_together_and_long_ones_alone():
-    short = [_job(*TINY, f"seed={s}") for s in range(40)]
-    long = [_job("algorithm=mc_vfa", "+net=l5_n32", f"seed={s}") for s in range(3)]
+    short = _jobs(*TINY, "seed=range(0,40)")
+    long = _jobs("algorithm=mc_vfa", "+net=l5_n32", "seed=range(0,3)")
     batches = list(schedule.batches(short + long, cores=2))
     assert [job for batch in batches for job in batch] == schedule.longest_first(short + long)
     assert batches[:3] == [[j] for j in long]  # each long run is a task of its own, first
@@ -58,7 +64,7 @@ def test_short_runs_travel_together_and_long_ones_alone():
 
 def test_a_small_grid_keeps_every_core_busy():
     # a grid whose whole work is less than TASKS_PER_CORE tasks' worth still gives each core several
-    short = [_job(*TINY, f"seed={s}") for s in range(16)]
+    short = _jobs(*TINY, "seed=range(0,16)")
     assert len(list(schedule.batches(short, cores=2))) >= 2 * schedule.TASKS_PER_CORE
 
 

@@ -3,14 +3,13 @@ the write-ups"): each composes, every point of its grid is a valid job, and each
 write-up's own settings. The runs themselves are measured in the README; test_q_table,
 test_negamax_q and test_alphazero hold the learning thresholds."""
 
-import itertools
 from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
 
-from lab.compose import compose
+from lab import compose
 from lab.config import job
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
@@ -18,15 +17,11 @@ SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 
 @cache
 def grid(name):
-    """Every job of a named sweep's grid, as Hydra's basic sweeper would expand it."""
-    spec = yaml.safe_load((SWEEPS / f"{name}.yaml").read_text())
-    assert spec["hydra"]["mode"] == "MULTIRUN"
-    assert (SWEEPS / f"{name}.yaml").read_text().startswith("# @package _global_")
-    params = spec["hydra"]["sweeper"]["params"]
-    keys = list(params)
-    values = [str(params[k]).split(",") for k in keys]
-    jobs = [job(compose(f"+sweeps={name}", *(f"{k}={v}" for k, v in zip(keys, point))))
-            for point in itertools.product(*values)]
+    """Every job of a named sweep's grid, as the sweep composes it."""
+    text = (SWEEPS / f"{name}.yaml").read_text()
+    assert text.startswith("# @package _global_") and yaml.safe_load(text)["hydra"]["mode"] == "MULTIRUN"
+    composer, overrides = compose.grid(f"+sweeps={name}")
+    jobs = [job(composer(o)) for o in overrides]
     return {j.run_id: j for j in jobs}  # runs that differ only in unused knobs train once
 
 
