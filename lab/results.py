@@ -1,20 +1,23 @@
 """Where runs land: one Parquet file per run, written atomically, read back as one tidy table.
 
 A results directory holds `<run_id>.parquet` files (one row per iteration, every knob repeated on
-every row), `_checkpoints/<run_id>.npz` and `_figures/`. Names starting with `_` or `.` are skipped
-by pyarrow's dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a
-half-written file (always a hidden temporary name until its atomic rename) is never read.
+every row), `_checkpoints/<run_id>.npz`, `_figures/`, `_summary/` and `_sweeps/` (a record of each
+sweep that trained into it). Names starting with `_` or `.` are skipped by pyarrow's dataset
+discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a half-written file
+(always a hidden temporary name until its atomic rename) is never read.
 """
 
 import os
 import tempfile
 import typing
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, evaluate, provenance
@@ -22,6 +25,8 @@ from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
+SWEEPS = "_sweeps"
+"""The folder of sweep records: the composed config and command of each sweep that trained"""
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 METRICS = [
     ("iteration", pa.int64()), ("episodes", pa.int64()),
@@ -145,15 +150,40 @@ def _read_all(files, read):
         return list(pool.map(read, files))
 
 
-def _status(path: Path) -> tuple[str | None, str]:
-    table = _read(path, columns=["run_id", "status"]).to_pydict()
-    run_id = table["run_id"][0] if table["run_id"] else None
-    return run_id, "failed" if "failed" in table["status"] else "finished"
+CODE = ("lab_version", "git_commit", "git_dirty")
+"""The provenance columns that say which code trained a run (lab.provenance.code without the
+command line)"""
+
+
+class Stored(typing.NamedTuple):
+    """What resuming needs to know of a stored run."""
+
+    status: str
+    """'finished' or 'failed'"""
+    code: Mapping
+    """lab_version, git_commit and git_dirty of the code that trained it (None where the file has
+    no such column: a run stored before the lab recorded provenance)"""
+
+
+def _stored(path: Path) -> tuple[str | None, Stored]:
+    # A few columns of each file, and no Python object per row: a run file's footer costs more
+    # than its values, and the three code columns add about as little as possible to it.
+    table = _read(path, columns=["run_id", "status", *CODE])
+    if not table.num_rows:
+        return None, Stored("failed", {})
+    failed = pc.any(pc.equal(table["status"], "failed")).as_py()
+    code = {name: table[name][0].as_py() if name in table.column_names else None for name in CODE}
+    return table["run_id"][0].as_py(), Stored("failed" if failed else "finished", code)
+
+
+def stored(results_dir) -> dict[str, Stored]:
+    """run_id -> its Stored status and code for every run in results_dir (read on threads)."""
+    return {run_id: s for run_id, s in _read_all(run_files(results_dir), _stored) if run_id}
 
 
 def statuses(results_dir) -> dict[str, str]:
     """run_id -> 'finished' or 'failed' for every run stored in results_dir."""
-    return {run_id: status for run_id, status in _read_all(run_files(results_dir), _status) if run_id}
+    return {run_id: s.status for run_id, s in stored(results_dir).items()}
 
 
 _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}

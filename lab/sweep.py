@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
@@ -50,16 +51,22 @@ class Plan(NamedTuple):
 def plan(cfgs: Iterable[dict]) -> Plan:
     """Validate every configuration and drop duplicates and finished runs.
 
+    A run finished in results_dir by another code version than this one (lab.provenance
+    .same_code: another git commit, or another lab version outside git) is skipped with a note
+    when on_code_change=reuse (the default) and trained again when on_code_change=rerun.
+
     Exits with a clear error, before anything is written, on the first invalid knob or unreadable
     results directory.
     """
     train, skip, first, stored = [], [], {}, {}
     duplicates = failed_before = forced = 0
+    other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
+    current = None
     for index, cfg in enumerate(cfgs):
         try:
             job = config.job(cfg)
             if job.results_dir not in stored:
-                stored[job.results_dir] = results.statuses(job.results_dir)
+                stored[job.results_dir] = results.stored(job.results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
         if (job.results_dir, job.run_id) in first:
@@ -67,11 +74,17 @@ def plan(cfgs: Iterable[dict]) -> Plan:
             continue
         first[job.results_dir, job.run_id] = index
         before = stored[job.results_dir].get(job.run_id)
-        if before == "finished" and not job.force:
-            skip.append(job)
-            continue
-        failed_before += before == "failed"
-        forced += before == "finished"
+        if before is not None and before.status == "finished" and not job.force:
+            current = current or provenance.code()
+            if provenance.same_code(before.code, current):
+                skip.append(job)
+                continue
+            other_code[job.on_code_change][provenance.version_of(before.code)] += 1
+            if job.on_code_change == "reuse":
+                skip.append(job)
+                continue
+        failed_before += before is not None and before.status == "failed"
+        forced += before is not None and before.status == "finished" and job.force
         train.append(job)
     notes = []
     if duplicates:
@@ -79,11 +92,25 @@ def plan(cfgs: Iterable[dict]) -> Plan:
                      "algorithm uses: trained once")
     if skip:
         notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
+    for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
+                         ("rerun", "training them again (on_code_change=rerun)")):
+        if other_code[switch]:
+            notes.append(_code_change_note(other_code[switch], current, what))
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
     if forced:
         notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)
+
+
+def _code_change_note(versions: Counter, current: dict, what: str) -> str:
+    """One line: how many finished runs another code version trained, which versions, and what
+    happens to them."""
+    shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
+    if len(versions) > 3:
+        shown += f" and {len(versions) - 3} more"
+    return (f"{versions.total()} runs finished in results_dir were trained by other code: {shown}; "
+            f"this is {provenance.version_of(current)}: {what}")
 
 
 @dataclass(frozen=True)
