@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
-from omegaconf import DictConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
 import lab
 from lab import config, provenance, results
@@ -334,9 +335,120 @@ def analyse(results_dirs) -> None:
               f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
+def _ray_started() -> bool:
+    import ray
+
+    return ray.is_initialized()
+
+
+GRID_SWEEPERS = ("hydra_plugins.lab_plugins.lab_plugins.LabSweeper",
+                 "hydra._internal.core_plugins.basic_sweeper.BasicSweeper")
+"""The sweepers that expand a grid (the lab's, Hydra's basic one): they take no interval()"""
+HYDRA_FOLDERS = {  # Hydra's folder knob -> (its value in conf/config.yaml, why the lab ignores it)
+    "hydra.run.dir": (".", "a run's results go to results_dir"),
+    "hydra.sweep.dir": ("${results_dir}/_sweeps", "a sweep's results go to results_dir"),
+    "hydra.sweep.subdir": ("${hydra.job.num}", "every run of a sweep lands in results_dir as one "
+                           "<run_id>.parquet file, with no folder per job"),
+}
+
+
+class HydraKnobs(Callback):
+    """Hydra's own knobs the lab does not follow are refused in one line (exit 2), before Hydra
+    creates a folder or a sweeper starts: the folder knobs (HYDRA_FOLDERS: results go to
+    results_dir), and interval() in a grid. Registered as a Hydra callback in conf/config.yaml."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        _check_hydra_folders(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        _check_hydra_folders(config)
+        _check_grid(config)
+
+
+def _check_hydra_folders(config: DictConfig) -> None:
+    for key, (default, why) in HYDRA_FOLDERS.items():
+        value = OmegaConf.to_container(OmegaConf.select(config, key.rsplit(".", 1)[0]), resolve=False)
+        value = value.get(key.rsplit(".", 1)[1])
+        if value != default:
+            _fail(f"{key}={value} is not used by the lab: {why} (set results_dir=DIR instead)")
+
+
+def _check_grid(config: DictConfig) -> None:
+    """interval() is a search's, not a grid's."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if OmegaConf.select(config, "hydra.sweeper._target_") not in GRID_SWEEPERS:
+        return  # a search (hydra/sweeper=tune, optuna, ...) takes interval()
+    params = OmegaConf.select(config, "hydra.sweeper.params")
+    params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    try:
+        parsed = OverridesParser.create().parse_overrides(arguments)
+    except Exception:  # noqa: BLE001 - the sweeper parses them again and reports Hydra's error
+        return
+    for override in parsed:
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            _fail(f"{override.input_line}: a grid takes comma lists (a,b,c), range(), choice() or "
+                  "glob(); interval() belongs to a search sweeper, which samples from it")
+
+
+def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
+    """Write a copy of the sweep's composed primary config, its command line and overrides, the
+    code that runs it and what it trains into RESULTS_DIR/_sweeps/<UTC time>.yaml of each
+    results_dir it trains into; the readers of results_dir skip that folder. Returns the files."""
+    now = time.gmtime()
+    primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    try:
+        composed = OmegaConf.to_container(primary, resolve=True)
+    except Exception:  # noqa: BLE001 - an interpolation only a job can resolve: kept as written
+        composed = OmegaConf.to_container(primary, resolve=False)
+    hydra_node = sweep_config.get("hydra")
+
+    def node(key):
+        found = OmegaConf.select(hydra_node, key) if hydra_node is not None else None
+        return OmegaConf.to_container(found, resolve=False) if OmegaConf.is_config(found) else found
+
+    code = provenance.code()
+    doc = {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
+        "command": code["command"],
+        "cwd": os.getcwd(),
+        "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
+        "overrides": node("overrides.task") or [],
+        "hydra_overrides": node("overrides.hydra") or [],
+        "sweeper": node("sweeper"),
+        "launcher": node("launcher"),
+        "runs": counts,
+        "config": composed,
+    }
+    text = ("# A sweep that trained into this results_dir (written by lab.sweep.record): its command,\n"
+            "# overrides and composed primary config. Re-run it with the same command.\n"
+            + OmegaConf.to_yaml(OmegaConf.create(doc)))
+    written = []
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        folder = results_dir / results.SWEEPS
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = time.strftime("%Y%m%dT%H%M%SZ", now)
+        for n in itertools.count(1):  # two sweeps started in the same second keep both records
+            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}-{n}.yaml")
+            try:
+                with open(path, "x") as f:
+                    f.write(text)
+                break
+            except FileExistsError:
+                continue
+        written.append(path)
+    return written
+
+
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
            figures=True, dry_run=False):
-    """Called by the lab's Hydra launcher with the whole grid."""
+    """Called by the lab's Hydra launcher with the whole grid.
+
+    Before training: joins or starts Ray and writes the sweep's
+    record into each results_dir it trains into (`record`); neither happens on a dry run, an
+    invalid knob or when nothing is left to train."""
     from hydra.core.utils import JobReturn, JobStatus
 
     composer = Composer(config_loader, sweep_config)
@@ -348,6 +460,11 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if dry_run:
             list_plan(p, job_overrides)
             return []
+        if p.train:
+            if parallel and not _ray_started():
+                connect(address, num_cpus)  # execute() then finds Ray started
+            record({j.results_dir for j in p.train}, sweep_config,
+                   {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)
         done = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel)
     except KeyboardInterrupt as stop:

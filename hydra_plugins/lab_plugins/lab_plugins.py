@@ -24,6 +24,9 @@ from omegaconf import OmegaConf
 class LabSweeperConf:
     _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
     max_batch_size: Optional[int] = None
+    """launch the grid in batches of this many jobs, each finished (and its figures drawn) before
+    the next starts, as Hydra's basic sweeper does; null: the whole grid at once, which keeps
+    every CPU busy to the end"""
     params: Optional[dict] = None
 
 
@@ -56,7 +59,9 @@ class LabSweeper(BasicSweeper):
         from lab.compose import expand
 
         batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
-        return [self.launcher.launch(batch, initial_job_idx=0)]
+        size = self.max_batch_size or len(batch) or 1
+        chunks = [batch[i:i + size] for i in range(0, len(batch), size)] or [batch]
+        return [self.launcher.launch(chunk, initial_job_idx=i * size) for i, chunk in enumerate(chunks)]
 
 
 class LabRayLauncher(Launcher):
