@@ -189,8 +189,9 @@ def _run_remote(job: Job, code: dict) -> RunResult:
     return run(job, code)
 
 
-def connect(address=None, num_cpus=None) -> None:
-    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus.
+def connect(address=None, num_cpus=None, dashboard=False) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus
+    (with its dashboard if `dashboard`, whose URL is printed).
 
     Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
     the dependencies installed but not this repository.
@@ -200,16 +201,79 @@ def connect(address=None, num_cpus=None) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
+        if dashboard:
+            _check_dashboard_packages()
+        _token_mode_for_a_local_ray()
         # "local" starts a private Ray even when a `ray start` cluster runs on this machine
         # (plain ray.init() would join it).
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
-        return
+        context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
+    else:
+        try:
+            context = ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]},
+                               **quiet)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
+            _fail(f"could not join the Ray cluster at {address}: {exc}{_token_hint(address, exc)}")
+    if dashboard:
+        url = getattr(context, "dashboard_url", None)
+        print(f"Ray dashboard: http://{url}" if url else
+              "Ray dashboard: none (the cluster was started without one)", flush=True)
+
+
+def _token_mode_for_a_local_ray() -> None:
+    """Ray 2.60 turns token authentication on for a new local cluster, and warns that it did
+    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning. As Ray does when it
+    sets the mode itself, its configuration cached in this process is read again (else this
+    driver would not send the token to its own cluster)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return  # the user's choice
+    os.environ["RAY_AUTH_MODE"] = "token"
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
+def _check_dashboard_packages() -> None:
+    """Refuse in one line when the packages of Ray's dashboard (ray[default]) are missing."""
     try:
-        ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
-    except ConnectionError as exc:
-        _fail(f"could not join the Ray cluster at {address}: {exc}. A cluster with token "
-              "authentication (Ray's default when ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token "
-              "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+        import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
+    except ImportError as exc:
+        _fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
+              "pip install 'ray[default]'")
+
+
+TOKEN_HINT = ("; a cluster with token authentication (Ray's default when ~/.ray/auth_token exists) "
+              "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def _token_hint(address: str, exc: BaseException) -> str:
+    """TOKEN_HINT where the failure to join is one of authentication, else nothing.
+
+    Ray 2.60 raises its AuthenticationError when token mode is on without a token. A client
+    without token mode joining a cluster with it gets no such error: its requests are refused
+    until it gives up with the ConnectionError of a cluster that is not there. So the hint also
+    goes with a ConnectionError when token mode is off and something listens at the address; not
+    when nothing does (a wrong address, a stopped cluster) nor when token mode was on."""
+    from ray.exceptions import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):
+        return TOKEN_HINT
+    if not isinstance(exc, ConnectionError) or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return ""
+    return TOKEN_HINT if _listens(address) else ""
+
+
+def _listens(address: str) -> bool:
+    """Whether a TCP connection to HOST:PORT succeeds (False for other address forms)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return False
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel=True) -> list[Outcome]:
@@ -443,10 +507,10 @@ def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel=True,
-           figures=True, dry_run=False):
+           figures=True, dry_run=False, dashboard=False):
     """Called by the lab's Hydra launcher with the whole grid.
 
-    Before training: joins or starts Ray and writes the sweep's
+    Before training: joins or starts Ray (with its dashboard if asked) and writes the sweep's
     record into each results_dir it trains into (`record`); neither happens on a dry run, an
     invalid knob or when nothing is left to train."""
     from hydra.core.utils import JobReturn, JobStatus
@@ -462,7 +526,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
             return []
         if p.train:
             if parallel and not _ray_started():
-                connect(address, num_cpus)  # execute() then finds Ray started
+                connect(address, num_cpus, dashboard)  # execute() then finds Ray started
             record({j.results_dir for j in p.train}, sweep_config,
                    {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)

@@ -44,6 +44,9 @@ class LabRayLauncherConf:
     """false: skip drawing the figures and the summary into results_dir at the end"""
     dry_run: bool = False
     """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
+    dashboard: bool = False
+    """true: start the embedded Ray with its dashboard and print its URL (joining a cluster: print
+    the cluster's)"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -65,9 +68,9 @@ class LabSweeper(BasicSweeper):
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True, dry_run=False):
+    def __init__(self, address=None, num_cpus=None, parallel=True, figures=True, dry_run=False, dashboard=False):
         self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
-                        "dry_run": dry_run}
+                        "dry_run": dry_run, "dashboard": dashboard}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config
