@@ -36,12 +36,19 @@ def _git(*args) -> str | None:
 
 
 @cache
+def version() -> dict:
+    """The code version that runs, as `same_code` compares it: lab version and git commit (one
+    quick git call; `code` adds the slower dirty check)."""
+    return {"lab_version": metadata.version("tictactoe-lab"), "git_commit": _git("rev-parse", "HEAD")}
+
+
+@cache
 def code() -> dict:
     """The code that runs: lab version, git commit, whether tracked files differ from it, and the
     command line of this process."""
-    commit = _git("rev-parse", "HEAD")
+    commit = version()["git_commit"]
     changes = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"lab_version": metadata.version("tictactoe-lab"), "git_commit": commit,
+    return {"lab_version": version()["lab_version"], "git_commit": commit,
             "git_dirty": None if changes is None else changes != "",
             "command": shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])}
 

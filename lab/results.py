@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, evaluate, provenance
@@ -165,15 +164,54 @@ class Stored(typing.NamedTuple):
     no such column: a run stored before the lab recorded provenance)"""
 
 
+_STORED = ("run_id", "status", *CODE)
+
+
 def _stored(path: Path) -> tuple[str | None, Stored]:
-    # A few columns of each file, and no Python object per row: a run file's footer costs more
-    # than its values, and the three code columns add about as little as possible to it.
-    table = _read(path, columns=["run_id", "status", *CODE])
-    if not table.num_rows:
+    values = _from_footer(path)
+    if values is None:  # no usable statistics (another writer): read the columns
+        table = _read(path, columns=list(_STORED))
+        first = table.slice(0, 1).to_pydict()
+        statuses = set(table["status"].to_pylist())
+        values = {name: (first[name][0] if first.get(name) else None) for name in _STORED}
+        values["status"] = min(statuses - {None}, default=None)
+    if values["run_id"] is None:
         return None, Stored("failed", {})
-    failed = pc.any(pc.equal(table["status"], "failed")).as_py()
-    code = {name: table[name][0].as_py() if name in table.column_names else None for name in CODE}
-    return table["run_id"][0].as_py(), Stored("failed" if failed else "finished", code)
+    # "failed" sorts before every other status (finished, stopped): the least status says it
+    status = "failed" if values["status"] in ("failed", None) else "finished"
+    return values["run_id"], Stored(status, {name: values[name] for name in CODE})
+
+
+def _from_footer(path: Path) -> dict | None:
+    """The first (least) value of each _STORED column, from the file's footer statistics alone:
+    the run id and code columns are the same on every row of a run, and a run that failed has
+    the least status. None when a statistic is missing (the caller reads the columns). Resuming
+    reads thousands of files, and a footer is most of what reading a few columns of one costs."""
+    try:
+        with pq.ParquetFile(path) as f:
+            meta = f.metadata
+    except (pa.ArrowException, OSError) as exc:
+        raise ResultsError(f"results_dir holds {path}, which is not a readable run table ({exc}); "
+                           "results_dir must hold only run tables: move it out") from None
+    names = meta.schema.names
+    if meta.num_row_groups != 1 or not {"run_id", "status"} <= set(names):
+        return None
+    group = meta.row_group(0)
+    values = {}
+    for name in _STORED:
+        if name not in names:
+            values[name] = None  # a run stored before the lab recorded its code
+            continue
+        stats = group.column(names.index(name)).statistics
+        if stats is None:
+            return None
+        if stats.has_min_max:
+            values[name] = stats.min
+        elif stats.has_null_count and stats.null_count == group.num_rows:
+            values[name] = None  # all null: git columns outside a git checkout
+        else:
+            return None
+    return values
 
 
 def stored(results_dir) -> dict[str, Stored]:

@@ -76,7 +76,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
         first[job.results_dir, job.run_id] = index
         before = stored[job.results_dir].get(job.run_id)
         if before is not None and before.status == "finished" and not job.force:
-            current = current or provenance.code()
+            current = current or provenance.version()
             if provenance.same_code(before.code, current):
                 skip.append(job)
                 continue
@@ -96,7 +96,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
                          ("rerun", "training them again (on_code_change=rerun)")):
         if other_code[switch]:
-            notes.append(_code_change_note(other_code[switch], current, what))
+            notes.append(_code_change_note(other_code[switch], what))
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
     if forced:
@@ -104,14 +104,14 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     return Plan(train, skip, notes, first)
 
 
-def _code_change_note(versions: Counter, current: dict, what: str) -> str:
+def _code_change_note(versions: Counter, what: str) -> str:
     """One line: how many finished runs another code version trained, which versions, and what
     happens to them."""
     shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
     if len(versions) > 3:
         shown += f" and {len(versions) - 3} more"
     return (f"{versions.total()} runs finished in results_dir were trained by other code: {shown}; "
-            f"this is {provenance.version_of(current)}: {what}")
+            f"this is {provenance.version_of(provenance.code())}: {what}")
 
 
 @dataclass(frozen=True)
