@@ -90,8 +90,13 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     return run, algo.Config(**{n: cfg[n] for n in names})
 
 
-def check_settings(cfg) -> tuple[Path, bool]:
-    """Validate where and whether a run happens: (absolute results_dir, force).
+ON_CODE_CHANGE = ("reuse", "rerun")
+"""What a sweep does with a run finished in results_dir by another code version (lab.provenance
+.same_code): keep it as finished (with a note), or train it again"""
+
+
+def check_settings(cfg) -> tuple[Path, bool, str]:
+    """Validate where and whether a run happens: (absolute results_dir, force, on_code_change).
 
     A relative results_dir is taken from the directory the sweep is launched from. Under `ray job
     submit` that directory is a temporary copy of --working-dir on the head node, deleted with the
@@ -99,6 +104,9 @@ def check_settings(cfg) -> tuple[Path, bool]:
     """
     force = cfg.get("force", False)
     require(isinstance(force, bool), "force", force, "true or false")
+    on_code_change = cfg.get("on_code_change", "reuse")
+    require(on_code_change in ON_CODE_CHANGE, "on_code_change", on_code_change,
+            "reuse (keep runs finished by another code version) or rerun (train them again)")
     raw = cfg.get("results_dir")
     require(isinstance(raw, str) and raw.strip() != "", "results_dir", raw, "a directory path")
     path = Path(raw).expanduser()
@@ -110,7 +118,7 @@ def check_settings(cfg) -> tuple[Path, bool]:
     path = Path(os.path.abspath(path))
     existing = next(p for p in (path, *path.parents) if p.exists())
     require(existing.is_dir(), "results_dir", raw, f"a directory ({existing} is a file)")
-    return path, force
+    return path, force, on_code_change
 
 
 def identity(run: RunConfig, knobs: Knobs) -> dict:
@@ -136,6 +144,8 @@ class Job:
     """absolute"""
     force: bool
     """re-run it even if results_dir holds it finished"""
+    on_code_change: str = "reuse"
+    """'rerun': re-run it if results_dir holds it finished by another code version"""
 
     @property
     def algorithm(self) -> agents.Algorithm:
@@ -148,5 +158,5 @@ class Job:
 def job(cfg) -> Job:
     """Validate a flat configuration into a Job; raises ConfigError naming the first bad key."""
     run, knobs = parse(cfg)
-    results_dir, force = check_settings(cfg)
-    return Job(run, knobs, run_id(run, knobs), results_dir, force)
+    results_dir, force, on_code_change = check_settings(cfg)
+    return Job(run, knobs, run_id(run, knobs), results_dir, force, on_code_change)

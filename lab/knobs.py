@@ -95,7 +95,7 @@ class RunConfig:
 
 
 RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunConfig))
-SETTINGS = ("results_dir", "force")
+SETTINGS = ("results_dir", "force", "on_code_change")
 """Keys that steer where and whether a run happens, never what it computes."""
 
 

@@ -36,12 +36,19 @@ def _git(*args) -> str | None:
 
 
 @cache
+def version() -> dict:
+    """The code version that runs, as `same_code` compares it: lab version and git commit (one
+    quick git call; `code` adds the slower dirty check)."""
+    return {"lab_version": metadata.version("tictactoe-lab"), "git_commit": _git("rev-parse", "HEAD")}
+
+
+@cache
 def code() -> dict:
     """The code that runs: lab version, git commit, whether tracked files differ from it, and the
     command line of this process."""
-    commit = _git("rev-parse", "HEAD")
+    commit = version()["git_commit"]
     changes = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"lab_version": metadata.version("tictactoe-lab"), "git_commit": commit,
+    return {"lab_version": version()["lab_version"], "git_commit": commit,
             "git_dirty": None if changes is None else changes != "",
             "command": shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])}
 
@@ -57,4 +64,17 @@ def version_of(row) -> str:
     """A run's code version for comparing runs: its commit (marked +dirty) or its lab version."""
     if row.get("git_commit"):
         return row["git_commit"][:12] + ("+dirty" if row.get("git_dirty") else "")
+    if row.get("lab_version") is None:
+        return "unknown (no provenance)"
     return f"lab {row.get('lab_version')}"
+
+
+def same_code(a, b) -> bool:
+    """Whether two code stamps (mappings with lab_version, git_commit, git_dirty: a run's row,
+    `code()`) name the same code version: the same git commit where both have one, else the same
+    lab version. The dirty flag is not compared: two dirty trees of one commit cannot be told
+    apart, and a clean checkout of a commit would otherwise disown every run trained while
+    editing it; after uncommitted changes to a learner, re-run with force=true."""
+    if a.get("git_commit") and b.get("git_commit"):
+        return a["git_commit"] == b["git_commit"]
+    return a.get("lab_version") is not None and a.get("lab_version") == b.get("lab_version")

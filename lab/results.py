@@ -1,21 +1,22 @@
 """Where runs land: one Parquet file per run, written atomically, read back as one tidy table.
 
 A results directory holds `<run_id>.parquet` files (one row per iteration, every knob repeated on
-every row), `_checkpoints/<run_id>.npz`, `_figures/` and `_index/`. Names starting with `_` or `.`
-are skipped by pyarrow's dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run
-tables, and a half-written file (always a hidden temporary name until its atomic rename) is never
-read.
+every row), `_checkpoints/<run_id>.npz`, `_figures/`, `_summary/`, `_sweeps/` (a record of each
+sweep that trained into it) and `_index/`. Names starting with `_` or `.` are skipped by pyarrow's
+dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a half-written
+file (always a hidden temporary name until its atomic rename) is never read.
 
 Reading thousands of small files costs mostly per-file work, so the readers keep what they read in
-`_index/` (the statuses, and the whole table), each entry keyed by its run file's name, size and
-modification time: the next read takes the unchanged files from there and reads only the new or
-rewritten ones. The index is only a cache: deleting it is always safe, and a damaged one is
-rebuilt.
+`_index/` (what resuming needs of each run, and the whole table), each entry keyed by its run
+file's name, size and modification time: the next read takes the unchanged files from there and
+reads only the new or rewritten ones. The index is only a cache: deleting it is always safe, and a
+damaged one is rebuilt.
 """
 
 import os
 import tempfile
 import typing
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -31,6 +32,8 @@ from lab.knobs import RunConfig
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
 INDEX = "_index"
+SWEEPS = "_sweeps"
+"""The folder of sweep records: the composed config and command of each sweep that trained"""
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 METRICS = [
     ("iteration", pa.int64()), ("episodes", pa.int64()),
@@ -191,21 +194,93 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     return table.drop_columns("_key") if table is not None else None
 
 
-def _status(path: Path) -> pa.Table:
-    table = _read(path, columns=["run_id", "status"])
-    failed = pc.any(pc.equal(table["status"], "failed")).as_py()
-    return pa.table({"run_id": table["run_id"][:1], "status": ["failed" if failed else "finished"]})
+CODE = ("lab_version", "git_commit", "git_dirty")
+"""The provenance columns that say which code trained a run (lab.provenance.code without the
+command line)"""
 
 
-def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
-    """run_id -> 'finished' or 'failed' for every run stored in results_dir.
+class Stored(typing.NamedTuple):
+    """What resuming needs to know of a stored run."""
+
+    status: str
+    """'finished' or 'failed'"""
+    code: Mapping
+    """lab_version, git_commit and git_dirty of the code that trained it (None where the file has
+    no such column: a run stored before the lab recorded provenance)"""
+
+
+_STORED = ("run_id", "status", *CODE)
+
+
+def _stored(path: Path) -> tuple[str | None, Stored]:
+    values = _from_footer(path)
+    if values is None:  # no usable statistics (another writer): read the columns
+        table = _read(path, columns=list(_STORED))
+        first = table.slice(0, 1).to_pydict()
+        statuses = set(table["status"].to_pylist())
+        values = {name: (first[name][0] if first.get(name) else None) for name in _STORED}
+        values["status"] = min(statuses - {None}, default=None)
+    if values["run_id"] is None:
+        return None, Stored("failed", {})
+    # "failed" sorts before every other status (finished, stopped): the least status says it
+    status = "failed" if values["status"] in ("failed", None) else "finished"
+    return values["run_id"], Stored(status, {name: values[name] for name in CODE})
+
+
+def _from_footer(path: Path) -> dict | None:
+    """The first (least) value of each _STORED column, from the file's footer statistics alone:
+    the run id and code columns are the same on every row of a run, and a run that failed has
+    the least status. None when a statistic is missing (the caller reads the columns). Resuming
+    reads thousands of files, and a footer is most of what reading a few columns of one costs."""
+    try:
+        with pq.ParquetFile(path) as f:
+            meta = f.metadata
+    except (pa.ArrowException, OSError) as exc:
+        raise ResultsError(f"results_dir holds {path}, which is not a readable run table ({exc}); "
+                           "results_dir must hold only run tables: move it out") from None
+    names = meta.schema.names
+    if meta.num_row_groups != 1 or not {"run_id", "status"} <= set(names):
+        return None
+    group = meta.row_group(0)
+    values = {}
+    for name in _STORED:
+        if name not in names:
+            values[name] = None  # a run stored before the lab recorded its code
+            continue
+        stats = group.column(names.index(name)).statistics
+        if stats is None:
+            return None
+        if stats.has_min_max:
+            values[name] = stats.min
+        elif stats.has_null_count and stats.null_count == group.num_rows:
+            values[name] = None  # all null: git columns outside a git checkout
+        else:
+            return None
+    return values
+
+
+def _stored_row(path: Path) -> pa.Table:
+    """The index's row of one run file: its run id, status and code."""
+    run_id, s = _stored(path)
+    return pa.table({"run_id": pa.array([run_id], pa.string()), "status": [s.status],
+                     **{name: pa.array([s.code.get(name)], dict(PROVENANCE)[name]) for name in CODE}})
+
+
+def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
+    """run_id -> its Stored status and code for every run in results_dir.
 
     Planning a sweep reads them and writes nothing (a dry run or a refused grid leaves the disk
     as it was); the driver writes the index (`write_index`) once it has saved runs."""
-    table = _indexed(results_dir, "statuses", _status, write_index)
+    table = _indexed(results_dir, "stored", _stored_row, write_index)
     if table is None:
         return {}
-    return dict(zip(table["run_id"].to_pylist(), table["status"].to_pylist()))
+    return {row["run_id"]: Stored(row["status"], {name: row[name] for name in CODE})
+            for row in table.to_pylist() if row["run_id"]}
+
+
+def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
+    """run_id -> 'finished' or 'failed' for every run stored in results_dir (see `stored`)."""
+    return {run_id: s.status for run_id, s in stored(results_dir, write_index).items()}
 
 
 _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}

@@ -16,12 +16,14 @@ import shutil
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
-from omegaconf import DictConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
 import lab
 from lab import config, provenance, results, schedule
@@ -50,16 +52,22 @@ class Plan(NamedTuple):
 def plan(cfgs: Iterable[dict]) -> Plan:
     """Validate every configuration and drop duplicates and finished runs.
 
+    A run finished in results_dir by another code version than this one (lab.provenance
+    .same_code: another git commit, or another lab version outside git) is skipped with a note
+    when on_code_change=reuse (the default) and trained again when on_code_change=rerun.
+
     Exits with a clear error, before anything is written, on the first invalid knob or unreadable
     results directory.
     """
     train, skip, first, stored = [], [], {}, {}
     duplicates = failed_before = forced = 0
+    other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
+    current = None
     for index, cfg in enumerate(cfgs):
         try:
             job = config.job(cfg)
             if job.results_dir not in stored:
-                stored[job.results_dir] = results.statuses(job.results_dir)
+                stored[job.results_dir] = results.stored(job.results_dir)
         except (config.ConfigError, results.ResultsError) as exc:
             _fail(str(exc))
         if (job.results_dir, job.run_id) in first:
@@ -67,11 +75,17 @@ def plan(cfgs: Iterable[dict]) -> Plan:
             continue
         first[job.results_dir, job.run_id] = index
         before = stored[job.results_dir].get(job.run_id)
-        if before == "finished" and not job.force:
-            skip.append(job)
-            continue
-        failed_before += before == "failed"
-        forced += before == "finished"
+        if before is not None and before.status == "finished" and not job.force:
+            current = current or provenance.version()
+            if provenance.same_code(before.code, current):
+                skip.append(job)
+                continue
+            other_code[job.on_code_change][provenance.version_of(before.code)] += 1
+            if job.on_code_change == "reuse":
+                skip.append(job)
+                continue
+        failed_before += before is not None and before.status == "failed"
+        forced += before is not None and before.status == "finished" and job.force
         train.append(job)
     notes = []
     if duplicates:
@@ -79,11 +93,25 @@ def plan(cfgs: Iterable[dict]) -> Plan:
                      "algorithm uses: trained once")
     if skip:
         notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
+    for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
+                         ("rerun", "training them again (on_code_change=rerun)")):
+        if other_code[switch]:
+            notes.append(_code_change_note(other_code[switch], what))
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
     if forced:
         notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)
+
+
+def _code_change_note(versions: Counter, what: str) -> str:
+    """One line: how many finished runs another code version trained, which versions, and what
+    happens to them."""
+    shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
+    if len(versions) > 3:
+        shown += f" and {len(versions) - 3} more"
+    return (f"{versions.total()} runs finished in results_dir were trained by other code: {shown}; "
+            f"this is {provenance.version_of(provenance.code())}: {what}")
 
 
 @dataclass(frozen=True)
@@ -182,8 +210,9 @@ def use_ray(jobs: list[Job], parallel, address=None) -> bool:
     return bool(parallel)
 
 
-def connect(address=None, num_cpus=None) -> None:
-    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus.
+def connect(address=None, num_cpus=None, dashboard=False) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus
+    (with its dashboard if `dashboard`, whose URL is printed).
 
     Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
     the dependencies installed but not this repository.
@@ -193,16 +222,79 @@ def connect(address=None, num_cpus=None) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
+        if dashboard:
+            _check_dashboard_packages()
+        _token_mode_for_a_local_ray()
         # "local" starts a private Ray even when a `ray start` cluster runs on this machine
         # (plain ray.init() would join it).
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
-        return
+        context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
+    else:
+        try:
+            context = ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]},
+                               **quiet)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
+            _fail(f"could not join the Ray cluster at {address}: {exc}{_token_hint(address, exc)}")
+    if dashboard:
+        url = getattr(context, "dashboard_url", None)
+        print(f"Ray dashboard: http://{url}" if url else
+              "Ray dashboard: none (the cluster was started without one)", flush=True)
+
+
+def _token_mode_for_a_local_ray() -> None:
+    """Ray 2.60 turns token authentication on for a new local cluster, and warns that it did
+    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning. As Ray does when it
+    sets the mode itself, its configuration cached in this process is read again (else this
+    driver would not send the token to its own cluster)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return  # the user's choice
+    os.environ["RAY_AUTH_MODE"] = "token"
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
+def _check_dashboard_packages() -> None:
+    """Refuse in one line when the packages of Ray's dashboard (ray[default]) are missing."""
     try:
-        ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
-    except ConnectionError as exc:
-        _fail(f"could not join the Ray cluster at {address}: {exc}. A cluster with token "
-              "authentication (Ray's default when ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token "
-              "and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+        import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
+    except ImportError as exc:
+        _fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
+              "pip install 'ray[default]'")
+
+
+TOKEN_HINT = ("; a cluster with token authentication (Ray's default when ~/.ray/auth_token exists) "
+              "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def _token_hint(address: str, exc: BaseException) -> str:
+    """TOKEN_HINT where the failure to join is one of authentication, else nothing.
+
+    Ray 2.60 raises its AuthenticationError when token mode is on without a token. A client
+    without token mode joining a cluster with it gets no such error: its requests are refused
+    until it gives up with the ConnectionError of a cluster that is not there. So the hint also
+    goes with a ConnectionError when token mode is off and something listens at the address; not
+    when nothing does (a wrong address, a stopped cluster) nor when token mode was on."""
+    from ray.exceptions import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):
+        return TOKEN_HINT
+    if not isinstance(exc, ConnectionError) or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return ""
+    return TOKEN_HINT if _listens(address) else ""
+
+
+def _listens(address: str) -> bool:
+    """Whether a TCP connection to HOST:PORT succeeds (False for other address forms)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return False
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 @dataclass
@@ -364,9 +456,120 @@ def analyse(results_dirs) -> None:
               f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
+def _ray_started() -> bool:
+    import ray
+
+    return ray.is_initialized()
+
+
+GRID_SWEEPERS = ("hydra_plugins.lab_plugins.lab_plugins.LabSweeper",
+                 "hydra._internal.core_plugins.basic_sweeper.BasicSweeper")
+"""The sweepers that expand a grid (the lab's, Hydra's basic one): they take no interval()"""
+HYDRA_FOLDERS = {  # Hydra's folder knob -> (its value in conf/config.yaml, why the lab ignores it)
+    "hydra.run.dir": (".", "a run's results go to results_dir"),
+    "hydra.sweep.dir": ("${results_dir}/_sweeps", "a sweep's results go to results_dir"),
+    "hydra.sweep.subdir": ("${hydra.job.num}", "every run of a sweep lands in results_dir as one "
+                           "<run_id>.parquet file, with no folder per job"),
+}
+
+
+class HydraKnobs(Callback):
+    """Hydra's own knobs the lab does not follow are refused in one line (exit 2), before Hydra
+    creates a folder or a sweeper starts: the folder knobs (HYDRA_FOLDERS: results go to
+    results_dir), and interval() in a grid. Registered as a Hydra callback in conf/config.yaml."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        _check_hydra_folders(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        _check_hydra_folders(config)
+        _check_grid(config)
+
+
+def _check_hydra_folders(config: DictConfig) -> None:
+    for key, (default, why) in HYDRA_FOLDERS.items():
+        value = OmegaConf.to_container(OmegaConf.select(config, key.rsplit(".", 1)[0]), resolve=False)
+        value = value.get(key.rsplit(".", 1)[1])
+        if value != default:
+            _fail(f"{key}={value} is not used by the lab: {why} (set results_dir=DIR instead)")
+
+
+def _check_grid(config: DictConfig) -> None:
+    """interval() is a search's, not a grid's."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if OmegaConf.select(config, "hydra.sweeper._target_") not in GRID_SWEEPERS:
+        return  # a search (hydra/sweeper=tune, optuna, ...) takes interval()
+    params = OmegaConf.select(config, "hydra.sweeper.params")
+    params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    try:
+        parsed = OverridesParser.create().parse_overrides(arguments)
+    except Exception:  # noqa: BLE001 - the sweeper parses them again and reports Hydra's error
+        return
+    for override in parsed:
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            _fail(f"{override.input_line}: a grid takes comma lists (a,b,c), range(), choice() or "
+                  "glob(); interval() belongs to a search sweeper, which samples from it")
+
+
+def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
+    """Write a copy of the sweep's composed primary config, its command line and overrides, the
+    code that runs it and what it trains into RESULTS_DIR/_sweeps/<UTC time>.yaml of each
+    results_dir it trains into; the readers of results_dir skip that folder. Returns the files."""
+    now = time.gmtime()
+    primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    try:
+        composed = OmegaConf.to_container(primary, resolve=True)
+    except Exception:  # noqa: BLE001 - an interpolation only a job can resolve: kept as written
+        composed = OmegaConf.to_container(primary, resolve=False)
+    hydra_node = sweep_config.get("hydra")
+
+    def node(key):
+        found = OmegaConf.select(hydra_node, key) if hydra_node is not None else None
+        return OmegaConf.to_container(found, resolve=False) if OmegaConf.is_config(found) else found
+
+    code = provenance.code()
+    doc = {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
+        "command": code["command"],
+        "cwd": os.getcwd(),
+        "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
+        "overrides": node("overrides.task") or [],
+        "hydra_overrides": node("overrides.hydra") or [],
+        "sweeper": node("sweeper"),
+        "launcher": node("launcher"),
+        "runs": counts,
+        "config": composed,
+    }
+    text = ("# A sweep that trained into this results_dir (written by lab.sweep.record): its command,\n"
+            "# overrides and composed primary config. Re-run it with the same command.\n"
+            + OmegaConf.to_yaml(OmegaConf.create(doc)))
+    written = []
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        folder = results_dir / results.SWEEPS
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = time.strftime("%Y%m%dT%H%M%SZ", now)
+        for n in itertools.count(1):  # two sweeps started in the same second keep both records
+            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}-{n}.yaml")
+            try:
+                with open(path, "x") as f:
+                    f.write(text)
+                break
+            except FileExistsError:
+                continue
+        written.append(path)
+    return written
+
+
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
-           figures=True, dry_run=False):
-    """Called by the lab's Hydra launcher with the whole grid."""
+           figures=True, dry_run=False, dashboard=False):
+    """Called by the lab's Hydra launcher with the whole grid.
+
+    Before training: joins or starts Ray (with its dashboard if asked) and writes the sweep's
+    record into each results_dir it trains into (`record`); neither happens on a dry run, an
+    invalid knob or when nothing is left to train."""
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
@@ -385,9 +588,20 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if dry_run:
             list_plan(p, job_overrides)
             return []
+        ours = bool(p.train) and use_ray(p.train, parallel, address) and not _ray_started()
+        if ours:
+            connect(address, num_cpus, dashboard)  # execute() then finds Ray started
+        if p.train:
+            record({j.results_dir for j in p.train}, sweep_config,
+                   {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
                             started=started)
+        if ours:
+            import ray
+
+            ray.shutdown()  # now, not at exit: part of the sweep's reported wall time
+            execution.seconds = time.perf_counter() - started
     except KeyboardInterrupt as stop:
         _interrupted(stop)
     for results_dir in {job.results_dir for job in p.train}:

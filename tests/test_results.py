@@ -65,7 +65,7 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
     assert _files(tmp_path) == before  # planning reads, never writes
     results.statuses(tmp_path, write_index=True)
-    assert (tmp_path / results.INDEX / "statuses.parquet").is_file()
+    assert (tmp_path / results.INDEX / "stored.parquet").is_file()
     # a run rewritten as failed, one removed and one added: the index follows the files
     results.save(RunResult(jobs[0].run_id, sweep._failed_rows(jobs[0], RuntimeError("x")), None), tmp_path)
     (tmp_path / f"{jobs[1].run_id}.parquet").unlink()
@@ -84,12 +84,12 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
 def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_path, monkeypatch):
     one = job(compose(*TINY, f"results_dir={tmp_path}"))
     results.save(run(one), tmp_path)
-    index = tmp_path / results.INDEX / "statuses.parquet"
+    index = tmp_path / results.INDEX / "stored.parquet"
     index.parent.mkdir()
     index.write_bytes(b"not parquet")
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert results.statuses(tmp_path) == {one.run_id: "finished"}
-    (tmp_path / results.INDEX / "statuses.parquet").unlink()
+    (tmp_path / results.INDEX / "stored.parquet").unlink()
 
     def refused(path, write):  # what a read-only results_dir does (chmod does not stop root)
         raise PermissionError(f"read-only: {path}")
@@ -97,4 +97,4 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     monkeypatch.setattr(results, "_atomic_write", refused)
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert len(results.load(tmp_path)) == 3
-    assert not (tmp_path / results.INDEX / "statuses.parquet").exists()
+    assert not (tmp_path / results.INDEX / "stored.parquet").exists()

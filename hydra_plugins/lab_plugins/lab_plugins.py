@@ -24,6 +24,9 @@ from omegaconf import OmegaConf
 class LabSweeperConf:
     _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
     max_batch_size: Optional[int] = None
+    """launch the grid in batches of this many jobs, each finished (and its figures drawn) before
+    the next starts, as Hydra's basic sweeper does; null: the whole grid at once, which keeps
+    every CPU busy to the end"""
     params: Optional[dict] = None
 
 
@@ -42,6 +45,9 @@ class LabRayLauncherConf:
     """false: skip drawing the figures and the summary into results_dir at the end"""
     dry_run: bool = False
     """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
+    dashboard: bool = False
+    """true: start the embedded Ray with its dashboard and print its URL (joining a cluster: print
+    the cluster's)"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -57,13 +63,16 @@ class LabSweeper(BasicSweeper):
         from lab.compose import expand
 
         batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
-        return [self.launcher.launch(batch, initial_job_idx=0)]
+        size = self.max_batch_size or len(batch) or 1
+        chunks = [batch[i:i + size] for i in range(0, len(batch), size)] or [batch]
+        return [self.launcher.launch(chunk, initial_job_idx=i * size) for i, chunk in enumerate(chunks)]
 
 
 class LabRayLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False):
+    def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False,
+                 dashboard=False):
         self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
-                        "dry_run": dry_run}
+                        "dry_run": dry_run, "dashboard": dashboard}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config
