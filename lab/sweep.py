@@ -514,6 +514,15 @@ def _check_grid(config: DictConfig) -> None:
                   "glob(); interval() belongs to a search sweeper, which samples from it")
 
 
+def _cwd() -> str | None:
+    """The working directory, or None where it is gone (a Ray job's unpacked working_dir can be
+    replaced under a running driver)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
     """Write a copy of the sweep's composed primary config, its command line and overrides, the
     code that runs it and what it trains into RESULTS_DIR/_sweeps/<UTC time>.yaml of each
@@ -534,7 +543,7 @@ def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
     doc = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
         "command": code["command"],
-        "cwd": os.getcwd(),
+        "cwd": _cwd(),
         "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
         "overrides": node("overrides.task") or [],
         "hydra_overrides": node("overrides.hydra") or [],
