@@ -148,11 +148,13 @@ def _read_all(files, read):
 def _status(path: Path) -> tuple[str | None, str]:
     table = _read(path, columns=["run_id", "status"]).to_pydict()
     run_id = table["run_id"][0] if table["run_id"] else None
-    return run_id, "failed" if "failed" in table["status"] else "finished"
+    return run_id, ("failed" if "failed" in table["status"] else
+                    "stopped" if "stopped" in table["status"] else "finished")
 
 
 def statuses(results_dir) -> dict[str, str]:
-    """run_id -> 'finished' or 'failed' for every run stored in results_dir."""
+    """run_id -> 'finished', 'failed' or 'stopped' (ended early by a search scheduler) for every
+    run stored in results_dir."""
     return {run_id: status for run_id, status in _read_all(run_files(results_dir), _status) if run_id}
 
 

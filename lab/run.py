@@ -4,10 +4,15 @@
 status "failed" and the error in every row, so a sweep records it and goes on.
 """
 
+import io
+import json
+import os
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from lab import evaluate, provenance
@@ -27,6 +32,41 @@ class RunResult:
     def failed(self) -> bool:
         return bool((self.rows["status"] == "failed").any())
 
+    @property
+    def stopped(self) -> bool:
+        return bool((self.rows["status"] == "stopped").any())
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} in a run row")
+
+
+def snapshot(learner, rows: list[dict], train_seconds: float) -> bytes:
+    """A run in progress as .npz bytes: the learner's whole training state (Learner.state) and
+    the rows trained so far (JSON). Never pickled; `resume` reads it back."""
+    progress = json.dumps({"rows": rows, "train_seconds": train_seconds}, default=_plain)
+    buffer = io.BytesIO()
+    np.savez(buffer, run_progress=np.array(progress), **learner.state())
+    return buffer.getvalue()
+
+
+def resume(data: bytes, learner) -> tuple[list[dict], float]:
+    """Restore a `snapshot` into a freshly built learner; the rows and training seconds so far."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = dict(archive)
+    progress = json.loads(str(arrays.pop("run_progress")))
+    learner.restore(arrays)
+    return progress["rows"], progress["train_seconds"]
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
 
 def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
     """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
@@ -42,17 +82,33 @@ def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
     return columns
 
 
-def run(job: Job, code: dict | None = None) -> RunResult:
+def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
+        report=None, start: bytes | None = None, run_id: str | None = None) -> RunResult:
     """Train one validated run (lab.config.job). `code` is the driver's lab.provenance.code()
-    (this process's when None), stamped with the run's times and machine on every row."""
+    (this process's when None), stamped with the run's times and machine on every row.
+
+    Resuming: with `state_path` and `save_every`, the run's training state (`snapshot`) is written
+    there atomically every `save_every` iterations, and a run that finds a state there starts from
+    it instead of from zero (the file is removed when the run ends). `start` is such a snapshot
+    given directly (a search's checkpoint). `report(iteration, rows, learner)`, called after every
+    evaluation, ends the run early with status "stopped" when it returns True (a search
+    scheduler's decision). `run_id` replaces the job's (a search trial whose knobs change)."""
     started = pd.Timestamp.now(tz="UTC")
     run_cfg = job.run
-    columns = {"run_id": job.run_id, **job.identity()}
-    rows, checkpoint, error = [], None, None
+    columns = {"run_id": run_id or job.run_id, **job.identity()}
+    rows, checkpoint, error, stopped = [], None, None, False
     episodes = train_seconds = 0.0
+    state_path = Path(state_path) if state_path is not None else None
     try:
         learner = job.algorithm.Learner(job.knobs, run_cfg)
-        for iteration in range(1, run_cfg.iterations + 1):
+        if start is None and state_path is not None and state_path.exists():
+            start = state_path.read_bytes()
+        if start is not None:
+            rows, train_seconds = resume(start, learner)
+            for row in rows:
+                row["run_id"] = columns["run_id"]
+            episodes = rows[-1]["episodes"] if rows else 0.0
+        for iteration in range(len(rows) + 1, run_cfg.iterations + 1):
             start = time.perf_counter()
             p1_wins, p2_wins, draws = learner.iterate()
             train_seconds += time.perf_counter() - start
@@ -69,13 +125,22 @@ def run(job: Job, code: dict | None = None) -> RunResult:
             })
             if iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations:
                 rows[-1].update(evaluation(learner.agent(), run_cfg))
+                if report is not None and report(iteration, rows, learner):
+                    stopped = iteration < run_cfg.iterations
+                    if stopped:
+                        break
+            if save_every and state_path is not None and iteration % save_every == 0 \
+                    and iteration < run_cfg.iterations:
+                _write_atomic(state_path, snapshot(learner, rows, train_seconds))
         checkpoint = learner.agent().to_bytes()
+        if state_path is not None:
+            state_path.unlink(missing_ok=True)
     except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
     if error is not None and not rows:
         rows.append({**columns, "iteration": 0, "episodes": 0, "train_seconds": train_seconds})
     frame = pd.DataFrame(rows)
-    frame["status"] = "failed" if error else "finished"
+    frame["status"] = "failed" if error else "stopped" if stopped else "finished"
     frame["error"] = error
     stamp = {"started_utc": started, "finished_utc": pd.Timestamp.now(tz="UTC"),
              **(code or provenance.code()), **provenance.machine()}
