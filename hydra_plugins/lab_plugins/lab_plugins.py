@@ -71,3 +71,72 @@ class LabRayLauncher(Launcher):
         from lab import sweep
 
         return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
+
+
+# The Tune-backed search (issue 12): `hydra/sweeper=tune`, lab.search does the work.
+
+from hydra.plugins.sweeper import Sweeper  # noqa: E402
+
+
+@dataclass
+class TuneSweeperConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.TuneSweeper"
+    num_samples: int = 8
+    """trials (configurations) to train"""
+    search: str = "random"
+    """random, or optuna (Optuna's TPE through Ray Tune)"""
+    scheduler: str = "none"
+    """none, asha (early stopping of hopeless trials) or pbt (population-based training)"""
+    objective: str = "random"
+    """exact win - loss of the greedy agent against random or onestep, in its seat"""
+    seed: int = 0
+    """seeds the search: the same seed gives the same trials"""
+    grace_period: Optional[int] = None
+    """ASHA: iterations every trial trains before it can be stopped; null: about iterations / 9"""
+    reduction_factor: float = 3.0
+    """ASHA: keep about 1 in this many trials at each rung"""
+    max_concurrent: Optional[int] = None
+    """trials training at once; null: as many as there are cores"""
+    perturbation_interval: Optional[int] = None
+    """PBT: iterations between two exploit/explore steps; null: about iterations / 10"""
+    params: Optional[dict] = None
+    """the search space (key: override value), as hydra.sweeper.params of the grid sweeper"""
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="tune", node=TuneSweeperConf, provider="lab")
+
+
+class TuneSweeper(Sweeper):
+    def __init__(self, params=None, **settings):
+        from lab import search
+
+        self.params = dict(params or {})
+        self.settings = search.Settings(**settings)
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.hydra_context, self.config = hydra_context, config
+
+    def sweep(self, arguments):
+        import sys
+
+        from lab import search
+        from lab.compose import flat
+        from lab.knobs import ConfigError
+
+        loader = self.hydra_context.config_loader
+        parser = OverridesParser.create(config_loader=loader)
+        try:
+            self.settings.check()
+            params = [f"{key}={value}" for key, value in self.params.items()]
+            fixed, dims = search.space(parser.parse_overrides(params + list(arguments)))
+            base = flat(loader.load_sweep_config(self.config, fixed))
+            search.validate(base, dims)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        launcher = self.config.hydra.launcher
+        status = search.search(base, dims, self.settings, address=launcher.get("address"),
+                               num_cpus=launcher.get("num_cpus"), figures=launcher.get("figures", True))
+        if status:
+            sys.exit(status)
+        return []

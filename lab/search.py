@@ -1,0 +1,445 @@
+"""Adaptive search on Ray Tune: random or Optuna (TPE) search, ASHA early stopping, PBT.
+
+`python -m lab.sweep --multirun hydra/sweeper=tune hydra.sweeper.num_samples=16 ... 'alpha=tag(log,interval(0.01,1))'`
+(hydra_plugins/lab_plugins: TuneSweeper) hands the overrides here (`search`):
+
+- the search space is written in Hydra's override grammar and parsed by Hydra's own parser:
+  `interval(a,b)` uniform (integers when both ends are), `tag(log,interval(a,b))` log-uniform,
+  `choice(...)`, `range(...)` or a comma list categorical, a plain value fixed (`space`);
+- every configuration the space can produce is validated before anything starts: each searched
+  knob at both ends of its interval and at every one of its choices (`validate`);
+- every trial is a lab run: `lab.run.run` trains it, and at every evaluation point the trial
+  reports the objective (exact win - loss of the greedy agent against `objective`'s opponent in
+  its seat, the mean of both seats in self-play), the rows trained since its last report and its
+  training state as a Tune checkpoint (so PBT can exploit it and an interrupted search resumes);
+- this process (the driver) collects the rows (`Collector`) and writes each trial's run table
+  atomically into results_dir with the lab's schema when it ends: `finished`, `stopped` (the
+  scheduler ended it early; its rows are kept) or `failed`;
+- at the end: the best configuration is printed and written as `results_dir/_search/best.yaml`,
+  and `_search/objective.png` draws every trial's objective against training episodes.
+
+Tune's own experiment state lives in `results_dir/_search/tune`; running the same command again
+after an interruption restores it (finished trials are kept, unfinished ones resume from their
+last checkpoint). The same seed gives the same trials (random and PBT sample with Tune's
+generator seeded by it, Optuna's TPE with its sampler seeded by it; TPE's later trials also depend
+on which trials finished first when several run at once: max_concurrent=1 makes it exact).
+"""
+
+import base64
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lab import config, evaluate, provenance, results
+from lab.knobs import ConfigError
+
+SEARCHES = ("random", "optuna")
+SCHEDULERS = ("none", "asha", "pbt")
+OBJECTIVES = ("random", "onestep")
+SEARCH_DIR = "_search"
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched knob."""
+
+    kind: str
+    """'interval' or 'choice'"""
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    values: tuple = ()
+
+    def extremes(self) -> tuple:
+        """The values that validating the whole dimension needs: both ends, or every choice."""
+        return (self.low, self.high) if self.kind == "interval" else self.values
+
+    def tune(self):
+        from ray import tune
+
+        if self.kind == "choice":
+            return tune.choice(list(self.values))
+        if self.integer:
+            return (tune.lograndint if self.log else tune.randint)(int(self.low), int(self.high) + 1)
+        return (tune.loguniform if self.log else tune.uniform)(float(self.low), float(self.high))
+
+
+@dataclass
+class Settings:
+    """hydra.sweeper.* of the tune sweeper."""
+
+    num_samples: int = 8
+    search: str = "random"
+    scheduler: str = "none"
+    objective: str = "random"
+    seed: int = 0
+    grace_period: int | None = None
+    reduction_factor: float = 3.0
+    max_concurrent: int | None = None
+    perturbation_interval: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def check(self) -> None:
+        def need(ok, key, value, allowed):
+            if not ok:
+                raise ConfigError(f"hydra.sweeper.{key}={value!r} is not allowed: {key} must be {allowed}")
+
+        need(isinstance(self.num_samples, int) and self.num_samples >= 1, "num_samples", self.num_samples, "a positive integer")
+        need(self.search in SEARCHES, "search", self.search, " or ".join(SEARCHES))
+        need(self.scheduler in SCHEDULERS, "scheduler", self.scheduler, " or ".join(SCHEDULERS))
+        need(self.objective in OBJECTIVES, "objective", self.objective, " or ".join(OBJECTIVES))
+        need(isinstance(self.seed, int) and self.seed >= 0, "seed", self.seed, "a non-negative integer")
+        need(self.grace_period is None or (isinstance(self.grace_period, int) and self.grace_period >= 1),
+             "grace_period", self.grace_period, "a positive number of iterations or null")
+        need(isinstance(self.reduction_factor, (int, float)) and self.reduction_factor > 1,
+             "reduction_factor", self.reduction_factor, "a number above 1")
+        need(self.max_concurrent is None or (isinstance(self.max_concurrent, int) and self.max_concurrent >= 1),
+             "max_concurrent", self.max_concurrent, "a positive integer or null")
+        need(self.perturbation_interval is None or
+             (isinstance(self.perturbation_interval, int) and self.perturbation_interval >= 1),
+             "perturbation_interval", self.perturbation_interval, "a positive number of iterations or null")
+        need(not (self.search == "optuna" and self.scheduler == "pbt"), "search", self.search,
+             "random with scheduler=pbt (PBT samples its population itself)")
+
+
+# ---------------------------------------------------------------------------------------------
+# The search space
+
+
+def space(overrides) -> tuple[list[str], dict[str, Dimension]]:
+    """Hydra Override objects (OverridesParser.parse_overrides) -> (the fixed overrides as
+    strings, the searched knobs as Dimensions). As Hydra's Optuna sweeper reads them."""
+    from hydra.core.override_parser.types import Transformer
+
+    fixed, dims = [], {}
+    for override in overrides:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            fixed.append(override.input_line)
+            continue
+        if override.is_hydra_override() or "/" in key or key.startswith("+") or override.key_or_group in ("algorithm", "net", "opponent", "sweeps"):
+            raise ConfigError(f"{key} cannot be searched: a search varies knobs (key=value), not "
+                              f"config groups or Hydra's settings; fix it ({key}=...) and search the knobs")
+        value = override.value()
+        if override.is_interval_sweep():
+            low, high = value.start, value.end
+            integer = isinstance(low, int) and isinstance(high, int)
+            log = "log" in value.tags
+            if not low < high or (log and low <= 0):
+                raise ConfigError(f"{key}={override.input_line.split('=', 1)[1]} is not allowed: an "
+                                  "interval needs low < high (and low > 0 on a log scale)")
+            dims[key] = Dimension("interval", low, high, log=log, integer=integer)
+        else:  # choice(...), a comma list, range(...)
+            values = tuple(override.sweep_iterator(transformer=Transformer.encode))
+            values = tuple(_plain(v) for v in values)
+            dims[key] = Dimension("choice", values=values)
+    return fixed, dims
+
+
+def _plain(value):
+    """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
+    if isinstance(value, str):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.create({"v": value})["v"] if value not in ("",) else value
+    return value
+
+
+def validate(base: dict, dims: dict[str, Dimension]) -> None:
+    """Every searched knob at every extreme value, the others at the base's: ConfigError names
+    the first knob and value the lab cannot run. Also checks that each searched key is a knob the
+    run's algorithm uses."""
+    algorithm = config.job(base).algorithm
+    uses = set(config.RUN_KEYS) | set(algorithm.Config.names())
+    for key, dim in dims.items():
+        if key not in uses:
+            raise ConfigError(f"{key} is not a knob algorithm={base.get('algorithm')} uses: searching it "
+                              f"changes nothing (its knobs: {', '.join(sorted(uses))})")
+        if key == "algorithm":
+            raise ConfigError("algorithm cannot be searched: search one algorithm at a time")
+        for value in dim.extremes():
+            config.job({**base, key: value})
+
+
+def objective(row: dict, seats, opponent: str) -> float:
+    """Exact win - loss of the greedy agent against `opponent` in its seats (mean of both in
+    self-play), from one evaluated row."""
+    return float(np.mean([row[evaluate.column(s, f"{opponent}_win")] - row[evaluate.column(s, f"{opponent}_loss")]
+                          for s in seats]))
+
+
+# ---------------------------------------------------------------------------------------------
+# A trial (runs in a Ray worker)
+
+
+def trainable(params: dict, base: dict, settings: dict, code: dict):
+    """Tune's function trainable: one lab run, reporting at every evaluation point."""
+    from ray import tune
+
+    from lab import run as lab_run
+
+    cfg = {**base, **params}
+    job = config.job(cfg)
+    context = tune.get_context()
+    run_id = job.run_id
+    if settings["scheduler"] == "pbt":
+        run_id = hashlib.sha256(f"{job.run_id}/{context.get_trial_id()}".encode()).hexdigest()[:16]
+    start = None
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = (Path(folder) / "state.npz").read_bytes()
+    meta = {"run_id": run_id, "started_utc": pd.Timestamp.now(tz="UTC").isoformat(),
+            "iterations": job.run.iterations, **provenance.machine()}
+    sent = [0]  # rows already reported (the first report of every (re)start sends them all)
+
+    def report(iteration, rows, learner):
+        metrics = {"objective": objective(rows[-1], job.run.seats, settings["objective"]),
+                   "iteration": iteration, "episodes": int(rows[-1]["episodes"]),
+                   "rows": json.dumps(rows[sent[0]:], default=lab_run._plain),
+                   "meta": json.dumps(meta), "status": "running"}
+        sent[0] = len(rows)
+        if iteration == job.run.iterations:
+            metrics["agent"] = base64.b64encode(learner.agent().to_bytes()).decode()
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "state.npz").write_bytes(lab_run.snapshot(learner, rows, 0.0))
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
+        return False
+
+    result = lab_run.run(job, code, report=report, start=start, run_id=run_id)
+    if result.failed:
+        rows = result.rows.drop(columns=[c for c in result.rows if c in provenance.COLUMNS
+                                         or c in ("started_utc", "finished_utc", "status")])
+        tune.report({"objective": -1.0, "iteration": job.run.iterations, "episodes": 0,
+                     "rows": rows.to_json(orient="records"), "meta": json.dumps(meta),
+                     "status": "failed", "error": str(result.rows["error"].iloc[0])})
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+
+def _collector_class():
+    from ray.tune import Callback
+
+    class Collector(Callback):
+        """In the driver: gathers each trial's rows from its reports and writes its run table
+        when it ends (finished, stopped or failed)."""
+
+        def __init__(self, results_dir: str, code: dict):
+            self.results_dir, self.code = results_dir, code
+            self.rows, self.meta, self.agent, self.curves, self.errors = {}, {}, {}, {}, {}
+            self.written = []
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            tid = trial.trial_id
+            if result.get("status") == "failed":
+                self.errors[tid] = result.get("error")
+                self.rows[tid] = {}
+            rows = self.rows.setdefault(tid, {})
+            for row in json.loads(result["rows"]):
+                rows[row.get("iteration", 0)] = row
+            self.meta[tid] = json.loads(result["meta"])
+            if "agent" in result:
+                self.agent[tid] = base64.b64decode(result["agent"])
+
+        def _write(self, trial, failed_error=None):
+            from lab.run import RunResult
+
+            tid = trial.trial_id
+            meta = self.meta.get(tid)
+            rows = self.rows.get(tid)
+            if not meta or not rows:
+                return
+            frame = pd.DataFrame([rows[i] for i in sorted(rows)])
+            error = failed_error or self.errors.get(tid)
+            last = int(frame["iteration"].max())
+            frame["status"] = "failed" if error else "finished" if last >= meta["iterations"] else "stopped"
+            frame["error"] = error
+            stamp = {"started_utc": pd.Timestamp(meta["started_utc"]), "finished_utc": pd.Timestamp.now(tz="UTC"),
+                     **self.code, **{k: meta[k] for k in provenance.machine()}}
+            frame = frame.assign(**stamp)
+            agent = self.agent.get(tid) if frame["status"].iloc[0] == "finished" else None
+            results.save(RunResult(meta["run_id"], frame, agent), self.results_dir)
+            self.written.append(meta["run_id"])
+            print(f"trial {tid} -> run {meta['run_id']} {frame['status'].iloc[0]} at iteration {last}",
+                  file=sys.stderr, flush=True)
+            for store in (self.rows, self.agent):
+                store.pop(tid, None)
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self._write(trial)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self._write(trial, failed_error=f"trial error: {getattr(trial, 'error_file', '')}")
+
+    return Collector
+
+
+def _searcher(settings: Settings, dims: dict):
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    if settings.search == "optuna":
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+
+        searcher = OptunaSearch(sampler=optuna.samplers.TPESampler(seed=settings.seed))
+        return ConcurrencyLimiter(searcher, settings.max_concurrent) if settings.max_concurrent else searcher
+    return BasicVariantGenerator(random_state=settings.seed, max_concurrent=settings.max_concurrent or 0)
+
+
+def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int):
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+
+    if settings.scheduler == "asha":
+        grace = settings.grace_period or max(eval_every, iterations // 9)
+        return ASHAScheduler(time_attr="iteration", max_t=iterations, grace_period=grace,
+                             reduction_factor=settings.reduction_factor)
+    if settings.scheduler == "pbt":
+        interval = settings.perturbation_interval or max(eval_every, iterations // 10)
+        return PopulationBasedTraining(time_attr="iteration", perturbation_interval=interval,
+                                       hyperparam_mutations={k: d.tune() for k, d in dims.items()},
+                                       synch=False)
+    return FIFOScheduler()
+
+
+def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
+           figures=True) -> int:
+    """Run the search (validated already) and write its results. Returns the exit status."""
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # rows travel in results: no result.json copies
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    import logging
+
+    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+    import ray
+    from ray import tune
+
+    from lab import sweep as lab_sweep
+
+    results_dir = Path(config.check_settings(base)[0])
+    job0 = config.job(base)
+    storage = results_dir / SEARCH_DIR
+    path = storage / "tune"
+    code = provenance.code()
+    if not ray.is_initialized():
+        lab_sweep.connect(address, num_cpus)
+    fn = tune.with_parameters(trainable, base=base, settings={"scheduler": settings.scheduler,
+                                                               "objective": settings.objective}, code=code)
+    if tune.Tuner.can_restore(str(path)):
+        print(f"resuming the interrupted search in {path}")
+        tuner = tune.Tuner.restore(str(path), trainable=fn, resume_unfinished=True, resume_errored=True,
+                                   param_space={k: d.tune() for k, d in dims.items()})
+    else:
+        Collector = _collector_class()
+        tuner = tune.Tuner(
+            fn,
+            param_space={k: d.tune() for k, d in dims.items()},
+            tune_config=tune.TuneConfig(
+                metric="objective", mode="max", num_samples=settings.num_samples,
+                search_alg=_searcher(settings, dims),
+                scheduler=_scheduler(settings, dims, job0.run.iterations, job0.run.eval_every),
+                max_concurrent_trials=settings.max_concurrent),
+            run_config=tune.RunConfig(
+                name="tune", storage_path=str(storage), verbose=0,
+                callbacks=[Collector(str(results_dir), code)],
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                failure_config=tune.FailureConfig(max_failures=0)),
+        )
+    grid = tuner.fit()
+    return finish(results_dir, base, dims, settings, grid, figures=figures)
+
+
+def curves(results_dir, settings: Settings) -> pd.DataFrame:
+    """Every trial's objective at each evaluation point, from the run tables: run_id, status,
+    episodes, objective."""
+    frame = results.load(results_dir)
+    points = results.evaluations(frame)
+    points["objective"] = points[f"{settings.objective}_win"] - points[f"{settings.objective}_loss"]
+    return points.groupby(["run_id", "iteration"], as_index=False).agg(
+        episodes=("episodes", "first"), objective=("objective", "mean"), status=("status", "first"))
+
+
+def finish(results_dir: Path, base: dict, dims: dict, settings: Settings, grid=None, figures=True) -> int:
+    """Print and write the best configuration; draw the objective of every trial."""
+    table = curves(results_dir, settings)
+    final = table.sort_values("iteration").groupby("run_id").tail(1)
+    stopped = int((final.status == "stopped").sum())
+    failed = int((final.status == "failed").sum())
+    done = final[final.status == "finished"]
+    episodes = int(table.groupby("run_id").episodes.max().sum())
+    print(f"{len(final)} trials: {len(done)} finished, {stopped} stopped early, {failed} failed; "
+          f"{episodes:,} training episodes in all")
+    if done.empty:
+        print("no trial finished: no best configuration", file=sys.stderr)
+        return 1
+    best = done.sort_values(["objective", "run_id"], ascending=[False, True]).iloc[0]
+    runs = results.runs(results.load(results_dir)).set_index("run_id")
+    row = runs.loc[best.run_id]
+    algorithm = config.job(base).algorithm
+    keys = list(config.RUN_KEYS) + list(algorithm.Config.names())
+    knobs = {k: _value(row[k]) for k in keys if k in row and k != "eval_every" and _value(row[k]) is not None}
+    if base.get("opponent") != "self":
+        knobs.setdefault("player", base.get("player"))
+    folder = results_dir / SEARCH_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"# The best trial of the search in {results_dir} (run {best.run_id}):",
+             f"# exact {settings.objective} win - loss {best.objective:.4f} after {int(best.episodes):,} episodes.",
+             "# Train it again: python -m lab.sweep " + " ".join(f"{k}={v}" for k, v in knobs.items()),
+             "# @package _global_"]
+    lines += [f"{k}: {json.dumps(v)}" for k, v in knobs.items()]
+    (folder / "best.yaml").write_text("\n".join(lines) + "\n")
+    print(f"best: objective {best.objective:.4f} (exact {settings.objective} win - loss), run {best.run_id}")
+    print("  " + " ".join(f"{k}={v}" for k, v in knobs.items()))
+    print(f"best configuration in {folder / 'best.yaml'}")
+    if figures:
+        try:
+            print(f"objective per trial in {figure(table, folder / 'objective.png', settings)}")
+            from lab import sweep as lab_sweep
+
+            lab_sweep.analyse([results_dir])
+        except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a search
+            print(f"could not draw the figures ({type(exc).__name__}: {exc})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _value(v):
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def figure(table: pd.DataFrame, path: Path, settings: Settings) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for run_id, curve in table.sort_values("episodes").groupby("run_id"):
+        status = curve.status.iloc[0]
+        style = {"finished": dict(color="tab:blue", alpha=0.8), "stopped": dict(color="tab:gray", alpha=0.6, linestyle="--"),
+                 "failed": dict(color="tab:red", alpha=0.6)}[status]
+        ax.plot(curve.episodes, curve.objective, linewidth=1, **style)
+        if status == "stopped":
+            ax.plot(curve.episodes.iloc[-1], curve.objective.iloc[-1], "x", color="tab:gray")
+    ax.plot([], [], color="tab:blue", label="finished")
+    ax.plot([], [], color="tab:gray", linestyle="--", marker="x", label="stopped by the scheduler")
+    ax.set_xlabel("training episodes")
+    ax.set_ylabel(f"exact win - loss against {settings.objective}")
+    ax.set_title(f"search: {settings.search}, scheduler {settings.scheduler}, {table.run_id.nunique()} trials")
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
