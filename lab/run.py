@@ -109,9 +109,9 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
                 row["run_id"] = columns["run_id"]
             episodes = rows[-1]["episodes"] if rows else 0.0
         for iteration in range(len(rows) + 1, run_cfg.iterations + 1):
-            start = time.perf_counter()
+            began = time.perf_counter()
             p1_wins, p2_wins, draws = learner.iterate()
-            train_seconds += time.perf_counter() - start
+            train_seconds += time.perf_counter() - began
             episodes += run_cfg.episodes_per_update
             n = run_cfg.episodes_per_update
             rows.append({
@@ -145,5 +145,5 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
     stamp = {"started_utc": started, "finished_utc": pd.Timestamp.now(tz="UTC"),
              **(code or provenance.code()), **provenance.machine()}
     frame = frame.assign(**stamp)
-    return RunResult(job.run_id, frame, checkpoint)
+    return RunResult(columns["run_id"], frame, checkpoint)
 

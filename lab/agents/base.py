@@ -92,22 +92,31 @@ class Learner(abc.ABC):
 
     # Training state, for resuming a run and for population-based training. One generic
     # mechanism for every algorithm: the learner's attributes are walked, numpy arrays go into an
-    # .npz, everything else (numbers, strings, lists, the numpy Generators' states, the attributes
-    # of objects such as an MLP) into one JSON document inside it, together with the compiled
-    # kernels' random state (numba's, one per process). Loading never runs code from the file
-    # (allow_pickle=False, JSON): a fresh learner is built from the knobs, and the saved values are
-    # written into its attributes. NamedTuples (`Params`: numbers derived from the knobs) are not
-    # saved: they are rebuilt from the knobs, so a learner restored under mutated knobs (PBT's
-    # explore) trains with them. `knobs` and `run` are the learner's own, never restored.
-    NOT_STATE = ("knobs", "run")
+    # .npz, everything else (numbers, strings, lists, dicts, the numpy Generators' states, the
+    # attributes of objects such as an MLP) into one JSON document inside it, together with the
+    # compiled kernels' random state (numba's, one per process). Loading never runs code from the
+    # file (allow_pickle=False, JSON): a fresh learner is built from the knobs, and the saved values
+    # are written into its attributes. What the knobs determine is not saved but rebuilt from them:
+    # NamedTuples (`Params`), the opponent's move table, and the attributes a learner names in
+    # DERIVED; so a learner restored under mutated knobs (PBT's explore) trains with them. An
+    # attribute that holds the current value of a decaying knob (mc_vfa's alpha, q_table's epsilon)
+    # is scaled by new knob / saved knob when a knob of its name changed (`restore`).
+    # `knobs` and `run` are the learner's own, never restored.
+    NOT_STATE = ("knobs", "run", "opponent")
+    DERIVED: tuple[str, ...] = ()
+    """Further attributes that the knobs determine (rebuilt, not saved)"""
 
     def state(self) -> dict:
         """The whole training state as {"json": str, <name>: ndarray, ...} for np.savez."""
+        import dataclasses
+
         arrays = {}
+        skip = set(self.NOT_STATE) | set(self.DERIVED)
         tree = {name: _encode(value, f"a{i}", arrays) for i, (name, value) in enumerate(vars(self).items())
-                if name not in self.NOT_STATE and not _is_namedtuple(value)}
+                if name not in skip and not _is_namedtuple(value)}
         kernel = _numba_rng_state()
-        document = {"attributes": tree, "kernel_rng": [kernel[0], list(map(int, kernel[1]))]}
+        document = {"attributes": tree, "kernel_rng": [kernel[0], list(map(int, kernel[1]))],
+                    "knobs": _encode(dataclasses.asdict(self.knobs), "k", {})}
         return {"json": np.array(json.dumps(document)), **arrays}
 
     def state_bytes(self) -> bytes:
@@ -117,9 +126,20 @@ class Learner(abc.ABC):
 
     def restore(self, state: dict) -> None:
         """Overwrite this (freshly built) learner's training state with a saved one (`state`)."""
+        import dataclasses
+
         document = json.loads(str(state["json"]))
+        saved_knobs = _decode(document.get("knobs", {"dict": {}}), None, {})
+        knobs = dataclasses.asdict(self.knobs)
         for name, value in document["attributes"].items():
-            setattr(self, name, _decode(value, getattr(self, name, None), state))
+            if name in self.NOT_STATE or name in self.DERIVED:
+                continue
+            value = _decode(value, getattr(self, name, None), state)
+            old, new = saved_knobs.get(name), knobs.get(name)
+            if (isinstance(value, float) and isinstance(old, (int, float)) and isinstance(new, (int, float))
+                    and old != new):  # a decaying knob that PBT mutated: the same decay, the new start
+                value = value * new / old if old else float(new)
+            setattr(self, name, value)
         index, keys = document["kernel_rng"]
         _set_numba_rng_state((index, keys))
 
@@ -162,6 +182,8 @@ def _encode(value, key: str, arrays: dict):
                 [_encode(v, f"{key}_{i}", arrays) for i, v in enumerate(value)]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: _encode(v, f"{key}_{i}", arrays) for i, (k, v) in enumerate(value.items())}}
+    if isinstance(value, dict) and all(isinstance(k, (int, np.integer)) for k in value):
+        return {"int_dict": [[int(k), _encode(v, f"{key}_{i}", arrays)] for i, (k, v) in enumerate(value.items())]}
     if hasattr(value, "__dict__"):
         return {"object": {k: _encode(v, f"{key}_{i}", arrays) for i, (k, v) in enumerate(vars(value).items())}}
     raise TypeError(f"cannot save learner state of type {type(value).__name__}")
@@ -191,6 +213,9 @@ def _decode(value, current, arrays: dict):
     if "dict" in value:
         old = current if isinstance(current, dict) else {}
         return {k: _decode(v, old.get(k), arrays) for k, v in value["dict"].items()}
+    if "int_dict" in value:
+        old = current if isinstance(current, dict) else {}
+        return {int(k): _decode(v, old.get(int(k)), arrays) for k, v in value["int_dict"]}
     if "object" in value:
         if current is None or not hasattr(current, "__dict__"):
             raise ValueError("saved state has an object where the learner has none")
