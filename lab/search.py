@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from lab import config, evaluate, provenance, results
-from lab.knobs import ConfigError
+from lab.knobs import ConfigError, RunConfig
 
 SEARCHES = ("random", "optuna")
 SCHEDULERS = ("none", "asha", "pbt")
@@ -114,33 +114,64 @@ class Settings:
 # The search space
 
 
-def space(overrides) -> tuple[list[str], dict[str, Dimension]]:
-    """Hydra Override objects (OverridesParser.parse_overrides) -> (the fixed overrides as
-    strings, the searched knobs as Dimensions). As Hydra's Optuna sweeper reads them."""
-    from hydra.core.override_parser.types import Transformer
+GRAMMAR = ("interval(a,b), tag(log,interval(a,b)), choice(x,y,...), range(start,stop[,step]), "
+           "a comma list x,y,... or a plain value")
+"""What a search-space override may be (said by every grammar error)"""
+ALIASES = {"epsilon_decay": ("epsilon_decay_per_game", "epsilon_decay_per_update")}
+"""Search keys that stand for the knob of the same meaning that the searched algorithm has
+(q_table decays epsilon per game, mc_vfa per update)"""
+GROUPS = ("algorithm", "opponent", "net", "members", "sweeps")
 
+
+def _not_allowed(override, why: str) -> ConfigError:
+    return ConfigError(f"{override.input_line} is not allowed: {why}; a search space takes {GRAMMAR}")
+
+
+def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
+    """Hydra Override objects (OverridesParser.parse_overrides) -> (the fixed overrides as
+    strings, the searched knobs as Dimensions); an override in `later` (the command line)
+    replaces one of `overrides` (a named search's hydra.sweeper.params) with the same key. Read as Hydra's Optuna sweeper reads them:
+    `interval(a,b)` uniform, `tag(log,interval(a,b))` log-uniform, `choice(...)`, `range(...)`
+    or a comma list categorical, anything that is not a sweep fixed. Anything else (glob(), other
+    tags, a log tag on a list, a config group or Hydra's own setting searched) is a ConfigError
+    of one line naming the override."""
+    from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, RangeSweep, Transformer
+
+    replaced = {o.get_key_element() for o in later}
+    overrides = [o for o in overrides if o.get_key_element() not in replaced] + list(later)
     fixed, dims = [], {}
     for override in overrides:
         key = override.get_key_element()
         if not override.is_sweep_override():
             fixed.append(override.input_line)
             continue
-        if override.is_hydra_override() or "/" in key or key.startswith("+") or override.key_or_group in ("algorithm", "net", "opponent", "sweeps"):
-            raise ConfigError(f"{key} cannot be searched: a search varies knobs (key=value), not "
-                              f"config groups or Hydra's settings; fix it ({key}=...) and search the knobs")
+        if override.is_hydra_override() or override.key_or_group in GROUPS or "/" in key \
+                or override.is_add() or override.is_delete() or override.is_force_add():
+            raise _not_allowed(override, "a search varies knobs (key=...), not config groups, added or "
+                                         "deleted keys or Hydra's settings: fix those and search knobs")
+        if key in dims:
+            raise _not_allowed(override, f"{key} is searched twice")
         value = override.value()
-        if override.is_interval_sweep():
+        tags = set(getattr(value, "tags", None) or ())
+        if isinstance(value, Glob):
+            raise _not_allowed(override, "glob() selects config files, not knob values")
+        if tags - {"log"}:
+            raise _not_allowed(override, f"the only tag a search knows is log (not {', '.join(sorted(tags - {'log'}))})")
+        if isinstance(value, IntervalSweep):
             low, high = value.start, value.end
-            integer = isinstance(low, int) and isinstance(high, int)
-            log = "log" in value.tags
+            log = "log" in tags
             if not low < high or (log and low <= 0):
-                raise ConfigError(f"{key}={override.input_line.split('=', 1)[1]} is not allowed: an "
-                                  "interval needs low < high (and low > 0 on a log scale)")
-            dims[key] = Dimension("interval", low, high, log=log, integer=integer)
-        else:  # choice(...), a comma list, range(...)
-            values = tuple(override.sweep_iterator(transformer=Transformer.encode))
-            values = tuple(_plain(v) for v in values)
+                raise _not_allowed(override, "an interval needs low < high (and low > 0 on a log scale)")
+            dims[key] = Dimension("interval", low, high, log=log)
+        elif isinstance(value, (ChoiceSweep, RangeSweep)):
+            if tags:
+                raise _not_allowed(override, "tag(log, ...) goes with interval(a,b) only")
+            values = tuple(_plain(v) for v in override.sweep_iterator(transformer=Transformer.encode))
+            if not values:
+                raise _not_allowed(override, "it gives no value")
             dims[key] = Dimension("choice", values=values)
+        else:
+            raise _not_allowed(override, f"{type(value).__name__} is not a search dimension")
     return fixed, dims
 
 
@@ -153,18 +184,43 @@ def _plain(value):
     return value
 
 
-def validate(base: dict, dims: dict[str, Dimension]) -> None:
-    """Every searched knob at every extreme value, the others at the base's: ConfigError names
-    the first knob and value the lab cannot run. Also checks that each searched key is a knob the
-    run's algorithm uses."""
+def resolve(base: dict, dims: dict[str, Dimension]) -> dict[str, Dimension]:
+    """The dimensions as the searched algorithm's knobs: aliases (ALIASES) replaced by its knob,
+    intervals of integer knobs made integer. ConfigError when a key is not a knob it uses."""
+    import typing
+
     algorithm = config.job(base).algorithm
-    uses = set(config.RUN_KEYS) | set(algorithm.Config.names())
+    hints = {**typing.get_type_hints(RunConfig), **typing.get_type_hints(algorithm.Config)}
+    uses = [k for k in config.RUN_KEYS if k != "eval_every"] + list(algorithm.Config.names())
+    out = {}
     for key, dim in dims.items():
+        if key in ALIASES:
+            targets = [k for k in ALIASES[key] if k in uses]
+            if not targets:
+                raise ConfigError(f"{key} is not a knob algorithm={base.get('algorithm')} uses: it stands for "
+                                  f"{' or '.join(ALIASES[key])}, and {base.get('algorithm')} has neither")
+            print(f"searching {key} as {targets[0]} (algorithm={base.get('algorithm')})", file=sys.stderr)
+            key = targets[0]
         if key not in uses:
             raise ConfigError(f"{key} is not a knob algorithm={base.get('algorithm')} uses: searching it "
                               f"changes nothing (its knobs: {', '.join(sorted(uses))})")
-        if key == "algorithm":
-            raise ConfigError("algorithm cannot be searched: search one algorithm at a time")
+        if key in out:
+            raise ConfigError(f"{key} is searched twice")
+        if dim.kind == "interval" and hints.get(key) in (int, int | None):
+            low, high = int(np.ceil(dim.low)), int(np.floor(dim.high))
+            if not low < high:
+                raise ConfigError(f"{key}=interval({dim.low:g},{dim.high:g}) is not allowed: {key} is an "
+                                  "integer, and the interval holds fewer than two integers")
+            dim = Dimension("interval", low, high, log=dim.log, integer=True)
+        out[key] = dim
+    return out
+
+
+def validate(base: dict, dims: dict[str, Dimension]) -> None:
+    """Every searched knob (resolved) at every extreme value, the others at the base's:
+    ConfigError names the first knob and value the lab cannot run."""
+    config.job(base)
+    for key, dim in dims.items():
         for value in dim.extremes():
             config.job({**base, key: value})
 
@@ -392,14 +448,19 @@ def finish(results_dir: Path, base: dict, dims: dict, settings: Settings, grid=N
         knobs.setdefault("player", base.get("player"))
     folder = results_dir / SEARCH_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"# The best trial of the search in {results_dir} (run {best.run_id}):",
+    groups = {k: knobs.pop(k) for k in ("algorithm", "opponent") if k in knobs}
+    again = " ".join(f"{k}={v}" for k, v in {**groups, **knobs}.items())
+    lines = ["# @package _global_",
+             f"# The best trial of the search in {results_dir} (run {best.run_id}):",
              f"# exact {settings.objective} win - loss {best.objective:.4f} after {int(best.episodes):,} episodes.",
-             "# Train it again: python -m lab.sweep " + " ".join(f"{k}={v}" for k, v in knobs.items()),
-             "# @package _global_"]
+             f"# Use it: python -m lab.sweep --config-dir {results_dir} +{SEARCH_DIR}=best [results_dir=...]",
+             f"# or:     python -m lab.sweep {again}",
+             "defaults:"]
+    lines += [f"  - override /{k}: {v}" for k, v in groups.items()]
     lines += [f"{k}: {json.dumps(v)}" for k, v in knobs.items()]
     (folder / "best.yaml").write_text("\n".join(lines) + "\n")
     print(f"best: objective {best.objective:.4f} (exact {settings.objective} win - loss), run {best.run_id}")
-    print("  " + " ".join(f"{k}={v}" for k, v in knobs.items()))
+    print("  " + again)
     print(f"best configuration in {folder / 'best.yaml'}")
     if figures:
         try:

@@ -16,7 +16,10 @@ from typing import Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
 
@@ -75,8 +78,6 @@ class LabRayLauncher(Launcher):
 
 # The Tune-backed search (issue 12): `hydra/sweeper=tune`, lab.search does the work.
 
-from hydra.plugins.sweeper import Sweeper  # noqa: E402
-
 
 @dataclass
 class TuneSweeperConf:
@@ -128,11 +129,15 @@ class TuneSweeper(Sweeper):
         try:
             self.settings.check()
             params = [f"{key}={value}" for key, value in self.params.items()]
-            fixed, dims = search.space(parser.parse_overrides(params + list(arguments)))
+            fixed, dims = search.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
             base = flat(loader.load_sweep_config(self.config, fixed))
+            dims = search.resolve(base, dims)
             search.validate(base, dims)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        except OverrideParseException as exc:  # Hydra's grammar: its first line says what is wrong
+            print(f"error: {str(exc).splitlines()[0]}; a search space takes {search.GRAMMAR}", file=sys.stderr)
             sys.exit(2)
         launcher = self.config.hydra.launcher
         status = search.search(base, dims, self.settings, address=launcher.get("address"),
