@@ -37,6 +37,11 @@ EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evalua
 (lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
 
+SEARCH = [("pbt_trial", pa.string())]
+"""A population-based-training search's runs (lab.search.PBT_TRIAL): the trial that trained each
+row (null in every other run)."""
+
+
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
                 pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
 """Which code on which machine trained the run, and when (lab.provenance)."""
@@ -68,6 +73,7 @@ def schema() -> pa.Schema:
                 raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)
     fields.update(EVALUATION)
+    fields.update(SEARCH)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))
 

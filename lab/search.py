@@ -44,6 +44,10 @@ SEARCHES = ("random", "optuna")
 SCHEDULERS = ("none", "asha", "pbt")
 OBJECTIVES = ("random", "onestep")
 SEARCH_DIR = "_search"
+TRIALS = "trials.jsonl"
+PBT_TRIAL = "pbt_trial"
+"""The column of a PBT run's table naming the trial that trained each row: where it changes, the
+run exploited (copied) that trial's state; the knob columns show the values each row trained with."""
 
 
 @dataclass(frozen=True)
@@ -244,10 +248,11 @@ def trainable(params: dict, base: dict, settings: dict, code: dict):
 
     cfg = {**base, **params}
     job = config.job(cfg)
-    context = tune.get_context()
+    trial_id = tune.get_context().get_trial_id()
+    pbt = settings["scheduler"] == "pbt"
     run_id = job.run_id
-    if settings["scheduler"] == "pbt":
-        run_id = hashlib.sha256(f"{job.run_id}/{context.get_trial_id()}".encode()).hexdigest()[:16]
+    if pbt:  # a PBT trial's knobs change as it trains: its run is named by the trial, not by its knobs
+        run_id = hashlib.sha256(f"{trial_id}/{json.dumps(base, sort_keys=True, default=str)}".encode()).hexdigest()[:16]
     start = None
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
@@ -258,6 +263,9 @@ def trainable(params: dict, base: dict, settings: dict, code: dict):
     sent = [0]  # rows already reported (the first report of every (re)start sends them all)
 
     def report(iteration, rows, learner):
+        if pbt:  # which trial trained each row: rows inherited by exploiting another keep its id
+            for row in rows:
+                row.setdefault(PBT_TRIAL, trial_id)
         metrics = {"objective": objective(rows[-1], job.run.seats, settings["objective"]),
                    "iteration": iteration, "episodes": int(rows[-1]["episodes"]),
                    "rows": json.dumps(rows[sent[0]:], default=lab_run._plain),
@@ -266,7 +274,7 @@ def trainable(params: dict, base: dict, settings: dict, code: dict):
         if iteration == job.run.iterations:
             metrics["agent"] = base64.b64encode(learner.agent().to_bytes()).decode()
         with tempfile.TemporaryDirectory() as folder:
-            (Path(folder) / "state.npz").write_bytes(lab_run.snapshot(learner, rows, 0.0))
+            (Path(folder) / "state.npz").write_bytes(lab_run.snapshot(learner, rows, rows[-1]["train_seconds"]))
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
         return False
 
@@ -313,7 +321,8 @@ def _collector_class():
             tid = trial.trial_id
             meta = self.meta.get(tid)
             rows = self.rows.get(tid)
-            if not meta or not rows:
+            if not meta or not rows:  # died before its first report: nothing to write but its end
+                _log_trial(self.results_dir, tid, None, "failed")
                 return
             frame = pd.DataFrame([rows[i] for i in sorted(rows)])
             error = failed_error or self.errors.get(tid)
@@ -326,6 +335,7 @@ def _collector_class():
             agent = self.agent.get(tid) if frame["status"].iloc[0] == "finished" else None
             results.save(RunResult(meta["run_id"], frame, agent), self.results_dir)
             self.written.append(meta["run_id"])
+            _log_trial(self.results_dir, tid, meta["run_id"], frame["status"].iloc[0])
             print(f"trial {tid} -> run {meta['run_id']} {frame['status'].iloc[0]} at iteration {last}",
                   file=sys.stderr, flush=True)
             for store in (self.rows, self.agent):
@@ -338,6 +348,20 @@ def _collector_class():
             self._write(trial, failed_error=f"trial error: {getattr(trial, 'error_file', '')}")
 
     return Collector
+
+
+def _log_trial(results_dir, trial_id: str, run_id: str | None, status: str) -> None:
+    """One line per ended trial in _search/trials.jsonl: which runs are this search's, and
+    whether every trial ended (an interrupted search did not)."""
+    with open(Path(results_dir) / SEARCH_DIR / TRIALS, "a") as log:
+        log.write(json.dumps({"trial": trial_id, "run_id": run_id, "status": status}) + "\n")
+
+
+def ended_trials(results_dir) -> dict[str, dict]:
+    """trial id -> its last line in _search/trials.jsonl."""
+    path = Path(results_dir) / SEARCH_DIR / TRIALS
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {entry["trial"]: entry for entry in map(json.loads, filter(None, lines))}
 
 
 def _searcher(settings: Settings, dims: dict):
@@ -364,7 +388,9 @@ def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int)
         interval = settings.perturbation_interval or max(eval_every, iterations // 10)
         return PopulationBasedTraining(time_attr="iteration", perturbation_interval=interval,
                                        hyperparam_mutations={k: d.tune() for k, d in dims.items()},
-                                       synch=False)
+                                       synch=True)  # the whole population at each step: the
+        # asynchronous mode, with a population larger than the cores, compares a trial with
+        # paused ones and lets the trailing trial rarely reach a step while it is the worst
     return FIFOScheduler()
 
 
@@ -391,11 +417,21 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         lab_sweep.connect(address, num_cpus)
     fn = tune.with_parameters(trainable, base=base, settings={"scheduler": settings.scheduler,
                                                                "objective": settings.objective}, code=code)
+    identity = _identity(base, dims, settings)
     if tune.Tuner.can_restore(str(path)):
+        saved = json.loads((storage / "search.json").read_text()) if (storage / "search.json").exists() else None
+        if saved != identity:
+            print(f"error: results_dir={results_dir} holds another search ({storage / 'search.json'} says "
+                  "what it searched): use another results_dir, or delete that folder to start this one there",
+                  file=sys.stderr)
+            return 2
         print(f"resuming the interrupted search in {path}")
         tuner = tune.Tuner.restore(str(path), trainable=fn, resume_unfinished=True, resume_errored=True,
                                    param_space={k: d.tune() for k, d in dims.items()})
     else:
+        storage.mkdir(parents=True, exist_ok=True)
+        (storage / TRIALS).unlink(missing_ok=True)
+        (storage / "search.json").write_text(json.dumps(identity, indent=1, default=str) + "\n")
         Collector = _collector_class()
         tuner = tune.Tuner(
             fn,
@@ -404,21 +440,37 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
                 metric="objective", mode="max", num_samples=settings.num_samples,
                 search_alg=_searcher(settings, dims),
                 scheduler=_scheduler(settings, dims, job0.run.iterations, job0.run.eval_every),
-                max_concurrent_trials=settings.max_concurrent),
+                ),  # max_concurrent: the searcher limits it (ConcurrencyLimiter, BasicVariantGenerator)
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(storage), verbose=0,
                 callbacks=[Collector(str(results_dir), code)],
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                # PBT copies the state of the best trials at each step: every checkpoint kept
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=None if settings.scheduler == "pbt" else 2),
                 failure_config=tune.FailureConfig(max_failures=0)),
         )
     grid = tuner.fit()
+    ended = len(ended_trials(results_dir))
+    if ended < settings.num_samples:  # Ctrl-C: Tune saved its state and returned
+        print(f"interrupted: {ended} of {settings.num_samples} trials ended and are saved in "
+              f"{results_dir}; the same command resumes the search (a trial in progress from its "
+              "last evaluation)", file=sys.stderr)
+        return 130
     return finish(results_dir, base, dims, settings, grid, figures=figures)
+
+
+def _identity(base: dict, dims: dict, settings: Settings) -> dict:
+    """What makes a search itself: resuming one in results_dir needs the same."""
+    return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
+                                  "space": {k: vars(d) for k, d in dims.items()},
+                                  "settings": vars(settings)}, default=str))
 
 
 def curves(results_dir, settings: Settings) -> pd.DataFrame:
     """Every trial's objective at each evaluation point, from the run tables: run_id, status,
-    episodes, objective."""
+    episodes, objective. Only this search's runs (_search/trials.jsonl), whatever else
+    results_dir holds."""
     frame = results.load(results_dir)
+    frame = frame[frame["run_id"].isin({e["run_id"] for e in ended_trials(results_dir).values()})]
     points = results.evaluations(frame)
     points["objective"] = points[f"{settings.objective}_win"] - points[f"{settings.objective}_loss"]
     return points.groupby(["run_id", "iteration"], as_index=False).agg(
