@@ -26,6 +26,7 @@ on which trials finished first when several run at once: max_concurrent=1 makes 
 """
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -377,6 +378,16 @@ def _searcher(settings: Settings, dims: dict):
     return BasicVariantGenerator(random_state=settings.seed, max_concurrent=settings.max_concurrent or 0)
 
 
+def _within(dims: dict, params: dict) -> dict:
+    """PBT's explore multiplies a value by 0.8 or 1.2: kept inside the searched interval (so it
+    stays a configuration validated before the search), integers rounded."""
+    for key, dim in dims.items():
+        if dim.kind == "interval" and key in params:
+            value = min(max(params[key], dim.low), dim.high)
+            params[key] = int(round(value)) if dim.integer else float(value)
+    return params
+
+
 def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int):
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
 
@@ -388,6 +399,7 @@ def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int)
         interval = settings.perturbation_interval or max(eval_every, iterations // 10)
         return PopulationBasedTraining(time_attr="iteration", perturbation_interval=interval,
                                        hyperparam_mutations={k: d.tune() for k, d in dims.items()},
+                                       custom_explore_fn=functools.partial(_within, dims),
                                        synch=True)  # the whole population at each step: the
         # asynchronous mode, with a population larger than the cores, compares a trial with
         # paused ones and lets the trailing trial rarely reach a step while it is the worst

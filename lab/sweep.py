@@ -54,7 +54,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     results directory.
     """
     train, skip, first, stored = [], [], {}, {}
-    duplicates = failed_before = forced = 0
+    duplicates = failed_before = stopped_before = forced = 0
     for index, cfg in enumerate(cfgs):
         try:
             job = config.job(cfg)
@@ -71,6 +71,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
             skip.append(job)
             continue
         failed_before += before == "failed"
+        stopped_before += before == "stopped"
         forced += before == "finished"
         train.append(job)
     notes = []
@@ -81,6 +82,8 @@ def plan(cfgs: Iterable[dict]) -> Plan:
         notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if stopped_before:
+        notes.append(f"{stopped_before} runs stopped early by a search in results_dir: training them in full")
     if forced:
         notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)
