@@ -4,8 +4,9 @@
 (hydra_plugins/lab_plugins: TuneSweeper) hands the overrides here (`search`):
 
 - the search space is written in Hydra's override grammar and parsed by Hydra's own parser:
-  `interval(a,b)` uniform (integers when both ends are), `tag(log,interval(a,b))` log-uniform,
-  `choice(...)`, `range(...)` or a comma list categorical, a plain value fixed (`space`);
+  `interval(a,b)` uniform (integers for an integer knob), `tag(log,interval(a,b))` log-uniform,
+  `choice(...)`, `range(...)` or a comma list categorical, a plain value fixed (`space`), and
+  anything else refused in one line; the keys resolved against the algorithm's knobs (`resolve`);
 - every configuration the space can produce is validated before anything starts: each searched
   knob at both ends of its interval and at every one of its choices (`validate`);
 - every trial is a lab run: `lab.run.run` trains it, and at every evaluation point the trial
@@ -16,11 +17,15 @@
   atomically into results_dir with the lab's schema when it ends: `finished`, `stopped` (the
   scheduler ended it early; its rows are kept) or `failed`;
 - at the end: the best configuration is printed and written as `results_dir/_search/best.yaml`,
-  and `_search/objective.png` draws every trial's objective against training episodes.
+  and `_search/objective.png` draws every trial's objective against training episodes;
+  `_search/trials.jsonl` lists the trials that ended and their runs.
 
 Tune's own experiment state lives in `results_dir/_search/tune`; running the same command again
-after an interruption restores it (finished trials are kept, unfinished ones resume from their
-last checkpoint). The same seed gives the same trials (random and PBT sample with Tune's
+after an interruption restores it (ended trials are kept, unfinished ones resume from their
+last checkpoint; ASHA's rung records are not part of Tune's saved state, so a resumed ASHA search
+may stop fewer trials); `_search/search.json` refuses another search in the same directory. PBT
+is synchronous (the whole population at each step) and a PBT run's table says which trial
+trained each row (`PBT_TRIAL`). The same seed gives the same trials (random and PBT sample with Tune's
 generator seeded by it, Optuna's TPE with its sampler seeded by it; TPE's later trials also depend
 on which trials finished first when several run at once: max_concurrent=1 makes it exact).
 """
@@ -100,7 +105,8 @@ class Settings:
         need(isinstance(self.num_samples, int) and self.num_samples >= 1, "num_samples", self.num_samples, "a positive integer")
         need(self.search in SEARCHES, "search", self.search, " or ".join(SEARCHES))
         need(self.scheduler in SCHEDULERS, "scheduler", self.scheduler, " or ".join(SCHEDULERS))
-        need(self.objective in OBJECTIVES, "objective", self.objective, " or ".join(OBJECTIVES))
+        need(self.objective in OBJECTIVES + ("opponent",), "objective", self.objective,
+             " or ".join(OBJECTIVES) + ", or opponent (the one the trials train against)")
         need(isinstance(self.seed, int) and self.seed >= 0, "seed", self.seed, "a non-negative integer")
         need(self.grace_period is None or (isinstance(self.grace_period, int) and self.grace_period >= 1),
              "grace_period", self.grace_period, "a positive number of iterations or null")
@@ -187,6 +193,17 @@ def _plain(value):
 
         return OmegaConf.create({"v": value})["v"] if value not in ("",) else value
     return value
+
+
+def resolve_objective(settings: Settings, base: dict) -> None:
+    """objective=opponent: the fixed opponent the trials train against (named searches use it,
+    so that `opponent=random` on the command line also changes what the search maximises)."""
+    if settings.objective == "opponent":
+        if base.get("opponent") not in OBJECTIVES:
+            raise ConfigError(f"hydra.sweeper.objective=opponent is not allowed with opponent={base.get('opponent')}: "
+                              f"it needs opponent {' or '.join(OBJECTIVES)}; set hydra.sweeper.objective="
+                              f"{' or '.join(OBJECTIVES)}")
+        settings.objective = base["opponent"]
 
 
 def resolve(base: dict, dims: dict[str, Dimension]) -> dict[str, Dimension]:

@@ -75,3 +75,34 @@ def test_settings_are_checked():
         search.Settings(scheduler="hyperband").check()
     with pytest.raises(ConfigError, match="hydra.sweeper.objective"):
         search.Settings(objective="perfect").check()
+
+
+@pytest.mark.parametrize("algorithm", ["q_table", "td_value", "mc_vfa", "q_net", "negamax_q", "alphazero"])
+def test_the_named_searches_compose_and_validate(algorithm):
+    """sweeps/search_<algorithm>.yaml: the tune sweeper, a space of that algorithm's knobs that
+    validates at every extreme, its settings allowed (each was also run once at a tiny size)."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from lab.compose import CONF_PACKAGE, flat
+
+    with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
+        loader = GlobalHydra.instance().config_loader()
+        master = loader.load_configuration("config", [f"+sweeps=search_{algorithm}"], run_mode=RunMode.MULTIRUN)
+        sweeper = OmegaConf.to_container(master.hydra.sweeper, resolve=True)
+        assert sweeper.pop("_target_").endswith("LabSweeper")  # which hands a search to TuneSweeper
+        params = sweeper.pop("params")
+        sweeper.pop("max_batch_size")
+        settings = search.Settings(**{k: v for k, v in sweeper.items() if v is not None})
+        settings.check()
+        parser = OverridesParser.create(config_loader=loader)
+        fixed, dims = search.space(parser.parse_overrides([f"{k}={v}" for k, v in params.items()]),
+                                   parser.parse_overrides([f"+sweeps=search_{algorithm}"]))
+        base = flat(loader.load_sweep_config(master, fixed))
+    assert base["algorithm"] == algorithm and base["results_dir"].startswith(f"results/search_{algorithm}_")
+    dims = search.resolve(base, dims)
+    search.validate(base, dims)
+    search.resolve_objective(settings, base)
+    assert settings.objective in search.OBJECTIVES and len(dims) >= 3

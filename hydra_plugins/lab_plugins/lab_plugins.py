@@ -28,6 +28,18 @@ class LabSweeperConf:
     _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
     max_batch_size: Optional[int] = None
     params: Optional[dict] = None
+    # The tune sweeper's settings (TuneSweeperConf): a named search (sweeps/search_*.yaml) sets
+    # them, and the grid sweeper hands the search to TuneSweeper. A named sweep cannot select
+    # hydra/sweeper itself: conf/config.yaml's own override of that group comes first and wins.
+    num_samples: Optional[int] = None
+    search: Optional[str] = None
+    scheduler: Optional[str] = None
+    objective: Optional[str] = None
+    seed: Optional[int] = None
+    grace_period: Optional[int] = None
+    reduction_factor: Optional[float] = None
+    max_concurrent: Optional[int] = None
+    perturbation_interval: Optional[int] = None
 
 
 @dataclass
@@ -55,9 +67,22 @@ for _sweep in resources.files("lab.sweeps").iterdir():
 
 
 class LabSweeper(BasicSweeper):
+    def __init__(self, max_batch_size=None, params=None, **tune):
+        super().__init__(max_batch_size, params)
+        self.tune = {key: value for key, value in tune.items() if value is not None}
+
+    def setup(self, *, hydra_context, task_function, config):
+        if self.tune:  # a named search: TuneSweeper does the work (no launcher needed)
+            self.search = TuneSweeper(params=self.params, **self.tune)
+            self.search.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        else:
+            super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
     def sweep(self, arguments):
         from lab.compose import expand
 
+        if self.tune:
+            return self.search.sweep(arguments)
         batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
         return [self.launcher.launch(batch, initial_job_idx=0)]
 
@@ -89,7 +114,8 @@ class TuneSweeperConf:
     scheduler: str = "none"
     """none, asha (early stopping of hopeless trials) or pbt (population-based training)"""
     objective: str = "random"
-    """exact win - loss of the greedy agent against random or onestep, in its seat"""
+    """exact win - loss of the greedy agent against random or onestep, in its seat (the mean of
+    both in self-play); opponent: the fixed opponent the trials train against"""
     seed: int = 0
     """seeds the search: the same seed gives the same trials"""
     grace_period: Optional[int] = None
@@ -132,6 +158,7 @@ class TuneSweeper(Sweeper):
             fixed, dims = search.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
             base = flat(loader.load_sweep_config(self.config, fixed))
             dims = search.resolve(base, dims)
+            search.resolve_objective(self.settings, base)
             search.validate(base, dims)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
