@@ -265,7 +265,14 @@ def trainable(params: dict, base: dict, settings: dict, code: dict):
     from lab import run as lab_run
 
     cfg = {**base, **params}
-    job = config.job(cfg)
+    try:
+        job = config.job(cfg)
+    except ConfigError as exc:  # validated at every extreme, but a combination can still be refused
+        meta = {"run_id": None, "started_utc": pd.Timestamp.now(tz="UTC").isoformat(), "iterations": 0,
+                **provenance.machine()}
+        tune.report({"objective": -2.0, "iteration": 0, "episodes": 0, "rows": "[]", "meta": json.dumps(meta),
+                     "status": "failed", "error": f"ConfigError: {exc}"})
+        return
     trial_id = tune.get_context().get_trial_id()
     pbt = settings["scheduler"] == "pbt"
     run_id = job.run_id
@@ -511,10 +518,11 @@ def finish(results_dir: Path, base: dict, dims: dict, settings: Settings, grid=N
     table = curves(results_dir, settings)
     final = table.sort_values("iteration").groupby("run_id").tail(1)
     stopped = int((final.status == "stopped").sum())
-    failed = int((final.status == "failed").sum())
+    # trials that failed before training (no run table) count too
+    failed = sum(e["status"] == "failed" for e in ended_trials(results_dir).values())
     done = final[final.status == "finished"]
     episodes = int(table.groupby("run_id").episodes.max().sum())
-    print(f"{len(final)} trials: {len(done)} finished, {stopped} stopped early, {failed} failed; "
+    print(f"{len(done) + stopped + failed} trials: {len(done)} finished, {stopped} stopped early, {failed} failed; "
           f"{episodes:,} training episodes in all")
     if done.empty:
         print("no trial finished: no best configuration", file=sys.stderr)
