@@ -22,8 +22,8 @@
 
 Tune's own experiment state lives in `results_dir/_search/tune`; running the same command again
 after an interruption restores it (ended trials are kept, unfinished ones resume from their
-last checkpoint; ASHA's rung records are not part of Tune's saved state, so a resumed ASHA search
-may stop fewer trials); `_search/search.json` refuses another search in the same directory. PBT
+last checkpoint; ASHA's rung records, not part of Tune's saved state, are replayed from the run
+tables: LabASHA); `_search/search.json` refuses another search in the same directory. PBT
 is synchronous (the whole population at each step) and a PBT run's table says which trial
 trained each row (`PBT_TRIAL`). The same seed gives the same trials (random and PBT sample with Tune's
 generator seeded by it, Optuna's TPE with its sampler seeded by it; TPE's later trials also depend
@@ -412,13 +412,68 @@ def _within(dims: dict, params: dict) -> dict:
     return params
 
 
-def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int):
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+def row_objective(row: dict, opponent: str) -> float | None:
+    """`objective` of a stored row in the seats it was evaluated in; None between evaluations."""
+    values = []
+    for seat in (1, 2):
+        win, loss = row.get(evaluate.column(seat, f"{opponent}_win")), row.get(evaluate.column(seat, f"{opponent}_loss"))
+        if win is not None and loss is not None and not pd.isna(win) and not pd.isna(loss):
+            values.append(float(win) - float(loss))
+    return float(np.mean(values)) if values else None
+
+
+def _asha_class():
+    from types import SimpleNamespace
+
+    from ray.tune.schedulers import ASHAScheduler
+
+    class LabASHA(ASHAScheduler):
+        """ASHA whose rung records survive an interrupted search. Tune's restore brings back the
+        trials and the searcher but this scheduler as it was built, with empty rungs; so on its
+        first result it replays what the lab's run tables hold: every ended trial's evaluations
+        (_search/trials.jsonl), and a resumed trial's earlier evaluations (its first report after
+        a restart sends all its rows). Replayed in the order they happened, they record at each
+        rung the values the interrupted search had recorded, and the decisions go on the same."""
+
+        def __init__(self, results_dir: str, objective: str, **settings):
+            super().__init__(**settings)
+            self.lab_results_dir, self.lab_objective, self.lab_replayed = results_dir, objective, False
+
+        def on_trial_result(self, tune_controller, trial, result):
+            if not self.lab_replayed:
+                self.lab_replayed = True
+                self._replay_ended_trials()
+            bracket = self._trial_info.get(trial.trial_id)
+            if bracket is not None:
+                for row in json.loads(result.get("rows", "[]")):
+                    value = row_objective(row, self.lab_objective)
+                    if value is not None and row.get("iteration", 0) < result[self._time_attr]:
+                        bracket.on_result(trial, row["iteration"], value * self._metric_op)
+            return super().on_trial_result(tune_controller, trial, result)
+
+        def _replay_ended_trials(self):
+            runs = {e["run_id"]: trial for trial, e in ended_trials(self.lab_results_dir).items() if e["run_id"]}
+            if not runs:
+                return
+            frame = results.load(self.lab_results_dir)
+            frame = frame[frame["run_id"].isin(runs)]
+            for run_id in dict.fromkeys(runs):  # in the order the trials ended
+                ghost = SimpleNamespace(trial_id=runs[run_id])
+                for row in frame[frame["run_id"] == run_id].sort_values("iteration").to_dict("records"):
+                    value = row_objective(row, self.lab_objective)
+                    if value is not None:
+                        self._brackets[0].on_result(ghost, int(row["iteration"]), value * self._metric_op)
+
+    return LabASHA
+
+
+def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int, results_dir=None):
+    from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining
 
     if settings.scheduler == "asha":
         grace = settings.grace_period or max(eval_every, iterations // 9)
-        return ASHAScheduler(time_attr="iteration", max_t=iterations, grace_period=grace,
-                             reduction_factor=settings.reduction_factor)
+        return _asha_class()(str(results_dir), settings.objective, time_attr="iteration", max_t=iterations,
+                             grace_period=grace, reduction_factor=settings.reduction_factor)
     if settings.scheduler == "pbt":
         interval = settings.perturbation_interval or max(eval_every, iterations // 10)
         return PopulationBasedTraining(time_attr="iteration", perturbation_interval=interval,
@@ -475,7 +530,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
             tune_config=tune.TuneConfig(
                 metric="objective", mode="max", num_samples=settings.num_samples,
                 search_alg=_searcher(settings, dims),
-                scheduler=_scheduler(settings, dims, job0.run.iterations, job0.run.eval_every),
+                scheduler=_scheduler(settings, dims, job0.run.iterations, job0.run.eval_every, results_dir),
                 ),  # max_concurrent: the searcher limits it (ConcurrencyLimiter, BasicVariantGenerator)
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(storage), verbose=0,

@@ -94,20 +94,11 @@ def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
     again = sweep(args, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "resuming the interrupted search" in again.stdout
-    # The same seed gives the same trials, and every trial the rows it had in the search never
-    # interrupted, up to where either stopped: Tune restores the trials, the searcher and the
-    # trials in progress (from their last evaluation), not ASHA's records of the rungs, so the
-    # resumed search may stop fewer trials.
-    resumed, whole = rows(tmp_path / "results"), rows(reference)
-    assert set(resumed["run_id"]) == set(whole["run_id"])
-    common = resumed.merge(whole[["run_id", "iteration"]], on=["run_id", "iteration"])
-    assert len(common) >= 0.5 * min(len(resumed), len(whole))
+    # The same seed gives the same trials, ASHA the same decisions (its rungs replayed from the
+    # run tables), and a trial resumed from its last evaluation the rows it would have had.
     key = ["run_id", "iteration"]
-    pd.testing.assert_frame_equal(
-        common.drop(columns="status").sort_values(key).reset_index(drop=True),
-        whole.merge(common[key], on=key).drop(columns="status").sort_values(key).reset_index(drop=True))
-    for run_id, run in resumed.groupby("run_id"):
-        assert list(run.sort_values("iteration")["iteration"]) == list(range(1, run["iteration"].max() + 1))
+    pd.testing.assert_frame_equal(rows(tmp_path / "results").sort_values(key).reset_index(drop=True),
+                                  rows(reference).sort_values(key).reset_index(drop=True))
 
     other = sweep([*args, "hydra.sweeper.num_samples=7"], cwd=tmp_path)
     assert other.returncode == 2 and "holds another search" in other.stderr
