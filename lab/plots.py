@@ -106,7 +106,9 @@ def _who(side: str, opponents) -> str:
 
 
 def _outputs(data, out_dir):
-    frame = summary.name_configurations(summary.table(data))
+    # Learning curves include the runs a search stopped early (their lines end where it stopped
+    # them); the comparison figure picks from finished runs only (lab.summary.best_configurations).
+    frame = summary.name_configurations(summary.table(data, stopped=True))
     if out_dir is None:
         if isinstance(data, pd.DataFrame):
             raise ValueError("give out_dir when passing a table instead of a results directory")
@@ -124,11 +126,13 @@ def _save(fig, path: Path) -> Path:
 
 def _seeds_note(group: pd.DataFrame) -> str:
     seeds = group.groupby("config")["seed"].nunique()
+    stopped = group.loc[group["status"] == "stopped", "run_id"].nunique() if "status" in group else 0
+    stopped = f"; {stopped} runs stopped early by a search (their lines end there)" if stopped else ""
     if seeds.max() == 1:
-        return "one seed per line"
+        return f"one seed per line{stopped}"
     count = f"{seeds.min()}-{seeds.max()}" if seeds.min() < seeds.max() else f"{seeds.max()}"
     spread = "95% band" if seeds.min() >= BAND_SEEDS else "each seed thin"
-    return f"mean of {count} seeds per line, {spread}"
+    return f"mean of {count} seeds per line, {spread}{stopped}"
 
 
 def _better(side: str) -> str:
@@ -171,7 +175,7 @@ def exact_figures(data, out_dir=None) -> list[Path]:
     """Exact-evaluation figures (see module doc), one per (algorithm, side, seat, layers,
     neurons); self-play runs get one per seat. None when the table has no evaluation columns."""
     frame, out_dir = _outputs(data, out_dir)
-    curves = summary.exact_curves(frame)
+    curves = summary.exact_curves(frame, stopped=True)
     if curves.empty:
         return []
     curves = curves.assign(side=_side(curves),

@@ -55,6 +55,11 @@ EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evalua
 (lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
 
+SEARCH = [("pbt_trial", pa.string())]
+"""A population-based-training search's runs (lab.search.PBT_TRIAL): the trial that trained each
+row (null in every other run)."""
+
+
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
                 pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
 """Which code on which machine trained the run, and when (lab.provenance)."""
@@ -87,6 +92,7 @@ def schema() -> pa.Schema:
     fields.update(METRICS)
     fields.update(TIMING)
     fields.update(EVALUATION)
+    fields.update(SEARCH)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))
 
@@ -203,7 +209,7 @@ class Stored(typing.NamedTuple):
     """What resuming needs to know of a stored run."""
 
     status: str
-    """'finished' or 'failed'"""
+    """'finished', 'failed' or 'stopped' (ended early by a search scheduler)"""
     code: Mapping
     """lab_version, git_commit and git_dirty of the code that trained it (None where the file has
     no such column: a run stored before the lab recorded provenance)"""
@@ -220,9 +226,9 @@ def _stored(path: Path) -> tuple[str | None, Stored]:
     values = {name: (first[name][0] if first.get(name) else None) for name in _STORED}
     if values["run_id"] is None:
         return None, Stored("failed", {})
-    failed = "failed" in table["status"].to_pylist()
-    return values["run_id"], Stored("failed" if failed else "finished",
-                                    {name: values[name] for name in CODE})
+    seen = set(table["status"].to_pylist())
+    status = "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
+    return values["run_id"], Stored(status, {name: values[name] for name in CODE})
 
 
 def _stored_row(path: Path) -> pa.Table:
@@ -245,7 +251,8 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
 
 
 def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
-    """run_id -> 'finished' or 'failed' for every run stored in results_dir (see `stored`)."""
+    """run_id -> 'finished', 'failed' or 'stopped' for every run stored in results_dir (see
+    `stored`)."""
     return {run_id: s.status for run_id, s in stored(results_dir, write_index).items()}
 
 

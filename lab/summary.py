@@ -29,10 +29,18 @@ NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_
 """Knobs spelled in seed 000's legend name, with their letter."""
 
 
-def table(data) -> pd.DataFrame:
-    """The finished runs of a results directory (or of an already loaded table)."""
+def table(data, stopped: bool = False) -> pd.DataFrame:
+    """The finished runs of a results directory (or of an already loaded table); with `stopped`,
+    also the runs a search scheduler stopped early (lab.search): their learning curves are real
+    but end early, so they are drawn, never compared as if they had trained in full."""
     frame = data if isinstance(data, pd.DataFrame) else results.load(data)
-    return frame[frame["status"] == "finished"]
+    return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
+
+
+def stopped_runs(data) -> int:
+    """How many runs a search scheduler stopped early (status `stopped`)."""
+    frame = data if isinstance(data, pd.DataFrame) else results.load(data)
+    return int(frame.loc[frame["status"] == "stopped", "run_id"].nunique())
 
 
 def knob_columns(frame: pd.DataFrame) -> list[str]:
@@ -70,10 +78,11 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(config=names)
 
 
-def exact_curves(data) -> pd.DataFrame:
-    """The evaluation points of the finished runs (lab.results.evaluations) with their
-    configuration names; empty when the table has no exact-evaluation columns."""
-    return results.evaluations(name_configurations(table(data)))
+def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
+    """The evaluation points of the finished runs (and with `stopped` of the stopped ones: see
+    `table`) (lab.results.evaluations) with their configuration names; empty when the table has
+    no exact-evaluation columns."""
+    return results.evaluations(name_configurations(table(data, stopped)))
 
 
 def seed_mean(curves: pd.DataFrame, column: str) -> pd.Series:
@@ -163,16 +172,24 @@ def markdown(shown: pd.DataFrame) -> str:
     return "\n".join(lines + [""] + notes) + "\n"
 
 
+def stopped_note(count: int) -> str:
+    return (f"{count} runs stopped early by a search scheduler are left out: their last evaluation "
+            "is not after their full training (their curves are in the figures).\n" if count else "")
+
+
 def write_summary(results_dir, out_dir=None) -> tuple[pd.DataFrame, list[Path]]:
     """Compute the best configurations and write them as summary.csv and summary.md (in
-    RESULTS_DIR/_summary unless out_dir is given). Returns the table and the files written."""
-    best = best_configurations(results_dir)
+    RESULTS_DIR/_summary unless out_dir is given). Returns the table and the files written.
+    Runs stopped early by a search are not candidates; summary.md says how many there were."""
+    frame = results.load(results_dir)
+    best = best_configurations(frame)
     out_dir = Path(out_dir or Path(results_dir) / SUMMARY)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, md = out_dir / "summary.csv", out_dir / "summary.md"
     best.to_csv(csv, index=False)
-    md.write_text(markdown(format_table(best)) if not best.empty
-                  else "No exact evaluations in these results.\n")
+    note = stopped_note(stopped_runs(frame))
+    md.write_text((markdown(format_table(best)) if not best.empty
+                   else "No exact evaluations in these results.\n") + ("\n" + note if note else ""))
     return best, [csv, md]
 
 
@@ -196,6 +213,9 @@ def main() -> None:
         with pd.option_context("display.width", 250, "display.max_columns", None,
                                "display.max_colwidth", 60):
             print(format_table(best).to_string(index=False))
+    note = stopped_note(stopped_runs(args.results_dir))
+    if note:
+        print(note, end="")
     for path in paths:
         print(path)
 

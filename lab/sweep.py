@@ -60,7 +60,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     results directory.
     """
     train, skip, first, stored = [], [], {}, {}
-    duplicates = failed_before = forced = 0
+    duplicates = failed_before = stopped_before = forced = 0
     other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
     current = None
     for index, cfg in enumerate(cfgs):
@@ -85,6 +85,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
                 skip.append(job)
                 continue
         failed_before += before is not None and before.status == "failed"
+        stopped_before += before is not None and before.status == "stopped"
         forced += before is not None and before.status == "finished" and job.force
         train.append(job)
     notes = []
@@ -99,6 +100,8 @@ def plan(cfgs: Iterable[dict]) -> Plan:
             notes.append(_code_change_note(other_code[switch], what))
     if failed_before:
         notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if stopped_before:
+        notes.append(f"{stopped_before} runs stopped early by a search in results_dir: training them in full")
     if forced:
         notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)

@@ -16,7 +16,10 @@ from typing import Any, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
 
@@ -28,6 +31,18 @@ class LabSweeperConf:
     the next starts, as Hydra's basic sweeper does; null: the whole grid at once, which keeps
     every CPU busy to the end"""
     params: Optional[dict] = None
+    # The tune sweeper's settings (TuneSweeperConf): a named search (sweeps/search_*.yaml) sets
+    # them, and the grid sweeper hands the search to TuneSweeper. A named sweep cannot select
+    # hydra/sweeper itself: conf/config.yaml's own override of that group comes first and wins.
+    num_samples: Optional[int] = None
+    search: Optional[str] = None
+    scheduler: Optional[str] = None
+    objective: Optional[str] = None
+    seed: Optional[int] = None
+    grace_period: Optional[int] = None
+    reduction_factor: Optional[float] = None
+    max_concurrent: Optional[int] = None
+    perturbation_interval: Optional[int] = None
 
 
 @dataclass
@@ -59,9 +74,22 @@ for _sweep in resources.files("lab.sweeps").iterdir():
 
 
 class LabSweeper(BasicSweeper):
+    def __init__(self, max_batch_size=None, params=None, **tune):
+        super().__init__(max_batch_size, params)
+        self.tune = {key: value for key, value in tune.items() if value is not None}
+
+    def setup(self, *, hydra_context, task_function, config):
+        if self.tune:  # a named search: TuneSweeper does the work (no launcher needed)
+            self.search = TuneSweeper(params=self.params, **self.tune)
+            self.search.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        else:
+            super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
     def sweep(self, arguments):
         from lab.compose import expand
 
+        if self.tune:
+            return self.search.sweep(arguments)
         batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
         size = self.max_batch_size or len(batch) or 1
         chunks = [batch[i:i + size] for i in range(0, len(batch), size)] or [batch]
@@ -81,3 +109,76 @@ class LabRayLauncher(Launcher):
         from lab import sweep
 
         return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
+
+
+# The Tune-backed search (issue 12): `hydra/sweeper=tune`, lab.search does the work.
+
+
+@dataclass
+class TuneSweeperConf:
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.TuneSweeper"
+    num_samples: int = 8
+    """trials (configurations) to train"""
+    search: str = "random"
+    """random, or optuna (Optuna's TPE through Ray Tune)"""
+    scheduler: str = "none"
+    """none, asha (early stopping of hopeless trials) or pbt (population-based training)"""
+    objective: str = "random"
+    """exact win - loss of the greedy agent against random or onestep, in its seat (the mean of
+    both in self-play); opponent: the fixed opponent the trials train against"""
+    seed: int = 0
+    """seeds the search: the same seed gives the same trials"""
+    grace_period: Optional[int] = None
+    """ASHA: iterations every trial trains before it can be stopped; null: about iterations / 9"""
+    reduction_factor: float = 3.0
+    """ASHA: keep about 1 in this many trials at each rung"""
+    max_concurrent: Optional[int] = None
+    """trials training at once; null: as many as there are cores"""
+    perturbation_interval: Optional[int] = None
+    """PBT: iterations between two exploit/explore steps; null: about iterations / 10"""
+    params: Optional[dict] = None
+    """the search space (key: override value), as hydra.sweeper.params of the grid sweeper"""
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="tune", node=TuneSweeperConf, provider="lab")
+
+
+class TuneSweeper(Sweeper):
+    def __init__(self, params=None, **settings):
+        from lab import search
+
+        self.params = dict(params or {})
+        self.settings = search.Settings(**settings)
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.hydra_context, self.config = hydra_context, config
+
+    def sweep(self, arguments):
+        import sys
+
+        from lab import search
+        from lab.compose import flat
+        from lab.knobs import ConfigError
+
+        loader = self.hydra_context.config_loader
+        parser = OverridesParser.create(config_loader=loader)
+        try:
+            self.settings.check()
+            params = [f"{key}={value}" for key, value in self.params.items()]
+            fixed, dims = search.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
+            base = flat(loader.load_sweep_config(self.config, fixed))
+            dims = search.resolve(base, dims)
+            search.resolve_objective(self.settings, base)
+            search.validate(base, dims)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        except OverrideParseException as exc:  # Hydra's grammar: its first line says what is wrong
+            print(f"error: {str(exc).splitlines()[0]}; a search space takes {search.GRAMMAR}", file=sys.stderr)
+            sys.exit(2)
+        launcher = self.config.hydra.launcher
+        status = search.search(base, dims, self.settings, address=launcher.get("address"),
+                               num_cpus=launcher.get("num_cpus"), figures=launcher.get("figures", True))
+        if status:
+            sys.exit(status)
+        return []

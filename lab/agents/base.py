@@ -6,6 +6,7 @@ dataclass), its `Learner` and its `Agent`. The run loop (lab.run) only ever talk
 
 import abc
 import io
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,140 @@ class Learner(abc.ABC):
         version is a constant `epsilon` knob; learners that decay it override it."""
         epsilon = getattr(self.knobs, "epsilon", None)
         return None if epsilon is None else float(epsilon)
+
+    # Training state, for resuming a run and for population-based training. One generic
+    # mechanism for every algorithm: the learner's attributes are walked, numpy arrays go into an
+    # .npz, everything else (numbers, strings, lists, dicts, the numpy Generators' states, the
+    # attributes of objects such as an MLP) into one JSON document inside it, together with the
+    # compiled kernels' random state (numba's, one per process). Loading never runs code from the
+    # file (allow_pickle=False, JSON): a fresh learner is built from the knobs, and the saved values
+    # are written into its attributes. What the knobs determine is not saved but rebuilt from them:
+    # NamedTuples (`Params`), the opponent's move table, and the attributes a learner names in
+    # DERIVED; so a learner restored under mutated knobs (PBT's explore) trains with them. An
+    # attribute that holds the current value of a decaying knob (mc_vfa's alpha, q_table's epsilon)
+    # is scaled by new knob / saved knob when a knob of its name changed (`restore`).
+    # `knobs` and `run` are the learner's own, never restored.
+    NOT_STATE = ("knobs", "run", "opponent")
+    DERIVED: tuple[str, ...] = ()
+    """Further attributes that the knobs determine (rebuilt, not saved)"""
+
+    def state(self) -> dict:
+        """The whole training state as {"json": str, <name>: ndarray, ...} for np.savez."""
+        import dataclasses
+
+        arrays = {}
+        skip = set(self.NOT_STATE) | set(self.DERIVED)
+        tree = {name: _encode(value, f"a{i}", arrays) for i, (name, value) in enumerate(vars(self).items())
+                if name not in skip and not _is_namedtuple(value)}
+        kernel = _numba_rng_state()
+        document = {"attributes": tree, "kernel_rng": [kernel[0], list(map(int, kernel[1]))],
+                    "knobs": _encode(dataclasses.asdict(self.knobs), "k", {})}
+        return {"json": np.array(json.dumps(document)), **arrays}
+
+    def state_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, **self.state())
+        return buffer.getvalue()
+
+    def restore(self, state: dict) -> None:
+        """Overwrite this (freshly built) learner's training state with a saved one (`state`)."""
+        import dataclasses
+
+        document = json.loads(str(state["json"]))
+        saved_knobs = _decode(document.get("knobs", {"dict": {}}), None, {})
+        knobs = dataclasses.asdict(self.knobs)
+        for name, value in document["attributes"].items():
+            if name in self.NOT_STATE or name in self.DERIVED:
+                continue
+            value = _decode(value, getattr(self, name, None), state)
+            old, new = saved_knobs.get(name), knobs.get(name)
+            if (isinstance(value, float) and isinstance(old, (int, float)) and isinstance(new, (int, float))
+                    and old != new):  # a decaying knob that PBT mutated: the same decay, the new start
+                value = value * new / old if old else float(new)
+            setattr(self, name, value)
+        index, keys = document["kernel_rng"]
+        _set_numba_rng_state((index, keys))
+
+    def restore_bytes(self, data: bytes) -> None:
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            self.restore(dict(archive))
+
+
+def _numba_rng_state():
+    from numba import _helperlib
+
+    return _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
+
+
+def _set_numba_rng_state(state):
+    from numba import _helperlib
+
+    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (int(state[0]), [int(k) for k in state[1]]))
+
+
+def _is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _encode(value, key: str, arrays: dict):
+    """A JSON-able description of `value`; its arrays go to `arrays` under names made from key."""
+    if isinstance(value, np.ndarray):
+        arrays[key] = value
+        return {"array": key}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return {"scalar": value.item(), "dtype": value.dtype.str}
+    if isinstance(value, np.random.Generator):
+        return {"generator": value.bit_generator.state}
+    if _is_namedtuple(value):
+        return {"derived": True}
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple":
+                [_encode(v, f"{key}_{i}", arrays) for i, v in enumerate(value)]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: _encode(v, f"{key}_{i}", arrays) for i, (k, v) in enumerate(value.items())}}
+    if isinstance(value, dict) and all(isinstance(k, (int, np.integer)) for k in value):
+        return {"int_dict": [[int(k), _encode(v, f"{key}_{i}", arrays)] for i, (k, v) in enumerate(value.items())]}
+    if hasattr(value, "__dict__"):
+        return {"object": {k: _encode(v, f"{key}_{i}", arrays) for i, (k, v) in enumerate(vars(value).items())}}
+    raise TypeError(f"cannot save learner state of type {type(value).__name__}")
+
+
+def _decode(value, current, arrays: dict):
+    """The saved `value` as an object, written into `current` (the fresh learner's) where that is
+    an object (an MLP, a Generator) so that only data, never a type, comes from the file."""
+    if not isinstance(value, dict):
+        return value
+    if "array" in value:
+        return np.asarray(arrays[value["array"]])
+    if "scalar" in value:
+        return np.dtype(value["dtype"]).type(value["scalar"])
+    if "generator" in value:
+        if not isinstance(current, np.random.Generator):
+            raise ValueError("saved state has a random generator where the learner has none")
+        current.bit_generator.state = value["generator"]
+        return current
+    if "derived" in value:
+        return current
+    if "list" in value or "tuple" in value:
+        items = value.get("list", value.get("tuple"))
+        old = list(current) if isinstance(current, (list, tuple)) else []
+        out = [_decode(v, old[i] if i < len(old) else None, arrays) for i, v in enumerate(items)]
+        return out if "list" in value else tuple(out)
+    if "dict" in value:
+        old = current if isinstance(current, dict) else {}
+        return {k: _decode(v, old.get(k), arrays) for k, v in value["dict"].items()}
+    if "int_dict" in value:
+        old = current if isinstance(current, dict) else {}
+        return {int(k): _decode(v, old.get(int(k)), arrays) for k, v in value["int_dict"]}
+    if "object" in value:
+        if current is None or not hasattr(current, "__dict__"):
+            raise ValueError("saved state has an object where the learner has none")
+        for k, v in value["object"].items():
+            setattr(current, k, _decode(v, getattr(current, k, None), arrays))
+        return current
+    raise ValueError(f"unknown entry in saved learner state: {sorted(value)}")
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,8 @@ class Agent(base.NetAgent):
 
 
 class Learner(base.Learner):
+    DERIVED = ("epsilons",)  # the exploration schedule: the knobs' (a restored state keeps `iteration`)
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)

@@ -1,0 +1,128 @@
+"""hydra/sweeper=tune for real (lab.search on Ray Tune): a small ASHA search whose stopped trials
+are run tables with status `stopped`, an interrupted search resumed by the same command to the
+same trials and rows as one never interrupted, and population-based training whose tables show
+the exploited and mutated knobs per iteration. Each search is q_table at a tiny size."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+from lab import results, search
+from sweeping import clean_env, command, rows, sweep
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ITERATIONS = 60
+TINY_SEARCH = ["--multirun", "hydra/sweeper=tune", "hydra.sweeper.objective=onestep", "algorithm=q_table",
+               "opponent=onestep", "player=2", f"iterations={ITERATIONS}", "episodes_per_update=50",
+               "eval_every=6", "alpha=tag(log,interval(0.01,1))", "epsilon_decay=interval(0.99,0.9999)",
+               "hydra.launcher.num_cpus=2"]
+ASHA = [*TINY_SEARCH, "hydra.sweeper.num_samples=6", "hydra.sweeper.scheduler=asha",
+        "hydra.sweeper.grace_period=6", "hydra.sweeper.max_concurrent=1"]
+"""One trial at a time: ASHA's decisions then depend on the trials' results only, not on timing"""
+
+
+@pytest.fixture(scope="module")
+def asha(tmp_path_factory):
+    """The ASHA search, never interrupted: (its results_dir, the completed process)."""
+    cwd = tmp_path_factory.mktemp("asha")
+    done = sweep([*ASHA, "results_dir=results"], cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cwd / "results", done
+
+
+def test_asha_writes_every_trial_as_a_run_and_stopped_ones_keep_their_rows(asha):
+    results_dir, done = asha
+    table = results.load(results_dir)
+    assert list(pd.read_parquet(results_dir).columns) == results.schema().names  # the one schema
+    ended = search.ended_trials(results_dir)
+    assert len(ended) == 6 and {e["run_id"] for e in ended.values()} == set(table["run_id"])
+    status = table.groupby("run_id")["status"].agg(lambda s: set(s))
+    assert all(len(s) == 1 for s in status)  # one status per run
+    status = status.map(lambda s: s.pop())
+    last = table.groupby("run_id")["iteration"].max()
+    assert (status == "stopped").sum() >= 2, status  # 6 trials, reduction factor 3
+    assert (last[status == "finished"] == ITERATIONS).all()
+    assert (last[status == "stopped"] < ITERATIONS).all()
+    for run_id in status.index:  # every iteration it trained, from the first
+        assert list(table[table.run_id == run_id]["iteration"]) == list(range(1, last[run_id] + 1))
+    stopped = status[status == "stopped"].index
+    assert not any((results_dir / results.CHECKPOINTS / f"{r}.npz").exists() for r in stopped)
+    assert f"6 trials: {(status == 'finished').sum()} finished, {len(stopped)} stopped early, 0 failed" in done.stdout
+
+    # the best configuration: printed, and a config file that composes into the best run again
+    best = yaml.safe_load((results_dir / search.SEARCH_DIR / "best.yaml").read_text())
+    finals = table[table.iteration == ITERATIONS].set_index("run_id")
+    score = finals["eval_p2_onestep_win"] - finals["eval_p2_onestep_loss"]
+    top = finals.loc[score.idxmax()]
+    assert best["alpha"] == pytest.approx(top["alpha"]) and best["player"] == 2
+    assert best["defaults"] == [{"override /algorithm": "q_table"}, {"override /opponent": "onestep"}]
+    assert f"best: objective {score.max():.4f}" in done.stdout
+    assert (results_dir / search.SEARCH_DIR / "objective.png").stat().st_size > 0
+    summary = (results_dir / "_summary" / "summary.md").read_text()
+    assert f"{len(stopped)} runs stopped early" in summary
+
+
+def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
+    reference, _ = asha
+    args = [*ASHA, "results_dir=results", "hydra.launcher.figures=false"]
+    log = open(tmp_path / "first.log", "w+")
+    proc = subprocess.Popen(command(args), cwd=tmp_path, env=clean_env(), stdout=log,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(search.ended_trials(tmp_path / "results")) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "no two trials ended"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    log.seek(0)
+    output = log.read()
+    assert "interrupted:" in output and "the same command resumes the search" in output, output
+    assert len(search.ended_trials(tmp_path / "results")) < 6
+
+    again = sweep(args, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resuming the interrupted search" in again.stdout
+    # The same seed gives the same trials, ASHA the same decisions (its rungs replayed from the
+    # run tables), and a trial resumed from its last evaluation the rows it would have had.
+    key = ["run_id", "iteration"]
+    pd.testing.assert_frame_equal(rows(tmp_path / "results").sort_values(key).reset_index(drop=True),
+                                  rows(reference).sort_values(key).reset_index(drop=True))
+
+    other = sweep([*args, "hydra.sweeper.num_samples=7"], cwd=tmp_path)
+    assert other.returncode == 2 and "holds another search" in other.stderr
+
+
+def test_pbt_tables_show_the_exploited_and_mutated_knobs_per_iteration(tmp_path):
+    done = sweep([*TINY_SEARCH, "iterations=36", "hydra.sweeper.num_samples=4", "hydra.sweeper.scheduler=pbt",
+                  "hydra.sweeper.perturbation_interval=12", "results_dir=results",
+                  "hydra.launcher.figures=false"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = results.load(tmp_path / "results")
+    assert table["run_id"].nunique() == 4 and (table["status"] == "finished").all()
+    assert table.groupby("run_id")["iteration"].apply(list).map(lambda i: i == list(range(1, 37))).all()
+    trials = set(search.ended_trials(tmp_path / "results"))
+    assert set(table[search.PBT_TRIAL]) <= trials
+    exploits = 0
+    for run_id, run in table.groupby("run_id"):
+        changed = run[search.PBT_TRIAL].ne(run[search.PBT_TRIAL].shift()) & (run["iteration"] > 1)
+        for _, row in run[changed].iterrows():
+            exploits += 1
+            before = run[run.iteration == row.iteration - 1].iloc[0]
+            assert (row.iteration - 1) % 12 == 0  # at a perturbation step
+            # the exploiting trial trains on with mutated knobs
+            assert (row["alpha"], row["epsilon_decay_per_game"]) != (before["alpha"], before["epsilon_decay_per_game"])
+    assert exploits >= 2  # at 12 and 24 the worst of 4 exploits the best (36 is the end)
+    assert table["epsilon_decay_per_game"].between(0.99, 0.9999).all()  # explored within the space
+    assert json.loads((tmp_path / "results" / search.SEARCH_DIR / "search.json").read_text())["settings"]["scheduler"] == "pbt"
