@@ -81,15 +81,15 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
     lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
     from lab import evaluate
 
-    run_cfg, knobs = config.parse(config.compose(*overrides))
-    learner = agents.module(run_cfg.algorithm).Learner(knobs, run_cfg)
+    job = config.job(compose(*overrides))
+    learner = job.algorithm.Learner(job.knobs, job.run)
     for _ in range(iterations):
         learner.iterate()
     agent = learner.agent()
     times = []
     for _ in range(repeats + 10):  # the first 10 warm up (compilation, caches)
         start = time.perf_counter()
-        evaluate.exact(agent.move_table(), run_cfg.player)
+        evaluate.exact(agent.move_table(), job.run.player)
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times[10:])
 

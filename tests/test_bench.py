@@ -1,0 +1,17 @@
+"""The benchmark's in-process measurements run on the current API (they are not run by CI
+otherwise: `python -m lab.bench` takes minutes)."""
+
+from lab import bench
+
+
+def test_in_process_measurements_run():
+    assert bench.engine_games_per_second(0.05) > 0
+    overrides, _ = bench.CASES["q_table"]
+    assert bench.training_episodes_per_second([*overrides, "episodes_per_update=100"], 0.05) > 0
+    assert 0 < bench.evaluation_point_ms(["algorithm=q_table", "episodes_per_update=100"],
+                                         iterations=1, repeats=2) < 1000
+
+
+def test_longest_first_makespan():
+    assert bench.longest_first_makespan([3, 3, 2, 2, 2], cores=2) == 7  # 3+2+2 | 3+2
+    assert bench.longest_first_makespan([5, 1, 1], cores=4) == 5
