@@ -89,7 +89,7 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
     times = []
     for _ in range(repeats + 10):  # the first 10 warm up (compilation, caches)
         start = time.perf_counter()
-        evaluate.exact(agent.move_table(), job.run.player)
+        evaluate.exact(agent.move_table(job.run.player), job.run.player)
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times[10:])
 

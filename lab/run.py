@@ -108,8 +108,9 @@ def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
     """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
     columns eval_p<seat>_<key>; evaluated in both seats, also the seats-alternated results
     (lab.evaluate.alternated) as eval_alternated_<key>."""
-    moves = agent.move_table()
-    measured = {seat: evaluate.exact(moves, seat) for seat in run_cfg.seats}
+    seats = run_cfg.seats
+    moves = agent.move_table(seats[0] if len(seats) == 1 else None)
+    measured = {seat: evaluate.exact(moves, seat) for seat in seats}
     columns = {evaluate.column(seat, key): value
                for seat, result in measured.items() for key, value in result.items()}
     if len(measured) == 2:

@@ -148,3 +148,18 @@ def test_epsilon_is_recorded_per_iteration(overrides, expected):
     else:
         assert rows["train_epsilon"].tolist() == pytest.approx([expected(i) for i in (1, 2, 3)],
                                                                rel=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", sorted(TINY_RUNS))
+def test_a_seats_move_table_evaluates_as_the_whole_table(algorithm):
+    """lab.run evaluates a one-seat agent on the rows where that seat moves only: the same exact
+    results as from the whole table, in either seat."""
+    j = job(compose(f"algorithm={algorithm}", *TINY_RUNS[algorithm], "iterations=3",
+                    "episodes_per_update=20"))
+    learner = j.algorithm.Learner(j.knobs, j.run)
+    for _ in range(3):
+        learner.iterate()
+    agent = learner.agent()
+    whole = agent.move_table()
+    for seat in (1, 2):
+        assert evaluate.exact(agent.move_table(seat), seat) == evaluate.exact(whole, seat)
