@@ -6,16 +6,17 @@ sweep that trained into it) and `_index/`. Names starting with `_` or `.` are sk
 dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a half-written
 file (always a hidden temporary name until its atomic rename) is never read.
 
-Reading thousands of small files costs mostly per-file work, so the readers keep what they read in
-`_index/` (what resuming needs of each run, and the whole table), each entry keyed by its run
-file's name, size and modification time: the next read takes the unchanged files from there and
-reads only the new or rewritten ones. The index is only a cache: deleting it is always safe, and a
-damaged one is rebuilt.
+Reading thousands of small files costs mostly per-file work, so the runs are also kept in
+`_index/<stored|table>/` parts (what resuming needs of each run, and the whole table), each row
+keyed by its run file's name, size and modification time: a sweep's Writer adds the runs it saves
+as it goes, and a reader takes the unchanged files from the parts and reads only new or rewritten
+ones. The index is only a cache: deleting it is always safe, and a damaged part is rebuilt.
 """
 
 import os
 import tempfile
 import typing
+import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -131,6 +132,10 @@ def arrow_table(rows: pd.DataFrame) -> pa.Table:
 
 def save(result, results_dir) -> Path:
     """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
+    return _save(result, results_dir)[0]
+
+
+def _save(result, results_dir) -> tuple[Path, pa.Table]:
     results_dir = Path(results_dir)
     if result.checkpoint is not None:
         ck = results_dir / CHECKPOINTS / f"{result.run_id}.npz"
@@ -138,7 +143,44 @@ def save(result, results_dir) -> Path:
     table = arrow_table(result.rows)
     path = results_dir / f"{result.run_id}.parquet"
     _atomic_write(path, lambda f: pq.write_table(table, f))
-    return path
+    return path, table
+
+
+class Writer:
+    """Saves a sweep's runs into one results_dir and adds them to its index as they come, a part
+    of about PART_ROWS rows at a time: the next plan and `load` then read a few parts instead of
+    every run file. Use as a context manager (the last part is written on exit)."""
+
+    def __init__(self, results_dir):
+        self.results_dir = Path(results_dir)
+        self.parts = {"stored": [], "table": []}
+        self.rows = 0
+
+    def save(self, result) -> Path:
+        path, table = _save(result, self.results_dir)
+        key = _key(path)
+        self.parts["table"].append(_with_key(table, key))
+        self.parts["stored"].append(_with_key(_stored_row(table), key))
+        self.rows += table.num_rows
+        if self.rows >= PART_ROWS:
+            self.flush()
+        return path
+
+    def flush(self) -> None:
+        for name, tables in self.parts.items():
+            if tables:
+                try:
+                    _write_part(self.results_dir / INDEX / name, tables)
+                except OSError:  # the index is a cache: the runs are saved whatever happens here
+                    pass
+                tables.clear()
+        self.rows = 0
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
 
 
 def run_files(results_dir) -> list[Path]:
@@ -170,31 +212,61 @@ def _read_all(files, read):
         return list(pool.map(read, files))
 
 
+PART_ROWS = 20_000
+"""A sweep adds the runs it saves to the table index in parts of about this many rows (bounded
+memory in the driver, few parts to read)."""
+
+
+def _key(path: Path) -> str:
+    """A run file's index key: its name, size and modification time (a rewrite changes it)."""
+    stat = path.stat()
+    return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _with_key(table: pa.Table, key: str) -> pa.Table:
+    return table.append_column("_key", pa.array([key] * table.num_rows, pa.string()))
+
+
+def _write_part(folder: Path, tables: list[pa.Table]) -> None:
+    """One more part of an index, under a name no other writer uses."""
+    table = pa.concat_tables(tables, promote_options="permissive").combine_chunks()
+    _atomic_write(folder / f"{uuid.uuid4().hex}.parquet", lambda f: pq.write_table(table, f))
+
+
 def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     """`read(path)` of every run file in results_dir, concatenated, through the index
-    results_dir/_index/<name>.parquet (see the module doc); None when there is no run file.
-    With `write`, the index is brought up to date when it was not."""
-    keys = {}
-    for path in run_files(results_dir):
-        stat = path.stat()
-        keys[f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"] = path
-    index = Path(results_dir) / INDEX / f"{name}.parquet"
-    try:
-        cached = pq.read_table(index)
-        known = set(pc.unique(cached["_key"]).to_pylist())
-    except (pa.ArrowException, OSError, KeyError):  # none yet, or damaged: rebuilt below
-        cached, known = None, set()
-    new = [key for key in keys if key not in known]
-    tables = _read_all([keys[key] for key in new], read)
-    tables = [t.append_column("_key", pa.array([key] * t.num_rows, pa.string()))
-              for key, t in zip(new, tables)]
-    if cached is not None:
-        tables.insert(0, cached.filter(pc.is_in(cached["_key"], pa.array(list(keys), pa.string()))))
-    # one chunk per column instead of one per file: writing and to_pandas take half the time
-    table = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if tables else None
-    if write and (new or len(known) > len(keys) - len(new)):  # something to add or to forget
+    results_dir/_index/<name>/ (parts; see the module doc); None when there is no run file.
+    With `write`, the index is brought up to date when it was not: a part with the files read
+    now, or, when parts hold what no file holds any more, one part with everything instead."""
+    keys = {_key(path): path for path in run_files(results_dir)}
+    folder = Path(results_dir) / INDEX / name
+    parts = sorted(folder.glob("*.parquet"))
+    cached, seen, stale = [], set(), False
+    for part in parts:
         try:
-            _atomic_write(index, lambda f: pq.write_table(table, f))
+            table = pq.read_table(part)
+            wanted = pc.is_in(table["_key"], value_set=pa.array(list(keys.keys() - seen), pa.string()))
+            kept = table if pc.all(wanted).as_py() is not False else table.filter(wanted)
+        except (pa.ArrowException, OSError, KeyError):  # damaged, or replaced meanwhile: re-read
+            stale = True
+            continue
+        stale |= kept.num_rows < table.num_rows  # removed or rewritten files, or a repeat
+        seen.update(pc.unique(kept["_key"]).to_pylist())
+        cached.append(kept)
+    new = [key for key in keys if key not in seen]
+    added = [_with_key(t, key) for key, t in zip(new, _read_all([keys[key] for key in new], read))]
+    tables = cached + added
+    # one chunk per column instead of one per file: to_pandas takes half the time
+    table = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if tables else None
+    if write and (added or stale):
+        try:
+            if stale:
+                if table is not None:
+                    _write_part(folder, [table])
+                for part in parts:
+                    part.unlink(missing_ok=True)
+            else:
+                _write_part(folder, added)
         except OSError:  # a read-only results_dir: read without the index
             pass
     return table.drop_columns("_key") if table is not None else None
@@ -218,11 +290,9 @@ class Stored(typing.NamedTuple):
 _STORED = ("run_id", "status", *CODE)
 
 
-def _stored(path: Path) -> tuple[str | None, Stored]:
-    # Columns, not the footer's statistics: reading those on threads kept ~180 MB per 1,000
-    # files in the driver, and the index spares resuming all but the new files anyway.
-    table = _read(path, columns=list(_STORED))  # a run stored before provenance lacks CODE
-    first = table.slice(0, 1).to_pydict()
+def _stored(table: pa.Table) -> tuple[str | None, Stored]:
+    """What resuming needs of a run's table (a run stored before provenance lacks CODE)."""
+    first = table.select([n for n in _STORED if n in table.column_names]).slice(0, 1).to_pydict()
     values = {name: (first[name][0] if first.get(name) else None) for name in _STORED}
     if values["run_id"] is None:
         return None, Stored("failed", {})
@@ -231,9 +301,9 @@ def _stored(path: Path) -> tuple[str | None, Stored]:
     return values["run_id"], Stored(status, {name: values[name] for name in CODE})
 
 
-def _stored_row(path: Path) -> pa.Table:
-    """The index's row of one run file: its run id, status and code."""
-    run_id, s = _stored(path)
+def _stored_row(table: pa.Table) -> pa.Table:
+    """The stored index's row of a run's table: its run id, status and code."""
+    run_id, s = _stored(table)
     return pa.table({"run_id": pa.array([run_id], pa.string()), "status": [s.status],
                      **{name: pa.array([s.code.get(name)], dict(PROVENANCE)[name]) for name in CODE}})
 
@@ -242,8 +312,11 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
     """run_id -> its Stored status and code for every run in results_dir.
 
     Planning a sweep reads them and writes nothing (a dry run or a refused grid leaves the disk
-    as it was); the driver writes the index (`write_index`) once it has saved runs."""
-    table = _indexed(results_dir, "stored", _stored_row, write_index)
+    as it was); the sweep's Writer adds the runs it saves to the index, `write_index` the ones
+    found here."""
+    # Columns, not footer statistics: reading those on threads kept ~180 MB per 1,000 files.
+    table = _indexed(results_dir, "stored",
+                     lambda path: _stored_row(_read(path, columns=list(_STORED))), write_index)
     if table is None:
         return {}
     return {row["run_id"]: Stored(row["status"], {name: row[name] for name in CODE})

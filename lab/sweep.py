@@ -332,9 +332,10 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     progress = Progress(len(jobs))
     done = []
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
+    writers = {}  # results_dir -> results.Writer: the runs and their index
 
     def finish(job: Job, result: RunResult, running: int) -> None:
-        results.save(result, job.results_dir)
+        writers.setdefault(job.results_dir, results.Writer(job.results_dir)).save(result)
         done.append(Outcome.of(result))
         progress.update(done[-1], running=running)
 
@@ -350,6 +351,8 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
         raise Interrupted(len(done)) from None
     finally:
         progress.close()
+        for writer in writers.values():
+            writer.flush()
     return Execution(done, cores, time.perf_counter() - started)
 
 
@@ -616,8 +619,6 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
             execution.seconds = time.perf_counter() - started
     except KeyboardInterrupt as stop:
         _interrupted(stop)
-    for results_dir in {job.results_dir for job in p.train}:
-        results.statuses(results_dir, write_index=True)  # the next plan of this grid reads one file
     status = report(p.train, execution)
     if figures:
         analyse(j.results_dir for j in p.train + p.skip)

@@ -59,8 +59,8 @@ def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monk
     from lab.compose import compose
     from lab.config import job
 
-    kept, save = [], results.save
-    monkeypatch.setattr(results, "save", lambda result, d: kept.append(weakref.ref(result)) or save(result, d))
+    kept, save = [], results._save
+    monkeypatch.setattr(results, "_save", lambda result, d: kept.append(weakref.ref(result)) or save(result, d))
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     broken = job(compose(*TINY, "seed=3", "neurons=1000000000000000", f"results_dir={tmp_path}"))
     done = sweep.execute([*jobs, broken], parallel=False).done

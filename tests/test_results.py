@@ -57,6 +57,10 @@ def _files(root):
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+def _parts(root, name):
+    return sorted((root / results.INDEX / name).glob("*.parquet"))
+
+
 def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     for j in jobs:
@@ -65,7 +69,7 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
     assert _files(tmp_path) == before  # planning reads, never writes
     results.statuses(tmp_path, write_index=True)
-    assert (tmp_path / results.INDEX / "stored.parquet").is_file()
+    assert len(_parts(tmp_path, "stored")) == 1
     # a run rewritten as failed, one removed and one added: the index follows the files
     results.save(RunResult(jobs[0].run_id, sweep._failed_rows(jobs[0], RuntimeError("x")), None), tmp_path)
     (tmp_path / f"{jobs[1].run_id}.parquet").unlink()
@@ -74,6 +78,7 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     expected = {jobs[0].run_id: "failed", jobs[2].run_id: "finished", extra.run_id: "finished"}
     assert results.statuses(tmp_path) == expected
     assert results.statuses(tmp_path, write_index=True) == expected == results.statuses(tmp_path)
+    assert len(_parts(tmp_path, "stored")) == 1  # what no file holds any more is forgotten
     # the table's index: load gives what the files hold, before and after it exists
     first, second = results.load(tmp_path), results.load(tmp_path)
     pd.testing.assert_frame_equal(first, second)
@@ -81,15 +86,34 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     pd.testing.assert_frame_equal(values(second), values(plain))  # pandas still reads only the runs
 
 
+def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch):
+    jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(5)]
+    monkeypatch.setattr(results, "PART_ROWS", 7)  # a part every third run (3 rows each)
+    with results.Writer(tmp_path) as writer:
+        for j in jobs:
+            writer.save(run(j))
+    assert len(_parts(tmp_path, "table")) == 2 and len(_parts(tmp_path, "stored")) == 2
+    reads = []
+    read = results._read
+    monkeypatch.setattr(results, "_read", lambda *a, **k: reads.append(a) or read(*a, **k))
+    frame = results.load(tmp_path)
+    assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
+    assert not reads  # every run came from the index
+    plain = pd.read_parquet(tmp_path).sort_values(["run_id", "iteration"], ignore_index=True)
+    pd.testing.assert_frame_equal(values(frame), values(plain))
+
+
 def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_path, monkeypatch):
     one = job(compose(*TINY, f"results_dir={tmp_path}"))
     results.save(run(one), tmp_path)
-    index = tmp_path / results.INDEX / "stored.parquet"
-    index.parent.mkdir()
-    index.write_bytes(b"not parquet")
+    damaged = tmp_path / results.INDEX / "stored" / "damaged.parquet"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"not parquet")
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert results.statuses(tmp_path) == {one.run_id: "finished"}
-    (tmp_path / results.INDEX / "stored.parquet").unlink()
+    assert not damaged.exists() and len(_parts(tmp_path, "stored")) == 1
+    for part in _parts(tmp_path, "stored"):
+        part.unlink()
 
     def refused(path, write):  # what a read-only results_dir does (chmod does not stop root)
         raise PermissionError(f"read-only: {path}")
@@ -97,4 +121,4 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     monkeypatch.setattr(results, "_atomic_write", refused)
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert len(results.load(tmp_path)) == 3
-    assert not (tmp_path / results.INDEX / "stored.parquet").exists()
+    assert not _parts(tmp_path, "stored") and not _parts(tmp_path, "table")
