@@ -381,11 +381,11 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             if not pending:
                 break
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-            running = min(sum(map(len, pending.values())), slots)
             if not ready:
-                progress.update(running=running)
+                progress.update(running=min(sum(map(len, pending.values())), slots))
                 continue
             batch = pending.pop(ready[0])
+            running = min(sum(map(len, pending.values())), slots)
             try:
                 outcomes = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
