@@ -232,8 +232,9 @@ def test_lines_and_optimal_move_rate_match_brute_force_with_ties(player):
     assert measured["optimal_move_rate"] == pytest.approx(float(rate), abs=1e-12)
 
 
-@pytest.mark.parametrize("player", [1, 2])
-@pytest.mark.parametrize("opponent", evaluate.OPPONENTS)
+@pytest.mark.parametrize("opponent, player", [  # one case in the fast tier, every case in slow
+    ("onestep", 2), *(pytest.param(o, p, marks=pytest.mark.slow) for o in evaluate.OPPONENTS
+                      for p in (1, 2) if (o, p) != ("onestep", 2))])
 def test_ceiling_matches_brute_force_expectimax(opponent, player):
     side = 1 if player == 1 else -1
     best = evaluate.ceiling(opponent, player)
