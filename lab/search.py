@@ -467,6 +467,28 @@ def _asha_class():
     return LabASHA
 
 
+def _pbt_class():
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    class LabPBT(PopulationBasedTraining):
+        """Synchronous PBT without a stale stop. When a step exploits a trial that is still saving
+        its own pause checkpoint, Tune stops that trial's actor and caches a STOP "for after the
+        save"; the cache outlives the actor, so the trial, restarted from the cloned checkpoint,
+        was stopped at its first save (one run in some 20 ended `stopped` at the next evaluation).
+        A paused trial has no pending decision of its own (pausing clears them): whatever is
+        cached for it when it is chosen to run again belonged to its previous actor."""
+
+        def choose_trial_to_run(self, tune_controller):
+            trial = super().choose_trial_to_run(tune_controller)
+            if trial is not None and trial.status == Trial.PAUSED:
+                controller = getattr(tune_controller, "_tune_controller", tune_controller)
+                controller._cached_trial_decisions.pop(trial.trial_id, None)
+            return trial
+
+    return LabPBT
+
+
 def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int, results_dir=None):
     from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining
 
@@ -476,10 +498,10 @@ def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int,
                              grace_period=grace, reduction_factor=settings.reduction_factor)
     if settings.scheduler == "pbt":
         interval = settings.perturbation_interval or max(eval_every, iterations // 10)
-        return PopulationBasedTraining(time_attr="iteration", perturbation_interval=interval,
-                                       hyperparam_mutations={k: d.tune() for k, d in dims.items()},
-                                       custom_explore_fn=functools.partial(_within, dims),
-                                       synch=True)  # the whole population at each step: the
+        return _pbt_class()(time_attr="iteration", perturbation_interval=interval,
+                            hyperparam_mutations={k: d.tune() for k, d in dims.items()},
+                            custom_explore_fn=functools.partial(_within, dims),
+                            synch=True)  # the whole population at each step: the
         # asynchronous mode, with a population larger than the cores, compares a trial with
         # paused ones and lets the trailing trial rarely reach a step while it is the worst
     return FIFOScheduler()

@@ -106,3 +106,26 @@ def test_the_named_searches_compose_and_validate(algorithm):
     search.validate(base, dims)
     search.resolve_objective(settings, base)
     assert settings.objective in search.OBJECTIVES and len(dims) >= 3
+
+
+def test_pbt_drops_a_stop_cached_for_a_paused_trial_s_previous_actor():
+    """Tune caches a STOP for a trial exploited while saving its pause checkpoint; the restarted
+    trial must not inherit it (it ended `stopped` at its first evaluation, CI run of 6f1fb46)."""
+    from types import SimpleNamespace
+
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import TrialScheduler
+
+    pbt = search._scheduler(search.Settings(scheduler="pbt"), {"alpha": search.Dimension("interval", 0.1, 0.5)},
+                            iterations=36, eval_every=6)
+    class FakeTrial:  # what choose_trial_to_run reads of a trial
+        def __init__(self, trial_id, status):
+            self.trial_id, self.status = trial_id, status
+
+    paused, running = FakeTrial("a", Trial.PAUSED), FakeTrial("b", Trial.RUNNING)
+    controller = SimpleNamespace(_cached_trial_decisions={"a": TrialScheduler.STOP, "b": TrialScheduler.STOP},
+                                 get_trials=lambda: [paused, running])
+    pbt._trial_state = {t: SimpleNamespace(last_train_time=12) for t in (paused, running)}
+    pbt._next_perturbation_sync = 24
+    assert pbt.choose_trial_to_run(controller) is paused
+    assert controller._cached_trial_decisions == {"b": TrialScheduler.STOP}  # a running trial's stands
