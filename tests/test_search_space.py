@@ -5,7 +5,7 @@ extremes; anything else is one line naming the override."""
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from lab import search
+from lab import search, sweep
 from lab.compose import compose
 from lab.knobs import ConfigError
 
@@ -106,6 +106,14 @@ def test_the_named_searches_compose_and_validate(algorithm):
     search.validate(base, dims)
     search.resolve_objective(settings, base)
     assert settings.objective in search.OBJECTIVES and len(dims) >= 3
+    sweep._check_grid(master)  # the grid sweeper's interval() check lets a named search through
+
+
+@pytest.mark.parametrize("seat, opponent", [(1, "random"), (2, "onestep"), (1, "self")])
+def test_the_command_line_chooses_a_named_search_s_seat_and_opponent(seat, opponent):
+    cfg = compose("+sweeps=search_q_table", f"player={seat}", f"opponent={opponent}")
+    assert (cfg["player"], cfg["opponent"]) == (seat, opponent)
+    assert cfg["results_dir"] == f"results/search_q_table_{opponent}_player{seat}"
 
 
 def test_pbt_drops_a_stop_cached_for_a_paused_trial_s_previous_actor():
