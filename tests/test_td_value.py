@@ -28,16 +28,16 @@ def test_only_the_agents_afterstates_learn_and_final_positions_stay_fixed(make_l
 def test_beats_random_as_x(make_learner):
     """Issue 3: greedy play as X against random wins at least 97% (exactly evaluated), with the
     book's settings: alpha 0.1, epsilon 0.1, a draw worth 0 like a loss."""
-    learner = make_learner("td_value", "opponent=random", "player=1", "episodes_per_update=1000",
-                           "iterations=100", "seed=0", train=True)
+    learner = make_learner("td_value", "opponent=random", "player=1", "alpha=0.1", "epsilon=0.1",
+                           "draw_value=0", "episodes_per_update=1000", "iterations=100", "seed=0", train=True)
     result = exact(learner.agent(), 1)
     assert result["random_win"] >= 0.97, result
 
 
 def test_self_play_never_loses_in_either_seat(make_learner):
-    """Self-play with a draw worth half a win: the one table plays both seats without a losing
+    """Self-play at the book's step and exploration with a draw worth half a win: the one table plays both seats without a losing
     line against any opponent."""
-    learner = make_learner("td_value", "opponent=self", "draw_value=0.5",
+    learner = make_learner("td_value", "opponent=self", "alpha=0.1", "epsilon=0.1", "draw_value=0.5",
                            "episodes_per_update=1000", "iterations=100", "seed=0", train=True)
     for seat in (1, 2):
         result = exact(learner.agent(), seat)
@@ -49,7 +49,7 @@ def test_end_of_game_rule_moves_every_afterstate_by_one_over_the_moves(make_lear
     moved by +1/len(visited) for the winner and -1/len(visited) for the other side (a draw
     counts as not winning), explored moves included; finished positions stay fixed."""
     for seed in range(6):
-        learner = make_learner("td_value", "opponent=self", "update=end_of_game", "epsilon=0.5",
+        learner = make_learner("td_value", "opponent=self", "update=end_of_game", "epsilon=0.5", "draw_value=0",
                                "episodes_per_update=1", f"seed={seed}")
         tally = learner.iterate()
         start = td_value.initial_values(0.0)
