@@ -490,7 +490,7 @@ def _pbt_class():
 
 
 def _scheduler(settings: Settings, dims: dict, iterations: int, eval_every: int, results_dir=None):
-    from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining
+    from ray.tune.schedulers import FIFOScheduler
 
     if settings.scheduler == "asha":
         grace = settings.grace_period or max(eval_every, iterations // 9)

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
@@ -468,9 +468,6 @@ def _ray_started() -> bool:
     return ray.is_initialized()
 
 
-SEARCH_SETTINGS = ("num_samples", "search", "scheduler", "objective", "seed", "grace_period",
-                   "reduction_factor", "max_concurrent", "perturbation_interval")
-"""hydra.sweeper.* of the tune sweeper, which a named search sets on the grid sweeper"""
 GRID_SWEEPERS = ("hydra_plugins.lab_plugins.lab_plugins.LabSweeper",
                  "hydra._internal.core_plugins.basic_sweeper.BasicSweeper")
 """The sweepers that expand a grid (the lab's, Hydra's basic one): they take no interval()"""
@@ -509,7 +506,9 @@ def _check_grid(config: DictConfig) -> None:
 
     if OmegaConf.select(config, "hydra.sweeper._target_") not in GRID_SWEEPERS:
         return  # a search (hydra/sweeper=tune, optuna, ...) takes interval()
-    if any(OmegaConf.select(config, f"hydra.sweeper.{key}") is not None for key in SEARCH_SETTINGS):
+    from lab.search import Settings
+
+    if any(OmegaConf.select(config, f"hydra.sweeper.{f.name}") is not None for f in fields(Settings)):
         return  # a named search (sweeps/search_*.yaml): the grid sweeper hands it to the tune sweeper
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
