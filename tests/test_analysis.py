@@ -91,8 +91,8 @@ def test_configuration_names(sweep_dir):
     # td_value trains against onestep and in self-play, so its opponent is part of the name;
     # knobs it does not use (layers, neurons) leave no 'lnan' behind.
     assert names == {"ttt_player1_l2_n8_a0.01_e20_i30", "ttt_player2_l2_n8_a0.01_e20_i30",
-                     "ttt_player1_a0.1_e20_i30 opponent=onestep",
-                     "ttt_player2_a0.1_e20_i30 opponent=onestep", "ttt_self_a0.1_e20_i30"}
+                     "ttt_player1_a0.08_e20_i30 opponent=onestep",
+                     "ttt_player2_a0.08_e20_i30 opponent=onestep", "ttt_self_a0.08_e20_i30"}
 
 
 @pytest.mark.integration
@@ -167,7 +167,7 @@ def test_notebook_runs_headless(sweep_dir):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 12
-    assert any("ttt_self_a0.1_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
+    assert any("ttt_self_a0.08_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
 
 
 def test_progress_lines_without_a_terminal(monkeypatch):
@@ -244,10 +244,10 @@ def test_outcome_figure_for_runs_that_explore(tmp_path):
     wins/draws/losses, epsilon per iteration); none for a constant epsilon, zero or not."""
     for overrides in (("algorithm=q_table", "opponent=random", "player=1", "seed=0"),
                       ("algorithm=q_table", "opponent=random", "player=1", "seed=1"),
-                      ("algorithm=td_value", "opponent=random", "player=1", "seed=0"),  # 0.1
+                      ("algorithm=td_value", "opponent=random", "player=1", "seed=0"),  # 0.27
                       ("algorithm=mc_vfa", "layers=1", "neurons=4", "seed=0")):  # epsilon 0
         results.save(run(job(compose(*overrides, "episodes_per_update=20", "iterations=5"))),
                      tmp_path)
     written = plots.outcome_figures(tmp_path, tmp_path / "figures")
-    assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.5_e20_i5.png"]
+    assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.28_e20_i5.png"]
     assert plt.imread(written[0]).shape[0] > 500
