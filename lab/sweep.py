@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
@@ -506,10 +506,9 @@ def _check_grid(config: DictConfig) -> None:
 
     if OmegaConf.select(config, "hydra.sweeper._target_") not in GRID_SWEEPERS:
         return  # a search (hydra/sweeper=tune, optuna, ...) takes interval()
-    from lab.search import Settings
-
-    if any(OmegaConf.select(config, f"hydra.sweeper.{f.name}") is not None for f in fields(Settings)):
-        return  # a named search (sweeps/search_*.yaml): the grid sweeper hands it to the tune sweeper
+    sweeper = OmegaConf.to_container(config.hydra.sweeper, resolve=False)
+    if any(value is not None for key, value in sweeper.items() if key not in ("_target_", "max_batch_size", "params")):
+        return  # a named search (sweeps/search_*.yaml) sets the tune sweeper's settings: the grid sweeper hands it over
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
     arguments = [f"{k}={v}" for k, v in params.items()]
