@@ -526,7 +526,8 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     storage = results_dir / SEARCH_DIR
     path = storage / "tune"
     code = provenance.code()
-    if not ray.is_initialized():
+    ours = not ray.is_initialized()
+    if ours:
         lab_sweep.connect(address, num_cpus)
     fn = tune.with_parameters(trainable, base=base, settings={"scheduler": settings.scheduler,
                                                                "objective": settings.objective}, code=code)
@@ -561,14 +562,16 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=None if settings.scheduler == "pbt" else 2),
                 failure_config=tune.FailureConfig(max_failures=0)),
         )
-    grid = tuner.fit()
+    tuner.fit()
+    if ours:
+        lab_sweep.disconnect()  # now: at exit Ray would stop a second slower
     ended = len(ended_trials(results_dir))
     if ended < settings.num_samples:  # Ctrl-C: Tune saved its state and returned
         print(f"interrupted: {ended} of {settings.num_samples} trials ended and are saved in "
               f"{results_dir}; the same command resumes the search (a trial in progress from its "
               "last evaluation)", file=sys.stderr)
         return 130
-    return finish(results_dir, base, dims, settings, grid, figures=figures)
+    return finish(results_dir, base, dims, settings, figures=figures)
 
 
 def _identity(base: dict, dims: dict, settings: Settings) -> dict:
@@ -590,7 +593,7 @@ def curves(results_dir, settings: Settings) -> pd.DataFrame:
         episodes=("episodes", "first"), objective=("objective", "mean"), status=("status", "first"))
 
 
-def finish(results_dir: Path, base: dict, dims: dict, settings: Settings, grid=None, figures=True) -> int:
+def finish(results_dir: Path, base: dict, dims: dict, settings: Settings, figures=True) -> int:
     """Print and write the best configuration; draw the objective of every trial."""
     table = curves(results_dir, settings)
     final = table.sort_values("iteration").groupby("run_id").tail(1)
