@@ -4,6 +4,7 @@
 status "failed" and the error in every row, so a sweep records it and goes on.
 """
 
+import contextlib
 import io
 import json
 import os
@@ -193,3 +194,12 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
     frame = frame.assign(**stamp)
     return RunResult(columns["run_id"], frame, checkpoint)
 
+
+
+def run_batch(jobs: list[Job], code: dict, signal: str | None = None) -> list[RunResult]:
+    """Train the jobs one after another: one Ray task of a sweep (lab.schedule.batches). Creates
+    the file `signal` first, if given: the driver's head start (lab.head_start) waits for it."""
+    if signal is not None:
+        with contextlib.suppress(OSError):  # a signal that cannot be given changes no result
+            Path(signal).touch()
+    return [run(job, code) for job in jobs]

@@ -26,10 +26,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 import lab
-from lab import config, provenance, results, schedule
+from lab import config, head_start, provenance, results, schedule
 from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
-from lab.run import RunResult, in_the_driver, run
+from lab.run import RunResult, in_the_driver, run, run_batch
 
 
 def _fail(message: str) -> NoReturn:
@@ -195,12 +195,8 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _run_batch(jobs: list[Job], code: dict) -> list[RunResult]:
-    return [run(job, code) for job in jobs]
-
-
-RAY_START_SECONDS = 4.0
-"""About what starting and stopping an embedded local Ray costs (2.5 s and 1.3 s on the 2-core
+RAY_START_SECONDS = 3.0
+"""About what starting and stopping an embedded local Ray costs (2.5 s and 0.3 s on the 2-core
 development machine): with parallel=auto, runs predicted to take less train in this process."""
 
 
@@ -241,6 +237,20 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
         url = getattr(context, "dashboard_url", None)
         print(f"Ray dashboard: http://{url}" if url else
               "Ray dashboard: none (the cluster was started without one)", flush=True)
+
+
+def disconnect() -> None:
+    """ray.shutdown(), a second sooner when this process started the Ray: Ray stops its autoscaler
+    monitor after the GCS, and the monitor, told to stop, keeps trying to tell that GCS until Ray
+    kills it a second later (1.0 of the 1.3 s shutdown here). A local Ray never autoscales, so
+    its monitor is killed first. (Joining a cluster, this process owns no Ray processes.)"""
+    import ray
+
+    node = getattr(ray._private.worker, "_global_node", None)  # the Ray this process started
+    for monitor in getattr(node, "all_processes", {}).get("monitor", []):
+        monitor.process.kill()
+        monitor.process.wait()
+    ray.shutdown()
 
 
 def _token_mode_for_a_local_ray() -> None:
@@ -320,9 +330,10 @@ class Execution:
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
-            started: float | None = None) -> Execution:
+            started: float | None = None, dashboard: bool = False) -> Execution:
     """Run the jobs, longest first (lab.schedule), on Ray or in this process (use_ray), saving
     each result as it arrives. `started` is the sweep's start (time.perf_counter; default now).
+    A Ray it starts (with its dashboard if `dashboard`) is stopped before it returns.
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
     """
@@ -342,7 +353,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     cores = 1
     try:
         if use_ray(jobs, parallel, address):
-            cores = _on_ray(jobs, code, finish, progress, address, num_cpus)
+            cores = _on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
         else:
             in_the_driver()
             for i, job in enumerate(schedule.longest_first(jobs)):
@@ -356,47 +367,93 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     return Execution(done, cores, time.perf_counter() - started)
 
 
-def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus) -> int:
+def _joins(address) -> bool:
+    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
+
+
+def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus,
+            dashboard: bool = False) -> int:
     """Run the jobs as Ray tasks, longest first, short runs batched (lab.schedule), each task
     named after its first run and carrying the driver's provenance.code(); calls
-    finish(job, result, running) as each run ends. Returns the CPUs the runs had."""
+    finish(job, result, running) as each run ends. Returns the CPUs the runs had.
+
+    Starting a local Ray, this process forks head starts first (lab.head_start): they train
+    batches from the short end while Ray starts, until a Ray worker begins to train."""
     import ray
 
-    ours = not ray.is_initialized()
-    if ours:
-        connect(address, num_cpus)
-    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_run_batch)
+    head = None
+    if ray.is_initialized():
+        ours = False
+    elif _joins(address):
+        ours = True
+        connect(address, num_cpus, dashboard)
+    else:
+        ours = True
+        slots = num_cpus or os.cpu_count() or 1
+        queue = head_start.Queue(list(schedule.batches(jobs, slots)))
+        head = head_start.start(queue, code, slots)  # before Ray's threads exist here
+        connect(None, num_cpus, dashboard)
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    waiting, pending = schedule.batches(jobs, slots), {}
+    if head is None:
+        queue = head_start.Queue(list(schedule.batches(jobs, slots)))
+    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(run_batch)
+    pending = {}
+
+    def running() -> int:
+        return min(sum(map(len, pending.values())), slots) + (head.alive if head else 0)
+
     try:
         while True:
+            if head is not None:
+                for job, result in head.results():
+                    finish(job, result, running())
             # Only a window of tasks is submitted, twice the cluster's CPUs (read again as nodes
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
             slots = max(slots, int(ray.cluster_resources().get("CPU", 1)))
-            for batch in itertools.islice(waiting, max(0, 2 * slots - len(pending))):
+            while len(pending) < 2 * slots and (batch := queue.front()) is not None:
                 name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
                     f"+{len(batch) - 1}" if len(batch) > 1 else "")
-                pending[remote.options(name=name).remote(batch, code)] = batch
+                signal_ = head.ray_signal if head is not None and head.running else None
+                pending[remote.options(name=name).remote(batch, code, signal_)] = batch
             if not pending:
-                break
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                if head is None or not head.running:
+                    break
+                for job, result in head.results(wait=True):  # the head start's last batch
+                    finish(job, result, running())
+                continue
+            # While the head start trains, its results are picked up every 50 ms; it ends after
+            # its batch in hand once Ray trains.
+            timeout = 0.05 if head is not None and head.running else 1.0
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
+            if head is not None and head.running and head.ray_trains():
+                head.stop()
             if not ready:
-                progress.update(running=min(sum(map(len, pending.values())), slots))
+                progress.update(running=running())
                 continue
             batch = pending.pop(ready[0])
-            running = min(sum(map(len, pending.values())), slots)
             try:
                 outcomes = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
                 outcomes = [RunResult(job.run_id, _failed_rows(job, exc), None) for job in batch]
             for job, result in zip(batch, outcomes):
-                finish(job, result, running=running)
+                finish(job, result, running())
+        if head is not None:  # the head start died: what it had taken failed
+            for job in head.lost():
+                finish(job, RunResult(job.run_id, _failed_rows(job, RuntimeError(
+                    "the driver's head-start process ended before this run did")), None), 0)
     finally:
         for ref in pending:  # Ctrl-C or an error here: leave nothing running on the cluster
             ray.cancel(ref, force=True)
+        if head is not None:
+            if head.running:  # Ctrl-C or an error: keep what it finished
+                head.kill()
+                for job, result in head.results(wait=True):
+                    finish(job, result, running=0)
+            head.close()
     if ours:
-        ray.shutdown()  # now, not at exit: part of the sweep's reported wall time
+        disconnect()  # now, not at exit: part of the sweep's reported wall time
     return slots
 
 
@@ -585,9 +642,10 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
            figures=True, dry_run=False, dashboard=False):
     """Called by the lab's Hydra launcher with the whole grid.
 
-    Before training: joins or starts Ray (with its dashboard if asked) and writes the sweep's
-    record into each results_dir it trains into (`record`); neither happens on a dry run, an
-    invalid knob or when nothing is left to train."""
+    Before training: joins the Ray cluster if one is named and writes the sweep's record into
+    each results_dir it trains into (`record`); a local Ray is started by `execute` (with its
+    dashboard if asked). None of this happens on a dry run, an invalid knob or when nothing is
+    left to train."""
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
@@ -606,19 +664,18 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if dry_run:
             list_plan(p, job_overrides)
             return []
-        ours = bool(p.train) and use_ray(p.train, parallel, address) and not _ray_started()
-        if ours:
-            connect(address, num_cpus, dashboard)  # execute() then finds Ray started
+        joins = bool(p.train) and use_ray(p.train, parallel, address) and _joins(address) \
+            and not _ray_started()
+        if joins:  # a cluster that cannot be joined stops the sweep before its record is written
+            connect(address, num_cpus, dashboard)
         if p.train:
             record({j.results_dir for j in p.train}, sweep_config,
                    {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
-                            started=started)
-        if ours:
-            import ray
-
-            ray.shutdown()  # now, not at exit: part of the sweep's reported wall time
+                            started=started, dashboard=dashboard)  # starts a local Ray itself
+        if joins:
+            disconnect()
             execution.seconds = time.perf_counter() - started
     except KeyboardInterrupt as stop:
         _interrupted(stop)

@@ -3,10 +3,10 @@
 import pandas as pd
 import pytest
 
-from lab import results, schedule, sweep
+from lab import head_start, results, schedule, sweep
 from lab.compose import compose, grid
 from lab.config import job
-from lab.run import run
+from lab.run import run, run_batch
 from sweeping import TINY, TINY_RUNS
 
 
@@ -70,10 +70,27 @@ def test_a_small_grid_keeps_every_core_busy():
 
 def test_batches_give_the_rows_of_one_task_per_run():
     jobs = [_job(*TINY, f"seed={s}") for s in range(3)]
-    together = sweep._run_batch(jobs, code={})
+    together = run_batch(jobs, code={})
     for job_, result in zip(jobs, together):
         alone = run(job_, code={}).rows.drop(columns=list(results.CIRCUMSTANCES))
         pd.testing.assert_frame_equal(result.rows.drop(columns=list(results.CIRCUMSTANCES)), alone)
+
+
+def test_the_head_start_queue_gives_each_batch_to_one_taker():
+    queue = head_start.Queue([["a"], ["b"], ["c"], ["d"], ["e"]])
+    assert queue.front() == ["a"] and queue.back() == 4 and queue.back() == 3
+    assert queue.front() == ["b"] and queue.back() == 2
+    assert queue.front() is None and queue.back() is None
+    assert list(queue.taken_from_back()) == [2, 3, 4]
+
+
+def test_a_ray_task_signals_that_it_trains_and_a_lost_signal_changes_nothing(tmp_path):
+    jobs = [_job(*TINY, f"seed={s}") for s in range(2)]
+    signal = tmp_path / "ray-trains"
+    assert [r.failed for r in run_batch(jobs, code={}, signal=str(signal))] == [False, False]
+    assert signal.exists()
+    gone = tmp_path / "removed" / "ray-trains"
+    assert [r.failed for r in run_batch(jobs, code={}, signal=str(gone))] == [False, False]
 
 
 def test_small_work_trains_in_this_process_and_big_work_on_ray(monkeypatch):

@@ -1,0 +1,157 @@
+"""A sweep's first seconds on a Ray it starts: the driver's forks train the shortest runs meanwhile.
+
+Starting an embedded Ray takes about 2.5 s on the 2-core development machine, and its workers'
+first runs another 0.7 s to import the lab, while the cores are far from full (Ray's start keeps
+about 1.3 of 2 busy). Processes forked from the driver just before Ray starts have the lab
+imported already: one per core but one (left to Ray's start), they train batches from the short
+end of the longest-first queue (lab.schedule) while the driver sends Ray's tasks from the long
+end. They stop after the batch in hand once a Ray worker begins to train, so that, but for those
+batches, no more processes train than Ray has CPUs. Each run goes back through a pipe and is saved
+by the driver like any other; its rows are the ones a Ray task would give.
+"""
+
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
+from queue import Empty, SimpleQueue
+
+from lab.config import Job
+from lab.run import RunResult, in_the_driver, run
+
+FORK = multiprocessing.get_context("fork")
+"""Forked, a head start inherits the driver's imports: it trains at once."""
+
+
+class Queue:
+    """The batches of a sweep, longest first, shared by the driver (who takes from the front for
+    Ray) and its head starts (who take from the back); each batch goes to exactly one taker."""
+
+    def __init__(self, batches: list[list[Job]]):
+        self.batches = batches
+        self._bounds = FORK.Array("i", [0, len(batches)])  # [front, back): still to take
+
+    def front(self) -> list[Job] | None:
+        with self._bounds.get_lock():
+            front, back = self._bounds
+            if front == back:
+                return None
+            self._bounds[0] = front + 1
+        return self.batches[front]
+
+    def back(self) -> int | None:
+        """The index of the last batch not taken yet, now taken."""
+        with self._bounds.get_lock():
+            front, back = self._bounds
+            if front == back:
+                return None
+            self._bounds[1] = back - 1
+        return back - 1
+
+    def taken_from_back(self) -> range:
+        with self._bounds.get_lock():
+            return range(self._bounds[1], len(self.batches))
+
+
+class HeadStart:
+    """`processes` forks that train from the back of `queue` until `stop()`."""
+
+    def __init__(self, queue: Queue, code: dict, processes: int):
+        self.queue = queue
+        self._folder = Path(tempfile.mkdtemp(prefix="lab-head-start-"))
+        self.ray_signal = str(self._folder / "ray-trains")
+        """the file a Ray task creates when it starts training (lab.run.run_batch)"""
+        self._stop = FORK.Event()
+        self._processes, self._inbox = [], SimpleQueue()
+        for _ in range(processes):
+            pipe, child_end = FORK.Pipe(duplex=False)
+            process = FORK.Process(target=_train, args=(queue, code, self._stop, child_end),
+                                   name="lab-head-start", daemon=True)
+            process.start()
+            child_end.close()
+            self._processes.append(process)
+            # A result is bigger than a pipe's buffer: each is read as it comes, else the head
+            # start would wait for the driver, which is busy starting Ray.
+            threading.Thread(target=self._read, args=(pipe,), daemon=True).start()
+        self.alive = processes
+        self._received: set[tuple[int, int]] = set()
+
+    @property
+    def running(self) -> bool:
+        return self.alive > 0
+
+    def _read(self, pipe: Connection) -> None:
+        while True:
+            try:
+                message = pipe.recv()
+            except (EOFError, OSError):  # it died without saying it was done (or mid-message)
+                message = None
+            self._inbox.put(message)
+            if message is None:
+                return
+
+    def ray_trains(self) -> bool:
+        """Whether a Ray worker has begun to train (its start-up is over)."""
+        return os.path.exists(self.ray_signal)
+
+    def stop(self) -> None:
+        """Take no further batch (those in hand are finished)."""
+        self._stop.set()
+
+    def results(self, wait: bool = False) -> list[tuple[Job, RunResult]]:
+        """The runs finished since the last call, each with its job; with `wait`, every run
+        until the last head start has ended."""
+        out = []
+        while self.running:
+            try:
+                message = self._inbox.get(block=wait)
+            except Empty:
+                break
+            if message is None:
+                self.alive -= 1
+                continue
+            batch, position, result = message
+            self._received.add((batch, position))
+            out.append((self.queue.batches[batch][position], result))
+        if not self.running:
+            for process in self._processes:
+                process.join()
+        return out
+
+    def lost(self) -> list[Job]:
+        """Once they have ended: the jobs taken and never sent back (a head start died)."""
+        if self.running:
+            return []
+        return [job for b in self.queue.taken_from_back()
+                for p, job in enumerate(self.queue.batches[b]) if (b, p) not in self._received]
+
+    def kill(self) -> None:
+        """Ctrl-C or an error in the driver: end them now; what they sent stays to be read."""
+        self._stop.set()
+        for process in self._processes:
+            process.terminate()
+            process.join()
+
+    def close(self) -> None:
+        """Once no Ray task of the sweep is left: remove the signal's folder."""
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _train(queue: Queue, code: dict, stop, pipe: Connection) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    in_the_driver()  # its imports were the driver's: not its first run's start-up
+    while not stop.is_set() and (batch := queue.back()) is not None:
+        for position, job in enumerate(queue.batches[batch]):
+            pipe.send((batch, position, run(job, code)))
+    pipe.send(None)
+    pipe.close()
+
+
+def start(queue: Queue, code: dict, cores: int) -> HeadStart:
+    """Fork the head starts over `queue`, one per core of `cores` but one (at least one). The
+    forks inherit the driver's imports; they must happen before Ray starts its threads here."""
+    return HeadStart(queue, code, max(1, cores - 1))
