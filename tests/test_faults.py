@@ -70,7 +70,9 @@ def _complete(results_dir, iterations):
 
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
-    proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=200", "seed=0,1"])
+    # runs long enough that the driver's head start (lab.head_start), busy with one while Ray
+    # starts, leaves the other to Ray
+    proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200", "seed=0,1"])
 
     def running_task():
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
@@ -81,7 +83,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     assert len(results.run_files(tmp_path / "results")) < 2  # it died mid-run, before its result
     assert proc.wait(timeout=300) == 0, _output(proc)
     assert "2 runs finished, 0 failed" in _output(proc)
-    table = _complete(tmp_path / "results", iterations=200)
+    table = _complete(tmp_path / "results", iterations=1200)
     assert sorted(table.drop_duplicates("run_id")["seed"]) == [0, 1]
 
 
