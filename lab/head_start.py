@@ -7,7 +7,7 @@ imported already: one per core but one (left to Ray's start), they train batches
 end of the longest-first queue (lab.schedule) while the driver sends Ray's tasks from the long
 end. They stop after the batch in hand once a Ray worker begins to train, so that, but for those
 batches, no more processes train than Ray has CPUs. Each run goes back through a pipe and is saved
-by the driver like any other; its rows are the ones a Ray task would give.
+by the driver as it arrives, like any other; its rows are the ones a Ray task would give.
 """
 
 import multiprocessing
@@ -18,7 +18,6 @@ import tempfile
 import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
-from queue import Empty, SimpleQueue
 
 from lab.config import Job
 from lab.run import RunResult, in_the_driver, run
@@ -58,15 +57,19 @@ class Queue:
 
 
 class HeadStart:
-    """`processes` forks that train from the back of `queue` until `stop()`."""
+    """`processes` forks that train from the back of `queue` until `stop()`. Each run they finish
+    is handed to `deliver(job, result)` as it arrives, from a thread of this process (a result is
+    bigger than a pipe's buffer: unread, it would stall the fork while the driver starts Ray;
+    read and held, thousands of short runs would pile up in memory)."""
 
-    def __init__(self, queue: Queue, code: dict, processes: int):
+    def __init__(self, queue: Queue, code: dict, processes: int, deliver):
         self.queue = queue
         self._folder = Path(tempfile.mkdtemp(prefix="lab-head-start-"))
         self.ray_signal = str(self._folder / "ray-trains")
         """the file a Ray task creates when it starts training (lab.run.run_batch)"""
         self._stop = FORK.Event()
-        self._processes, self._inbox = [], SimpleQueue()
+        self._received: set[tuple[int, int]] = set()
+        self._processes, self._readers = [], []
         for _ in range(processes):
             pipe, child_end = FORK.Pipe(duplex=False)
             process = FORK.Process(target=_train, args=(queue, code, self._stop, child_end),
@@ -74,25 +77,26 @@ class HeadStart:
             process.start()
             child_end.close()
             self._processes.append(process)
-            # A result is bigger than a pipe's buffer: each is read as it comes, else the head
-            # start would wait for the driver, which is busy starting Ray.
-            threading.Thread(target=self._read, args=(pipe,), daemon=True).start()
-        self.alive = processes
-        self._received: set[tuple[int, int]] = set()
+            self._readers.append(threading.Thread(target=self._read, args=(pipe, deliver), daemon=True))
+        for reader in self._readers:
+            reader.start()
 
     @property
-    def running(self) -> bool:
-        return self.alive > 0
+    def alive(self) -> int:
+        """How many are still training (or sending their last result)."""
+        return sum(reader.is_alive() for reader in self._readers)
 
-    def _read(self, pipe: Connection) -> None:
+    def _read(self, pipe: Connection, deliver) -> None:
         while True:
             try:
                 message = pipe.recv()
             except (EOFError, OSError):  # it died without saying it was done (or mid-message)
-                message = None
-            self._inbox.put(message)
+                return
             if message is None:
                 return
+            batch, position, result = message
+            self._received.add((batch, position))
+            deliver(self.queue.batches[batch][position], result)
 
     def ray_trains(self) -> bool:
         """Whether a Ray worker has begun to train (its start-up is over)."""
@@ -102,39 +106,21 @@ class HeadStart:
         """Take no further batch (those in hand are finished)."""
         self._stop.set()
 
-    def results(self, wait: bool = False) -> list[tuple[Job, RunResult]]:
-        """The runs finished since the last call, each with its job; with `wait`, every run
-        until the last head start has ended."""
-        out = []
-        while self.running:
-            try:
-                message = self._inbox.get(block=wait)
-            except Empty:
-                break
-            if message is None:
-                self.alive -= 1
-                continue
-            batch, position, result = message
-            self._received.add((batch, position))
-            out.append((self.queue.batches[batch][position], result))
-        if not self.running:
-            for process in self._processes:
-                process.join()
-        return out
-
-    def lost(self) -> list[Job]:
-        """Once they have ended: the jobs taken and never sent back (a head start died)."""
-        if self.running:
-            return []
+    def wait(self) -> list[Job]:
+        """Wait until every fork has ended and its runs are delivered; the jobs taken and never
+        sent back (a fork died or was killed)."""
+        for reader in self._readers:
+            reader.join()
+        for process in self._processes:
+            process.join()
         return [job for b in self.queue.taken_from_back()
                 for p, job in enumerate(self.queue.batches[b]) if (b, p) not in self._received]
 
     def kill(self) -> None:
-        """Ctrl-C or an error in the driver: end them now; what they sent stays to be read."""
+        """Ctrl-C or an error in the driver: end the forks now (what they sent is delivered)."""
         self._stop.set()
         for process in self._processes:
             process.terminate()
-            process.join()
 
     def close(self) -> None:
         """Once no Ray task of the sweep is left: remove the signal's folder."""
@@ -151,7 +137,8 @@ def _train(queue: Queue, code: dict, stop, pipe: Connection) -> None:
     pipe.close()
 
 
-def start(queue: Queue, code: dict, cores: int) -> HeadStart:
-    """Fork the head starts over `queue`, one per core of `cores` but one (at least one). The
-    forks inherit the driver's imports; they must happen before Ray starts its threads here."""
-    return HeadStart(queue, code, max(1, cores - 1))
+def start(queue: Queue, code: dict, cores: int, deliver) -> HeadStart:
+    """Fork the head starts over `queue`, one per core of `cores` but one (at least one), handing
+    each finished run to `deliver(job, result)`. The forks inherit the driver's imports; they must
+    happen before Ray starts its threads here."""
+    return HeadStart(queue, code, max(1, cores - 1), deliver)

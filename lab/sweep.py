@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -382,7 +383,15 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     batches from the short end while Ray starts, until a Ray worker begins to train."""
     import ray
 
+    lock = threading.Lock()  # head starts deliver their runs from threads of their own
+    in_flight = 0  # runs in Ray's tasks, submitted and not yet back
+
+    def save(job: Job, result: RunResult) -> None:
+        with lock:
+            finish(job, result, min(in_flight, slots) + (head.alive if head else 0))
+
     head = None
+    slots = num_cpus or os.cpu_count() or 1
     if ray.is_initialized():
         ours = False
     elif _joins(address):
@@ -390,24 +399,16 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
         connect(address, num_cpus, dashboard)
     else:
         ours = True
-        slots = num_cpus or os.cpu_count() or 1
         queue = head_start.Queue(list(schedule.batches(jobs, slots)))
-        head = head_start.start(queue, code, slots)  # before Ray's threads exist here
+        head = head_start.start(queue, code, slots, save)  # before Ray's threads exist here
         connect(None, num_cpus, dashboard)
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if head is None:
         queue = head_start.Queue(list(schedule.batches(jobs, slots)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(run_batch)
     pending = {}
-
-    def running() -> int:
-        return min(sum(map(len, pending.values())), slots) + (head.alive if head else 0)
-
     try:
         while True:
-            if head is not None:
-                for job, result in head.results():
-                    finish(job, result, running())
             # Only a window of tasks is submitted, twice the cluster's CPUs (read again as nodes
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
@@ -415,42 +416,40 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             while len(pending) < 2 * slots and (batch := queue.front()) is not None:
                 name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
                     f"+{len(batch) - 1}" if len(batch) > 1 else "")
-                signal_ = head.ray_signal if head is not None and head.running else None
+                signal_ = head.ray_signal if head is not None and head.alive else None
                 pending[remote.options(name=name).remote(batch, code, signal_)] = batch
+                in_flight += len(batch)
             if not pending:
-                if head is None or not head.running:
-                    break
-                for job, result in head.results(wait=True):  # the head start's last batch
-                    finish(job, result, running())
-                continue
-            # While the head start trains, its results are picked up every 50 ms; it ends after
-            # its batch in hand once Ray trains.
-            timeout = 0.05 if head is not None and head.running else 1.0
+                break
+            # While head starts train, Ray's signal is looked for every 50 ms: they end after
+            # their batch in hand once Ray trains.
+            timeout = 0.05 if head is not None and head.alive else 1.0
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
-            if head is not None and head.running and head.ray_trains():
+            if head is not None and head.alive and head.ray_trains():
                 head.stop()
             if not ready:
-                progress.update(running=running())
+                with lock:
+                    progress.update(running=min(in_flight, slots) + (head.alive if head else 0))
                 continue
             batch = pending.pop(ready[0])
+            in_flight -= len(batch)
             try:
                 outcomes = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
                 outcomes = [RunResult(job.run_id, _failed_rows(job, exc), None) for job in batch]
             for job, result in zip(batch, outcomes):
-                finish(job, result, running())
-        if head is not None:  # the head start died: what it had taken failed
-            for job in head.lost():
-                finish(job, RunResult(job.run_id, _failed_rows(job, RuntimeError(
-                    "the driver's head-start process ended before this run did")), None), 0)
+                save(job, result)
+        if head is not None:
+            for job in head.wait():  # a head start died: what it had taken failed
+                save(job, RunResult(job.run_id, _failed_rows(job, RuntimeError(
+                    "the driver's head-start process ended before this run did")), None))
     finally:
         for ref in pending:  # Ctrl-C or an error here: leave nothing running on the cluster
             ray.cancel(ref, force=True)
         if head is not None:
-            if head.running:  # Ctrl-C or an error: keep what it finished
+            if head.alive:  # Ctrl-C or an error: keep what they finished
                 head.kill()
-                for job, result in head.results(wait=True):
-                    finish(job, result, running=0)
+                head.wait()
             head.close()
     if ours:
         disconnect()  # now, not at exit: part of the sweep's reported wall time

@@ -26,14 +26,21 @@ def _without_circumstances(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=list(results.CIRCUMSTANCES)).reset_index(drop=True)
 
 
+def _train_with_head_starts(queue, cores):
+    """Every run the head starts deliver, in order of arrival, and the jobs they lost."""
+    delivered = []
+    head = head_start.start(queue, code={}, cores=cores, deliver=lambda j, r: delivered.append((j, r)))
+    lost = head.wait()
+    head.close()
+    assert not head.alive and not os.path.exists(os.path.dirname(head.ray_signal))
+    return delivered, lost
+
+
 def test_head_starts_train_every_run_once_with_the_rows_of_this_process(tmp_path):
     jobs = _jobs(tmp_path)
     queue = head_start.Queue([jobs[:2], *([j] for j in jobs[2:])])
-    head = head_start.start(queue, code={}, cores=3)  # two forks
-    trained = head.results(wait=True)
-    head.close()
-    assert not head.running and head.lost() == []
-    assert not os.path.exists(os.path.dirname(head.ray_signal))
+    trained, lost = _train_with_head_starts(queue, cores=3)  # two forks
+    assert lost == []
     assert sorted(j.run_id for j, _ in trained) == sorted(j.run_id for j in jobs)
     for job_, result in trained:
         assert result.run_id == job_.run_id
@@ -45,8 +52,7 @@ def test_the_driver_keeps_the_front_of_the_queue(tmp_path):
     jobs = _jobs(tmp_path)
     queue = head_start.Queue([[j] for j in jobs])
     mine = [queue.front(), queue.front()]  # taken before the fork: never trained by it
-    head = head_start.start(queue, code={}, cores=2)
-    trained = head.results(wait=True)
+    trained, _ = _train_with_head_starts(queue, cores=2)
     assert {j.run_id for j, _ in trained} == {j.run_id for j in jobs[2:]}
     assert mine == [[jobs[0]], [jobs[1]]] and queue.front() is None
 
@@ -61,11 +67,9 @@ def test_a_head_start_that_dies_loses_only_the_runs_it_held(tmp_path, monkeypatc
         return run(job_, code)
 
     monkeypatch.setattr(head_start, "run", run_or_die)  # the fork inherits it
-    queue = head_start.Queue([[j] for j in jobs])
-    head = head_start.start(queue, code={}, cores=2)
-    trained = head.results(wait=True)
+    trained, lost = _train_with_head_starts(head_start.Queue([[j] for j in jobs]), cores=2)
     assert [j.run_id for j, _ in trained] == [jobs[3].run_id, jobs[2].run_id]  # back to front
-    assert head.lost() == [doomed] and not head.running
+    assert lost == [doomed]
 
 
 def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
