@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -383,15 +382,13 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     batches from the short end while Ray starts, until a Ray worker begins to train."""
     import ray
 
-    lock = threading.Lock()  # head starts deliver their runs from threads of their own
     in_flight = 0  # runs in Ray's tasks, submitted and not yet back
-
-    def save(job: Job, result: RunResult) -> None:
-        with lock:
-            finish(job, result, min(in_flight, slots) + (head.alive if head else 0))
-
     head = None
     slots = num_cpus or os.cpu_count() or 1
+
+    def save(job: Job, result: RunResult) -> None:
+        finish(job, result, min(in_flight, slots) + (head.alive if head else 0))
+
     if ray.is_initialized():
         ours = False
     elif _joins(address):
@@ -400,7 +397,7 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     else:
         ours = True
         queue = head_start.Queue(list(schedule.batches(jobs, slots)))
-        head = head_start.start(queue, code, slots, save)  # before Ray's threads exist here
+        head = head_start.start(queue, code, slots)  # before Ray's threads exist here
         connect(None, num_cpus, dashboard)
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if head is None:
@@ -409,6 +406,9 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     pending = {}
     try:
         while True:
+            if head is not None:
+                for job, result in head.results():
+                    save(job, result)
             # Only a window of tasks is submitted, twice the cluster's CPUs (read again as nodes
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
@@ -420,16 +420,18 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
                 pending[remote.options(name=name).remote(batch, code, signal_)] = batch
                 in_flight += len(batch)
             if not pending:
-                break
-            # While head starts train, Ray's signal is looked for every 50 ms: they end after
-            # their batch in hand once Ray trains.
+                if head is None or not head.alive:
+                    break
+                time.sleep(0.05)  # the head starts' last batches
+                continue
+            # While head starts train, their runs and Ray's signal are looked for every 50 ms:
+            # they end after their batch in hand once Ray trains.
             timeout = 0.05 if head is not None and head.alive else 1.0
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
             if head is not None and head.alive and head.ray_trains():
                 head.stop()
             if not ready:
-                with lock:
-                    progress.update(running=min(in_flight, slots) + (head.alive if head else 0))
+                progress.update(running=min(in_flight, slots) + (head.alive if head else 0))
                 continue
             batch = pending.pop(ready[0])
             in_flight -= len(batch)
@@ -440,7 +442,10 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             for job, result in zip(batch, outcomes):
                 save(job, result)
         if head is not None:
-            for job in head.wait():  # a head start died: what it had taken failed
+            head.wait()
+            for job, result in head.results():
+                save(job, result)
+            for job in head.lost():  # a head start died: what it had taken failed
                 save(job, RunResult(job.run_id, _failed_rows(job, RuntimeError(
                     "the driver's head-start process ended before this run did")), None))
     finally:
@@ -450,6 +455,8 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             if head.alive:  # Ctrl-C or an error: keep what they finished
                 head.kill()
                 head.wait()
+                for job, result in head.results():
+                    save(job, result)
             head.close()
     if ours:
         disconnect()  # now, not at exit: part of the sweep's reported wall time
