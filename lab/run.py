@@ -195,7 +195,6 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
     return RunResult(columns["run_id"], frame, checkpoint)
 
 
-
 def run_batch(jobs: list[Job], code: dict, signal: str | None = None) -> list[RunResult]:
     """Train the jobs one after another: one Ray task of a sweep (lab.schedule.batches). Creates
     the file `signal` first, if given: the driver's head start (lab.head_start) waits for it."""

@@ -3,7 +3,8 @@
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
 the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
 (lab.compose.Composer), validated and checked against what results_dir already holds before
-anything starts; the remaining runs go out as one Ray task each (an embedded local Ray unless
+anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
+whose start the driver's forks fill by training the shortest runs, lab.head_start, unless
 hydra.launcher.address or RAY_ADDRESS names a cluster); each finished run comes back to this
 process, which writes it atomically, so results land in this machine's results_dir whichever node
 trained them. The driver keeps only a few fields per finished run, so its memory does not grow
@@ -204,9 +205,13 @@ def use_ray(jobs: list[Job], parallel, address=None) -> bool:
     """Whether the jobs go to Ray: always with parallel=true or a cluster to join, never with
     false; with auto, when their predicted work (lab.schedule.cost) outweighs starting Ray."""
     if parallel == "auto":
-        return bool(address or os.environ.get("RAY_ADDRESS")) or \
-            sum(map(schedule.cost, jobs)) > RAY_START_SECONDS
+        return _joins(address) or sum(map(schedule.cost, jobs)) > RAY_START_SECONDS
     return bool(parallel)
+
+
+def _joins(address) -> bool:
+    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
 
 
 def connect(address=None, num_cpus=None, dashboard=False) -> None:
@@ -367,11 +372,6 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     return Execution(done, cores, time.perf_counter() - started)
 
 
-def _joins(address) -> bool:
-    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
-    return bool(address or os.environ.get("RAY_ADDRESS"))
-
-
 def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus,
             dashboard: bool = False) -> int:
     """Run the jobs as Ray tasks, longest first, short runs batched (lab.schedule), each task
@@ -386,8 +386,11 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     head = None
     slots = num_cpus or os.cpu_count() or 1
 
+    def running() -> int:
+        return min(in_flight, slots) + (head.alive if head else 0)
+
     def save(job: Job, result: RunResult) -> None:
-        finish(job, result, min(in_flight, slots) + (head.alive if head else 0))
+        finish(job, result, running())
 
     if ray.is_initialized():
         ours = False
@@ -431,7 +434,7 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             if head is not None and head.alive and head.ray_trains():
                 head.stop()
             if not ready:
-                progress.update(running=min(in_flight, slots) + (head.alive if head else 0))
+                progress.update(running=running())
                 continue
             batch = pending.pop(ready[0])
             in_flight -= len(batch)
