@@ -137,6 +137,11 @@ def symmetric_codes(codes: np.ndarray) -> np.ndarray:
     return (digits @ POW3).T
 
 
+CANONICAL = symmetric_codes(np.arange(N_CODES)).min(axis=0)
+"""CANONICAL[c]: the smallest code among the 8 symmetric images of board c, one representative of
+each symmetry class (the 5,478 reachable positions fall into 765 classes)."""
+
+
 def uniform_over(mask: np.ndarray) -> np.ndarray:
     """Move table spreading each row's probability evenly over its True entries."""
     mask = np.asarray(mask, dtype=bool)

@@ -26,19 +26,23 @@ ITERATIONS = 40
 SEEDS = range(12)
 
 
-def onestep_losses(nets) -> np.ndarray:
-    return np.array([evaluate.exact(mc_vfa.Agent(net, 2), 2)["onestep_loss"] for net in nets])
+def onestep_losses(nets, symmetry) -> np.ndarray:
+    return np.array([evaluate.exact(mc_vfa.Agent(net, 2, symmetry=symmetry), 2)["onestep_loss"]
+                     for net in nets])
 
 
-def test_mc_vfa_fast_path_learns_like_the_plain_loop(make_learner):
-    learners = [make_learner("mc_vfa", *MC_VFA, f"seed={seed}") for seed in SEEDS]
-    before = onestep_losses(MLP([9, 8, 8, 1], np.random.default_rng(seed)) for seed in SEEDS).mean()
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_mc_vfa_fast_path_learns_like_the_plain_loop(make_learner, symmetry):
+    learners = [make_learner("mc_vfa", *MC_VFA, f"symmetry={symmetry}", f"seed={seed}")
+                for seed in SEEDS]
+    before = onestep_losses((MLP([9, 8, 8, 1], np.random.default_rng(seed)) for seed in SEEDS),
+                            symmetry).mean()
     for learner in learners:
         for _ in range(ITERATIONS):
             learner.iterate()
-    fast = onestep_losses(learner.net for learner in learners)
-    plain = onestep_losses(mc_vfa.reference_train(learner.knobs, learner.run, ITERATIONS)
-                           for learner in learners)
+    fast = onestep_losses((learner.net for learner in learners), symmetry)
+    plain = onestep_losses((mc_vfa.reference_train(learner.knobs, learner.run, ITERATIONS)
+                            for learner in learners), symmetry)
     # Both learned: the mean drops by ~0.23, four times the per-seed sd.
     assert fast.mean() < before - 0.12 and plain.mean() < before - 0.12, (before, fast, plain)
     # Same distribution: the difference of two 12-seed means with sd ~0.055 each has sd ~0.022;

@@ -18,6 +18,11 @@ def test_reachable_positions():
 def test_positions_up_to_symmetry():
     reachable = np.flatnonzero(game.REACHABLE)
     assert len(np.unique(game.symmetric_codes(reachable).min(axis=0))) == 765
+    assert len(np.unique(game.CANONICAL[reachable])) == 765
+    # every image of a board has that board's canonical code, itself one of the images
+    images = game.symmetric_codes(reachable)
+    assert (game.CANONICAL[images] == game.CANONICAL[reachable]).all()
+    assert (images == game.CANONICAL[reachable]).any(axis=0).all()
 
 
 @cache
