@@ -137,9 +137,23 @@ def symmetric_codes(codes: np.ndarray) -> np.ndarray:
     return (digits @ POW3).T
 
 
-CANONICAL = symmetric_codes(np.arange(N_CODES)).min(axis=0)
+def _canonical_tables():
+    images = symmetric_codes(np.arange(N_CODES))  # (8, N_CODES)
+    pairs = (9 * images)[:, :, None] + np.argsort(SYMMETRIES, axis=1)[:, None, :]  # cell m's place
+    return images.min(axis=0), pairs.min(axis=0)
+
+
+CANONICAL, CANONICAL_PAIR = _canonical_tables()
 """CANONICAL[c]: the smallest code among the 8 symmetric images of board c, one representative of
-each symmetry class (the 5,478 reachable positions fall into 765 classes)."""
+each symmetry class (the 5,478 reachable positions fall into 765 classes).
+CANONICAL_PAIR[c, m]: 9 x code + cell of the smallest of the 8 images of the pair (board c,
+move m): the board is CANONICAL[c], and where the board has symmetries of its own (the empty
+board has all 8) the move is also chosen, so that symmetric pairs share one image."""
+
+
+def canonical_pairs(codes: np.ndarray, moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (position, move) pair as its canonical image: (codes, moves) of CANONICAL_PAIR."""
+    return np.divmod(CANONICAL_PAIR[codes, moves], 9)
 
 
 def uniform_over(mask: np.ndarray) -> np.ndarray:

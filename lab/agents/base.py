@@ -268,12 +268,14 @@ OTHER = "other_"
 
 class NetAgent(Agent):
     """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O); trained in
-    self-play, a second MLP, `other`, for the other seat."""
+    self-play, a second MLP, `other`, for the other seat. With `symmetry` its nets see every
+    board as its canonical image (lab.game.CANONICAL)."""
 
-    def __init__(self, net: MLP, player: int, other: MLP | None = None):
+    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False):
         self.net = net
         self.player = player
         self.other = other
+        self.symmetry = symmetry
 
     def outputs(self, x: np.ndarray, net: MLP | None = None) -> np.ndarray:
         """Output 0 of the net (`net`, else the agent's) at each row of a large batch x: the
@@ -295,12 +297,14 @@ class NetAgent(Agent):
 
     def arrays(self):
         other = {} if self.other is None else self.other.arrays(OTHER)
-        return {**self.net.arrays(), "player": np.array(self.player), **other}
+        return {**self.net.arrays(), "player": np.array(self.player), **other,
+                "symmetry": np.array(self.symmetry)}
 
     @classmethod
     def from_arrays(cls, arrays):
         other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other)
+        symmetry = "symmetry" in arrays and bool(arrays["symmetry"])  # saved before the knob: off
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other, symmetry)
 
 
 @njit(cache=True)

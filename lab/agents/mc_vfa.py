@@ -83,10 +83,6 @@ class Agent(base.NetAgent):
 
     algorithm = "mc_vfa"
 
-    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False):
-        super().__init__(net, player, other)
-        self.symmetry = symmetry
-
     def scores(self, codes):
         if self.other is None:
             return self.net_scores(self.net, codes)
@@ -111,15 +107,6 @@ class Agent(base.NetAgent):
         values = np.full(game.N_CODES + 1, -np.inf, dtype=net.weights[0].dtype)
         values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0), net)
         return values[after]
-
-    def arrays(self):
-        return {**super().arrays(), "symmetry": np.array(self.symmetry)}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        agent = super().from_arrays(arrays)
-        agent.symmetry = "symmetry" in arrays and bool(arrays["symmetry"])
-        return agent
 
 
 class Params(NamedTuple):

@@ -49,6 +49,9 @@ class Config(Knobs):
     """probability of a random move at the last iteration (geometric decay in between)"""
     epochs: int
     """full-batch gradient steps on each iteration's samples"""
+    symmetry: bool
+    """fold the board's 8 symmetries: the net sees each (position, move) as its canonical image
+    (lab.game.canonical_pairs), so symmetric pairs share one input and one mean target"""
 
     def check(self):
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
@@ -56,16 +59,19 @@ class Config(Knobs):
         require(self.epochs >= 1, "epochs", self.epochs, "a positive integer")
 
 
-def q_inputs(codes: np.ndarray, moves: np.ndarray) -> np.ndarray:
-    """(n, 18) net inputs: the board cells of each code and its move one-hot."""
+def q_inputs(codes: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
+    """(n, 18) net inputs: the board cells of each code and its move one-hot; with `symmetry`,
+    of the pair's canonical image."""
+    if symmetry:
+        codes, moves = game.canonical_pairs(codes, moves)
     return np.hstack([game.BOARDS[codes], MOVES[moves]])
 
 
-def q_values(net: MLP, codes: np.ndarray) -> np.ndarray:
+def q_values(net: MLP, codes: np.ndarray, symmetry: bool = False) -> np.ndarray:
     """(n, 9) Q values of every legal move at each code (-inf where illegal)."""
     rows, moves = np.nonzero(game.LEGAL[codes])
     q = np.full((len(codes), 9), -np.inf)
-    q[rows, moves] = net(q_inputs(codes[rows], moves))[:, 0]
+    q[rows, moves] = net(q_inputs(codes[rows], moves, symmetry))[:, 0]
     return q
 
 
@@ -81,11 +87,12 @@ class Agent(base.NetAgent):
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
         if self.other is None:
-            q[rows, moves] = self.outputs(q_inputs(codes[rows], moves))
+            q[rows, moves] = self.outputs(q_inputs(codes[rows], moves, self.symmetry))
             return q
         mine = game.TO_MOVE[codes[rows]] == side(self.player)
         for net, pick in ((self.net, mine), (self.other, ~mine)):
-            q[rows[pick], moves[pick]] = self.outputs(q_inputs(codes[rows[pick]], moves[pick]), net)
+            inputs = q_inputs(codes[rows[pick]], moves[pick], self.symmetry)
+            q[rows[pick], moves[pick]] = self.outputs(inputs, net)
         return q
 
 
@@ -137,7 +144,7 @@ class Learner(base.Learner):
             if seat in self.run.seats:
                 new = np.unique(here[self.evaluated_at[here] != self.iteration])
                 self.evaluated_at[new] = self.iteration
-                self.q[new] = q_values(self.nets[seat], new)
+                self.q[new] = q_values(self.nets[seat], new, self.knobs.symmetry)
                 legal = game.LEGAL[new]
                 self.policy[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
                 probs = self.policy[here]
@@ -176,8 +183,11 @@ class Learner(base.Learner):
 
         Samples repeat (every episode starts from the same few positions), so the loss is summed
         over distinct (position, move) pairs weighted by their count, towards their mean target:
-        the same gradient at a fraction of the cost.
+        the same gradient at a fraction of the cost. With `symmetry` the pairs are folded first:
+        symmetric pairs are one pair.
         """
+        if self.knobs.symmetry:
+            states, actions = game.canonical_pairs(states, actions)
         pairs, inverse, counts = np.unique(states * 9 + actions, return_inverse=True, return_counts=True)
         mean_targets = np.bincount(inverse, targets) / counts
         weights = (counts / len(targets))[:, None]
@@ -190,8 +200,8 @@ class Learner(base.Learner):
 
     def agent(self) -> Agent:
         if len(self.run.seats) == 2:
-            return Agent(self.nets[1].copy(), 1, self.nets[2].copy())
-        return Agent(self.net.copy(), self.run.player)
+            return Agent(self.nets[1].copy(), 1, self.nets[2].copy(), self.knobs.symmetry)
+        return Agent(self.net.copy(), self.run.player, symmetry=self.knobs.symmetry)
 
 
 ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)
