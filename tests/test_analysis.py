@@ -245,7 +245,7 @@ def test_outcome_figure_for_runs_that_explore(tmp_path):
     for overrides in (("algorithm=q_table", "opponent=random", "player=1", "seed=0"),
                       ("algorithm=q_table", "opponent=random", "player=1", "seed=1"),
                       ("algorithm=td_value", "opponent=random", "player=1", "seed=0"),  # 0.27
-                      ("algorithm=mc_vfa", "layers=1", "neurons=4", "seed=0")):  # epsilon 0
+                      ("algorithm=mc_vfa", "layers=1", "neurons=4", "epsilon=0", "seed=0")):
         results.save(run(job(compose(*overrides, "episodes_per_update=20", "iterations=5"))),
                      tmp_path)
     written = plots.outcome_figures(tmp_path, tmp_path / "figures")

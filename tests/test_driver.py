@@ -24,7 +24,7 @@ def half_done(tmp_path):
 
 def test_a_dry_run_lists_what_would_train_and_what_is_skipped_and_changes_nothing(half_done):
     before = snapshot(half_done)
-    done = cli(["--multirun", "results_dir=results", *TINY, "seed=0,1,2,3", "epsilon=0,0.0",
+    done = cli(["--multirun", "results_dir=results", *TINY, "seed=0,1,2,3", "gamma=0.95,0.950",
                 "hydra.launcher.dry_run=true"], half_done)
     assert done.returncode == 0, done.stderr
     assert snapshot(half_done) == before
@@ -34,7 +34,7 @@ def test_a_dry_run_lists_what_would_train_and_what_is_skipped_and_changes_nothin
     assert "2 runs already finished in results_dir: skipped (force=true re-runs them)" in lines
     train = [line for line in lines if line.startswith("train ")]
     skip = [line for line in lines if line.startswith("skip ")]
-    assert [line.split("  ")[1] for line in train] == [" ".join(["results_dir=results", *TINY, f"seed={s}", "epsilon=0"])
+    assert [line.split("  ")[1] for line in train] == [" ".join(["results_dir=results", *TINY, f"seed={s}", "gamma=0.95"])
                                                        for s in (2, 3)]
     assert sorted(line.split()[1] for line in skip) == sorted(p.stem for p in results.run_files(half_done / "results"))
     assert lines[-1] == "dry run: nothing trained, nothing written"

@@ -21,7 +21,7 @@ from lab.nets import MLP
 # probability against OneStep is 0.79 before training and about 0.56 after, with a seed-to-seed sd
 # of about 0.055 (over seeds 100-147: fast path 0.561, plain loop 0.558).
 MC_VFA = ["layers=2", "neurons=8", "alpha=0.02", "episodes_per_update=50", "player=2",
-          "opponent=onestep"]
+          "opponent=onestep", "epsilon=0", "epsilon_decay_per_update=1"]
 ITERATIONS = 40
 SEEDS = range(12)
 

@@ -6,6 +6,10 @@ from lab.compose import compose
 from lab.config import job
 from lab.run import run
 
+SEED000 = ("layers=5", "neurons=16", "alpha=0.01", "episodes_per_update=100", "iterations=1000",
+           "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false")
+"""Seed 000's defaults (sweeps/seed000.yaml): 5 x 16, alpha 0.01, e 100, i 1000, greedy, unfolded"""
+
 
 def test_tiny_run_rows_and_checkpoint(tmp_path):
     cfg = compose("layers=2", "neurons=8", "episodes_per_update=20", "iterations=15", "seed=3")
@@ -69,7 +73,7 @@ def test_learns_seed_defaults_as_o_against_onestep():
     """Seed 000's defaults: 5 x 16, alpha 0.01, e 100, i 1000, O against OneStep."""
     medians = []
     for seed in range(3):
-        rows = run(job(compose(f"seed={seed}"))).rows
+        rows = run(job(compose(*SEED000, f"seed={seed}"))).rows
         medians.append(rows["p1_wins"].iloc[-100:].sum() / rows["episodes_per_update"].iloc[0] / 100)
     assert np.median(medians) <= 0.15, medians
 
@@ -86,8 +90,8 @@ def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, t
     """The net, the compiled games and the saved agent all use the chosen number type: every
     greedy move the kernel plays (epsilon 0) is one of the agent's best moves in that type."""
     dtype = np.dtype(precision)
-    learner = make_learner("mc_vfa", f"precision={precision}", "layers=2", "neurons=8",
-                           "opponent=random", "player=1", "episodes_per_update=50", "seed=4")
+    learner = make_learner("mc_vfa", f"precision={precision}", "symmetry=false", "layers=2",
+                           "neurons=8", "opponent=random", "player=1", "episodes_per_update=50", "seed=4")
     for _ in range(5):
         learner.iterate()
     assert {p.dtype for p in learner.net.params} == {dtype}
@@ -135,15 +139,15 @@ def test_self_play_trains_both_nets_on_their_own_afterstates(make_learner):
     agent = learner.agent()
     for seat in (1, 2):
         codes = game.DECISIONS[game.TO_MOVE[game.DECISIONS] == (1 if seat == 1 else -1)]
-        expected = mc_vfa.Agent(learner.nets[seat], seat).scores(codes)
+        expected = mc_vfa.Agent(learner.nets[seat], seat, symmetry=True).scores(codes)
         np.testing.assert_array_equal(agent.scores(codes), expected)
 
 
 def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
     """One net, drawn from the run's seed as before: the rows measured before self-play existed
     (commit 58fe5a8)."""
-    rows = run(job(compose("layers=2", "neurons=8", "episodes_per_update=20", "iterations=20",
-                           "seed=7"))).rows
+    rows = run(job(compose(*SEED000, "layers=2", "neurons=8", "episodes_per_update=20",
+                           "iterations=20", "seed=7"))).rows
     assert rows["p2_wins"].tolist() == [4, 4, 7, 7, 7, 10, 9, 6, 7, 4, 10, 12, 6, 7, 7, 7, 5, 7,
                                         6, 7]
     assert rows["eval_p2_onestep_loss"].iloc[-1] == 0.5851851851851851
