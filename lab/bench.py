@@ -40,7 +40,9 @@ CASES = {
     "td_value": (["algorithm=td_value", "opponent=random", "player=1", "alpha=0.1", "epsilon=0.1",
                   "draw_value=0", "episodes_per_update=10000"], 200_000),
     "negamax_q": (["algorithm=negamax_q", "opponent=random", "player=1", "episodes_per_update=10000"], 200_000),
-    "q_net": (["algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=100"], 20_000),
+    "q_net": (["algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=100",
+               "neurons=32", "alpha=0.3", "gamma=0.8", "epsilon_final=0.01", "epochs=10",
+               "symmetry=false"], 20_000),
 }
 
 

@@ -220,7 +220,7 @@ def reference_move_table(agent):
 
 AGENTS = {
     "mc_vfa": ["layers=5", "neurons=32", "episodes_per_update=50", "symmetry=false"],  # as specified
-    "q_net": ["episodes_per_update=50"],
+    "q_net": ["episodes_per_update=50", "symmetry=false"],  # as specified
     "q_table": ["episodes_per_update=500"],
     "td_value": ["episodes_per_update=500"],
     "negamax_q": ["opponent=self", "episodes_per_update=500"],

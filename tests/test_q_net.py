@@ -8,10 +8,15 @@ from lab.knobs import ConfigError
 from lab.evaluate import exact
 
 
+NOTEBOOK = ("neurons=32", "alpha=0.3", "gamma=0.8", "epsilon_final=0.01", "epochs=10",
+            "symmetry=false")
+"""q_net's defaults before issue 12's search: the notebook's net, gamma and final epsilon"""
+
+
 def test_tiny_run_rows_and_checkpoint_round_trip(run_and_restore):
     loaded, rows = run_and_restore("algorithm=q_net", "opponent=random", "player=1",
                                    "episodes_per_update=20", "iterations=6", "seed=3")
-    assert (rows["epsilon_final"] == 0.01).all() and (rows["algorithm"] == "q_net").all()
+    assert (rows["epsilon_final"] == 0.016).all() and (rows["algorithm"] == "q_net").all()
     assert loaded.player == 1
 
 
@@ -105,14 +110,14 @@ def test_self_play_fits_each_net_on_its_own_seats_moves(make_learner):
     for seat in (1, 2):
         codes = game.DECISIONS[game.TO_MOVE[game.DECISIONS] == (1 if seat == 1 else -1)]
         np.testing.assert_array_equal(agent.scores(codes),
-                                      q_net.Agent(learner.nets[seat], seat).scores(codes))
+                                      q_net.Agent(learner.nets[seat], seat, symmetry=True).scores(codes))
 
 
 def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
-    """The rows measured before self-play existed (commit 58fe5a8)."""
+    """The rows measured before self-play existed (commit 58fe5a8), with the defaults of then."""
     from lab.config import job
     from lab.run import run
-    rows = run(job(compose("algorithm=q_net", "player=1", "opponent=random",
+    rows = run(job(compose("algorithm=q_net", *NOTEBOOK, "player=1", "opponent=random",
                            "episodes_per_update=50", "iterations=10", "seed=3"))).rows
     assert rows["p1_wins"].tolist() == [32, 31, 38, 33, 38, 35, 42, 40, 41, 40]
     assert rows["eval_p1_random_loss"].iloc[-1] == 0.13020833333333331
