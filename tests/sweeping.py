@@ -23,7 +23,8 @@ TINY_RUNS = {
     "alphazero": ("simulations=4", "train_steps=2", "gating_games=2", "neurons=8"),
 }
 """Per algorithm, knobs that make a run of a few episodes take milliseconds"""
-SECONDS = ["iterations=400", "episodes_per_update=100", "layers=3", "neurons=64", "memory=keep"]
+SECONDS = ["iterations=400", "episodes_per_update=100", "layers=3", "neurons=64", "memory=keep",
+           "epsilon=0", "symmetry=false"]
 """A run that takes a few seconds (long enough to be killed mid-run)"""
 
 

@@ -42,7 +42,7 @@ def test_sweep_ends_with_figures_and_summary(sweep_dir):
     out, done = sweep_dir
     assert "8 runs finished, 0 failed" in done.stdout
     # before the self-play runs; + seed 001's figure for the two td_value configurations
-    assert f"9 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
+    assert f"11 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
     # Without a terminal: one line per finished run, naming it, with counts and an ETA.
     lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
@@ -80,6 +80,8 @@ def test_every_figure_type(sweep_dir, tmp_path):
         "mc_vfa_exact_ttt_player1_l2_n8.png", "mc_vfa_exact_ttt_player2_l2_n8.png",
         "td_value_exact_ttt_player1.png", "td_value_exact_ttt_player2.png",
         "td_value_exact_ttt_self_seat1.png", "td_value_exact_ttt_self_seat2.png",
+        "mc_vfa_outcomes_ttt_player1_l2_n8_a0.0154_e20_i30.png",  # its epsilon decays
+        "mc_vfa_outcomes_ttt_player2_l2_n8_a0.0154_e20_i30.png",
         "comparison_exact_win.png"])
     assert all(p.stat().st_size > 20_000 for p in paths)
 
@@ -90,7 +92,7 @@ def test_configuration_names(sweep_dir):
     names = set(summary.name_configurations(summary.table(out))["config"])
     # td_value trains against onestep and in self-play, so its opponent is part of the name;
     # knobs it does not use (layers, neurons) leave no 'lnan' behind.
-    assert names == {"ttt_player1_l2_n8_a0.01_e20_i30", "ttt_player2_l2_n8_a0.01_e20_i30",
+    assert names == {"ttt_player1_l2_n8_a0.0154_e20_i30", "ttt_player2_l2_n8_a0.0154_e20_i30",
                      "ttt_player1_a0.08_e20_i30 opponent=onestep",
                      "ttt_player2_a0.08_e20_i30 opponent=onestep", "ttt_self_a0.08_e20_i30"}
 
@@ -146,14 +148,14 @@ def test_scripts(sweep_dir, tmp_path):
     done = subprocess.run([sys.executable, "analysis/summary.py", str(out), "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    assert "evaluated_vs" in done.stdout and "ttt_player2_l2_n8_a0.01_e20_i30" in done.stdout
+    assert "evaluated_vs" in done.stdout and "ttt_player2_l2_n8_a0.0154_e20_i30" in done.stdout
     table = pd.read_csv(tmp_path / "summary.csv")
     assert len(table) == 8
     assert (tmp_path / "summary.md").read_text().startswith("| algorithm | seat | evaluated_vs |")
     done = subprocess.run([sys.executable, "analysis/plot_winrates.py", str(out), "--out", str(tmp_path),
                            "--smooth", "1"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.split()) == 12
+    assert len(done.stdout.split()) == 14
 
 
 @pytest.mark.integration
@@ -166,7 +168,7 @@ def test_notebook_runs_headless(sweep_dir):
                    resources={"metadata": {"path": str(REPO / "analysis")}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 12
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 14
     assert any("ttt_self_a0.08_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
 
 

@@ -39,7 +39,7 @@ def test_grid_lands_as_one_table(grid):
 def test_rerun_skips_finished_runs(grid):
     out, _ = grid
     cmd = [sys.executable, "-m", "lab.sweep", "--multirun", "layers=2,3", "neurons=8",
-           "iterations=200", "seed=0,1", f"results_dir={out}", "hydra.launcher.parallel=false"]
+           "alpha=0.01", "episodes_per_update=100", "iterations=200", "seed=0,1", f"results_dir={out}", "hydra.launcher.parallel=false"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "4 runs already finished" in done.stdout
