@@ -8,7 +8,8 @@ own (a task costs milliseconds to dispatch, and its result a write on the driver
 
 The cost model is rough on purpose: only the order and the batch sizes depend on it, never a
 result. Its numbers are microseconds per training episode and milliseconds per exact evaluation
-point, measured on the 2-core development machine (run.py's train_seconds and eval_seconds).
+point (and mc_vfa's per update), measured on the 2-core development machine (run.py's wall,
+train and eval seconds): within about 30% of the runs' wall times.
 """
 
 from typing import Iterator
@@ -42,9 +43,12 @@ def cost(job: Job) -> float:
         "q_net": 8.0 + 0.0004 * weights * getattr(knobs, "epochs", 1),
         "alphazero": 25.0 * getattr(knobs, "simulations", 50) + 0.1 * weights,
     }.get(algorithm, 10.0)
+    per_update = 0.0  # microseconds per update, beyond its games
+    if algorithm == "mc_vfa":  # a gradient step on the update's afterstates (all seen, if kept)
+        per_update = (120 + 25 * knobs.layers) * (1.5 if knobs.memory == "keep" else 1.0)
     per_point = 0.7 + (0.0003 * weights if algorithm != "alphazero" else 0.15 * knobs.simulations)
     points = -(-run.iterations // run.eval_every) * len(run.seats)
-    return (RUN_SECONDS + 1e-6 * per_episode * run.episodes_per_update * run.iterations
+    return (RUN_SECONDS + 1e-6 * (per_episode * run.episodes_per_update + per_update) * run.iterations
             + 1e-3 * per_point * points)
 
 
