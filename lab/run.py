@@ -195,9 +195,18 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
     return RunResult(columns["run_id"], frame, checkpoint)
 
 
+def lost(job: Job, exc: BaseException) -> RunResult:
+    """A run lost with the process that trained it (a Ray task failed for good, a fork died):
+    one failed row, so the sweep records it and the next one re-trains it."""
+    return RunResult(job.run_id, pd.DataFrame([{
+        "run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0,
+        "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+    }]), None)
+
+
 def run_batch(jobs: list[Job], code: dict, signal: str | None = None) -> list[RunResult]:
     """Train the jobs one after another: one Ray task of a sweep (lab.schedule.batches). Creates
-    the file `signal` first, if given: the driver's head start (lab.head_start) waits for it."""
+    the file `signal` first, if given: the driver's forks (lab.forks) stop when it appears."""
     if signal is not None:
         with contextlib.suppress(OSError):  # a signal that cannot be given changes no result
             Path(signal).touch()

@@ -4,8 +4,9 @@ Without --multirun it trains the one configuration in this process. With --multi
 the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
 (lab.compose.Composer), validated and checked against what results_dir already holds before
 anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
-whose start the driver's forks fill by training the shortest runs, lab.head_start, unless
-hydra.launcher.address or RAY_ADDRESS names a cluster); each finished run comes back to this
+whose start the driver's forks fill by training the first runs, lab.forks, unless
+hydra.launcher.address or RAY_ADDRESS names a cluster; a grid whose work would end before Ray
+could start trains in the forks alone, `mode`); each finished run comes back to this
 process, which writes it atomically, so results land in this machine's results_dir whichever node
 trained them. The driver keeps only a few fields per finished run, so its memory does not grow
 with the runs' results, and Ctrl-C stops a sweep cleanly: what finished stays saved.
@@ -27,10 +28,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 import lab
-from lab import config, head_start, provenance, results, schedule
+from lab import config, forks, provenance, results, schedule
 from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
-from lab.run import RunResult, in_the_driver, run, run_batch
+from lab.run import RunResult, in_the_driver, lost, run, run_batch
 
 
 def _fail(message: str) -> NoReturn:
@@ -197,16 +198,50 @@ class Progress:
 
 
 RAY_START_SECONDS = 3.0
-"""About what starting and stopping an embedded local Ray costs (2.5 s and 0.3 s on the 2-core
-development machine): with parallel=auto, runs predicted to take less train in this process."""
+"""About what starting and stopping an embedded local Ray costs in wall time (2.5 s and 0.3 s on
+the 2-core development machine; also 3.3 CPU-seconds, and 0.7 s of imports per worker)."""
+
+RAY_WORTH_SECONDS = 10 * RAY_START_SECONDS
+"""Predicted work per core from which parallel=auto starts a local Ray: its start is then at most
+a tenth of the sweep. Below, forks of this process, which have the lab imported, finish sooner
+(seed 000's grid x 4 seeds, 19 s a core on 2 cores: 17 s in forks, 21.5 s on Ray)."""
+
+FORK_SECONDS = 0.5
+"""Below this much predicted work, forking trainers and reading their runs back costs about what
+spreading the runs over the cores saves."""
+
+MODES = {True: "ray", False: "driver", "processes": "processes"}
+"""hydra.launcher.parallel's values but auto, and where each trains the runs."""
 
 
-def use_ray(jobs: list[Job], parallel, address=None) -> bool:
-    """Whether the jobs go to Ray: always with parallel=true or a cluster to join, never with
-    false; with auto, when their predicted work (lab.schedule.cost) outweighs starting Ray."""
-    if parallel == "auto":
-        return _joins(address) or sum(map(schedule.cost, jobs)) > RAY_START_SECONDS
-    return bool(parallel)
+def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
+    """Where the jobs train: "ray" (a cluster to join, or a local Ray this process starts, whose
+    start its forks fill, lab.forks), "processes" (forks of this process, one per core, no Ray) or
+    "driver" (this process, one run after another). parallel=true, processes and false choose;
+    auto: Ray if a cluster was named; else by the predicted work (lab.schedule.cost): this
+    process on one core or for too little work to spread, a local Ray if the work per core is
+    worth its start (RAY_WORTH_SECONDS), forks otherwise."""
+    if parallel != "auto":
+        return MODES[parallel]
+    if _joins(address):
+        return "ray"
+    cores = num_cpus or os.cpu_count() or 1
+    work = sum(map(schedule.cost, jobs))
+    if cores == 1 or work < FORK_SECONDS:
+        return "driver"
+    return "ray" if work / cores > RAY_WORTH_SECONDS else "processes"
+
+
+def _without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
+    """Why parallel=auto trains these jobs without Ray, and where."""
+    work, cores = sum(map(schedule.cost, jobs)), num_cpus or os.cpu_count() or 1
+    if where == "driver":
+        why = "on one core" if cores == 1 else "too little to spread over cores"
+        return (f"the runs' predicted work ({work:.1f} s) is {why}: training them in this process "
+                "(hydra.launcher.parallel=true uses Ray anyway)")
+    return (f"the runs' predicted work ({work:.1f} s, {work / cores:.1f} s a core) is short beside "
+            f"starting Ray (about {RAY_START_SECONDS:.0f} s): training them in {cores} forks of this "
+            "process (hydra.launcher.parallel=true uses Ray anyway)")
 
 
 def _joins(address) -> bool:
@@ -331,14 +366,15 @@ class Execution:
         span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
         return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
                 f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
-                f"{max(0.0, self.seconds - span):.1f} s (planning, Ray, saving)")
+                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving)")
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
             started: float | None = None, dashboard: bool = False) -> Execution:
-    """Run the jobs, longest first (lab.schedule), on Ray or in this process (use_ray), saving
-    each result as it arrives. `started` is the sweep's start (time.perf_counter; default now).
-    A Ray it starts (with its dashboard if `dashboard`) is stopped before it returns.
+    """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
+    process (`mode`), saving each result as it arrives. `started` is the sweep's start
+    (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
+    stopped before it returns.
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
     """
@@ -357,8 +393,12 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
 
     cores = 1
     try:
-        if use_ray(jobs, parallel, address):
+        where = mode(jobs, parallel, address, num_cpus)
+        if where == "ray":
             cores = _on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
+        elif where == "processes":
+            cores = num_cpus or os.cpu_count() or 1
+            _in_forks(jobs, code, finish, progress, cores)
         else:
             in_the_driver()
             for i, job in enumerate(schedule.longest_first(jobs)):
@@ -372,14 +412,43 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     return Execution(done, cores, time.perf_counter() - started)
 
 
+def _in_forks(jobs: list[Job], code: dict, finish, progress: Progress, cores: int) -> None:
+    """Run the jobs in `cores` forks of this process (lab.forks), longest first, short runs
+    batched (lab.schedule); calls finish(job, result, running) as each run ends. A fork that
+    dies fails the runs it held; if every fork died, this process trains what none took."""
+    queue = forks.Queue(list(schedule.batches(jobs, cores)))
+    trainers = forks.Forks(queue, code, cores)
+
+    def save(job: Job, result: RunResult) -> None:
+        finish(job, result, trainers.alive)
+
+    try:
+        while trainers.alive:
+            for job, result in trainers.results():
+                save(job, result)
+            progress.update(running=trainers.alive)
+            time.sleep(0.05)
+        trainers.finish(save)
+        if (taken := queue.take()) is not None:
+            in_the_driver()
+            while taken is not None:
+                for job in queue.batches[taken]:
+                    save(job, run(job, code))
+                taken = queue.take()
+    finally:
+        if trainers.alive:  # Ctrl-C or an error: keep what they finished
+            trainers.abort(save)
+        trainers.close()
+
+
 def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus,
             dashboard: bool = False) -> int:
     """Run the jobs as Ray tasks, longest first, short runs batched (lab.schedule), each task
     named after its first run and carrying the driver's provenance.code(); calls
     finish(job, result, running) as each run ends. Returns the CPUs the runs had.
 
-    Starting a local Ray, this process forks head starts first (lab.head_start): they train
-    batches from the short end while Ray starts, until a Ray worker begins to train."""
+    Starting a local Ray, this process forks head starts first (lab.forks): they take batches
+    from the same queue while Ray starts, until a Ray worker begins to train."""
     import ray
 
     in_flight = 0  # runs in Ray's tasks, submitted and not yet back
@@ -399,12 +468,12 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
         connect(address, num_cpus, dashboard)
     else:
         ours = True
-        queue = head_start.Queue(list(schedule.batches(jobs, slots)))
-        head = head_start.start(queue, code, slots)  # before Ray's threads exist here
+        queue = forks.Queue(list(schedule.batches(jobs, slots)))
+        head = forks.Forks(queue, code, max(1, slots - 1))  # before Ray's threads exist here
         connect(None, num_cpus, dashboard)
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if head is None:
-        queue = head_start.Queue(list(schedule.batches(jobs, slots)))
+        queue = forks.Queue(list(schedule.batches(jobs, slots)))
     remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(run_batch)
     pending = {}
     try:
@@ -416,7 +485,8 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
             slots = max(slots, int(ray.cluster_resources().get("CPU", 1)))
-            while len(pending) < 2 * slots and (batch := queue.front()) is not None:
+            while len(pending) < 2 * slots and (taken := queue.take()) is not None:
+                batch = queue.batches[taken]
                 name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
                     f"+{len(batch) - 1}" if len(batch) > 1 else "")
                 signal_ = head.ray_signal if head is not None and head.alive else None
@@ -441,38 +511,21 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             try:
                 outcomes = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
-                outcomes = [RunResult(job.run_id, _failed_rows(job, exc), None) for job in batch]
+                outcomes = [lost(job, exc) for job in batch]
             for job, result in zip(batch, outcomes):
                 save(job, result)
         if head is not None:
-            head.wait()
-            for job, result in head.results():
-                save(job, result)
-            for job in head.lost():  # a head start died: what it had taken failed
-                save(job, RunResult(job.run_id, _failed_rows(job, RuntimeError(
-                    "the driver's head-start process ended before this run did")), None))
+            head.finish(save)
     finally:
         for ref in pending:  # Ctrl-C or an error here: leave nothing running on the cluster
             ray.cancel(ref, force=True)
         if head is not None:
             if head.alive:  # Ctrl-C or an error: keep what they finished
-                head.kill()
-                head.wait()
-                for job, result in head.results():
-                    save(job, result)
+                head.abort(save)
             head.close()
     if ours:
         disconnect()  # now, not at exit: part of the sweep's reported wall time
     return slots
-
-
-def _failed_rows(job: Job, exc: Exception):
-    import pandas as pd
-
-    return pd.DataFrame([{
-        "run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0,
-        "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-    }])
 
 
 def report(jobs: list[Job], execution: Execution) -> int:
@@ -658,23 +711,22 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
-    if parallel not in (True, False, "auto"):
-        _fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true, false or auto")
+    if parallel not in (True, False, "processes", "auto"):
+        _fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
+              "of this process, no Ray), false (this process) or auto")
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
         print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
         for note in p.notes:
             print(note)
-        if p.train and parallel == "auto" and not use_ray(p.train, parallel, address):
-            print(f"the runs' predicted work ({sum(map(schedule.cost, p.train)):.1f} s) is less "
-                  "than starting Ray: training them in this process (hydra.launcher.parallel=true "
-                  "uses Ray anyway)")
+        where = mode(p.train, parallel, address, num_cpus) if p.train else None
+        if parallel == "auto" and where in ("processes", "driver"):
+            print(_without_ray_note(p.train, where, num_cpus))
         if dry_run:
             list_plan(p, job_overrides)
             return []
-        joins = bool(p.train) and use_ray(p.train, parallel, address) and _joins(address) \
-            and not _ray_started()
+        joins = where == "ray" and _joins(address) and not _ray_started()
         if joins:  # a cluster that cannot be joined stops the sweep before its record is written
             connect(address, num_cpus, dashboard)
         if p.train:

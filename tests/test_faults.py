@@ -70,8 +70,8 @@ def _complete(results_dir, iterations):
 
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
-    # runs long enough that the driver's head start (lab.head_start), busy with one while Ray
-    # starts, leaves the other to Ray
+    # runs long enough that the driver's head start (lab.forks), busy with one while Ray starts,
+    # leaves the other to Ray
     proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200", "seed=0,1"])
 
     def running_task():

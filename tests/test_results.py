@@ -4,10 +4,11 @@ integer and boolean columns that stay integers and booleans beside failed runs."
 import pandas as pd
 import pytest
 
-from lab import results, sweep
+from lab import results
 from lab.compose import compose
 from lab.config import job
-from lab.run import RunResult, run
+from lab.run import lost as lost_run
+from lab.run import run
 from sweeping import TINY, values
 
 
@@ -18,7 +19,7 @@ def mixed(tmp_path_factory):
     for overrides in ([*TINY, "eval_every=2"], ["algorithm=q_table", *TINY, "eval_every=2"]):
         results.save(run(job(compose(*overrides))), out)
     lost = job(compose(*TINY, "seed=7"))
-    results.save(RunResult(lost.run_id, sweep._failed_rows(lost, RuntimeError("node died")), None), out)
+    results.save(lost_run(lost, RuntimeError("node died")), out)
     return out, lost.run_id
 
 
@@ -71,7 +72,7 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     results.statuses(tmp_path, write_index=True)
     assert len(_parts(tmp_path, "stored")) == 1
     # a run rewritten as failed, one removed and one added: the index follows the files
-    results.save(RunResult(jobs[0].run_id, sweep._failed_rows(jobs[0], RuntimeError("x")), None), tmp_path)
+    results.save(lost_run(jobs[0], RuntimeError("x")), tmp_path)
     (tmp_path / f"{jobs[1].run_id}.parquet").unlink()
     extra = job(compose(*TINY, "seed=9", f"results_dir={tmp_path}"))
     results.save(run(extra), tmp_path)

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from lab import head_start, results, schedule, sweep
+from lab import forks, results, schedule, sweep
 from lab.compose import compose, grid
 from lab.config import job
 from lab.run import run, run_batch
@@ -76,12 +76,12 @@ def test_batches_give_the_rows_of_one_task_per_run():
         pd.testing.assert_frame_equal(result.rows.drop(columns=list(results.CIRCUMSTANCES)), alone)
 
 
-def test_the_head_start_queue_gives_each_batch_to_one_taker():
-    queue = head_start.Queue([["a"], ["b"], ["c"], ["d"], ["e"]])
-    assert queue.front() == ["a"] and queue.back() == 4 and queue.back() == 3
-    assert queue.front() == ["b"] and queue.back() == 2
-    assert queue.front() is None and queue.back() is None
-    assert list(queue.taken_from_back()) == [2, 3, 4]
+def test_the_queue_gives_each_batch_to_one_taker_longest_first_and_knows_the_forks_ones():
+    queue = forks.Queue([["a"], ["b"], ["c"], ["d"], ["e"]])
+    assert queue.take() == 0 and queue.take(by_fork=True) == 1 and queue.take(by_fork=True) == 2
+    assert queue.take() == 3 and queue.take(by_fork=True) == 4
+    assert queue.take() is None and queue.take(by_fork=True) is None
+    assert queue.taken_by_forks() == [1, 2, 4]
 
 
 def test_a_ray_task_signals_that_it_trains_and_a_lost_signal_changes_nothing(tmp_path):
@@ -93,20 +93,29 @@ def test_a_ray_task_signals_that_it_trains_and_a_lost_signal_changes_nothing(tmp
     assert [r.failed for r in run_batch(jobs, code={}, signal=str(gone))] == [False, False]
 
 
-def test_small_work_trains_in_this_process_and_big_work_on_ray(monkeypatch):
+def test_auto_trains_by_the_predicted_work_per_core(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     tiny = [_job(*TINY, f"seed={s}") for s in range(4)]
-    big = [_job("algorithm=alphazero", f"seed={s}") for s in range(4)]
-    assert not sweep.use_ray(tiny, "auto") and sweep.use_ray(big, "auto")
-    assert sweep.use_ray(tiny, "auto", address="10.0.0.1:6379")  # a cluster was asked for
-    assert sweep.use_ray(tiny, True) and not sweep.use_ray(big, False)
+    mid = [_job(f"seed={s}") for s in range(4)]  # mc_vfa's defaults: about 2.6 s each
+    big = [_job(f"seed={s}") for s in range(40)]
+    assert sum(map(schedule.cost, tiny)) < sweep.FORK_SECONDS
+    assert 2 * sweep.RAY_START_SECONDS < sum(map(schedule.cost, mid)) < sweep.RAY_WORTH_SECONDS
+    assert sum(map(schedule.cost, big)) > 2 * sweep.RAY_WORTH_SECONDS
+    assert sweep.mode(tiny, "auto", num_cpus=8) == "driver"  # too little to spread
+    assert sweep.mode(big, "auto", num_cpus=1) == "driver"  # one core
+    assert sweep.mode(mid, "auto", num_cpus=2) == "processes"  # done sooner than Ray would pay
+    assert sweep.mode(big, "auto", num_cpus=2) == "ray"  # Ray's start: under a tenth of the work
+    assert sweep.mode(big, "auto", num_cpus=16) == "processes"
+    assert sweep.mode(tiny, "auto", address="10.0.0.1:6379") == "ray"  # a cluster was asked for
+    assert sweep.mode(tiny, True) == "ray" and sweep.mode(big, False) == "driver"
+    assert sweep.mode(tiny, "processes") == "processes"
 
 
 def test_the_sweep_reports_core_utilisation_and_fixed_cost():
     # two cores, 10 s of sweep; runs of 6 s and 8 s that ran from t=1 to t=9
     outcomes = [sweep.Outcome("a", False, None, 6.0, 1007.0), sweep.Outcome("b", False, None, 8.0, 1009.0)]
     line = sweep.Execution(outcomes, cores=2, seconds=10.0).efficiency()
-    assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, Ray, saving)"
+    assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving)"
 
 
 def test_serial_execution_runs_longest_first(tmp_path):
@@ -116,8 +125,9 @@ def test_serial_execution_runs_longest_first(tmp_path):
 
 
 @pytest.mark.parametrize("value", ["sometimes", 2])
-def test_parallel_takes_true_false_or_auto(value, capsys):
+def test_parallel_takes_true_processes_false_or_auto(value, capsys):
     with pytest.raises(SystemExit) as stop:
         sweep.launch(None, None, [], parallel=value)
     assert stop.value.code == 2
-    assert f"hydra.launcher.parallel={value!r} is not allowed: true, false or auto" in capsys.readouterr().err
+    assert (f"hydra.launcher.parallel={value!r} is not allowed: true (Ray), processes (forks of this "
+            "process, no Ray), false (this process) or auto") in capsys.readouterr().err

@@ -52,10 +52,13 @@ class LabRayLauncherConf:
     """Ray cluster to join: 'auto' (a cluster started on this machine) or the head's GCS address
     'host:6379'; null: RAY_ADDRESS if set, else an embedded local Ray"""
     num_cpus: Optional[int] = None
-    """CPUs of the embedded local Ray; null: every core"""
+    """CPUs of the embedded local Ray (or forks of the driver, with parallel=processes); null:
+    every core"""
     parallel: Any = "auto"
-    """auto: Ray unless the runs' predicted work is less than starting Ray, then this process;
-    true: always Ray; false: one run after another in this process, without Ray"""
+    """auto: Ray unless the runs' predicted work, spread over the cores, ends before Ray could
+    start: then forks of this process (or this process, for too little work to spread); true:
+    always Ray; processes: forks of this process, one per core, without Ray; false: one run after
+    another in this process"""
     figures: bool = True
     """false: skip drawing the figures and the summary into results_dir at the end"""
     dry_run: bool = False

@@ -1,0 +1,207 @@
+"""Forks of the driver (lab.forks), as head starts while Ray starts or as a sweep's only trainers:
+each run once, with the rows a Ray task would give; and Ray's quicker stop (lab.sweep.disconnect)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from lab import forks, results
+from lab import sweep as sweep_module
+from lab.compose import grid
+from lab.config import job
+from lab.run import run
+from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values
+
+pytestmark = pytest.mark.integration
+
+
+def _jobs(tmp_path, seeds=6, *extra):
+    composer, overrides = grid(*TINY, *extra, f"seed=range(0,{seeds})", f"results_dir={tmp_path}")
+    return [job(composer(o)) for o in overrides]
+
+
+def _without_circumstances(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=list(results.CIRCUMSTANCES)).reset_index(drop=True)
+
+
+def _train_in_forks(queue, processes):
+    """Every run the forks finish, and the jobs they lost."""
+    trainers = forks.Forks(queue, code={}, processes=processes)
+    trainers.wait()
+    trained, lost = list(trainers.results()), trainers.unfinished()
+    trainers.close()
+    assert not trainers.alive and not trainers.folder.exists()
+    return trained, lost
+
+
+def test_forks_train_every_run_once_with_the_rows_of_this_process(tmp_path):
+    jobs = _jobs(tmp_path)
+    queue = forks.Queue([jobs[:2], *([j] for j in jobs[2:])])
+    trained, lost = _train_in_forks(queue, processes=2)
+    assert lost == []
+    assert sorted(j.run_id for j, _ in trained) == sorted(j.run_id for j in jobs)
+    for job_, result in trained:
+        assert result.run_id == job_.run_id
+        pd.testing.assert_frame_equal(_without_circumstances(result.rows),
+                                      _without_circumstances(run(job_, code={}).rows))
+
+
+def test_batches_the_driver_took_for_ray_are_never_trained_by_a_fork(tmp_path):
+    jobs = _jobs(tmp_path)
+    queue = forks.Queue([[j] for j in jobs])
+    mine = [queue.take(), queue.take()]  # the longest two, sent to Ray before the forks take any
+    trained, _ = _train_in_forks(queue, processes=2)
+    assert {j.run_id for j, _ in trained} == {j.run_id for j in jobs[2:]}
+    assert mine == [0, 1] and queue.take() is None
+
+
+def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_failed(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, seeds=4)
+    doomed = jobs[1]
+
+    def run_or_die(job_, code):
+        if job_.run_id == doomed.run_id:
+            os._exit(3)  # as a crash would: nothing sent, no goodbye
+        return run(job_, code)
+
+    monkeypatch.setattr(forks, "run", run_or_die)  # the fork inherits it
+    trainers = forks.Forks(forks.Queue([[j] for j in jobs]), code={}, processes=1)
+    saved = {}
+    trainers.finish(lambda job_, result: saved.setdefault(job_.run_id, result))
+    trainers.close()
+    assert list(saved) == [jobs[0].run_id, doomed.run_id]  # took 0, then 1 and died with it
+    assert saved[jobs[0].run_id].rows.status.eq("finished").all()
+    failed = saved[doomed.run_id].rows
+    assert failed.status.tolist() == ["failed"] and "ended before it" in failed.error[0]
+
+
+def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
+    # Ray's start made 2 s slower: the head start surely trains some runs meanwhile
+    prelude = """
+import atexit, time
+from lab import forks, sweep
+starts, connect, Forks = [], sweep.connect, forks.Forks
+def slow_connect(*args, **kwargs):
+    time.sleep(2)
+    connect(*args, **kwargs)
+def counted_forks(*args, **kwargs):
+    starts.append(Forks(*args, **kwargs))
+    return starts[-1]
+sweep.connect, forks.Forks = slow_connect, counted_forks
+atexit.register(lambda: print("head start trained", sum(len(h._received) for h in starts)))
+"""
+    args = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=true",
+            "hydra.launcher.num_cpus=2", "results_dir=out", *TINY, "seed=range(0,12)"]
+    done = sweep(args, cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 0, done.stderr
+    assert "12 runs finished, 0 failed" in done.stdout
+    trained = int(done.stdout.rsplit("head start trained ", 1)[1].split()[0])
+    assert 0 < trained <= 12
+    stored = rows(tmp_path / "out")
+    assert stored.groupby("run_id").size().tolist() == [3] * 12  # every run once, whole
+    for job_ in _jobs(tmp_path / "out", seeds=12)[::5]:
+        alone = _without_circumstances(run(job_, code={}).rows)
+        mine = stored[stored.run_id == job_.run_id].reset_index(drop=True)
+        pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
+
+
+def test_disconnect_stops_every_process_of_the_local_ray():
+    script = """
+import os
+from lab import sweep
+import ray
+sweep.connect(num_cpus=1)
+node = ray._private.worker._global_node
+pids = [info.process.pid for infos in node.all_processes.values() for info in infos]
+assert "monitor" in node.all_processes
+sweep.disconnect()
+alive = []
+for pid in pids:
+    try:
+        os.kill(pid, 0)
+        alive.append(pid)
+    except ProcessLookupError:
+        pass
+print("alive", alive, ray.is_initialized())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=clean_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("alive [] False")
+
+
+NO_RAY = """
+from lab import sweep
+def no_ray(*args, **kwargs):
+    raise AssertionError("this sweep should not start Ray")
+sweep.connect = no_ray
+"""
+
+
+def test_auto_trains_a_short_grid_in_forks_alone(tmp_path):
+    # 4 runs of about 0.2 s predicted each: 0.4 s a core, far less than Ray's start
+    args = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.num_cpus=2", "results_dir=out",
+            *TINY, "iterations=2000", "seed=range(0,4)"]
+    done = sweep(args, cwd=tmp_path, prelude=NO_RAY)
+    assert done.returncode == 0, done.stderr
+    assert "is short beside starting Ray (about 3 s): training them in 2 forks of this process" in done.stdout
+    assert "4 runs finished, 0 failed" in done.stdout and "of 2 cores busy" in done.stdout
+    stored = rows(tmp_path / "out")
+    assert stored.groupby("run_id").size().tolist() == [2000] * 4  # every run once, whole
+    for job_ in _jobs(tmp_path / "out", 4, "iterations=2000")[::3]:
+        alone = _without_circumstances(run(job_, code={}).rows)
+        mine = stored[stored.run_id == job_.run_id].reset_index(drop=True)
+        pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
+
+
+def test_when_every_fork_died_the_driver_trains_what_none_took(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, seeds=4)  # equal costs: one run a batch on one core, in grid order
+    doomed = jobs[1]
+
+    def run_or_die(job_, code):
+        if job_.run_id == doomed.run_id:
+            os._exit(3)
+        return run(job_, code)
+
+    monkeypatch.setattr(forks, "run", run_or_die)
+    done = sweep_module.execute(jobs, num_cpus=1, parallel="processes").done
+    assert [(o.run_id, o.failed) for o in done] == [(jobs[0].run_id, False), (doomed.run_id, True),
+                                                    (jobs[2].run_id, False), (jobs[3].run_id, False)]
+    assert results.statuses(tmp_path) == {j.run_id: "failed" if j is doomed else "finished" for j in jobs}
+
+
+def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command_resumes(tmp_path):
+    grid = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=processes",
+            "hydra.launcher.num_cpus=2", "results_dir=results", *SECONDS, "iterations=100", "seed=range(0,8)"]
+    proc = subprocess.Popen(command(grid), cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(results.run_files(tmp_path / "results")) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "no two finished runs"
+            time.sleep(0.05)
+        forked = descendants(proc.pid)
+        assert len(forked) == 2  # the two forks, nothing else (no Ray)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    saved = results.run_files(tmp_path / "results")
+    assert 2 <= len(saved) < 8
+    assert (f"interrupted: {len(saved)} finished runs of this sweep are saved; the same command resumes "
+            "the rest") in output.splitlines()
+    assert not any(os.path.exists(f"/proc/{p}") for p in forked)
+    kept = {p: p.read_bytes() for p in saved}
+    again = sweep(grid, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"{8 - len(saved)} runs finished, 0 failed" in again.stdout
+    assert rows(tmp_path / "results").groupby("run_id").size().tolist() == [100] * 8
+    assert all(p.read_bytes() == content for p, content in kept.items())
