@@ -6,8 +6,9 @@ same process, and how much faster a 16-run sweep goes on 2 Ray workers than on 1
 start-up are excluded: each measurement warms up first. Then the driver of big grids (`--driver`
 alone): configurations planned per second, resuming a finished grid, reading a results directory
 of thousands of runs, and the driver's memory as finished runs add up. And the parallel section
-(`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all, with the
-sweep's own utilisation and fixed cost, and the speed-up they predict for 16 cores.
+(`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all (where
+parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and the
+speed-up they predict for 16 cores.
 """
 
 import argparse
@@ -205,14 +206,15 @@ def seconds_to_load(results_dir) -> float:
     return time.perf_counter() - start
 
 
-def driver_max_rss_mb(runs: int, out, num_cpus: int = 2) -> float:
-    """Peak RSS of the driver process (Ray's processes apart) over a real sweep of `runs`
-    200-iteration runs into `out` (evaluated once, so that the driver, not the runs, sets the
-    pace). Read from VmHWM: getrusage's ru_maxrss would count the memory of this process, which
-    forked it."""
+def driver_max_rss_mb(runs: int, out, num_cpus: int = 2, parallel: str = "auto") -> float:
+    """Peak RSS of the driver process (Ray's processes and forks apart) over a real sweep of
+    `runs` 200-iteration runs into `out` (evaluated once, so that the driver, not the runs, sets
+    the pace). Read from VmHWM: getrusage's ru_maxrss would count the memory of this process,
+    which forked it."""
     prelude = ("import atexit, re\natexit.register(lambda: print('VmHWM', re.search(r'VmHWM:\\s*(\\d+)', "
                "open('/proc/self/status').read())[1]))")
-    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}"]
+    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}",
+            f"hydra.launcher.parallel={parallel}"]
     done = _sweep_command(args, prelude)
     return int(done.stdout.rsplit("VmHWM", 1)[1].split()[0]) / 1024
 
@@ -239,6 +241,10 @@ def driver_section(quick: bool) -> None:
               "runs within 150 MB of 50)")
         print(f"  lab.results.load of that sweep's {runs:,} runs of 200 rows (indexed as it saved "
               f"them): {seconds_to_load(out):.2f} s")
+    with tempfile.TemporaryDirectory() as small_out, tempfile.TemporaryDirectory() as out:
+        small, big = (driver_max_rss_mb(n, o, parallel="true") for n, o in ((50, small_out), (runs, out)))
+        print(f"  the same on Ray (parallel=true): 50 runs {small:.0f} MB, {runs:,} runs {big:.0f} MB: "
+              f"{(big - small) / (runs - 50) * 1000:+.0f} MB per 1,000 finished runs")
     with tempfile.TemporaryDirectory() as out:
         _sweep_command([*_driver_grid(loaded, out), "hydra.launcher.parallel=true"])
         print(f"  lab.results.load of a {loaded:,}-run sweep of the grid above (indexed as it saved "
@@ -271,7 +277,7 @@ def longest_first_makespan(seconds: list[float], cores: int) -> float:
 
 def ray_ready_seconds(cores: int) -> float:
     """Seconds from starting a local Ray until a worker has imported the lab (lab.run) and can
-    train: what the longest run waits for (the head starts train the short end meanwhile)."""
+    train: the least a sweep on a Ray it starts takes, whatever its forks train meanwhile."""
     script = ("import time\nfrom lab import run, sweep\nimport ray\nstart = time.perf_counter()\n"
               f"sweep.connect(num_cpus={cores})\n"
               "ray.get(ray.remote(run.run_batch).remote([], {}))\n"
@@ -280,41 +286,60 @@ def ray_ready_seconds(cores: int) -> float:
     return float(done.stdout.split()[-1])
 
 
+def auto_mode(args: list[str], cores: int) -> str:
+    """Where parallel=auto would train the grid on `cores` cores (lab.sweep.mode), from the
+    sweep's dry run."""
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true",
+                           f"hydra.launcher.num_cpus={cores}"], capture_output=True, text=True, check=True)
+    return ("processes" if "forks of this process" in done.stdout else
+            "driver" if "training them in this process" in done.stdout else "ray")
+
+
 def parallel_section(quick: bool) -> None:
     import os
 
     iterations = ["iterations=50"] if quick else []
+    most = os.cpu_count() or 1
     print(f"parallel: python -m lab.sweep --multirun {' '.join(PARALLEL_GRID + iterations)}, end to end")
+    with tempfile.TemporaryDirectory() as out:  # a fresh install's first sweep compiles the kernels
+        _timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
     with tempfile.TemporaryDirectory() as out:
         _, seconds, line = _timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
         print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {line}")
     walls, run_walls, outside = {}, {}, {}
-    for cores in sorted({1, os.cpu_count() or 1}):
+    on_ray = f"{most} cores, parallel=true"
+    cases = {"1 core": (1, "auto"), f"{most} cores": (most, "auto"), on_ray: (most, "true")}
+    for name, (cores, parallel) in cases.items():
         with tempfile.TemporaryDirectory() as out:
-            epoch, walls[cores], line = _timed_sweep([
+            epoch, walls[name], line = _timed_sweep([
                 *PARALLEL_GRID, *iterations, f"results_dir={out}", f"hydra.launcher.num_cpus={cores}",
-                "hydra.launcher.parallel=true"])
+                f"hydra.launcher.parallel={parallel}"])
             runs = results.runs(results.load(out))
-        run_walls[cores] = list(runs["wall_seconds"])
+        run_walls[name] = list(runs["wall_seconds"])
         ended = runs["finished_utc"].map(lambda t: t.timestamp())
         # the command's time outside every run: before the first began, after the last ended
-        outside[cores] = (min(ended - runs["wall_seconds"]) - epoch) + (epoch + walls[cores] - max(ended))
-        print(f"  {cores} core{'s' * (cores > 1)}: {walls[cores]:.1f} s; {line}")
-    most = max(walls)
+        outside[name] = (min(ended - runs["wall_seconds"]) - epoch) + (epoch + walls[name] - max(ended))
+        where = {"driver": "in its own process", "processes": f"in {cores} forks", "ray": "on Ray"}[
+            auto_mode([*PARALLEL_GRID, *iterations], cores) if parallel == "auto" else "ray"]
+        print(f"  {name} ({where}): {walls[name]:.1f} s; {line}")
     if most > 1:
-        print(f"  speed-up at {most} cores: {walls[1] / walls[most]:.2f}x (target 1.8x at 2 cores, "
-              "utilisation 85%)")
+        print(f"  speed-up at {most} cores: {walls['1 core'] / walls[f'{most} cores']:.2f}x (target 1.8x at 2 "
+              f"cores, utilisation 85%); on Ray: {walls['1 core'] / walls[on_ray]:.2f}x")
     # 16 cores, from the measured pieces. Amdahl: the time outside the runs plus the 1-core run
-    # times spread over 16 cores, longest first. But the longest run goes to Ray, so it cannot
-    # end before Ray is ready plus its length: the prediction is the later of the two.
-    amdahl = outside[most] + longest_first_makespan(run_walls[1], 16)
-    ready = ray_ready_seconds(most)
-    ray_bound = outside[most] + ready + max(run_walls[1])
-    predicted = max(amdahl, ray_bound)
-    print(f"  predicted on 16 cores: {predicted:.1f} s, {walls[1] / predicted:.1f}x the 1-core run "
-          f"(goal 8x): the later of Amdahl's {amdahl:.1f} s ({outside[most]:.1f} s outside the runs "
-          f"plus the runs spread longest first) and Ray's start {ready:.1f} s plus the longest run "
-          f"{max(run_walls[1]):.1f} s plus that time outside")
+    # times spread over 16 cores, longest first (forks take the longest first, as Ray does). On a
+    # Ray it starts, the sweep also cannot end before Ray is ready.
+    spread = longest_first_makespan(run_walls["1 core"], 16)
+    if auto_mode([*PARALLEL_GRID, *iterations], 16) == "ray":
+        ready = ray_ready_seconds(most)
+        predicted = outside[on_ray] + max(spread, ready)
+        how = f"on Ray: {outside[on_ray]:.1f} s outside the runs plus the later of the runs " \
+              f"spread longest first ({spread:.1f} s) and Ray's start ({ready:.1f} s)"
+    else:
+        predicted = outside[f"{most} cores"] + spread
+        how = f"in 16 forks: {outside[f'{most} cores']:.1f} s outside the runs plus the runs spread longest " \
+              f"first ({spread:.1f} s)"
+    print(f"  predicted on 16 cores: {predicted:.1f} s, {walls['1 core'] / predicted:.1f}x the 1-core run "
+          f"(goal 8x), {how}")
 
 
 def main() -> None:
