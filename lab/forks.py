@@ -7,8 +7,8 @@ about 1.3 of 2 busy). Processes forked from the driver have the lab imported alr
 once. As head starts (one per core but one, the last left to Ray's start) they take batches from
 the longest-first queue (lab.schedule) as Ray's tasks do, so the longest runs start first wherever
 they train, and stop after the batch in hand once a Ray worker begins to train: but for those
-batches, no more processes train than Ray has CPUs. A sweep whose runs, spread over the cores,
-end sooner than Ray could start (lab.sweep.mode) trains in forks alone, one per core.
+batches, no more processes train than Ray has CPUs. A sweep too short for Ray's start to pay
+(under 30 s of predicted work a core, lab.sweep.mode) trains in forks alone, one per core.
 
 Each run comes back as a file that the driver reads and saves like any other run; its rows are
 the ones a Ray task or the driver itself would give.
