@@ -5,8 +5,8 @@ the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: ever
 (lab.compose.Composer), validated and checked against what results_dir already holds before
 anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
 whose start the driver's forks fill by training the first runs, lab.forks, unless
-hydra.launcher.address or RAY_ADDRESS names a cluster; a grid whose work would end before Ray
-could start trains in the forks alone, `mode`); each finished run comes back to this
+hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
+trains in the forks alone, `mode`); each finished run comes back to this
 process, which writes it atomically, so results land in this machine's results_dir whichever node
 trained them. The driver keeps only a few fields per finished run, so its memory does not grow
 with the runs' results, and Ctrl-C stops a sweep cleanly: what finished stays saved.
@@ -214,6 +214,11 @@ MODES = {True: "ray", False: "driver", "processes": "processes"}
 """hydra.launcher.parallel's values but auto, and where each trains the runs."""
 
 
+def _cores(num_cpus=None) -> int:
+    """The cores a local sweep uses: num_cpus, else every core of this machine."""
+    return num_cpus or os.cpu_count() or 1
+
+
 def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
     """Where the jobs train: "ray" (a cluster to join, or a local Ray this process starts, whose
     start its forks fill, lab.forks), "processes" (forks of this process, one per core, no Ray) or
@@ -225,8 +230,7 @@ def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
         return MODES[parallel]
     if _joins(address):
         return "ray"
-    cores = num_cpus or os.cpu_count() or 1
-    work = sum(map(schedule.cost, jobs))
+    cores, work = _cores(num_cpus), sum(map(schedule.cost, jobs))
     if cores == 1 or work < FORK_SECONDS:
         return "driver"
     return "ray" if work / cores > RAY_WORTH_SECONDS else "processes"
@@ -234,7 +238,7 @@ def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
 
 def _without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
     """Why parallel=auto trains these jobs without Ray, and where."""
-    work, cores = sum(map(schedule.cost, jobs)), num_cpus or os.cpu_count() or 1
+    work, cores = sum(map(schedule.cost, jobs)), _cores(num_cpus)
     if where == "driver":
         why = "on one core" if cores == 1 else "too little to spread over cores"
         return (f"the runs' predicted work ({work:.1f} s) is {why}: training them in this process "
@@ -397,7 +401,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
         if where == "ray":
             cores = _on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
         elif where == "processes":
-            cores = num_cpus or os.cpu_count() or 1
+            cores = _cores(num_cpus)
             _in_forks(jobs, code, finish, progress, cores)
         else:
             in_the_driver()
@@ -429,12 +433,10 @@ def _in_forks(jobs: list[Job], code: dict, finish, progress: Progress, cores: in
             progress.update(running=trainers.alive)
             time.sleep(0.05)
         trainers.finish(save)
-        if (taken := queue.take()) is not None:
-            in_the_driver()
-            while taken is not None:
-                for job in queue.batches[taken]:
-                    save(job, run(job, code))
-                taken = queue.take()
+        in_the_driver()  # if every fork died, this process trains what none took
+        while (taken := queue.take()) is not None:
+            for job in queue.batches[taken]:
+                save(job, run(job, code))
     finally:
         if trainers.alive:  # Ctrl-C or an error: keep what they finished
             trainers.abort(save)
@@ -453,7 +455,7 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
 
     in_flight = 0  # runs in Ray's tasks, submitted and not yet back
     head = None
-    slots = num_cpus or os.cpu_count() or 1
+    slots = _cores(num_cpus)
 
     def running() -> int:
         return min(in_flight, slots) + (head.alive if head else 0)
