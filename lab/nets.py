@@ -2,19 +2,37 @@
 
 Seed 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
 biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over the batch and one
-full-batch gradient step per update. Parameters and passes are float32 by default: tanh is about
-four times faster on float32 arrays, and the values only rank moves. Other learners reuse it with a linear output and their own
-loss by handing `gradients` the derivative of their loss with respect to the output.
+full-batch gradient step per update. Parameters and passes are float32 by default: the values
+only rank moves. Other learners reuse it with a linear output and their own loss by handing
+`gradients` the derivative of their loss with respect to the output.
 
-`first_outputs` is the same forward pass compiled, for game kernels that need the values of a few
-inputs at a time while they play (a numpy call costs more than such a tiny batch's arithmetic);
-a kernel takes the net as one `CompiledNet` bundle (`MLP.compiled()`).
+Same bits on every machine: the passes are compiled loops that add every sum in one fixed order
+(a weighted sum starts from its bias and adds the inputs' terms in input order; a batch sum adds
+the rows in row order) and compute tanh from additions, multiplications and divisions alone. BLAS
+would pick its kernel, its blocking and its threads by the CPU and OPENBLAS_NUM_THREADS, and
+numpy's tanh its SIMD code by the CPU: each rounds differently, and a net that ends near a
+decision boundary then plays differently. IEEE 754 rounds + - x / exactly, numba compiles them
+without fusing or reordering (no fastmath), and vectorising a loop over independent outputs keeps
+each output's order; so the results depend on the configuration and seed alone. These loops are
+as fast as BLAS or faster for the lab's small nets (README: Speed).
+
+`forward` is the whole pass compiled: game kernels call it for the few inputs they value at a
+time (a numpy call costs more than such a tiny batch's arithmetic), and a kernel takes the net as
+one `CompiledNet` bundle (`MLP.compiled()`).
 """
 
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+
+LINEAR, TANH, RELU = 0, 1, 2
+"""Activation codes of the compiled passes."""
+_CODES = {"linear": LINEAR, "tanh": TANH, "relu": RELU}
+
+_F = np.float32
+"""Constants as float32: exact in either precision, they keep a float32 pass in float32 and a
+float64 pass in float64."""
 
 
 class CompiledNet(NamedTuple):
@@ -24,8 +42,10 @@ class CompiledNet(NamedTuple):
     """the weight matrices, input layer first"""
     biases: tuple
     """the bias vectors, input layer first"""
-    linear_output: bool
-    """the last layer has no tanh"""
+    hidden: int
+    """activation code of the hidden layers (TANH or RELU)"""
+    output: int
+    """activation code of the last layer (TANH or LINEAR)"""
 
 
 class MLP:
@@ -48,42 +68,40 @@ class MLP:
     def params(self):
         return self.weights + self.biases
 
+    def _activation(self, layer: int) -> int:
+        return _CODES[self.output if layer == len(self.weights) - 1 else self.hidden]
+
+    def _inputs(self, x) -> np.ndarray:
+        return np.ascontiguousarray(x, dtype=self.weights[0].dtype)
+
     def activations(self, x: np.ndarray) -> list:
         """Outputs of every layer for a batch x of shape (n, inputs), the input first."""
-        acts = [np.asarray(x, dtype=self.weights[0].dtype)]
-        last = len(self.weights) - 1
+        acts = [self._inputs(x)]
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            z = acts[-1] @ w + b
-            if i == last:
-                acts.append(z if self.output == "linear" else np.tanh(z))
-            else:
-                acts.append(np.maximum(z, 0) if self.hidden == "relu" else np.tanh(z))
+            acts.append(dense(acts[-1], w, b, self._activation(i)))
         return acts
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return self.activations(x)[-1]
+        """The outputs (n, outputs) for a batch x, without keeping the hidden layers."""
+        net = self.compiled()
+        return forward(net.weights, net.biases, net.hidden, net.output, self._inputs(x))
 
     def compiled(self) -> CompiledNet:
-        """The parameters as one argument for compiled kernels (see `first_outputs`)."""
-        if self.hidden != "tanh":
-            raise ValueError("first_outputs computes tanh hidden layers only")
-        return CompiledNet(tuple(self.weights), tuple(self.biases), self.output == "linear")
+        """The parameters as one argument for compiled kernels (see `forward`)."""
+        return CompiledNet(tuple(self.weights), tuple(self.biases), _CODES[self.hidden], _CODES[self.output])
 
     def gradients(self, acts: list, d_output: np.ndarray) -> list:
         """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
         grad_w, grad_b = [], []
-        delta = np.asarray(d_output, dtype=self.weights[0].dtype)
-        for i in reversed(range(len(self.weights))):
-            out = acts[i + 1]
-            last = i == len(self.weights) - 1
-            if (self.hidden == "relu" and not last):
-                delta = delta * (out > 0)  # relu'(z) = 1 where z > 0
-            elif not (last and self.output == "linear"):
-                delta = delta * (1.0 - out * out)  # tanh'(z) = 1 - tanh(z)^2
-            grad_w.append(acts[i].T @ delta)
-            grad_b.append(delta.sum(axis=0))
+        delta = np.ascontiguousarray(d_output, dtype=self.weights[0].dtype)
+        last = len(self.weights) - 1
+        if self.output == "tanh":
+            delta = delta * (1.0 - acts[-1] * acts[-1])  # tanh'(z) = 1 - tanh(z)^2
+        for i in range(last, -1, -1):
+            grad_w.append(weight_gradient(acts[i], delta))
+            grad_b.append(column_sums(delta))
             if i:
-                delta = delta @ self.weights[i].T
+                delta = back(delta, self.weights[i], acts[i], _CODES[self.hidden])
         return grad_w[::-1] + grad_b[::-1]
 
     def descend(self, grads: list, alpha: float) -> None:
@@ -121,38 +139,168 @@ class MLP:
         relu = f"{prefix}relu" in arrays and bool(arrays[f"{prefix}relu"])
         net.hidden = "relu" if relu else "tanh"
         count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
-        net.weights = [np.asarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
-        net.biases = [np.asarray(arrays[f"{prefix}b{i}"]) for i in range(count)]
+        net.weights = [np.ascontiguousarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
+        net.biases = [np.ascontiguousarray(arrays[f"{prefix}b{i}"]) for i in range(count)]
         return net
 
 
-@njit(cache=True)
-def tanh(z):
-    """tanh of a float32 through exp: about three times faster than libm's tanhf in compiled
-    loops, within 2e-7 of np.tanh (exp overflows to inf for large z, giving exactly 1)."""
-    one = np.float32(1.0)
-    return one - np.float32(2.0) / (np.exp(np.float32(2.0) * z) + one)
+# ---- the compiled passes ------------------------------------------------------------------------
+# error_model="numpy": a division by zero gives inf, as in numpy, instead of a check per division
+# that keeps LLVM from vectorising the loop.
 
 
-@njit(cache=True)
-def first_outputs(weights, biases, linear_output, x):
-    """Output 0 of the net (the fields of a CompiledNet) for each row of the float32 batch x,
-    compiled. It takes the fields, not the bundle: passing the bundle costs a caller's loop ~5%."""
-    h = x
-    last = len(weights) - 1
-    for i in range(len(weights)):
-        w, b = weights[i], biases[i]
-        n_in, n_out = w.shape
-        z = np.empty((h.shape[0], n_out), dtype=w.dtype)
-        for r in range(h.shape[0]):
+@njit(cache=True, inline="always", error_model="numpy")
+def tanh(x):
+    """tanh from + - x / alone, in x's precision: tanh(x/16) by its [7/6] Pade approximant (the
+    continued fraction x / (1 + x^2 / (3 + x^2 / (5 + ...))) cut after seven terms), then doubled
+    four times by tanh(2y) = 2 tanh(y) / (1 + tanh(y)^2). Within 2e-7 of the true tanh in float32
+    and 5e-16 in float64, vectorised, and the same bits on every IEEE machine (libm's and numpy's
+    tanh differ between CPUs)."""
+    y = min(max(x * _F(0.0625), _F(-1.25)), _F(1.25))  # |x| >= 20 gives +-1 exactly
+    y2 = y * y
+    t = y * (_F(135135.0) + y2 * (_F(17325.0) + y2 * (_F(378.0) + y2))) / (
+        _F(135135.0) + y2 * (_F(62370.0) + y2 * (_F(3150.0) + y2 * _F(28.0))))
+    t = _F(2.0) * t / (_F(1.0) + t * t)
+    t = _F(2.0) * t / (_F(1.0) + t * t)
+    t = _F(2.0) * t / (_F(1.0) + t * t)
+    return _F(2.0) * t / (_F(1.0) + t * t)
+
+
+@njit(cache=True, inline="always")
+def _activate(z, activation):
+    if activation == TANH:
+        for r in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                z[r, j] = tanh(z[r, j])
+    elif activation == RELU:
+        for r in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                z[r, j] = max(z[r, j], _F(0.0))
+
+
+@njit(cache=True, error_model="numpy")
+def dense(x, w, b, activation):
+    """activation(x @ w + b) for a batch x (n, n_in): output (r, j) starts from b[j] and adds
+    x[r, k] w[k, j] for k = 0, 1, ... in turn. Four rows at a time share each weight load, and
+    the loop over j vectorises; a single output keeps eight rows' sums in registers instead."""
+    n, n_in = x.shape
+    n_out = w.shape[1]
+    z = np.empty((n, n_out), w.dtype)
+    if n_out == 1:
+        _single_output(x, w[:, 0], b[0], z[:, 0])
+    else:
+        full = n - n % 4
+        for r in range(0, full, 4):
+            for j in range(n_out):
+                z[r, j] = z[r + 1, j] = z[r + 2, j] = z[r + 3, j] = b[j]
+            for k in range(n_in):
+                x0, x1, x2, x3 = x[r, k], x[r + 1, k], x[r + 2, k], x[r + 3, k]
+                for j in range(n_out):
+                    z[r, j] += x0 * w[k, j]
+                    z[r + 1, j] += x1 * w[k, j]
+                    z[r + 2, j] += x2 * w[k, j]
+                    z[r + 3, j] += x3 * w[k, j]
+        for r in range(full, n):
             for j in range(n_out):
                 z[r, j] = b[j]
             for k in range(n_in):
-                hk = h[r, k]
                 for j in range(n_out):
-                    z[r, j] += hk * w[k, j]
-            if not (i == last and linear_output):
-                for j in range(n_out):
-                    z[r, j] = tanh(z[r, j])
-        h = z
-    return h[:, 0]
+                    z[r, j] += x[r, k] * w[k, j]
+    _activate(z, activation)
+    return z
+
+
+@njit(cache=True, inline="always")
+def _single_output(x, w, b, z):
+    """z[r] = b + x[r, 0] w[0] + x[r, 1] w[1] + ..., in that order, eight rows at a time."""
+    n, n_in = x.shape
+    full = n - n % 8
+    for r in range(0, full, 8):
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = b
+        for k in range(n_in):
+            s0 += x[r, k] * w[k]
+            s1 += x[r + 1, k] * w[k]
+            s2 += x[r + 2, k] * w[k]
+            s3 += x[r + 3, k] * w[k]
+            s4 += x[r + 4, k] * w[k]
+            s5 += x[r + 5, k] * w[k]
+            s6 += x[r + 6, k] * w[k]
+            s7 += x[r + 7, k] * w[k]
+        z[r], z[r + 1], z[r + 2], z[r + 3] = s0, s1, s2, s3
+        z[r + 4], z[r + 5], z[r + 6], z[r + 7] = s4, s5, s6, s7
+    for r in range(full, n):
+        s = b
+        for k in range(n_in):
+            s += x[r, k] * w[k]
+        z[r] = s
+
+
+@njit(cache=True)
+def forward(weights, biases, hidden, output, x):
+    """The net's outputs (n, outputs) for the batch x: `dense` layer after layer (the fields of
+    a CompiledNet; a kernel passing the bundle itself runs ~5% slower)."""
+    h = x
+    last = len(weights) - 1
+    for i in range(len(weights)):
+        h = dense(h, weights[i], biases[i], output if i == last else hidden)
+    return h
+
+
+@njit(cache=True, error_model="numpy")
+def weight_gradient(a, delta):
+    """a.T @ delta, (n_in, n_out): entry (k, j) adds a[r, k] delta[r, j] for r = 0, 1, ... in
+    turn, four rows per pass over the entries."""
+    n, n_in = a.shape
+    n_out = delta.shape[1]
+    g = np.zeros((n_in, n_out), delta.dtype)
+    full = n - n % 4
+    for r in range(0, full, 4):
+        for k in range(n_in):
+            a0, a1, a2, a3 = a[r, k], a[r + 1, k], a[r + 2, k], a[r + 3, k]
+            for j in range(n_out):
+                g[k, j] = (((g[k, j] + a0 * delta[r, j]) + a1 * delta[r + 1, j])
+                           + a2 * delta[r + 2, j]) + a3 * delta[r + 3, j]
+    for r in range(full, n):
+        for k in range(n_in):
+            for j in range(n_out):
+                g[k, j] += a[r, k] * delta[r, j]
+    return g
+
+
+@njit(cache=True)
+def column_sums(delta):
+    """delta summed over its rows, row after row."""
+    s = np.zeros(delta.shape[1], delta.dtype)
+    for r in range(delta.shape[0]):
+        for j in range(delta.shape[1]):
+            s[j] += delta[r, j]
+    return s
+
+
+@njit(cache=True)
+def back(delta, w, a, activation):
+    """The error at the layer below: (delta @ w.T) times the derivative of its activation,
+    written through its outputs a (tanh: 1 - a^2; relu: 1 where a > 0). Each sum starts from 0
+    and adds delta[r, j] w[k, j] for j = 0, 1, ... in turn (`dense` over w transposed)."""
+    below = dense(delta, np.ascontiguousarray(w.T), np.zeros(w.shape[0], w.dtype), LINEAR)
+    for r in range(below.shape[0]):
+        for k in range(below.shape[1]):
+            if activation == RELU:
+                below[r, k] = below[r, k] if a[r, k] > 0 else _F(0.0)
+            else:
+                below[r, k] *= _F(1.0) - a[r, k] * a[r, k]
+    return below
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def exp(y):
+    """e^y for y <= 0 (a softmax's logits less their maximum) from + and x alone, in float64:
+    e^(y/4096) by its Taylor polynomial of degree 6, squared twelve times; within 1e-12 relative
+    of the true value, the same bits on every IEEE machine. Below -40 (under 5e-18) it gives 0."""
+    if y < -40.0:
+        return 0.0
+    z = y * (1.0 / 4096.0)
+    e = 1.0 + z * (1.0 + z * (1.0 / 2 + z * (1.0 / 6 + z * (1.0 / 24 + z * (1.0 / 120 + z * (1.0 / 720))))))
+    for _ in range(12):
+        e = e * e
+    return e

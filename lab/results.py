@@ -13,6 +13,8 @@ as it goes, and a reader takes the unchanged files from the parts and reads only
 ones. The index is only a cache: deleting it is always safe, and a damaged part is rebuilt.
 """
 
+import hashlib
+import io
 import os
 import tempfile
 import typing
@@ -22,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -128,6 +131,21 @@ def arrow_table(rows: pd.DataFrame) -> pa.Table:
                                  preserve_index=False)
     return pa.table([table[f.name] if f.name in rows.columns else pa.nulls(len(rows), f.type)
                      for f in schema()], schema=schema())
+
+
+def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
+    """A short hash of what a run's configuration and seed determine: its rows (in the schema,
+    the CIRCUMSTANCES columns left out, floats rounded to 12 decimals) and, if given, the arrays
+    of its checkpoint (.npz bytes) exactly. Two runs of one job have the same fingerprint on any
+    machine, in any process, with any thread setting (tests/test_same_rows.py)."""
+    table = arrow_table(rows).drop_columns(list(CIRCUMSTANCES))
+    digest = hashlib.sha256(table.to_pandas().round(12).to_csv(index=False).encode())
+    if checkpoint is not None:
+        with np.load(io.BytesIO(checkpoint), allow_pickle=False) as arrays:
+            for name in sorted(arrays.files):
+                array = arrays[name]
+                digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode() + array.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def save(result, results_dir) -> Path:

@@ -1,7 +1,16 @@
 import numpy as np
 import pytest
 
+from numba import njit
+
+from lab import nets
+from lab.agents import alphazero
 from lab.nets import MLP
+
+
+@njit
+def nets_exp(y):
+    return nets.exp(y)
 
 
 def _loss(net, x, target):
@@ -71,5 +80,48 @@ def test_relu_nets_round_trip_and_tanh_checkpoints_are_unchanged():
     assert relu.copy().hidden == "relu"
     tanh = MLP([9, 6, 2], rng)
     assert "relu" not in tanh.arrays() and MLP.from_arrays(tanh.arrays()).hidden == "tanh"
-    with pytest.raises(ValueError, match="tanh hidden layers only"):
-        relu.compiled()
+    compiled = relu.compiled()
+    assert np.array_equal(nets.forward(*compiled, relu.activations(x)[0]), relu.activations(x)[-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, n_in, n_out", [(13, 9, 7), (8, 5, 1), (3, 4, 2), (37, 18, 1)])
+def test_the_passes_add_in_their_fixed_order(dtype, n, n_in, n_out):
+    """Each kernel gives exactly the bits of numpy's elementwise IEEE arithmetic done in the order
+    its docstring states (no BLAS, no reordering): results that cannot depend on the machine."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, n_in)).astype(dtype)
+    w = rng.standard_normal((n_in, n_out)).astype(dtype)
+    b = rng.standard_normal(n_out).astype(dtype)
+    delta = rng.standard_normal((n, n_out)).astype(dtype)
+    z = np.broadcast_to(b, (n, n_out)).copy()
+    for k in range(n_in):
+        z = z + x[:, k : k + 1] * w[k]
+    assert np.array_equal(nets.dense(x, w, b, nets.LINEAR), z)
+    g = np.zeros((n_in, n_out), dtype)
+    for r in range(n):
+        g = g + x[r][:, None] * delta[r][None, :]
+    assert np.array_equal(nets.weight_gradient(x, delta), g)
+    s = np.zeros(n_out, dtype)
+    for r in range(n):
+        s = s + delta[r]
+    assert np.array_equal(nets.column_sums(delta), s)
+    below = np.zeros((n, n_in), dtype)
+    for j in range(n_out):
+        below = below + delta[:, j : j + 1] * w[:, j]
+    a = np.tanh(x)
+    assert np.array_equal(nets.back(delta, w, a, nets.TANH), below * (dtype(1) - a * a))
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-7), (np.float64, 5e-16)])
+def test_tanh_and_exp_are_close_to_the_true_functions(dtype, tolerance):
+    x = np.linspace(-30, 30, 200_001).astype(dtype)
+    z = nets.dense(x[:, None], np.ones((1, 1), dtype), np.zeros(1, dtype), nets.TANH)[:, 0]
+    assert z.dtype == dtype
+    assert np.abs(z - np.tanh(x.astype(np.float64))).max() < tolerance
+    assert z[x >= 20].min() == 1 and z[x <= -20].max() == -1
+    y = np.linspace(-40, 0, 10_001)
+    probs = alphazero.priors_and_values(np.column_stack([y] * 9 + [y]).astype(np.float32), np.eye(9, dtype=bool)[[0] * len(y)])[0]
+    assert (probs[:, 0] == 1).all()  # one legal move: all of the probability
+    mine = np.array([nets_exp(v) for v in y])
+    assert np.abs(mine / np.exp(y) - 1).max() < 1e-12 and nets_exp(-41.0) == 0

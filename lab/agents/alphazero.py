@@ -48,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
+from lab import game, nets, opponents
 from lab.agents import base
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
@@ -122,10 +122,28 @@ def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
     if outputs.shape[1] == HEADS["mse12"]:
         moves = np.where(legal, np.maximum(outputs[:, 3:], PRIOR_FLOOR), 0.0)
         return moves / moves.sum(axis=1, keepdims=True), np.clip(outputs[:, 0] - outputs[:, 2], -1, 1)
-    logits = np.where(legal, outputs[:, :9], -np.inf)
-    logits = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(logits)
-    return exp / exp.sum(axis=1, keepdims=True), np.tanh(outputs[:, 9])
+    return _softmax_value(outputs, legal)
+
+
+@njit(cache=True)
+def _softmax_value(outputs, legal):
+    """The softmax head: priors = softmax of the 9 logits over the legal moves, value = tanh of
+    output 9, in float64 by lab.nets' exp and tanh (numpy's differ between CPUs)."""
+    priors, values = np.zeros((len(outputs), 9)), np.empty(len(outputs))
+    for r in range(len(outputs)):
+        top = -np.inf
+        for m in range(9):
+            if legal[r, m]:
+                top = max(top, np.float64(outputs[r, m]))
+        total = 0.0
+        for m in range(9):
+            if legal[r, m]:
+                priors[r, m] = nets.exp(np.float64(outputs[r, m]) - top)
+                total += priors[r, m]
+        for m in range(9):
+            priors[r, m] /= total
+        values[r] = nets.tanh(np.float64(outputs[r, 9]))
+    return priors, values
 
 
 def net_tables(net: MLP):

@@ -29,7 +29,7 @@ from numba import njit
 from lab import game, opponents
 from lab.agents import base
 from lab.knobs import Knobs, RunConfig, require, side
-from lab.nets import MLP, first_outputs
+from lab.nets import MLP, forward
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
     the batch (the policy is fixed until the update)."""
     after, terminal, winner, legal, boards = (rules.after, rules.terminal, rules.winner,
                                               rules.legal, rules.boards)
-    weights, biases, linear_output = net
+    weights, biases, hidden, output = net
     side, epsilon = params.side, params.epsilon
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
@@ -156,7 +156,7 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
                         missing[count] = boards[after[code, m]]
                         count += 1
                 if count:
-                    new_values = first_outputs(weights, biases, linear_output, missing[:count])
+                    new_values = forward(weights, biases, hidden, output, missing[:count])[:, 0]
                     count = 0
                     for m in range(9):
                         if legal[code, m] and not known[after[code, m]]:
@@ -263,7 +263,9 @@ class Learner(base.Learner):
         mine = trajectories[:, seat - 1 :: 2]  # the columns of the seat's moves
         played = mine >= 0
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
-        returns = (side(seat) * winners)[:, None] * self.knobs.gamma ** steps_to_end
+        # gamma^k as products, not numpy's power (CPU-specific code): the same bits everywhere
+        discounts = np.cumprod(np.r_[1.0, np.full(mine.shape[1], self.knobs.gamma)])
+        returns = (side(seat) * winners)[:, None] * discounts[np.maximum(steps_to_end, 0)]
         afterstates = mine[played]
         if self.knobs.symmetry:
             afterstates = FOLD[afterstates]

@@ -108,7 +108,8 @@ class Learner(base.Learner):
         self.net = self.nets[run.seats[0]]
         self.opponent = opponents.for_training(run.opponent)
         steps = max(run.iterations - 1, 1)
-        self.epsilons = knobs.epsilon * (knobs.epsilon_final / knobs.epsilon) ** (np.arange(run.iterations) / steps)
+        ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
+        self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
         self.iteration = 0
         self.q = np.zeros((game.N_CODES, 9))
         self.policy = np.zeros((game.N_CODES, 9))  # the epsilon-greedy move table where evaluated

@@ -1,0 +1,124 @@
+"""Same configuration and seed, same rows: in any process, with any thread setting, on any machine.
+
+A short fixed run of every algorithm has a fingerprint (lab.results.fingerprint: its rows without
+the timing and provenance columns, floats rounded to 12 decimals, and its checkpoint's arrays
+exactly) stored in tests/golden_runs.json. Every way a run can be trained must give it: this
+process (pytest imports numpy before the lab), processes with BLAS threads set either way and
+either import order, a sweep's forks, a Ray worker, and a process that computes as an older CPU
+would (numpy's SIMD code and glibc's FMA variants off, numba compiling for a generic x86-64):
+so CI on a machine with another CPU catches drift. After a deliberate change of the numerics,
+`python tests/test_same_rows.py --write` records the new fingerprints (say why in the commit).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import results
+from lab.compose import compose
+from lab.config import job
+from lab.run import run
+
+GOLDEN = Path(__file__).with_name("golden_runs.json")
+RUNS = {
+    "mc_vfa": ["iterations=200", "episodes_per_update=10", "eval_every=50"],
+    "q_net": ["opponent=random", "player=1", "iterations=40", "episodes_per_update=100", "eval_every=10"],
+    "alphazero": ["iterations=3", "episodes_per_update=20", "eval_every=1"],
+    "q_table": ["iterations=20", "episodes_per_update=100", "eval_every=5"],
+    "td_value": ["iterations=20", "episodes_per_update=100", "eval_every=5"],
+    "negamax_q": ["iterations=20", "episodes_per_update=100", "eval_every=5", "ensemble=2"],
+}
+"""Per algorithm, a run of about a second at its shipped defaults otherwise"""
+
+
+def _job(name: str, results_dir="results/golden"):
+    return job(compose(f"algorithm={name}", *RUNS[name], f"results_dir={results_dir}"))
+
+
+def fingerprints() -> dict[str, str]:
+    """Every golden run trained in this process."""
+    out = {}
+    for name in RUNS:
+        result = run(_job(name))
+        assert not result.failed, result.rows["error"].iloc[0]
+        out[name] = results.fingerprint(result.rows, result.checkpoint)
+    return out
+
+
+def _stored(results_dir) -> dict[str, str]:
+    """The fingerprints of the golden runs a sweep stored in results_dir, by algorithm."""
+    table = results.load(results_dir)
+    out = {}
+    for run_id, rows in table.groupby("run_id"):
+        checkpoint = results.checkpoint(results_dir, run_id).read_bytes()
+        out[rows["algorithm"].iloc[0]] = results.fingerprint(rows, checkpoint)
+    return out
+
+
+def _in_a_process(env: dict, numpy_first: bool) -> dict[str, str]:
+    """fingerprints() in a new Python process with `env` added to this one's."""
+    code = ("import numpy\n" if numpy_first else "") + (
+        f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import test_same_rows; print(json.dumps(test_same_rows.fingerprints()))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, str]:
+    return json.loads(GOLDEN.read_text())
+
+
+def test_every_algorithm_gives_its_golden_run_in_this_process(golden):
+    assert set(golden) == set(RUNS)
+    assert fingerprints() == golden
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("threads, numpy_first", [("2", True), ("1", False), ("8", False)])
+def test_blas_threads_and_import_order_change_nothing(golden, threads, numpy_first):
+    env = {"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    assert _in_a_process(env, numpy_first) == golden
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("parallel", ["processes", True])
+def test_forks_and_ray_workers_give_the_golden_runs(golden, tmp_path, parallel):
+    from lab import sweep
+
+    jobs = [_job(name, tmp_path) for name in RUNS]
+    execution = sweep.execute(jobs, num_cpus=2, parallel=parallel)
+    assert len(execution.done) == len(RUNS) and not any(o.failed for o in execution.done)
+    assert _stored(tmp_path) == golden
+
+
+def _features_to_disable() -> str:
+    """numpy's dispatched SIMD targets that this CPU has (so that numpy runs its baseline code)."""
+    from numpy._core import _multiarray_umath as umath
+
+    return " ".join(t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t))
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_an_emulated_older_cpu_gives_the_golden_runs(golden, tmp_path):
+    """numpy without its SIMD targets, OpenBLAS with an old kernel and two threads, glibc without
+    its AVX2/FMA variants, numba compiling for a generic x86-64 (its own kernel cache)."""
+    env = {"NPY_DISABLE_CPU_FEATURES": _features_to_disable(), "OPENBLAS_CORETYPE": "Prescott",
+           "OPENBLAS_NUM_THREADS": "2", "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX",
+           "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    assert _in_a_process(env, numpy_first=True) == golden
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        GOLDEN.write_text(json.dumps(fingerprints(), indent=1) + "\n")
+        print(f"wrote {GOLDEN}")
+    else:
+        print(json.dumps(fingerprints(), indent=1))
