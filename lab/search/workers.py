@@ -1,0 +1,144 @@
+"""Where a search's trials train: forks of the driver on this machine, Ray actors on a cluster,
+or the driver itself. Each worker holds a `Trainer` (lab.search.trial) and answers one call at a
+time, `("start", task)` or `("advance", go)`, with the trial's next Point or its Done.
+
+- `Forks`: one fork of the driver per core, which has the lab imported already, so a trial
+  starts at once; calls and answers travel over a pipe each.
+- `RayActors` (a cluster was joined: hydra.launcher.address or RAY_ADDRESS): one actor per CPU
+  of the cluster, each a Trainer in a Ray worker process; an answer is the result of the call.
+- `InProcess`: the Trainer in the driver (one core, or hydra.launcher.parallel=false).
+
+A worker that dies (a fork killed, a node lost) answers with `Lost`: its trial fails and the
+worker is not used again.
+"""
+
+import multiprocessing
+import multiprocessing.connection
+import signal
+from dataclasses import dataclass
+
+from lab.run import in_the_driver
+from lab.search.trial import Trainer
+
+FORK = multiprocessing.get_context("fork")
+
+
+@dataclass
+class Lost:
+    """A worker that died with its trial."""
+
+    error: str
+
+
+class InProcess:
+    """The Trainer in this process: each call is answered when it is made."""
+
+    def __init__(self, code: dict):
+        in_the_driver()
+        self.size, self.trainer, self.answers = 1, Trainer(code), []
+
+    def send(self, worker: int, call: tuple) -> None:
+        method, argument = call
+        self.answers.append((worker, getattr(self.trainer, method)(argument)))
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        answers, self.answers = self.answers, []
+        return answers
+
+    def close(self) -> None:
+        pass
+
+
+class Forks:
+    """`size` forks of this process, each serving a Trainer over a pipe."""
+
+    def __init__(self, size: int, code: dict):
+        self.size, self.pipes, self.processes = size, [], []
+        for _ in range(size):
+            ours, theirs = FORK.Pipe()
+            process = FORK.Process(target=_serve, args=(theirs, code), name="lab-search", daemon=True)
+            process.start()
+            theirs.close()
+            self.pipes.append(ours)
+            self.processes.append(process)
+
+    def send(self, worker: int, call: tuple) -> None:
+        try:
+            self.pipes[worker].send(call)
+        except OSError:  # it died: its answer is that it is lost
+            pass
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        """The answers that came (waiting at most `timeout` seconds for the first)."""
+        ready = multiprocessing.connection.wait([p for p in self.pipes if not p.closed], timeout)
+        answers = []
+        for pipe in ready:
+            worker = self.pipes.index(pipe)
+            try:
+                answers.append((worker, pipe.recv()))
+            except (EOFError, OSError):
+                pipe.close()
+                code = self.processes[worker].exitcode
+                answers.append((worker, Lost(f"the fork training it died (exit code {code})")))
+        return answers
+
+    def close(self) -> None:
+        """End the forks (Ctrl-C: whatever they were training)."""
+        for pipe in self.pipes:
+            pipe.close()
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.join()
+
+
+def _serve(pipe, code: dict) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    in_the_driver()  # its imports were the driver's: not its first run's start-up
+    trainer = Trainer(code)
+    while True:
+        try:
+            method, argument = pipe.recv()
+        except EOFError:  # the driver closed the pipe
+            return
+        pipe.send(getattr(trainer, method)(argument))
+
+
+class RayActors:
+    """One Trainer actor per CPU of the Ray cluster this process has joined (at most `most`)."""
+
+    def __init__(self, code: dict, most: int | None = None):
+        import ray
+
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.size = min(cpus, most or cpus)
+        actor = ray.remote(num_cpus=1, max_restarts=0)(Trainer)
+        self.actors = [actor.options(name=None).remote(code) for _ in range(self.size)]
+        self.pending = {}  # the call in flight -> its worker
+
+    def send(self, worker: int, call: tuple) -> None:
+        method, argument = call
+        self.pending[getattr(self.actors[worker], method).remote(argument)] = worker
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        import ray
+
+        if not self.pending:
+            return []
+        ready, rest = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+        if ready and rest:  # and every other answer that is there already
+            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        answers = []
+        for ref in ready:
+            worker = self.pending.pop(ref)
+            try:
+                answers.append((worker, ray.get(ref)))
+            except Exception as exc:  # noqa: BLE001 - the actor or its node died
+                answers.append((worker, Lost(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")))
+        return answers
+
+    def close(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            ray.kill(actor)
