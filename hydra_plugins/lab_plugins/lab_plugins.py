@@ -149,6 +149,7 @@ class SearchSweeper(Sweeper):
         parser = OverridesParser.create(config_loader=loader)
         launcher = self.config.hydra.launcher
         try:
+            _require_optuna()
             self.settings.check()
             figures = launcher.get("figures", True)
             if figures not in (True, False, "all"):
@@ -165,9 +166,23 @@ class SearchSweeper(Sweeper):
         except OverrideParseException as exc:  # Hydra's grammar: its first line says what is wrong
             print(f"error: {str(exc).splitlines()[0]}; a search space takes {space.GRAMMAR}", file=sys.stderr)
             sys.exit(2)
+        if launcher.get("dry_run", False):
+            print(driver.describe(base, dims, self.settings))
+            print("dry run: nothing trained, nothing written")
+            return []
         status = driver.search(base, dims, self.settings, address=launcher.get("address"),
                                num_cpus=launcher.get("num_cpus"), parallel=launcher.get("parallel", "auto"),
                                figures=figures)
         if status:
             sys.exit(status)
         return []
+
+
+def _require_optuna() -> None:
+    from lab.knobs import ConfigError
+
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise ConfigError("hydra/sweeper=search needs Optuna, the lab's search extra: pip install "
+                          "'tictactoe-lab[search]' (from a checkout: pip install -e '.[search]')") from None

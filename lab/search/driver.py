@@ -76,6 +76,21 @@ def warm_up(base: dict) -> None:
     training.advance()
 
 
+def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
+    """What a search would do, in a few lines (a dry run)."""
+    job = config.job(base)
+    driven = "population-based training" if settings.scheduler == "pbt" else \
+        f"{settings.search} search, scheduler {settings.scheduler}"
+    lines = [f"a search of {settings.num_samples} configurations ({driven}), each trained on seeds "
+             f"0..{settings.seeds - 1} ({settings.aggregate} of their objectives), {job.run.algorithm} up to "
+             f"{job.run.iterations * job.run.episodes_per_update:,} episodes, into {job.results_dir}"]
+    for key, dim in dims.items():
+        what = f"one of {', '.join(map(str, dim.values))}" if dim.kind == "choice" else \
+            f"{dim.low:g} to {dim.high:g}{' (log scale)' if dim.log else ''}{' (integers)' if dim.integer else ''}"
+        lines.append(f"  {key}: {what}")
+    return "\n".join(lines)
+
+
 def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
            parallel="auto", figures=True) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""

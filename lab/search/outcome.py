@@ -82,7 +82,8 @@ def write_best(best: Configuration, base: dict, settings: Settings, results_dir:
     """results_dir/_search/best.yaml: the best configuration, with no seed (it was trained on
     seeds 0..seeds-1), as a config file for `+_search=best`; returns its override line."""
     job = config.job({**base, **best.params})
-    knobs = {k: v for k, v in job.identity().items() if k not in ("seed", "eval_every") and v is not None}
+    derived = ("eval_every",) if base.get("eval_every") is None else ()  # else set as the search set it
+    knobs = {k: v for k, v in job.identity().items() if k not in ("seed", *derived) and v is not None}
     groups = {k: knobs.pop(k) for k in ("algorithm", "opponent")}
     again = " ".join(f"{k}={v}" for k, v in {**groups, **knobs}.items())
     values = ", ".join(f"{v:.4f}" for v in best.curve[-1][1])

@@ -132,6 +132,7 @@ class Evolve:
                 index = waiting.pop(0)
                 busy[idle[0]] = index
                 self.pool.send(idle.pop(0), ("start", self._task(index, members[index], snapshots, until)))
+            idle += self.pool.grow()
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
                 if isinstance(done, Lost):

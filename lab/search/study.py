@@ -246,6 +246,7 @@ class Optimize:
             self.write()
             if not self.flights:
                 return self.ended
+            idle += self.pool.grow()
             for worker, answer in self.pool.answers_ready(timeout=1.0):
                 self._answer(worker, answer, idle)
 

@@ -5,7 +5,8 @@ time, `("start", task)` or `("advance", go)`, with the trial's next Point or its
 - `Forks`: one fork of the driver per core, which has the lab imported already, so a trial
   starts at once; calls and answers travel over a pipe each.
 - `RayActors` (a cluster was joined: hydra.launcher.address or RAY_ADDRESS): one actor per CPU
-  of the cluster, each a Trainer in a Ray worker process; an answer is the result of the call.
+  of the cluster (more as nodes join), each a Trainer in a Ray worker process; an answer is the
+  result of the call.
 - `InProcess`: the Trainer in the driver (one core, or hydra.launcher.parallel=false).
 
 A worker that dies (a fork killed, a node lost) answers with `Lost`: its trial fails and the
@@ -15,6 +16,7 @@ worker is not used again.
 import multiprocessing
 import multiprocessing.connection
 import signal
+import time
 from dataclasses import dataclass
 
 from lab.run import in_the_driver
@@ -36,6 +38,9 @@ class InProcess:
     def __init__(self, code: dict):
         in_the_driver()
         self.size, self.trainer, self.answers = 1, Trainer(code), []
+
+    def grow(self) -> list[int]:
+        return []
 
     def send(self, worker: int, call: tuple) -> None:
         method, argument = call
@@ -61,6 +66,9 @@ class Forks:
             theirs.close()
             self.pipes.append(ours)
             self.processes.append(process)
+
+    def grow(self) -> list[int]:
+        return []
 
     def send(self, worker: int, call: tuple) -> None:
         try:
@@ -105,16 +113,31 @@ def _serve(pipe, code: dict) -> None:
 
 
 class RayActors:
-    """One Trainer actor per CPU of the Ray cluster this process has joined (at most `most`)."""
+    """One Trainer actor per CPU of the Ray cluster this process has joined (at most `most`),
+    more as nodes join (`grow`)."""
 
     def __init__(self, code: dict, most: int | None = None):
         import ray
 
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.size = min(cpus, most or cpus)
-        actor = ray.remote(num_cpus=1, max_restarts=0)(Trainer)
-        self.actors = [actor.options(name=None).remote(code) for _ in range(self.size)]
-        self.pending = {}  # the call in flight -> its worker
+        self.code, self.most, self.actors, self.pending = code, most, [], {}  # pending: call in flight -> worker
+        self.actor = ray.remote(num_cpus=1, max_restarts=0)(Trainer)
+        deadline = time.monotonic() + 30
+        while not self.grow() and time.monotonic() < deadline:  # a cluster whose nodes are still joining
+            time.sleep(0.5)
+
+    @property
+    def size(self) -> int:
+        return len(self.actors)
+
+    def grow(self) -> list[int]:
+        """Start an actor for every CPU the cluster has gained; the new workers."""
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        wanted = min(cpus, self.most or cpus)
+        new = list(range(len(self.actors), wanted))
+        self.actors += [self.actor.remote(self.code) for _ in new]
+        return new
 
     def send(self, worker: int, call: tuple) -> None:
         method, argument = call
