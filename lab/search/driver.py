@@ -13,6 +13,7 @@ same command resumes the search.
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -94,41 +95,33 @@ def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
 def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
            parallel="auto", figures=True) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""
+    from lab import sweep
+
     started = time.perf_counter()
     results_dir = Path(config.check_settings(base)[0])
     folder = results_dir / results.SEARCH
-    ours = identity(base, dims, settings)
-    saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
-    if saved is not None and saved != ours:
-        print(f"error: results_dir={results_dir} holds another search ({folder / IDENTITY} says what it "
-              "searched): use another results_dir, or delete that folder to start this one there", file=sys.stderr)
+    resume = _resuming(folder, identity(base, dims, settings))
+    if resume is None:
         return 2
-    if saved is None:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
-    else:
-        print(f"resuming the interrupted search in {folder}")
-    code = provenance.code()
-    pool = workers(settings, base, code, address, num_cpus, parallel)
+    pool = workers(settings, base, provenance.code(), address, num_cpus, parallel)
     save = Saver(results_dir)
-    from lab import sweep
-
-    progress = sweep.Progress(settings.num_samples, ended="ended")
 
     def ended(trial, running: int) -> None:
         objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
         progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
                                              f"{objective}")
 
-    trials = _trials(base, dims, settings, pool, save, ended, folder, resume=saved is not None)
+    trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
+    progress = sweep.Progress(trials.left(), ended="ended")
     try:
         done = trials.run()
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the saving
         pool.close()
         trials.write(always=True)
         save.writer.flush()
         progress.close()
-        print(f"\ninterrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
+        print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
               "search (the trials in progress train again from their start)", file=sys.stderr)
         return 130
     trials.write(always=True)
@@ -141,6 +134,22 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         outcomes = [sweep.Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
         print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
     return outcome.finish(trials.configurations(), base, dims, settings, results_dir, figures)
+
+
+def _resuming(folder: Path, ours: dict) -> bool | None:
+    """Whether results_dir holds this search already (to resume it); None, and a line saying why,
+    when it holds another one. A new search writes what it searches (IDENTITY)."""
+    saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
+    if saved is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        return False
+    if saved != ours:
+        print(f"error: results_dir={folder.parent} holds another search ({folder / IDENTITY} says what it "
+              "searched): use another results_dir, or delete that folder to start this one there", file=sys.stderr)
+        return None
+    print(f"resuming the interrupted search in {folder}")
+    return True
 
 
 def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):

@@ -96,6 +96,11 @@ class Evolve:
             self._store(len(ends), members, {})
         return self.ended
 
+    def left(self) -> int:
+        """Members to end: all of them, less those whose runs failed before an interruption."""
+        loaded = self._load()
+        return sum(m.status == "training" for m in loaded[1]) if loaded else self.settings.num_samples
+
     def write(self, always: bool = False) -> None:
         """Nothing waits to be written: a PBT search saves its runs as they end."""
 

@@ -250,6 +250,10 @@ class Optimize:
             for worker, answer in self.pool.answers_ready(timeout=1.0):
                 self._answer(worker, answer, idle)
 
+    def left(self) -> int:
+        """Trials to end: num_samples, less those an interrupted search ended."""
+        return self.settings.num_samples - sum(t.state.is_finished() for t in self.study.get_trials(deepcopy=False))
+
     def write(self, always: bool = False) -> None:
         """Write the runs of the trials that ended, then the study's storage (if a trial ended,
         or `always`: the search ends or was interrupted)."""
