@@ -348,10 +348,10 @@ def load(results_dir) -> pd.DataFrame:
 
 
 def read_runs(results_dir, run_ids) -> pd.DataFrame:
-    """Only these runs of results_dir (read from their files, not through the index: a few runs
-    of a big directory), as `load` gives them; runs without a file are left out."""
+    """Only these runs of results_dir (read from their files, one after another, not through the
+    index: a few runs of a big directory), as `load` gives them; runs without a file are left out."""
     paths = [Path(results_dir) / f"{run_id}.parquet" for run_id in dict.fromkeys(run_ids)]
-    tables = _read_all([p for p in paths if p.exists()], _read)
+    tables = [_read(path) for path in paths if path.exists()]
     if not tables:
         return pd.DataFrame(columns=schema().names)
     frame = pa.concat_tables(tables, promote_options="permissive").to_pandas(types_mapper=_NULLABLE.get)
