@@ -164,3 +164,17 @@ def test_trials_of_ten_seconds_keep_the_cores_busy(tmp_path):
     assert done.returncode == 0, done.stderr
     busy = int(re.search(r"cores: (\d+)% of 2 cores busy", done.stdout)[1])
     assert busy >= 90, done.stdout
+
+
+def test_a_fork_that_dies_fails_its_trial_and_the_others_train_on(tmp_path):
+    prelude = ("import os\nfrom lab.search import trial\nstart = trial.Trainer.start\n"
+               "def dying(self, task):\n    if task.number == 1:\n        os._exit(3)\n    return start(self, task)\n"
+               "trial.Trainer.start = dying")
+    done = sweep([*TINY_SEARCH, "hydra.sweeper.num_samples=4", "results_dir=results", "hydra.launcher.figures=false"],
+                 cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 1, done.stderr  # a configuration failed
+    trials = {t.number: t for t in study.load(tmp_path / "results").get_trials()}
+    assert [trials[n].state.name for n in range(4)] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert trials[1].user_attrs["error"] == "the fork training it died (exit code 3)"
+    assert results.statuses(tmp_path / "results")[trials[1].user_attrs["runs"][0]] == "failed"  # a grid re-trains it
+    assert "4 trials: 3 finished, 0 stopped early, 1 failed" in done.stdout

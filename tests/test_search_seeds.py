@@ -131,3 +131,12 @@ def test_a_grid_reuses_the_runs_of_a_search(searched, tmp_path):
                tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"{SEEDS} configurations, 0 runs to train" in done.stdout
+
+
+def test_figures_all_adds_every_figure_of_a_grid(tmp_path):
+    done = cli([*TINY[:-1], "hydra.sweeper.num_samples=2", "hydra.launcher.figures=all", "results_dir=all"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in (tmp_path / "all" / results.SEARCH).glob("*.png")} == \
+        {"objective.png", "knobs.png", "q_table_exact_ttt_player2.png"}
+    assert list((tmp_path / "all" / results.FIGURES).glob("q_table_outcomes_*.png"))  # one per configuration
+    assert (tmp_path / "all" / "_summary" / "summary.md").exists()

@@ -23,7 +23,7 @@ from lab.run import RunResult, Training
 from lab.search import outcome
 from lab.search.settings import Settings
 from lab.search.space import Dimension
-from lab.search.workers import Forks, InProcess, RayActors
+from lab.search.workers import Forks, InProcess, RayActors, WorkersLost
 
 IDENTITY = "search.json"
 
@@ -115,15 +115,16 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     progress = sweep.Progress(trials.left(), ended="ended")
     try:
         done = trials.run()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, WorkersLost) as stop:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the saving
         pool.close()
         trials.write(always=True)
         save.writer.flush()
         progress.close()
-        print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
+        what = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"error: {stop}"
+        print(f"{what}: the trials that ended are saved in {results_dir}; the same command resumes the "
               "search (the trials in progress train again from their start)", file=sys.stderr)
-        return 130
+        return 130 if isinstance(stop, KeyboardInterrupt) else 1
     trials.write(always=True)
     save.writer.flush()
     pool.close()

@@ -13,8 +13,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from lab import config, results
 from lab.search.settings import Settings
 from lab.search.space import Dimension

@@ -27,7 +27,7 @@ from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.study import Ended
 from lab.search.trial import Task
-from lab.search.workers import Lost
+from lab.search.workers import Lost, WorkersLost
 
 FOLDER = "pbt"
 QUANTILE = 0.25
@@ -141,8 +141,7 @@ class Evolve:
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
                 if isinstance(done, Lost):
-                    raise RuntimeError(f"a worker died while member {member.name} trained ({done.error}); "
-                                       "the same command resumes the search from its last generation")
+                    raise WorkersLost(f"a worker died while member {member.name} trained ({done.error})")
                 idle.append(worker)
                 member.curve += [[iteration, values] for iteration, values in done.curve]
                 if done.results:  # its runs ended: the last generation, or they failed

@@ -23,7 +23,7 @@ from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
-from lab.search.workers import Lost
+from lab.search.workers import Lost, WorkersLost
 
 STUDY = "lab-search"
 """The study's name in the default journal file (one search per results_dir)"""
@@ -245,6 +245,8 @@ class Optimize:
                 self._start(trial, idle)
             self.write()
             if not self.flights:
+                if not idle and (again or asked < self.settings.num_samples):
+                    raise WorkersLost("every worker died")
                 return self.ended
             idle += self.pool.grow()
             for worker, answer in self.pool.answers_ready(timeout=1.0):

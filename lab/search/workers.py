@@ -32,6 +32,10 @@ class Lost:
     error: str
 
 
+class WorkersLost(RuntimeError):
+    """No worker is left to train the search's trials (or a PBT generation lost one)."""
+
+
 class InProcess:
     """The Trainer in this process: each call is answered when it is made."""
 
@@ -86,6 +90,7 @@ class Forks:
                 answers.append((worker, pipe.recv()))
             except (EOFError, OSError):
                 pipe.close()
+                self.processes[worker].join(timeout=5)  # its exit code, once it is gone
                 code = self.processes[worker].exitcode
                 answers.append((worker, Lost(f"the fork training it died (exit code {code})")))
         return answers
