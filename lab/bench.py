@@ -352,9 +352,10 @@ SEARCH_SETTINGS = ["hydra.sweeper.num_samples=64", "hydra.sweeper.search=tpe", "
 """Successive halving from 111 iterations (the default grace period, iterations / 9), reduction factor 3"""
 
 
-def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> float:
+def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> tuple[float, int]:
     """The README's search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
-    `processes` worker processes (default: one per core) sharing a journal file; the best value."""
+    `processes` worker processes (default: one per core) sharing a journal file; the best value,
+    and the training episodes of all trials."""
     import multiprocessing
     import os
 
@@ -374,7 +375,7 @@ def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> f
             worker.start()
         for worker in workers:
             worker.join()
-        return study.best_value
+        return study.best_value, sum(t.last_step * base["episodes_per_update"] for t in study.trials if t.last_step)
 
 
 def _plain_optuna_worker(path: str, base: dict, seed: int, trials: int) -> None:
@@ -411,15 +412,16 @@ def _timed(args: list[str]) -> tuple[float, str]:
     return time.perf_counter() - start, done.stdout
 
 
-def lab_search(seed: int, extra=()) -> tuple[float, float, str]:
+def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
     """The README's search through the lab's sweeper (figures off, as plain Optuna draws none):
-    wall time from the shell, best objective, the `cores:` line."""
+    wall time from the shell, best objective, training episodes, the `cores:` line."""
     with tempfile.TemporaryDirectory() as out:
         seconds, output = _timed([sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",
                                   *SEARCH_SETTINGS, *SEARCH_SPACE, f"hydra.sweeper.seed={seed}", *extra,
                                   "hydra.launcher.figures=false", f"results_dir={out}"])
     best = float(output.split("best: objective ", 1)[1].split()[0])
-    return seconds, best, output.rsplit("cores: ", 1)[1].splitlines()[0]
+    episodes = int(output.split(" training episodes in all")[0].rsplit(" ", 1)[1].replace(",", ""))
+    return seconds, best, episodes, output.rsplit("cores: ", 1)[1].splitlines()[0]
 
 
 def search_section(quick: bool) -> None:
@@ -432,19 +434,22 @@ def search_section(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as out:  # untimed: compiles the kernels a fresh install has not
         subprocess.run([sys.executable, "-m", "lab.sweep", *SEARCH_SPACE[:3], "iterations=1", f"results_dir={out}"],
                        capture_output=True, check=True)
-    print(f"  {'search seed':<12}{'lab':>9}{'plain Optuna':>14}{'ratio':>8}   best objective: lab / plain Optuna")
+    print(f"  {'search seed':<12}{'lab':>9}{'plain Optuna':>14}{'ratio':>8}   best objective: lab / plain Optuna; "
+          "training episodes: lab / plain Optuna")
     lab, plain = [], []
     for seed in seeds:  # alternated, in the same conditions
-        seconds, best, _ = lab_search(seed)
-        plain_seconds, plain_output = _timed([sys.executable, "-c", f"from lab import bench; print(bench.plain_optuna({seed}))"])
+        seconds, best, episodes, _ = lab_search(seed)
+        plain_seconds, plain_output = _timed([sys.executable, "-c",
+                                              f"from lab import bench; print(*bench.plain_optuna({seed}))"])
+        plain_best, plain_episodes = plain_output.split()[-2:]
         lab.append(seconds)
         plain.append(plain_seconds)
         print(f"  {seed:<12}{seconds:>7.1f} s{plain_seconds:>12.1f} s{seconds / plain_seconds:>7.2f}x   "
-              f"{best:.4f} / {float(plain_output.split()[-1]):.4f}")
+              f"{best:.4f} / {float(plain_best):.4f}; {episodes:,} / {int(plain_episodes):,}")
     lab_median, plain_median = statistics.median(lab), statistics.median(plain)
     print(f"  median: lab {lab_median:.1f} s, plain Optuna {plain_median:.1f} s: {lab_median / plain_median:.2f}x "
           "(target at most 1.5x)")
-    seconds, best, line = lab_search(0, ["hydra.sweeper.seeds=3"])
+    seconds, best, _, line = lab_search(0, ["hydra.sweeper.seeds=3"])
     print(f"  the same search with seeds=3 (each configuration on seeds 0-2, objective their mean): {seconds:.1f} s, "
           f"best {best:.4f}; {line}")
 
