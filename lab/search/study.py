@@ -1,6 +1,6 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.search.workers), report its aggregated objective at every evaluation point to
-the pruner and answer go on or stop, tell the study how it ended.
+worker is free (lab.search.workers), report its aggregated objective to the pruner where the
+pruner may decide (`decisions`) and answer go on or stop, tell the study how it ended.
 
 Optuna's state lives in Optuna's own storage (a journal file in results_dir/_search by default,
 or hydra.sweeper.storage), so `optuna-dashboard` opens it and the same command resumes an
