@@ -13,7 +13,6 @@ same command resumes the search.
 
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from lab.run import RunResult, Training
 from lab.search import outcome
 from lab.search.settings import Settings
 from lab.search.space import Dimension
-from lab.search.workers import Forks, InProcess, RayActors, WorkersLost
+from lab.search.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
 
 IDENTITY = "search.json"
 
@@ -53,7 +52,8 @@ class Saver:
                 self.finished.add(run.run_id)
 
 
-def workers(settings: Settings, base: dict, code: dict, address=None, num_cpus=None, parallel="auto"):
+def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, address=None, num_cpus=None,
+            parallel="auto"):
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
     else forks of this process, one per core (at most max_concurrent), or this process itself
     (one core, or parallel=false)."""
@@ -61,13 +61,13 @@ def workers(settings: Settings, base: dict, code: dict, address=None, num_cpus=N
 
     if parallel is True or address or os.environ.get("RAY_ADDRESS"):
         sweep.connect(address, num_cpus)
-        return RayActors(code, most=settings.max_concurrent)
+        return RayActors(code, interrupt, most=settings.max_concurrent)
     cores = num_cpus or os.cpu_count() or 1
     size = min(cores, settings.max_concurrent or cores, settings.num_samples)
     if parallel is False or size == 1:
-        return InProcess(code)
+        return InProcess(code, interrupt)
     warm_up(base)
-    return Forks(size, code)
+    return Forks(size, code, interrupt)
 
 
 def warm_up(base: dict) -> None:
@@ -103,31 +103,31 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     resume = _resuming(folder, identity(base, dims, settings))
     if resume is None:
         return 2
-    pool = workers(settings, base, provenance.code(), address, num_cpus, parallel)
-    save = Saver(results_dir)
 
     def ended(trial, running: int) -> None:
         objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
         progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
                                              f"{objective}")
 
-    trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
-    progress = sweep.Progress(trials.left(), ended="ended")
-    try:
-        done = trials.run()
-    except (KeyboardInterrupt, WorkersLost) as stop:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the saving
-        pool.close()
+    with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
+        pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
+        save = Saver(results_dir)
+        trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
+        progress = sweep.Progress(trials.left(), ended="ended")
+        try:
+            done = trials.run()
+        except (KeyboardInterrupt, WorkersLost) as stop:  # a second Ctrl-C changes nothing now
+            pool.close()
+            trials.write(always=True)
+            save.writer.flush()
+            progress.close()
+            what = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"error: {stop}"
+            print(f"{what}: the trials that ended are saved in {results_dir}; the same command resumes the "
+                  "search (the trials in progress train again from their start)", file=sys.stderr)
+            return 130 if isinstance(stop, KeyboardInterrupt) else 1
         trials.write(always=True)
         save.writer.flush()
-        progress.close()
-        what = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"error: {stop}"
-        print(f"{what}: the trials that ended are saved in {results_dir}; the same command resumes the "
-              "search (the trials in progress train again from their start)", file=sys.stderr)
-        return 130 if isinstance(stop, KeyboardInterrupt) else 1
-    trials.write(always=True)
-    save.writer.flush()
-    pool.close()
+        pool.close()
     progress.close()
     if address or os.environ.get("RAY_ADDRESS") or parallel is True:
         sweep.disconnect()

@@ -86,8 +86,8 @@ class Done:
 class Trainer:
     """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
 
-    def __init__(self, code: dict):
-        self.code = code
+    def __init__(self, code: dict, check=lambda: None):
+        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.search.workers)
         self.task: Task | None = None
 
     def start(self, task: Task) -> Point | Done:
@@ -117,6 +117,7 @@ class Trainer:
                 game.set_kernel_stream(self.streams[i])
                 training.advance()
                 self.streams[i] = game.kernel_stream()
+                self.check()
             if any(t.error is not None for t in self.trainings):
                 break  # a failed seed fails its configuration: the others stop where they are
             iteration = self.trainings[0].iteration

@@ -36,12 +36,37 @@ class WorkersLost(RuntimeError):
     """No worker is left to train the search's trials (or a PBT generation lost one)."""
 
 
+class Interrupt:
+    """Ctrl-C, held until the search is at a safe point (`check`, which every pool calls before it
+    looks for answers, and a trial trained in this process at each of its evaluation points):
+    never in the middle of writing runs or Optuna's journal (a half-released lock file), nor of a
+    compiled kernel (numba turns it into that run's error: the trial would end as failed)."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __enter__(self) -> "Interrupt":
+        self.previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+    def _request(self, signum, frame) -> None:
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+
 class InProcess:
     """The Trainer in this process: each call is answered when it is made."""
 
-    def __init__(self, code: dict):
+    def __init__(self, code: dict, interrupt: Interrupt):
         in_the_driver()
-        self.size, self.trainer, self.answers = 1, Trainer(code), []
+        self.size, self.answers, self.interrupt = 1, [], interrupt
+        self.trainer = Trainer(code, check=interrupt.check)
 
     def grow(self) -> list[int]:
         return []
@@ -51,6 +76,7 @@ class InProcess:
         self.answers.append((worker, getattr(self.trainer, method)(argument)))
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        self.interrupt.check()
         answers, self.answers = self.answers, []
         return answers
 
@@ -61,8 +87,8 @@ class InProcess:
 class Forks:
     """`size` forks of this process, each serving a Trainer over a pipe."""
 
-    def __init__(self, size: int, code: dict):
-        self.size, self.pipes, self.processes = size, [], []
+    def __init__(self, size: int, code: dict, interrupt: Interrupt):
+        self.size, self.pipes, self.processes, self.interrupt = size, [], [], interrupt
         for _ in range(size):
             ours, theirs = FORK.Pipe()
             process = FORK.Process(target=_serve, args=(theirs, code), name="lab-search", daemon=True)
@@ -82,6 +108,7 @@ class Forks:
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
         """The answers that came (waiting at most `timeout` seconds for the first)."""
+        self.interrupt.check()
         ready = multiprocessing.connection.wait([p for p in self.pipes if not p.closed], timeout)
         answers = []
         for pipe in ready:
@@ -121,10 +148,11 @@ class RayActors:
     """One Trainer actor per CPU of the Ray cluster this process has joined (at most `most`),
     more as nodes join (`grow`)."""
 
-    def __init__(self, code: dict, most: int | None = None):
+    def __init__(self, code: dict, interrupt: Interrupt, most: int | None = None):
         import ray
 
-        self.code, self.most, self.actors, self.pending = code, most, [], {}  # pending: call in flight -> worker
+        self.code, self.most, self.interrupt = code, most, interrupt
+        self.actors, self.pending = [], {}  # pending: call in flight -> worker
         self.actor = ray.remote(num_cpus=1, max_restarts=0)(Trainer)
         deadline = time.monotonic() + 30
         while not self.grow() and time.monotonic() < deadline:  # a cluster whose nodes are still joining
@@ -151,6 +179,7 @@ class RayActors:
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
         import ray
 
+        self.interrupt.check()
         if not self.pending:
             return []
         ready, rest = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
