@@ -283,6 +283,42 @@ def outcome_figures(data, out_dir=None) -> list[Path]:
     return written
 
 
+MARKERS = {"finished": dict(color="tab:blue", marker="o"), "stopped": dict(color="tab:gray", marker="x"),
+           "failed": dict(color="tab:red", marker="x")}
+
+
+def knob_figure(points: pd.DataFrame, scales: dict[str, str], path: Path, ylabel: str) -> Path:
+    """A measure of each configuration against each of its knobs, one panel per knob (a search's
+    final objective against its searched knobs; any table of configurations will do). `points`
+    has a row per configuration: the knob columns, `value`, `low` and `high` (its spread over
+    seeds, drawn as a bar) and `status` (finished, stopped: its last value before it was
+    stopped, or failed). `scales` maps each knob to log, linear or category."""
+    columns = min(3, max(1, len(scales)))
+    rows = -(-len(scales) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), sharey=True, squeeze=False,
+                             layout="constrained")
+    for ax, (knob, scale) in zip(axes.flat, scales.items()):
+        where = points[knob]
+        if scale == "category":  # the choices in their order, as positions
+            choices = list(dict.fromkeys(sorted(where.unique(), key=str)))
+            where = where.map({c: i for i, c in enumerate(choices)})
+            ax.set_xticks(range(len(choices)), [str(c) for c in choices])
+        for status, group in points.assign(x=where).groupby("status"):
+            style = MARKERS.get(status, MARKERS["failed"])
+            ax.errorbar(group["x"], group["value"], yerr=[group["value"] - group["low"], group["high"] - group["value"]],
+                        ls="none", ms=4, lw=0.6, alpha=0.75, label=status, **style)
+        ax.set(xscale="log" if scale == "log" else "linear", xlabel=knob)
+        ax.grid(alpha=0.3, which="both")
+    for ax in axes.flat[len(scales):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{len(points)} configurations (bars: the range over their seeds; stopped ones at their last "
+                 "evaluation)")
+    return _save(fig, Path(path))
+
+
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
     """Every figure type for a results directory, from one read of its table."""
     frame = results.load(results_dir)

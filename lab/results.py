@@ -38,6 +38,8 @@ FIGURES = "_figures"
 INDEX = "_index"
 SWEEPS = "_sweeps"
 """The folder of sweep records: the composed config and command of each sweep that trained"""
+SEARCH = "_search"
+"""The folder of a search's own state and outcome (lab.search): Optuna's storage, best.yaml, figures"""
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 METRICS = [
     ("iteration", pa.int64()), ("episodes", pa.int64()),
@@ -59,9 +61,9 @@ EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evalua
 (lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
 
-SEARCH = [("pbt_trial", pa.string())]
-"""A population-based-training search's runs (lab.search.PBT_TRIAL): the trial that trained each
-row (null in every other run)."""
+PBT = [("pbt_trial", pa.string())]
+"""A population-based-training search's runs (lab.search.trial.PBT_TRIAL): the member that
+trained each row (null in every other run)."""
 
 
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
@@ -96,7 +98,7 @@ def schema() -> pa.Schema:
     fields.update(METRICS)
     fields.update(TIMING)
     fields.update(EVALUATION)
-    fields.update(SEARCH)
+    fields.update(PBT)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))
 
@@ -166,21 +168,21 @@ def _save(result, results_dir) -> tuple[Path, pa.Table]:
 
 class Writer:
     """Saves a sweep's runs into one results_dir and adds them to its index as they come, a part
-    of about PART_ROWS rows at a time: the next plan and `load` then read a few parts instead of
+    of about PART_BYTES at a time: the next plan and `load` then read a few parts instead of
     every run file. Use as a context manager (the last part is written on exit)."""
 
     def __init__(self, results_dir):
         self.results_dir = Path(results_dir)
         self.parts = {"stored": [], "table": []}
-        self.rows = 0
+        self.bytes = 0
 
     def save(self, result) -> Path:
         path, table = _save(result, self.results_dir)
         key = _key(path)
         self.parts["table"].append(_with_key(table, key))
         self.parts["stored"].append(_with_key(_stored_row(table), key))
-        self.rows += table.num_rows
-        if self.rows >= PART_ROWS:
+        self.bytes += table.nbytes
+        if self.bytes >= PART_BYTES:
             self.flush()
         return path
 
@@ -192,7 +194,7 @@ class Writer:
                 except OSError:  # the index is a cache: the runs are saved whatever happens here
                     pass
                 tables.clear()
-        self.rows = 0
+        self.bytes = 0
 
     def __enter__(self) -> "Writer":
         return self
@@ -230,9 +232,10 @@ def _read_all(files, read):
         return list(pool.map(read, files))
 
 
-PART_ROWS = 20_000
-"""A sweep adds the runs it saves to the table index in parts of about this many rows (bounded
-memory in the driver, few parts to read)."""
+PART_BYTES = 8 * 2**20
+"""A sweep adds the runs it saves to the table index in parts of about this size in memory
+(bounded memory in the driver, few parts to read): some 5,000 rows, whose provenance columns
+repeat the sweep's command line on every row."""
 
 
 def _key(path: Path) -> str:
@@ -359,6 +362,17 @@ def load(results_dir) -> pd.DataFrame:
     if table is None:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
     frame = table.to_pandas(types_mapper=_NULLABLE.get)
+    return frame.sort_values(["run_id", "iteration"], ignore_index=True)
+
+
+def read_runs(results_dir, run_ids) -> pd.DataFrame:
+    """Only these runs of results_dir (read from their files, one after another, not through the
+    index: a few runs of a big directory), as `load` gives them; runs without a file are left out."""
+    paths = [Path(results_dir) / f"{run_id}.parquet" for run_id in dict.fromkeys(run_ids)]
+    tables = [_read(path) for path in paths if path.exists()]
+    if not tables:
+        return pd.DataFrame(columns=schema().names)
+    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas(types_mapper=_NULLABLE.get)
     return frame.sort_values(["run_id", "iteration"], ignore_index=True)
 
 

@@ -120,79 +120,153 @@ def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
     return columns
 
 
+class Training:
+    """One run in progress. `run` trains it to its end; a search (lab.search) trains several in
+    turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
+
+    `start` is a `snapshot` to go on from (else the file at `state_path`, if there is one);
+    `run_id` replaces the job's (a search trial whose knobs change). A learner that raises or
+    diverges ends the run as failed, with its error in every row; nothing here raises.
+    `active_seconds` counts only the time spent in this run's own work, so runs trained in turn
+    in one process each report their own wall time."""
+
+    def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None,
+                 run_id: str | None = None, state_path=None):
+        global _first_run_in_process
+        began = time.perf_counter()
+        self.job, self.code, self.started = job, code, pd.Timestamp.now(tz="UTC")
+        self.startup = _IMPORT_SECONDS if _first_run_in_process else 0.0
+        _first_run_in_process = False
+        self.columns = {"run_id": run_id or job.run_id, **job.identity()}
+        self.rows, self.error, self.stopped, self.learner = [], None, False, None
+        self.state_path = Path(state_path) if state_path is not None else None
+        self.training, self.evaluating = _Clock(), _Clock()
+        try:
+            self.learner = job.algorithm.Learner(job.knobs, job.run)
+            if start is None and self.state_path is not None and self.state_path.exists():
+                start = self.state_path.read_bytes()
+            if start is not None:
+                self.rows, self.training.seconds = resume(start, self.learner)
+                for row in self.rows:
+                    row["run_id"] = self.columns["run_id"]
+                self.evaluating.seconds = self.rows[-1].get("eval_seconds", 0.0) if self.rows else 0.0
+        except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
+            self._fail(exc)
+        self.active_seconds = time.perf_counter() - began
+
+    @property
+    def iteration(self) -> int:
+        """The last iteration trained."""
+        return len(self.rows)
+
+    @property
+    def ended(self) -> bool:
+        return self.error is not None or self.stopped or self.iteration >= self.job.run.iterations
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+
+    def step(self) -> bool:
+        """Train one iteration, with its exact evaluation if one is due; whether it was evaluated
+        (False once the run has ended)."""
+        if self.ended:
+            return False
+        began = time.perf_counter()
+        try:
+            evaluated = self._iterate()
+        except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
+            self._fail(exc)
+            evaluated = False
+        self.active_seconds += time.perf_counter() - began
+        return evaluated
+
+    def _iterate(self) -> bool:
+        run_cfg, iteration = self.job.run, self.iteration + 1
+        with self.training:
+            p1_wins, p2_wins, draws = self.learner.iterate()
+        n = run_cfg.episodes_per_update
+        self.rows.append({
+            **self.columns,
+            "iteration": iteration,
+            "episodes": int((self.rows[-1]["episodes"] if self.rows else 0) + n),
+            "p1_wins": int(p1_wins), "p2_wins": int(p2_wins), "draws": int(draws),
+            "p1_win_rate": p1_wins / n, "p2_win_rate": p2_wins / n, "draw_rate": draws / n,
+            "train_epsilon": self.learner.exploration(),
+        })
+        evaluated = iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations
+        if evaluated:
+            with self.evaluating:
+                self.rows[-1].update(evaluation(self.learner.agent(), run_cfg))
+        self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
+        return evaluated
+
+    def advance(self) -> bool:
+        """Train up to the next evaluation point (or until the run ends); whether it reached one."""
+        while not self.ended:
+            if self.step():
+                return True
+        return False
+
+    def stop(self) -> None:
+        """End the run here, with status "stopped" if it has iterations left (a search gave up on it)."""
+        self.stopped = self.error is None and self.iteration < self.job.run.iterations
+
+    def save_state(self) -> None:
+        """Write the run's training state (`snapshot`) to state_path, atomically."""
+        _write_atomic(self.state_path, self.snapshot())
+
+    def snapshot(self) -> bytes:
+        return snapshot(self.learner, self.rows, self.training.seconds)
+
+    def result(self) -> RunResult:
+        """The run's rows, each with its status, error, timing and provenance, and the final
+        agent (None when it failed or was stopped)."""
+        began = time.perf_counter()
+        checkpoint = None
+        if self.error is None and not self.stopped:
+            try:
+                checkpoint = self.learner.agent().to_bytes()
+                if self.state_path is not None:
+                    self.state_path.unlink(missing_ok=True)
+            except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
+                self._fail(exc)
+        rows = self.rows if self.error is None or self.rows else [
+            {**self.columns, "iteration": 0, "episodes": 0, "train_seconds": self.training.seconds,
+             "eval_seconds": self.evaluating.seconds}]
+        frame = pd.DataFrame(rows)
+        frame["status"] = "failed" if self.error else "stopped" if self.stopped else "finished"
+        frame["error"] = self.error
+        frame["startup_seconds"] = self.startup + self.training.compiling + self.evaluating.compiling
+        frame["wall_seconds"] = self.startup + self.active_seconds + time.perf_counter() - began
+        stamp = {"started_utc": self.started, "finished_utc": pd.Timestamp.now(tz="UTC"),
+                 **(self.code or provenance.code()), **provenance.machine()}
+        return RunResult(self.columns["run_id"], frame.assign(**stamp),
+                         checkpoint if self.error is None else None)
+
+
 def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
         report=None, start: bytes | None = None, run_id: str | None = None) -> RunResult:
-    """Train one validated run (lab.config.job). `code` is the driver's lab.provenance.code()
-    (this process's when None), stamped with the run's times and machine on every row.
+    """Train one validated run (lab.config.job) to its end (`Training`). `code` is the driver's
+    lab.provenance.code() (this process's when None), stamped with the run's times and machine
+    on every row.
 
     Resuming: with `state_path` and `save_every`, the run's training state (`snapshot`) is written
     there atomically every `save_every` iterations, and a run that finds a state there starts from
     it instead of from zero (the file is removed when the run ends). `start` is such a snapshot
-    given directly (a search's checkpoint). `report(iteration, rows, learner)`, called after every
-    evaluation, ends the run early with status "stopped" when it returns True (a search
-    scheduler's decision). `run_id` replaces the job's (a search trial whose knobs change)."""
-    global _first_run_in_process
-    started, wall = pd.Timestamp.now(tz="UTC"), time.perf_counter()
-    startup = _IMPORT_SECONDS if _first_run_in_process else 0.0
-    _first_run_in_process = False
-    run_cfg = job.run
-    columns = {"run_id": run_id or job.run_id, **job.identity()}
-    rows, checkpoint, error, stopped = [], None, None, False
-    episodes = 0
-    training, evaluating = _Clock(), _Clock()
-    state_path = Path(state_path) if state_path is not None else None
-    try:
-        learner = job.algorithm.Learner(job.knobs, run_cfg)
-        if start is None and state_path is not None and state_path.exists():
-            start = state_path.read_bytes()
-        if start is not None:
-            rows, training.seconds = resume(start, learner)
-            for row in rows:
-                row["run_id"] = columns["run_id"]
-            episodes = rows[-1]["episodes"] if rows else 0
-            evaluating.seconds = rows[-1].get("eval_seconds", 0.0) if rows else 0.0
-        for iteration in range(len(rows) + 1, run_cfg.iterations + 1):
-            with training:
-                p1_wins, p2_wins, draws = learner.iterate()
-            episodes += run_cfg.episodes_per_update
-            n = run_cfg.episodes_per_update
-            rows.append({
-                **columns,
-                "iteration": iteration,
-                "episodes": int(episodes),
-                "p1_wins": int(p1_wins), "p2_wins": int(p2_wins), "draws": int(draws),
-                "p1_win_rate": p1_wins / n, "p2_win_rate": p2_wins / n, "draw_rate": draws / n,
-                "train_epsilon": learner.exploration(),
-            })
-            evaluated = iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations
-            if evaluated:
-                with evaluating:
-                    rows[-1].update(evaluation(learner.agent(), run_cfg))
-            rows[-1].update(train_seconds=training.seconds, eval_seconds=evaluating.seconds)
-            if evaluated and report is not None and report(iteration, rows, learner):
-                stopped = iteration < run_cfg.iterations
-                if stopped:
-                    break
-            if save_every and state_path is not None and iteration % save_every == 0 \
-                    and iteration < run_cfg.iterations:
-                _write_atomic(state_path, snapshot(learner, rows, training.seconds))
-        checkpoint = learner.agent().to_bytes()
-        if state_path is not None:
-            state_path.unlink(missing_ok=True)
-    except Exception as exc:  # noqa: BLE001 - any learner failure is recorded, not raised
-        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
-    if error is not None and not rows:
-        rows.append({**columns, "iteration": 0, "episodes": 0, "train_seconds": training.seconds,
-                     "eval_seconds": evaluating.seconds})
-    frame = pd.DataFrame(rows)
-    frame["status"] = "failed" if error else "stopped" if stopped else "finished"
-    frame["error"] = error
-    frame["startup_seconds"] = startup + training.compiling + evaluating.compiling
-    frame["wall_seconds"] = startup + time.perf_counter() - wall
-    stamp = {"started_utc": started, "finished_utc": pd.Timestamp.now(tz="UTC"),
-             **(code or provenance.code()), **provenance.machine()}
-    frame = frame.assign(**stamp)
-    return RunResult(columns["run_id"], frame, checkpoint)
+    given directly. `report(iteration, rows, learner)`, called after every evaluation, ends the
+    run early with status "stopped" when it returns True. `run_id` replaces the job's."""
+    training = Training(job, code, start=start, run_id=run_id, state_path=state_path)
+    while not training.ended:
+        evaluated = training.step()
+        try:
+            if evaluated and report is not None and report(training.iteration, training.rows, training.learner):
+                training.stop()
+            elif save_every and state_path is not None and training.iteration % save_every == 0 \
+                    and not training.ended:
+                training.save_state()
+        except Exception as exc:  # noqa: BLE001 - a failing report or save ends the run as failed
+            training._fail(exc)
+    return training.result()
 
 
 def lost(job: Job, exc: BaseException) -> RunResult:

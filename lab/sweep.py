@@ -166,12 +166,13 @@ class Progress:
     (a log file, CI): one line per finished run, naming it.
     """
 
-    def __init__(self, total: int):
-        self.total, self.done, self.failed = total, 0, 0
+    def __init__(self, total: int, ended: str = "finished"):
+        self.total, self.done, self.failed, self.ended = total, 0, 0, ended
         self.start = self.finish_at = time.monotonic()
         self.live = sys.stderr.isatty()
 
-    def update(self, result: Outcome | None = None, running: int = 0) -> None:
+    def update(self, result: Outcome | None = None, running: int = 0, said: str | None = None) -> None:
+        """A run ended (`result`; `said` replaces the line naming it), or only time went by."""
         now = time.monotonic()
         elapsed = now - self.start
         if result is not None:
@@ -181,7 +182,7 @@ class Progress:
             # between two finishes the estimate counts down.
             self.finish_at = now + elapsed / self.done * (self.total - self.done)
         eta = max(0.0, self.finish_at - now) if self.done else float("nan")
-        counts = (f"{self.done}/{self.total} finished, {running} running, {self.failed} failed, "
+        counts = (f"{self.done}/{self.total} {self.ended}, {running} running, {self.failed} failed, "
                   f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}")
         if self.live:
             width = shutil.get_terminal_size().columns
@@ -189,8 +190,8 @@ class Progress:
             line = f"[{'#' * filled}{'.' * (10 - filled)}] {counts}"[:width - 1]
             print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
         elif result is not None:
-            what = "FAILED" if result.failed else "done"
-            print(f"run {result.run_id} {what}; {counts}", file=sys.stderr, flush=True)
+            said = said or f"run {result.run_id} {'FAILED' if result.failed else 'done'}"
+            print(f"{said}; {counts}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.live:
@@ -626,10 +627,10 @@ def _check_grid(config: DictConfig) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     if OmegaConf.select(config, "hydra.sweeper._target_") not in GRID_SWEEPERS:
-        return  # a search (hydra/sweeper=tune, optuna, ...) takes interval()
+        return  # a search (hydra/sweeper=search, Hydra's optuna, ...) takes interval()
     sweeper = OmegaConf.to_container(config.hydra.sweeper, resolve=False)
     if any(value is not None for key, value in sweeper.items() if key not in ("_target_", "max_batch_size", "params")):
-        return  # a named search (sweeps/search_*.yaml) sets the tune sweeper's settings: the grid sweeper hands it over
+        return  # a named search (sweeps/search_*.yaml) sets the search's settings: the grid sweeper hands it over
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
     arguments = [f"{k}={v}" for k, v in params.items()]

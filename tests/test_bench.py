@@ -1,6 +1,8 @@
 """The benchmark's in-process measurements run on the current API (they are not run by CI
 otherwise: `python -m lab.bench` takes minutes)."""
 
+import pytest
+
 from lab import bench
 
 
@@ -15,3 +17,10 @@ def test_in_process_measurements_run():
 def test_longest_first_makespan():
     assert bench.longest_first_makespan([3, 3, 2, 2, 2], cores=2) == 7  # 3+2+2 | 3+2
     assert bench.longest_first_makespan([5, 1, 1], cores=4) == 5
+
+
+@pytest.mark.integration
+def test_the_plain_optuna_baseline_runs():
+    """The search section's baseline (Optuna alone over lab.run) searches and finds a value."""
+    best, episodes = bench.plain_optuna(0, trials=2, processes=2)
+    assert -1 <= best <= 1 and 2 * 12_000 <= episodes <= 2 * 100_000  # each trained to a rung at least

@@ -196,6 +196,27 @@ def test_ray_job_submit_with_the_working_dir(cluster, tmp_path):
     _same_rows(stored, 6, tmp_path)
 
 
+def test_a_search_trains_its_trials_on_the_cluster(cluster, tmp_path):
+    """The same search command, joined to the cluster: its trials train in actors on node 2 (the
+    head has no CPUs), their runs land in the driver's results_dir, equal to runs trained here."""
+    done = sweep(["--multirun", "hydra/sweeper=search", f"hydra.launcher.address={cluster['address']}",
+                  "hydra.sweeper.num_samples=4", "hydra.sweeper.seeds=2", "hydra.sweeper.scheduler=asha",
+                  "algorithm=q_table", "iterations=30", "episodes_per_update=20", "eval_every=3",
+                  "alpha=tag(log,interval(0.01,1))", "hydra.launcher.figures=false", "results_dir=results"],
+                 cwd=tmp_path, env=cluster["env"])
+    assert done.returncode == 0, done.stderr
+    assert "4 trials:" in done.stdout and "cores: " in done.stdout and "of 2 cores busy" in done.stdout
+    stored = rows(tmp_path / "results")
+    assert stored["run_id"].nunique() == 8 and sorted(stored["seed"].unique()) == [0, 1]
+    assert not list(cluster["node2_dir"].rglob("*.parquet"))  # the training node wrote nothing
+    first = stored[stored["run_id"] == stored["run_id"].iloc[0]].reset_index(drop=True)
+    alpha, seed, last = float(first["alpha"].iloc[0]), int(first["seed"].iloc[0]), int(first["iteration"].max())
+    expected = alone(["algorithm=q_table", "iterations=30", "episodes_per_update=20", "eval_every=3",
+                      f"alpha={alpha!r}", f"seed={seed}"], tmp_path / "alone")
+    expected = expected[expected["iteration"] <= last].drop(columns="status").reset_index(drop=True)
+    pd.testing.assert_frame_equal(first.drop(columns="status"), expected)
+
+
 SHIPPED = """
 import os, ray
 import lab

@@ -89,7 +89,8 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
 
 def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(5)]
-    monkeypatch.setattr(results, "PART_ROWS", 7)  # a part every third run (3 rows each)
+    size = results.arrow_table(run(jobs[0]).rows).nbytes
+    monkeypatch.setattr(results, "PART_BYTES", 2.5 * size)  # a part every third run
     with results.Writer(tmp_path) as writer:
         for j in jobs:
             writer.save(run(j))

@@ -1,10 +1,12 @@
-"""hydra/sweeper=tune for real (lab.search on Ray Tune): a small ASHA search whose stopped trials
-are run tables with status `stopped`, an interrupted search resumed by the same command to the
-same trials and rows as one never interrupted, and population-based training whose tables show
-the exploited and mutated knobs per iteration. Each search is q_table at a tiny size."""
+"""hydra/sweeper=search for real, from the shell (lab.search): a small ASHA search whose stopped
+trials are run tables with status `stopped`, an interrupted search resumed by the same command to
+the same trials and rows as one never interrupted, population-based training whose tables show
+the exploited and mutated knobs per iteration, and the cores a search of longer trials keeps
+busy. Each search is q_table at a tiny size."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,13 +15,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from lab import results, search
+from lab import results
+from lab.search import outcome, study
+from lab.search.trial import PBT_TRIAL
 from sweeping import clean_env, command, rows, sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ITERATIONS = 60
-TINY_SEARCH = ["--multirun", "hydra/sweeper=tune", "hydra.sweeper.objective=onestep", "algorithm=q_table",
+TINY_SEARCH = ["--multirun", "hydra/sweeper=search", "hydra.sweeper.objective=onestep", "algorithm=q_table",
                "opponent=onestep", "player=2", f"iterations={ITERATIONS}", "episodes_per_update=50",
                "eval_every=6", "alpha=tag(log,interval(0.01,1))", "epsilon_decay=interval(0.99,0.9999)",
                "hydra.launcher.num_cpus=2"]
@@ -41,8 +45,8 @@ def test_asha_writes_every_trial_as_a_run_and_stopped_ones_keep_their_rows(asha)
     results_dir, done = asha
     table = results.load(results_dir)
     assert list(pd.read_parquet(results_dir).columns) == results.schema().names  # the one schema
-    ended = search.ended_trials(results_dir)
-    assert len(ended) == 6 and {e["run_id"] for e in ended.values()} == set(table["run_id"])
+    trials = study.load(results_dir).get_trials()
+    assert len(trials) == 6 and {t.user_attrs["runs"][0] for t in trials} == set(table["run_id"])
     status = table.groupby("run_id")["status"].agg(lambda s: set(s))
     assert all(len(s) == 1 for s in status)  # one status per run
     status = status.map(lambda s: s.pop())
@@ -57,16 +61,17 @@ def test_asha_writes_every_trial_as_a_run_and_stopped_ones_keep_their_rows(asha)
     assert f"6 trials: {(status == 'finished').sum()} finished, {len(stopped)} stopped early, 0 failed" in done.stdout
 
     # the best configuration: printed, and a config file that composes into the best run again
-    best = yaml.safe_load((results_dir / search.SEARCH_DIR / "best.yaml").read_text())
+    best = yaml.safe_load((results_dir / results.SEARCH / outcome.BEST).read_text())
     finals = table[table.iteration == ITERATIONS].set_index("run_id")
     score = finals["eval_p2_onestep_win"] - finals["eval_p2_onestep_loss"]
     top = finals.loc[score.idxmax()]
-    assert best["alpha"] == pytest.approx(top["alpha"]) and best["player"] == 2
+    assert best["alpha"] == pytest.approx(top["alpha"]) and best["player"] == 2 and "seed" not in best
     assert best["defaults"] == [{"override /algorithm": "q_table"}, {"override /opponent": "onestep"}]
     assert f"best: objective {score.max():.4f}" in done.stdout
-    assert (results_dir / search.SEARCH_DIR / "objective.png").stat().st_size > 0
-    summary = (results_dir / "_summary" / "summary.md").read_text()
-    assert f"{len(stopped)} runs stopped early" in summary
+    drawn = re.search(r"search figures in \S+: (.*)", done.stdout)[1].split(", ")
+    assert drawn == ["objective.png", "knobs.png", "q_table_exact_ttt_player2.png"]
+    assert all((results_dir / results.SEARCH / name).stat().st_size > 0 for name in drawn)
+    assert not (results_dir / results.FIGURES).exists()  # a search draws the search, not every run
 
 
 def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
@@ -77,9 +82,9 @@ def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while len(search.ended_trials(tmp_path / "results")) < 2:
+        while len(results.run_files(tmp_path / "results")) < 2:
             assert proc.poll() is None and time.monotonic() < deadline, "no two trials ended"
-            time.sleep(0.1)
+            time.sleep(0.01)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         assert proc.wait(timeout=60) == 130
     finally:
@@ -89,13 +94,16 @@ def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
     log.seek(0)
     output = log.read()
     assert "interrupted:" in output and "the same command resumes the search" in output, output
-    assert len(search.ended_trials(tmp_path / "results")) < 6
+    assert output.count("\n", output.index("interrupted:")) == 1  # one line
+    ended = [t for t in study.load(tmp_path / "results").get_trials() if t.state.is_finished()]
+    assert 2 <= len(ended) < 6
 
     again = sweep(args, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "resuming the interrupted search" in again.stdout
-    # The same seed gives the same trials, ASHA the same decisions (its rungs replayed from the
-    # run tables), and a trial resumed from its last evaluation the rows it would have had.
+    assert not {f"trial {t.number} " for t in ended} & set(re.findall(r"trial \d+ ", again.stderr))  # none retrained
+    # The same seed gives the same trials, ASHA the same decisions (its rung records are in
+    # Optuna's storage), and the trial in progress, trained again, the rows it would have had.
     key = ["run_id", "iteration"]
     pd.testing.assert_frame_equal(rows(tmp_path / "results").sort_values(key).reset_index(drop=True),
                                   rows(reference).sort_values(key).reset_index(drop=True))
@@ -112,17 +120,61 @@ def test_pbt_tables_show_the_exploited_and_mutated_knobs_per_iteration(tmp_path)
     table = results.load(tmp_path / "results")
     assert table["run_id"].nunique() == 4 and (table["status"] == "finished").all()
     assert table.groupby("run_id")["iteration"].apply(list).map(lambda i: i == list(range(1, 37))).all()
-    trials = set(search.ended_trials(tmp_path / "results"))
-    assert set(table[search.PBT_TRIAL]) <= trials
+    assert set(table[PBT_TRIAL]) <= {"0", "1", "2", "3"}
     exploits = 0
     for run_id, run in table.groupby("run_id"):
-        changed = run[search.PBT_TRIAL].ne(run[search.PBT_TRIAL].shift()) & (run["iteration"] > 1)
+        changed = run[PBT_TRIAL].ne(run[PBT_TRIAL].shift()) & (run["iteration"] > 1)
         for _, row in run[changed].iterrows():
             exploits += 1
             before = run[run.iteration == row.iteration - 1].iloc[0]
             assert (row.iteration - 1) % 12 == 0  # at a perturbation step
-            # the exploiting trial trains on with mutated knobs
+            # the exploiting member trains on with mutated knobs
             assert (row["alpha"], row["epsilon_decay_per_game"]) != (before["alpha"], before["epsilon_decay_per_game"])
-    assert exploits >= 2  # at 12 and 24 the worst of 4 exploits the best (36 is the end)
+    assert exploits >= 2  # at 12 and 24 the worst of 4 exploits one of the best (36 is the end)
     assert table["epsilon_decay_per_game"].between(0.99, 0.9999).all()  # explored within the space
-    assert json.loads((tmp_path / "results" / search.SEARCH_DIR / "search.json").read_text())["settings"]["scheduler"] == "pbt"
+    saved = json.loads((tmp_path / "results" / results.SEARCH / "search.json").read_text())
+    assert saved["settings"]["scheduler"] == "pbt"
+
+
+def test_an_interrupted_pbt_search_resumes_from_its_last_generation(tmp_path):
+    args = [*TINY_SEARCH, "iterations=36", "hydra.sweeper.num_samples=4", "hydra.sweeper.scheduler=pbt",
+            "hydra.sweeper.perturbation_interval=12", "hydra.sweeper.seeds=2", "hydra.launcher.figures=false"]
+    whole = sweep([*args, "results_dir=whole"], cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    # stop after the first generation: its state is written, then its trainers are killed
+    prelude = ("import os, signal\nfrom lab.search import pbt\nstore = pbt.Evolve._store\n"
+               "def stop(self, *a):\n    store(self, *a)\n    os.kill(os.getpid(), signal.SIGINT)\n"
+               "pbt.Evolve._store = stop")
+    first = sweep([*args, "results_dir=parts"], cwd=tmp_path, prelude=prelude)
+    assert first.returncode == 130 and "interrupted:" in first.stderr
+    assert not results.run_files(tmp_path / "parts")
+    again = sweep([*args, "results_dir=parts"], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    key = ["run_id", "iteration"]
+    pd.testing.assert_frame_equal(rows(tmp_path / "parts").sort_values(key).reset_index(drop=True),
+                                  rows(tmp_path / "whole").sort_values(key).reset_index(drop=True))
+
+
+def test_trials_of_ten_seconds_keep_the_cores_busy(tmp_path):
+    """4 trials of about 10 s each (q_table, 30,000,000 episodes, evaluated 50 times) on 2 cores."""
+    done = sweep(["--multirun", "hydra/sweeper=search", "hydra.sweeper.num_samples=4", "algorithm=q_table",
+                  "iterations=300", "episodes_per_update=100000", "alpha=interval(0.1,0.5)",
+                  "hydra.launcher.num_cpus=2", "hydra.launcher.figures=false", "results_dir=results"],
+                 cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    busy = int(re.search(r"cores: (\d+)% of 2 cores busy", done.stdout)[1])
+    assert busy >= 90, done.stdout
+
+
+def test_a_fork_that_dies_fails_its_trial_and_the_others_train_on(tmp_path):
+    prelude = ("import os\nfrom lab.search import trial\nstart = trial.Trainer.start\n"
+               "def dying(self, task):\n    if task.number == 1:\n        os._exit(3)\n    return start(self, task)\n"
+               "trial.Trainer.start = dying")
+    done = sweep([*TINY_SEARCH, "hydra.sweeper.num_samples=4", "results_dir=results", "hydra.launcher.figures=false"],
+                 cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 1, done.stderr  # a configuration failed
+    trials = {t.number: t for t in study.load(tmp_path / "results").get_trials()}
+    assert [trials[n].state.name for n in range(4)] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert trials[1].user_attrs["error"] == "the fork training it died (exit code 3)"
+    assert results.statuses(tmp_path / "results")[trials[1].user_attrs["runs"][0]] == "failed"  # a grid re-trains it
+    assert "4 trials: 3 finished, 0 stopped early, 1 failed" in done.stdout

@@ -1,13 +1,16 @@
-"""The search space of hydra/sweeper=tune (lab.search): Hydra's override grammar read as Hydra's
-Optuna sweeper reads it, resolved against the searched algorithm's knobs, validated at its
-extremes; anything else is one line naming the override."""
+"""The search space and settings of hydra/sweeper=search (lab.search.space, lab.search.settings):
+Hydra's override grammar read as Hydra's Optuna sweeper reads it, resolved against the searched
+algorithm's knobs, validated at its extremes; anything else, seed included, is one line naming the
+override."""
 
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from lab import search, sweep
+from lab import sweep
 from lab.compose import compose
 from lab.knobs import ConfigError
+from lab.search import space as search
+from lab.search.settings import OBJECTIVES, Settings
 
 
 def _space(*overrides, later=()):
@@ -17,18 +20,18 @@ def _space(*overrides, later=()):
 
 def test_the_grammar():
     fixed, dims = _space("alpha=interval(0.1,0.5)", "gamma=tag(log,interval(0.01,1))", "layers=choice(1,2)",
-                         "seed=range(0,3)", "neurons=8,16", "epsilon=0.2", "player=2")
+                         "episodes_per_update=range(10,40,10)", "neurons=8,16", "epsilon=0.2", "player=2")
     assert fixed == ["epsilon=0.2", "player=2"]
     assert dims["alpha"] == search.Dimension("interval", 0.1, 0.5)
     assert dims["gamma"] == search.Dimension("interval", 0.01, 1.0, log=True)
     assert dims["layers"].values == (1, 2)
-    assert dims["seed"].values == (0, 1, 2)
+    assert dims["episodes_per_update"].values == (10, 20, 30)
     assert dims["neurons"].values == (8, 16)
 
 
 def test_the_command_line_replaces_a_named_search_s_key():
-    fixed, dims = _space("alpha=interval(0.1,0.5)", "seed=range(0,3)", later=["alpha=0.3"])
-    assert fixed == ["alpha=0.3"] and set(dims) == {"seed"}
+    fixed, dims = _space("alpha=interval(0.1,0.5)", "gamma=0.5,0.9", later=["alpha=0.3"])
+    assert fixed == ["alpha=0.3"] and set(dims) == {"gamma"}
 
 
 @pytest.mark.parametrize("override, says", [
@@ -46,6 +49,14 @@ def test_anything_else_is_one_line_naming_it(override, says):
     message = str(error.value)
     assert "\n" not in message and message.startswith(override) and says in message
     assert search.GRAMMAR in message
+
+
+@pytest.mark.parametrize("override", ["seed=range(0,3)", "seed=interval(0,9)", "seed=2"])
+def test_seeds_are_aggregated_not_searched(override):
+    with pytest.raises(ConfigError) as error:
+        _space(override)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(override) and "hydra.sweeper.seeds=K" in message
 
 
 def test_resolved_against_the_algorithm(capsys):
@@ -70,17 +81,34 @@ def test_validated_at_every_extreme_before_anything_starts():
         search.validate(base, search.resolve(base, _space("episodes_per_update=0,10")[1]))
 
 
-def test_settings_are_checked():
-    with pytest.raises(ConfigError, match="hydra.sweeper.scheduler='hyperband'"):
-        search.Settings(scheduler="hyperband").check()
-    with pytest.raises(ConfigError, match="hydra.sweeper.objective"):
-        search.Settings(objective="perfect").check()
+@pytest.mark.parametrize("key, value, says", [
+    ("scheduler", "bohb", "none, asha, hyperband or pbt"),
+    ("objective", "perfect", "random or onestep, or opponent"),
+    ("search", "optuna", "random or tpe"),
+    ("seeds", 0, "a positive integer"),
+    ("aggregate", "max", "mean, median or iqm"),
+    ("reduction_factor", 1.5, "an integer of at least 2"),
+    ("storage", "search.db", "an Optuna storage URL"),
+])
+def test_settings_are_checked(key, value, says):
+    with pytest.raises(ConfigError) as error:
+        Settings(**{key: value}).check()
+    assert str(error.value).startswith(f"hydra.sweeper.{key}={value!r} is not allowed") and says in str(error.value)
+    Settings().check()  # the defaults are allowed
+
+
+def test_the_aggregates():
+    values = [0.1, 0.9, 0.3, 0.5, 0.2]
+    assert Settings(aggregate="mean").aggregated(values) == pytest.approx(0.4)
+    assert Settings(aggregate="median").aggregated(values) == pytest.approx(0.3)
+    assert Settings(aggregate="iqm").aggregated(values) == pytest.approx((0.2 + 0.3 + 0.5) / 3)  # 5 // 4 off each end
+    assert Settings(aggregate="iqm").aggregated([0.1, 0.9, 0.3]) == pytest.approx(13 / 30)  # under 4: the mean
 
 
 @pytest.mark.parametrize("algorithm", ["q_table", "td_value", "mc_vfa", "q_net", "negamax_q", "alphazero"])
 def test_the_named_searches_compose_and_validate(algorithm):
-    """sweeps/search_<algorithm>.yaml: the tune sweeper, a space of that algorithm's knobs that
-    validates at every extreme, its settings allowed (each was also run once at a tiny size)."""
+    """sweeps/search_<algorithm>.yaml: the search sweeper's settings, a space of that algorithm's
+    knobs that validates at every extreme, seeds aggregated (each was also run once at a tiny size)."""
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
     from hydra.types import RunMode
@@ -92,10 +120,10 @@ def test_the_named_searches_compose_and_validate(algorithm):
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", [f"+sweeps=search_{algorithm}"], run_mode=RunMode.MULTIRUN)
         sweeper = OmegaConf.to_container(master.hydra.sweeper, resolve=True)
-        assert sweeper.pop("_target_").endswith("LabSweeper")  # which hands a search to TuneSweeper
+        assert sweeper.pop("_target_").endswith("LabSweeper")  # which hands a search to SearchSweeper
         params = sweeper.pop("params")
         sweeper.pop("max_batch_size")
-        settings = search.Settings(**{k: v for k, v in sweeper.items() if v is not None})
+        settings = Settings(**{k: v for k, v in sweeper.items() if v is not None})
         settings.check()
         parser = OverridesParser.create(config_loader=loader)
         fixed, dims = search.space(parser.parse_overrides([f"{k}={v}" for k, v in params.items()]),
@@ -105,7 +133,7 @@ def test_the_named_searches_compose_and_validate(algorithm):
     dims = search.resolve(base, dims)
     search.validate(base, dims)
     search.resolve_objective(settings, base)
-    assert settings.objective in search.OBJECTIVES and len(dims) >= 3
+    assert settings.objective in OBJECTIVES and len(dims) >= 2 and settings.seeds >= 3
     sweep._check_grid(master)  # the grid sweeper's interval() check lets a named search through
 
 
@@ -114,26 +142,3 @@ def test_the_command_line_chooses_a_named_search_s_seat_and_opponent(seat, oppon
     cfg = compose("+sweeps=search_q_table", f"player={seat}", f"opponent={opponent}")
     assert (cfg["player"], cfg["opponent"]) == (seat, opponent)
     assert cfg["results_dir"] == f"results/search_q_table_{opponent}_player{seat}"
-
-
-def test_pbt_drops_a_stop_cached_for_a_paused_trial_s_previous_actor():
-    """Tune caches a STOP for a trial exploited while saving its pause checkpoint; the restarted
-    trial must not inherit it (it ended `stopped` at its first evaluation, CI run of 6f1fb46)."""
-    from types import SimpleNamespace
-
-    from ray.tune.experiment import Trial
-    from ray.tune.schedulers import TrialScheduler
-
-    pbt = search._scheduler(search.Settings(scheduler="pbt"), {"alpha": search.Dimension("interval", 0.1, 0.5)},
-                            iterations=36, eval_every=6)
-    class FakeTrial:  # what choose_trial_to_run reads of a trial
-        def __init__(self, trial_id, status):
-            self.trial_id, self.status = trial_id, status
-
-    paused, running = FakeTrial("a", Trial.PAUSED), FakeTrial("b", Trial.RUNNING)
-    controller = SimpleNamespace(_cached_trial_decisions={"a": TrialScheduler.STOP, "b": TrialScheduler.STOP},
-                                 get_trials=lambda: [paused, running])
-    pbt._trial_state = {t: SimpleNamespace(last_train_time=12) for t in (paused, running)}
-    pbt._next_perturbation_sync = 24
-    assert pbt.choose_trial_to_run(controller) is paused
-    assert controller._cached_trial_decisions == {"b": TrialScheduler.STOP}  # a running trial's stands

@@ -4,12 +4,16 @@
   job is validated (a mistyped knob must leave the disk untouched).
 - LabRayLauncher: hands the whole grid to lab.sweep.launch, which composes and validates every
   job, then runs them as Ray tasks (or only lists them: dry_run).
+- SearchSweeper (`hydra/sweeper=search`): reads the search space from the overrides, validates
+  it, and hands it to lab.search.driver. Its settings and the grid sweeper's copy of them (for
+  named searches) are built from lab.search.settings.Settings.
 - The named sweeps (the package lab.sweeps: the repository's `sweeps/*.yaml`) become the config
   group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
   than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
   and putting that on the search path made every folder in it (.venv, .git, tests) a config group.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Optional
@@ -23,26 +27,26 @@ from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
 
-@dataclass
-class LabSweeperConf:
-    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
-    max_batch_size: Optional[int] = None
-    """launch the grid in batches of this many jobs, each finished (and its figures drawn) before
-    the next starts, as Hydra's basic sweeper does; null: the whole grid at once, which keeps
-    every CPU busy to the end"""
-    params: Optional[dict] = None
-    # The tune sweeper's settings (TuneSweeperConf): a named search (sweeps/search_*.yaml) sets
-    # them, and the grid sweeper hands the search to TuneSweeper. A named sweep cannot select
-    # hydra/sweeper itself: conf/config.yaml's own override of that group comes first and wins.
-    num_samples: Optional[int] = None
-    search: Optional[str] = None
-    scheduler: Optional[str] = None
-    objective: Optional[str] = None
-    seed: Optional[int] = None
-    grace_period: Optional[int] = None
-    reduction_factor: Optional[float] = None
-    max_concurrent: Optional[int] = None
-    perturbation_interval: Optional[int] = None
+def _sweeper_conf(name: str, target: str, fields: list, optional: bool):
+    """A sweeper's Hydra config: `fields`, then every search setting (lab.search.settings.Settings,
+    defined there once) with its default, or optional (None) where `optional`."""
+    from lab.search.settings import Settings
+
+    settings = [(f.name, Optional[f.type], None) if optional else (f.name, f.type, f.default)
+                for f in dataclasses.fields(Settings)]
+    return dataclasses.make_dataclass(name, [("_target_", str, target), *fields, *settings])
+
+
+LabSweeperConf = _sweeper_conf("LabSweeperConf", "hydra_plugins.lab_plugins.lab_plugins.LabSweeper", [
+    # launch the grid in batches of this many jobs, each finished (and its figures drawn) before
+    # the next starts, as Hydra's basic sweeper does; null: the whole grid at once
+    ("max_batch_size", Optional[int], None),
+    ("params", Optional[dict], None),
+], optional=True)
+"""The grid sweeper. It also takes the search's settings, all null: a named search
+(sweeps/search_*.yaml) sets them and the grid sweeper hands the search over to SearchSweeper (a
+named sweep cannot select hydra/sweeper itself: conf/config.yaml's own override of that group
+comes first and wins)."""
 
 
 @dataclass
@@ -59,8 +63,9 @@ class LabRayLauncherConf:
     start: then forks of this process (or this process, for too little work to spread); true:
     always Ray; processes: forks of this process, one per core, without Ray; false: one run after
     another in this process"""
-    figures: bool = True
-    """false: skip drawing the figures and the summary into results_dir at the end"""
+    figures: Any = True
+    """false: skip drawing the figures and the summary into results_dir at the end; a search
+    draws its own figures (true), or those and every figure of lab.plots and the summary (all)"""
     dry_run: bool = False
     """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
     dashboard: bool = False
@@ -77,13 +82,13 @@ for _sweep in resources.files("lab.sweeps").iterdir():
 
 
 class LabSweeper(BasicSweeper):
-    def __init__(self, max_batch_size=None, params=None, **tune):
+    def __init__(self, max_batch_size=None, params=None, **settings):
         super().__init__(max_batch_size, params)
-        self.tune = {key: value for key, value in tune.items() if value is not None}
+        self.settings = {key: value for key, value in settings.items() if value is not None}
 
     def setup(self, *, hydra_context, task_function, config):
-        if self.tune:  # a named search: TuneSweeper does the work (no launcher needed)
-            self.search = TuneSweeper(params=self.params, **self.tune)
+        if self.settings:  # a named search: SearchSweeper does the work (no launcher needed)
+            self.search = SearchSweeper(params=self.params, **self.settings)
             self.search.setup(hydra_context=hydra_context, task_function=task_function, config=config)
         else:
             super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
@@ -91,7 +96,7 @@ class LabSweeper(BasicSweeper):
     def sweep(self, arguments):
         from lab.compose import expand
 
-        if self.tune:
+        if self.settings:
             return self.search.sweep(arguments)
         batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
         size = self.max_batch_size or len(batch) or 1
@@ -114,44 +119,21 @@ class LabRayLauncher(Launcher):
         return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
 
 
-# The Tune-backed search (issue 12): `hydra/sweeper=tune`, lab.search does the work.
+# The search (issue 22): `hydra/sweeper=search`, lab.search does the work.
+
+SearchSweeperConf = _sweeper_conf("SearchSweeperConf", "hydra_plugins.lab_plugins.lab_plugins.SearchSweeper", [
+    ("params", Optional[dict], None),  # the search space (key: override value), as a grid's params
+], optional=False)
+
+ConfigStore.instance().store(group="hydra/sweeper", name="search", node=SearchSweeperConf, provider="lab")
 
 
-@dataclass
-class TuneSweeperConf:
-    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.TuneSweeper"
-    num_samples: int = 8
-    """trials (configurations) to train"""
-    search: str = "random"
-    """random, or optuna (Optuna's TPE through Ray Tune)"""
-    scheduler: str = "none"
-    """none, asha (early stopping of hopeless trials) or pbt (population-based training)"""
-    objective: str = "random"
-    """exact win - loss of the greedy agent against random or onestep, in its seat (the mean of
-    both in self-play); opponent: the fixed opponent the trials train against"""
-    seed: int = 0
-    """seeds the search: the same seed gives the same trials"""
-    grace_period: Optional[int] = None
-    """ASHA: iterations every trial trains before it can be stopped; null: about iterations / 9"""
-    reduction_factor: float = 3.0
-    """ASHA: keep about 1 in this many trials at each rung"""
-    max_concurrent: Optional[int] = None
-    """trials training at once; null: as many as there are cores"""
-    perturbation_interval: Optional[int] = None
-    """PBT: iterations between two exploit/explore steps; null: about iterations / 10"""
-    params: Optional[dict] = None
-    """the search space (key: override value), as hydra.sweeper.params of the grid sweeper"""
-
-
-ConfigStore.instance().store(group="hydra/sweeper", name="tune", node=TuneSweeperConf, provider="lab")
-
-
-class TuneSweeper(Sweeper):
+class SearchSweeper(Sweeper):
     def __init__(self, params=None, **settings):
-        from lab import search
+        from lab.search.settings import Settings
 
         self.params = dict(params or {})
-        self.settings = search.Settings(**settings)
+        self.settings = Settings(**settings)
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config
@@ -159,29 +141,48 @@ class TuneSweeper(Sweeper):
     def sweep(self, arguments):
         import sys
 
-        from lab import search
         from lab.compose import flat
         from lab.knobs import ConfigError
+        from lab.search import driver, space
 
         loader = self.hydra_context.config_loader
         parser = OverridesParser.create(config_loader=loader)
+        launcher = self.config.hydra.launcher
         try:
+            _require_optuna()
             self.settings.check()
+            figures = launcher.get("figures", True)
+            if figures not in (True, False, "all"):
+                raise ConfigError(f"hydra.launcher.figures={figures!r} is not allowed: true, false or all")
             params = [f"{key}={value}" for key, value in self.params.items()]
-            fixed, dims = search.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
+            fixed, dims = space.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
             base = flat(loader.load_sweep_config(self.config, fixed))
-            dims = search.resolve(base, dims)
-            search.resolve_objective(self.settings, base)
-            search.validate(base, dims)
+            dims = space.resolve(base, dims)
+            space.resolve_objective(self.settings, base)
+            space.validate(base, dims)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
         except OverrideParseException as exc:  # Hydra's grammar: its first line says what is wrong
-            print(f"error: {str(exc).splitlines()[0]}; a search space takes {search.GRAMMAR}", file=sys.stderr)
+            print(f"error: {str(exc).splitlines()[0]}; a search space takes {space.GRAMMAR}", file=sys.stderr)
             sys.exit(2)
-        launcher = self.config.hydra.launcher
-        status = search.search(base, dims, self.settings, address=launcher.get("address"),
-                               num_cpus=launcher.get("num_cpus"), figures=launcher.get("figures", True))
+        if launcher.get("dry_run", False):
+            print(driver.describe(base, dims, self.settings))
+            print("dry run: nothing trained, nothing written")
+            return []
+        status = driver.search(base, dims, self.settings, address=launcher.get("address"),
+                               num_cpus=launcher.get("num_cpus"), parallel=launcher.get("parallel", "auto"),
+                               figures=figures)
         if status:
             sys.exit(status)
         return []
+
+
+def _require_optuna() -> None:
+    from lab.knobs import ConfigError
+
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise ConfigError("hydra/sweeper=search needs Optuna, the lab's search extra: pip install "
+                          "'tictactoe-lab[search]' (from a checkout: pip install -e '.[search]')") from None

@@ -1,0 +1,166 @@
+"""A search from start to end: `search` is what `hydra/sweeper=search` runs once the space and
+settings are validated (hydra_plugins/lab_plugins: SearchSweeper).
+
+It refuses another search in a results_dir that holds one (`_search/search.json` says what it
+searched) and resumes the same one; starts the workers (lab.search.workers: forks of this process
+here, Ray actors when a cluster is joined); lets Optuna (lab.search.study) or population-based
+training (lab.search.pbt) drive the trials; saves every trial's runs as they end, each a run
+table with the lab's schema (a finished run already in results_dir is never replaced by a stopped
+or failed one); and ends with how busy the cores were and the outcome (lab.search.outcome).
+Ctrl-C stops it with one line and exit status 130: the trials that ended are saved, and the
+same command resumes the search.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from lab import config, provenance, results
+from lab.run import RunResult, Training
+from lab.search import outcome
+from lab.search.settings import Settings
+from lab.search.space import Dimension
+from lab.search.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
+
+IDENTITY = "search.json"
+
+
+def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
+    """What makes a search itself: resuming one in results_dir needs the same."""
+    return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
+                                  "space": {k: vars(d) for k, d in dims.items()},
+                                  "settings": settings.as_dict()}, default=str))
+
+
+class Saver:
+    """Stores runs into results_dir (and its index) as trials end; a run finished there already
+    is never replaced by a stopped or failed one (a stopped trial of a configuration that a grid,
+    or an earlier trial, trained in full)."""
+
+    def __init__(self, results_dir: Path):
+        self.writer = results.Writer(results_dir)
+        self.finished = {run_id for run_id, s in results.statuses(results_dir).items() if s == "finished"}
+
+    def __call__(self, runs: list[RunResult]) -> None:
+        for run in runs:
+            finished = not (run.failed or run.stopped)
+            if finished or run.run_id not in self.finished:
+                self.writer.save(run)
+            if finished:
+                self.finished.add(run.run_id)
+
+
+def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, address=None, num_cpus=None,
+            parallel="auto"):
+    """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
+    else forks of this process, one per core (at most max_concurrent), or this process itself
+    (one core, or parallel=false)."""
+    from lab import sweep
+
+    if parallel is True or address or os.environ.get("RAY_ADDRESS"):
+        sweep.connect(address, num_cpus)
+        return RayActors(code, interrupt, most=settings.max_concurrent)
+    cores = num_cpus or os.cpu_count() or 1
+    size = min(cores, settings.max_concurrent or cores, settings.num_samples)
+    if parallel is False or size == 1:
+        return InProcess(code, interrupt)
+    warm_up(base)
+    return Forks(size, code, interrupt)
+
+
+def warm_up(base: dict) -> None:
+    """Load (or compile) the searched algorithm's kernels and the evaluation's in this process
+    before forking, so that no fork spends its first trial on them."""
+    training = Training(config.job({**base, "iterations": 1, "episodes_per_update": 1, "eval_every": 1}))
+    training.advance()
+
+
+def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
+    """What a search would do, in a few lines (a dry run)."""
+    job = config.job(base)
+    driven = "population-based training" if settings.scheduler == "pbt" else \
+        f"{settings.search} search, scheduler {settings.scheduler}"
+    lines = [f"a search of {settings.num_samples} configurations ({driven}), each trained on seeds "
+             f"0..{settings.seeds - 1} ({settings.aggregate} of their objectives), {job.run.algorithm} up to "
+             f"{job.run.iterations * job.run.episodes_per_update:,} episodes, into {job.results_dir}"]
+    for key, dim in dims.items():
+        what = f"one of {', '.join(map(str, dim.values))}" if dim.kind == "choice" else \
+            f"{dim.low:g} to {dim.high:g}{' (log scale)' if dim.log else ''}{' (integers)' if dim.integer else ''}"
+        lines.append(f"  {key}: {what}")
+    return "\n".join(lines)
+
+
+def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
+           parallel="auto", figures=True) -> int:
+    """Run the search (its space and settings validated) and write its outcome; the exit status."""
+    from lab import sweep
+
+    started = time.perf_counter()
+    results_dir = Path(config.check_settings(base)[0])
+    folder = results_dir / results.SEARCH
+    resume = _resuming(folder, identity(base, dims, settings))
+    if resume is None:
+        return 2
+
+    def ended(trial, running: int) -> None:
+        objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
+        progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
+                                             f"{objective}")
+
+    with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
+        pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
+        save = Saver(results_dir)
+        trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
+        progress = sweep.Progress(trials.left(), ended="ended")
+        try:
+            done = trials.run()
+        except (KeyboardInterrupt, WorkersLost) as stop:  # a second Ctrl-C changes nothing now
+            pool.close()
+            trials.write(always=True)
+            save.writer.flush()
+            progress.close()
+            what = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"error: {stop}"
+            print(f"{what}: the trials that ended are saved in {results_dir}; the same command resumes the "
+                  "search (the trials in progress train again from their start)", file=sys.stderr)
+            return 130 if isinstance(stop, KeyboardInterrupt) else 1
+        trials.write(always=True)
+        save.writer.flush()
+        pool.close()
+    progress.close()
+    if address or os.environ.get("RAY_ADDRESS") or parallel is True:
+        sweep.disconnect()
+    if done:
+        outcomes = [sweep.Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
+        print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
+    return outcome.finish(trials.configurations(), base, dims, settings, results_dir, figures)
+
+
+def _resuming(folder: Path, ours: dict) -> bool | None:
+    """Whether results_dir holds this search already (to resume it); None, and a line saying why,
+    when it holds another one. A new search writes what it searches (IDENTITY)."""
+    saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
+    if saved is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        return False
+    if saved != ours:
+        print(f"error: results_dir={folder.parent} holds another search ({folder / IDENTITY} says what it "
+              "searched): use another results_dir, or delete that folder to start this one there", file=sys.stderr)
+        return None
+    print(f"resuming the interrupted search in {folder}")
+    return True
+
+
+def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):
+    """What drives the trials: population-based training, or an Optuna study."""
+    if settings.scheduler == "pbt":
+        from lab.search.pbt import Evolve
+
+        return Evolve(base, dims, settings, pool, save, ended, folder)
+    from lab.search.study import Optimize, open_study
+
+    job = config.job(base)
+    study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
+    return Optimize(study, store, base, dims, settings, pool, save, ended)

@@ -1,0 +1,125 @@
+"""A search's outcome: what each configuration did, the best one as a config file ready to train
+again (results_dir/_search/best.yaml), and the search's figures.
+
+A search draws the search, not every run: its objective figure (each configuration's aggregated
+objective against training episodes, with its seeds' spread), the final objective against each
+searched knob (lab.plots.knob_figure), and the exact-evaluation figure of its few best
+configurations (lab.plots.exact_figures); hydra.launcher.figures=all adds every figure and the
+summary of lab.plots / lab.summary, as a grid draws them.
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import config, results
+from lab.search.settings import Settings
+from lab.search.space import Dimension
+
+BEST = "best.yaml"
+SHOWN = 5
+"""The best configurations whose learning curves are drawn"""
+
+
+@dataclass
+class Configuration:
+    """One trial of a search: a configuration trained on its seeds."""
+
+    name: str
+    """'trial N' (Optuna's trial number) or 'member N' (PBT)"""
+    params: dict
+    """its searched knobs (a PBT member's last ones)"""
+    status: str
+    """finished, stopped or failed"""
+    curve: list
+    """[iteration, [the objective of each seed]] at every evaluation point"""
+    runs: list[str]
+    """its runs' ids, one per seed"""
+
+    def objective(self, settings: Settings) -> float | None:
+        """Its aggregated objective at its last evaluation point."""
+        return settings.aggregated(self.curve[-1][1]) if self.curve else None
+
+
+def _episodes(base: dict, configuration: Configuration, seeds: int) -> int:
+    per_update = configuration.params.get("episodes_per_update", base["episodes_per_update"])
+    return (configuration.curve[-1][0] if configuration.curve else 0) * per_update * seeds
+
+
+def finish(configurations: list[Configuration], base: dict, dims: dict[str, Dimension], settings: Settings,
+           results_dir: Path, figures) -> int:
+    """Print how the search went and its best configuration, write best.yaml, draw the figures.
+    The exit status: 1 when a configuration failed or none finished, else 0."""
+    counts = {s: sum(c.status == s for c in configurations) for s in ("finished", "stopped", "failed")}
+    episodes = sum(_episodes(base, c, settings.seeds) for c in configurations)
+    print(f"{len(configurations)} trials: {counts['finished']} finished, {counts['stopped']} stopped early, "
+          f"{counts['failed']} failed; {episodes:,} training episodes in all")
+    ranked = rank(configurations, settings)
+    if not ranked:
+        print("no trial finished: no best configuration", file=sys.stderr)
+        return 1
+    best = ranked[0]
+    again = write_best(best, base, settings, results_dir)
+    seeds = f", {settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else ""
+    print(f"best: objective {best.objective(settings):.4f} (exact {settings.objective} win - loss{seeds}), {best.name}")
+    print("  " + again)
+    print(f"best configuration in {results_dir / results.SEARCH / BEST}")
+    if figures:
+        _draw(configurations, ranked, base, dims, settings, results_dir, figures)
+    return 1 if counts["failed"] else 0
+
+
+def rank(configurations: list[Configuration], settings: Settings) -> list[Configuration]:
+    """The finished configurations, best first (ties: the earlier trial)."""
+    finished = [c for c in configurations if c.status == "finished" and c.curve]
+    return sorted(finished, key=lambda c: (-c.objective(settings), int(c.name.split()[-1])))
+
+
+def write_best(best: Configuration, base: dict, settings: Settings, results_dir: Path) -> str:
+    """results_dir/_search/best.yaml: the best configuration, with no seed (it was trained on
+    seeds 0..seeds-1), as a config file for `+_search=best`; returns its override line."""
+    job = config.job({**base, **best.params})
+    derived = ("eval_every",) if base.get("eval_every") is None else ()  # else set as the search set it
+    knobs = {k: v for k, v in job.identity().items() if k not in ("seed", *derived) and v is not None}
+    groups = {k: knobs.pop(k) for k in ("algorithm", "opponent")}
+    again = " ".join(f"{k}={v}" for k, v in {**groups, **knobs}.items())
+    values = ", ".join(f"{v:.4f}" for v in best.curve[-1][1])
+    seeds = settings.seeds
+    lines = ["# @package _global_",
+             f"# The best configuration of the search in {results_dir} ({best.name}; runs {', '.join(best.runs)}):",
+             f"# exact {settings.objective} win - loss {best.objective(settings):.4f} after "
+             f"{_episodes(base, best, 1):,} episodes ({settings.aggregate} of seeds 0..{seeds - 1}: {values}).",
+             f"# Use it: python -m lab.sweep --config-dir {results_dir} +{results.SEARCH}=best [results_dir=...]",
+             f"#   (its {seeds} seeds: add --multirun 'seed=range(0,{seeds})')" if seeds > 1 else "#",
+             f"# or:     python -m lab.sweep {again}",
+             "defaults:"]
+    lines += [f"  - override /{k}: {v}" for k, v in groups.items()]
+    lines += [f"{k}: {json.dumps(v)}" for k, v in knobs.items()]
+    folder = results_dir / results.SEARCH
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / BEST).write_text("\n".join(lines) + "\n")
+    return again
+
+
+def _draw(configurations, ranked, base, dims, settings, results_dir: Path, figures) -> None:
+    """The search's figures (and with figures=all every figure of the results); a problem here
+    never loses the search, whose runs are saved."""
+    folder = results_dir / results.SEARCH
+    try:
+        from lab import plots
+        from lab.search import figures as search_figures
+
+        drawn = [search_figures.objective(configurations, base, settings, folder / "objective.png"),
+                 plots.knob_figure(search_figures.knob_points(configurations, dims, settings),
+                                   {k: d.scale for k, d in dims.items()}, folder / "knobs.png",
+                                   ylabel=f"final exact win - loss against {settings.objective}")]
+        best_runs = results.read_runs(results_dir, [r for c in ranked[:SHOWN] for r in c.runs])
+        drawn += plots.exact_figures(best_runs, folder)
+        print(f"search figures in {folder}: {', '.join(p.name for p in drawn)}")
+    except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a search
+        print(f"could not draw the search's figures ({type(exc).__name__}: {exc})", file=sys.stderr)
+    if figures == "all":
+        from lab import sweep
+
+        sweep.analyse([results_dir])

@@ -1,0 +1,194 @@
+"""Population-based training, synchronous, on the search's workers (lab.search.workers).
+
+A population of `num_samples` configurations (members), sampled at random in the space, trains
+in generations of `perturbation_interval` iterations: every member, on each of its seeds, goes on
+from its training state (lab.run.snapshot) to the generation's end. Between generations the
+bottom quarter (by aggregated objective) copies the training state of a member of the top quarter
+and perturbs its knobs (lab.search.space.Dimension.perturb: x0.8 or x1.2, a neighbouring choice,
+or a fresh draw; always inside the searched space). A member's runs are named by the member and
+seed (its knobs change); their rows keep the knobs each iteration trained with and, in PBT_TRIAL,
+the member that trained it. After each generation the population's state is written to
+results_dir/_search/pbt/, from which the same command resumes an interrupted search (the
+generation in progress is trained again, to the same rows).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lab import config
+from lab.search.outcome import Configuration
+from lab.search.settings import Settings
+from lab.search.space import Dimension
+from lab.search.study import Ended
+from lab.search.trial import Task
+from lab.search.workers import Lost, WorkersLost
+
+FOLDER = "pbt"
+QUANTILE = 0.25
+"""The share of the population that is exploited (the top) and that exploits (the bottom)"""
+
+
+def interval(settings: Settings, iterations: int, eval_every: int) -> int:
+    """Iterations per generation: perturbation_interval, or the multiple of eval_every nearest a
+    tenth of the run (every generation ends at an evaluation point, where members are ranked)."""
+    if settings.perturbation_interval is not None:
+        if settings.perturbation_interval % eval_every:
+            raise config.ConfigError(
+                f"hydra.sweeper.perturbation_interval={settings.perturbation_interval} is not allowed: "
+                f"it must be a multiple of eval_every ({eval_every}), where members are ranked")
+        return settings.perturbation_interval
+    return max(1, round(iterations / 10 / eval_every)) * eval_every
+
+
+@dataclass
+class Member:
+    name: str
+    params: dict
+    curve: list
+    """(iteration, the objective of each seed) at every evaluation point of its runs so far"""
+    status: str = "training"
+    """training, or how its runs ended: finished, or failed"""
+
+    def objective(self, settings: Settings) -> float | None:
+        """Its aggregated objective at its last evaluation point."""
+        return settings.aggregated(self.curve[-1][1]) if self.curve else None
+
+
+def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
+    """A PBT run's id: its knobs change as it trains, so it is named by the search's base
+    configuration (where it trains), the search's seed, its member and its seed."""
+    identity = {k: v for k, v in config.job(base).identity().items() if k != "seed"}
+    text = json.dumps({"base": identity, "search_seed": search_seed, "member": member, "seed": seed},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Evolve:
+    """The generations of a PBT search. `save(results)` stores runs as they end;
+    `progress(ended, running)` is called as each member's last generation ends."""
+
+    def __init__(self, base: dict, dims: dict[str, Dimension], settings: Settings, pool, save, progress,
+                 folder: Path):
+        self.base, self.dims, self.settings = base, dims, settings
+        self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER
+        job = config.job(base)
+        self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
+        self.ended = []
+
+    def run(self) -> list:
+        """Train the population to its end; the members whose runs ended here, as
+        lab.search.study.Ended."""
+        generation, members, snapshots = self._load() or (0, self._sample(), {})
+        ends = list(range(self.step, self.iterations, self.step)) + [self.iterations]
+        for until in ends[generation:-1]:
+            snapshots = self._generation(members, snapshots, until)
+            generation += 1
+            self._exploit(members, snapshots, generation)
+            self._store(generation, members, snapshots)
+        if generation < len(ends):
+            self._generation(members, snapshots, self.iterations)
+            self._store(len(ends), members, {})
+        return self.ended
+
+    def left(self) -> int:
+        """Members to end: all of them, less those whose runs failed before an interruption."""
+        loaded = self._load()
+        return sum(m.status == "training" for m in loaded[1]) if loaded else self.settings.num_samples
+
+    def write(self, always: bool = False) -> None:
+        """Nothing waits to be written: a PBT search saves its runs as they end."""
+
+    def configurations(self) -> list[Configuration]:
+        """The population as it ended, for lab.search.outcome."""
+        return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m))
+                for m in self.population()]
+
+    def runs(self, member: Member) -> list[str]:
+        return [run_id(self.base, self.settings.seed, member.name, seed) for seed in range(self.settings.seeds)]
+
+    def population(self) -> list[Member]:
+        """The members as the last generation left them (lab.search.outcome reads them)."""
+        return self._load()[1]
+
+    def _sample(self) -> list[Member]:
+        rng = np.random.default_rng([self.settings.seed, 0])
+        return [Member(str(i), {key: dim.sample(rng) for key, dim in self.dims.items()}, [])
+                for i in range(self.settings.num_samples)]
+
+    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
+        seeds = range(self.settings.seeds)
+        jobs = [config.job({**self.base, **member.params, "seed": seed}) for seed in seeds]
+        return Task(index, jobs, self.settings.objective, until=until, member=member.name,
+                    run_ids=self.runs(member),
+                    starts=snapshots.get(member.name))
+
+    def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
+        """Every living member trained to `until`; their new snapshots."""
+        waiting = [i for i, m in enumerate(members) if m.status == "training"]
+        idle, busy, after = list(range(self.pool.size)), {}, {}
+        while waiting or busy:
+            while idle and waiting:
+                index = waiting.pop(0)
+                busy[idle[0]] = index
+                self.pool.send(idle.pop(0), ("start", self._task(index, members[index], snapshots, until)))
+            idle += self.pool.grow()
+            for worker, done in self.pool.answers_ready(timeout=1.0):
+                member = members[busy.pop(worker)]
+                if isinstance(done, Lost):
+                    raise WorkersLost(f"a worker died while member {member.name} trained ({done.error})")
+                idle.append(worker)
+                member.curve += [[iteration, values] for iteration, values in done.curve]
+                if done.results:  # its runs ended: the last generation, or they failed
+                    self.save(done.results)
+                    member.status = done.status
+                    self.ended.append(Ended(int(member.name), done.status, member.curve[-1][0] if member.curve else 0,
+                                            member.objective(self.settings), done.busy))
+                    self.progress(self.ended[-1], len(busy))
+                else:
+                    after[member.name] = done.snapshots
+        return after
+
+    def _exploit(self, members: list[Member], snapshots: dict, generation: int) -> None:
+        """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""
+        rng = np.random.default_rng([self.settings.seed, generation])
+        living = [m for m in members if m.status == "training"]
+        ranked = sorted(living, key=lambda m: (-m.objective(self.settings), int(m.name)))
+        count = max(1, int(len(ranked) * QUANTILE)) if len(ranked) > 1 else 0
+        for member in ranked[len(ranked) - count:]:
+            donor = ranked[int(rng.integers(count))]
+            snapshots[member.name] = snapshots[donor.name]
+            member.curve = [list(point) for point in donor.curve]
+            member.params = {key: dim.perturb(donor.params[key], rng) for key, dim in self.dims.items()}
+
+    def _store(self, generation: int, members: list[Member], snapshots: dict) -> None:
+        """The population after `generation` generations, for a resumed search: snapshots first,
+        then state.json (renamed into place) naming their folder, then older folders removed."""
+        folder = self.folder / f"g{generation:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, states in snapshots.items():
+            for seed, state in enumerate(states):
+                (folder / f"{name}-{seed}.npz").write_bytes(state)
+        text = json.dumps({"generation": generation, "members": [asdict(m) for m in members]})
+        (self.folder / "state.json.tmp").write_text(text)
+        os.replace(self.folder / "state.json.tmp", self.folder / "state.json")
+        for old in self.folder.glob("g*"):
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def _load(self):
+        """(generation, members, snapshots) of an interrupted search, or None."""
+        path = self.folder / "state.json"
+        if not path.exists():
+            return None
+        state = json.loads(path.read_text())
+        folder = self.folder / f"g{state['generation']:04d}"
+        members = [Member(**m) for m in state["members"]]
+        snapshots = {m.name: [(folder / f"{m.name}-{seed}.npz").read_bytes() for seed in range(self.settings.seeds)]
+                     for m in members if m.status == "training"}
+        return state["generation"], members, snapshots

@@ -1,0 +1,334 @@
+"""A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
+worker is free (lab.search.workers), report its aggregated objective to the pruner where the
+pruner may decide (`decisions`) and answer go on or stop, tell the study how it ended.
+
+Optuna's state lives in Optuna's own storage (a journal file in results_dir/_search by default,
+or hydra.sweeper.storage), so `optuna-dashboard` opens it and the same command resumes an
+interrupted search: the trials that ended are kept, and the ones left running are trained again
+from their start under the same trial (their pruner records included). Each trial samples its
+configuration with a sampler seeded by the search's seed and its own number, so a resumed search
+asks what the uninterrupted one would have asked; where trials run one at a time it gives the
+same trials and rows.
+"""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lab import config, results
+from lab.run import lost
+from lab.search.outcome import Configuration
+from lab.search.settings import Settings
+from lab.search.space import Dimension
+from lab.search.trial import Done, Point, Task
+from lab.search.workers import Lost, WorkersLost
+
+STUDY = "lab-search"
+"""The study's name in the default journal file (one search per results_dir)"""
+JOURNAL = "optuna-journal.log"
+"""The default storage: this file in results_dir/_search (`optuna-dashboard FILE` opens it)"""
+
+
+class Store:
+    """The search's Optuna storage: by default a journal file in results_dir/_search (Buffered),
+    else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
+
+    def __init__(self, settings: Settings, folder: Path):
+        import optuna
+
+        if settings.storage is None:
+            self.backend = _buffered_class()(str(folder / JOURNAL))
+            self.storage, self.name = optuna.storages.JournalStorage(self.backend), STUDY
+        else:
+            self.backend = None
+            self.storage, self.name = optuna.storages.RDBStorage(settings.storage), f"{STUDY}:{folder.parent.resolve()}"
+
+    def flush(self) -> None:
+        """Write what waits in memory (a Buffered journal's new logs) to the file."""
+        if self.backend is not None:
+            self.backend.flush()
+
+
+def _buffered_class():
+    from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
+
+    class Buffered(BaseJournalBackend):
+        """Optuna's journal file, written by the search's driver alone, whose new logs wait in
+        memory until `flush`: after every trial's end, and when the search ends or is interrupted.
+        Optuna's file backend syncs the file to disk at every log, some ten per trial, which
+        made this process, not the trials, set a search's pace. A search killed hard (not by
+        Ctrl-C) loses at most what happened since a trial last ended: those trials train again."""
+
+        def __init__(self, path: str):
+            self.file, self.written, self.pending = JournalFileBackend(path), None, []
+
+        def read_logs(self, log_number_from: int):
+            if self.written is None or log_number_from < self.written:  # from the file: a search's start
+                logs = list(self.file.read_logs(log_number_from))
+                self.written = log_number_from + len(logs)
+                return logs + self.pending
+            return self.pending[log_number_from - self.written:]
+
+        def append_logs(self, logs) -> None:
+            self.pending += logs
+
+        def flush(self) -> None:
+            if self.pending:
+                self.file.append_logs(self.pending)
+                self.written += len(self.pending)
+                self.pending = []
+
+    return Buffered
+
+
+def load(results_dir, storage: str | None = None):
+    """The Optuna study of the search in results_dir (its storage: hydra.sweeper.storage, if it
+    was given), to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = Store(Settings(storage=storage), Path(results_dir) / results.SEARCH)
+    return optuna.load_study(study_name=store.name, storage=store.storage)
+
+
+def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, eval_every: int):
+    """The search's study, created or loaded to resume it, and its Store."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
+    store = Store(settings, folder)
+    sampler = _reseeded_class()(settings.search, settings.seed)
+    pruner = _pruner(settings, iterations, eval_every)
+    if resume:
+        study = optuna.load_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner)
+    else:
+        study = optuna.create_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner,
+                                    direction="maximize")
+    store.flush()
+    return study, store
+
+
+def grace_period(settings: Settings, iterations: int, eval_every: int) -> int:
+    """Iterations before a configuration can be stopped (asha, hyperband)."""
+    return settings.grace_period or max(eval_every, iterations // 9)
+
+
+def decisions(settings: Settings, iterations: int, eval_every: int) -> tuple:
+    """The evaluation points where the pruner may stop a configuration: successive halving's
+    rungs (every bracket's, for Hyperband) are at grace_period x reduction_factor^k iterations, and
+    it decides at the first point reported at or after a rung. Only these points are sent to it
+    (the final one is the trial's end): it decides there as it would seeing every point."""
+    if settings.scheduler not in ("asha", "hyperband"):
+        return ()
+    rungs, step = set(), grace_period(settings, iterations, eval_every)
+    while step < iterations:
+        rungs.add(min(-(-step // eval_every) * eval_every, iterations))
+        step *= settings.reduction_factor
+    return tuple(sorted(rungs - {iterations}))
+
+
+def _pruner(settings: Settings, iterations: int, eval_every: int):
+    import optuna
+
+    grace = grace_period(settings, iterations, eval_every)
+    if settings.scheduler == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=settings.reduction_factor)
+    if settings.scheduler == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=grace, max_resource=iterations,
+                                              reduction_factor=settings.reduction_factor)
+    return optuna.pruners.NopPruner()
+
+
+def _reseeded_class():
+    from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+
+    class Reseeded(BaseSampler):
+        """Random or TPE sampling whose random stream is seeded by (the search's seed, the trial's
+        number): what a trial is asked does not depend on how many trials this process asked
+        before, so a resumed search asks what the uninterrupted one would have."""
+
+        def __init__(self, search: str, seed: int):
+            self.search, self.seed, self.inner = search, seed, RandomSampler(seed)
+
+        def before_trial(self, study, trial):
+            seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
+            self.inner = TPESampler(seed=seed) if self.search == "tpe" else RandomSampler(seed=seed)
+            self.inner.before_trial(study, trial)
+
+        def infer_relative_search_space(self, study, trial):
+            return self.inner.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            return self.inner.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            return self.inner.sample_independent(study, trial, param_name, param_distribution)
+
+        def after_trial(self, study, trial, state, values):
+            self.inner.after_trial(study, trial, state, values)
+
+    return Reseeded
+
+
+def seed_jobs(base: dict, params: dict, seeds: int) -> list:
+    """The runs of a configuration: one job per seed 0..seeds-1 (ConfigError if refused)."""
+    return [config.job({**base, **params, "seed": seed}) for seed in range(seeds)]
+
+
+@dataclass
+class Flight:
+    """A trial in training."""
+
+    trial: object
+    """its optuna.trial.Trial"""
+    task: Task | None
+
+
+@dataclass
+class Ended:
+    """What the driver keeps of an ended trial."""
+
+    number: int
+    status: str
+    """finished, stopped or failed"""
+    iteration: int
+    """the last iteration it trained"""
+    objective: float | None
+    """its last aggregated objective"""
+    busy: float
+    """seconds a worker trained it"""
+    error: str | None = None
+    at: float = field(default_factory=time.time)
+    """when it ended"""
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+
+class Optimize:
+    """The ask/tell loop: trials until the study holds num_samples of them, on `pool`'s workers.
+    `save(runs)` stores a trial's runs; `progress(ended, running)` is called as each ends.
+
+    A worker that ends a trial gets the next one before the ended trial's runs are written (the
+    study hears of the end first, so the next configuration is asked knowing it): writing takes
+    longer than most trials of a fast learner. The study's storage is written out only after the
+    runs (`store`), so a trial it holds as ended always has its runs in results_dir."""
+
+    def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: Settings,
+                 pool, save, progress):
+        self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
+        self.pool, self.save, self.progress = pool, save, progress
+        self.distributions = {key: dim.distribution() for key, dim in dims.items()}
+        job = config.job(base)
+        self.asks_at = decisions(settings, job.run.iterations, job.run.eval_every)
+        self.flights: dict[int, Flight] = {}
+        self.unsaved: list = []
+        """the runs of trials that ended and are not written yet"""
+        self.ended: list[Ended] = []
+
+    def run(self) -> list[Ended]:
+        """Train the study's trials up to num_samples; the trials that ended here."""
+        from optuna.trial import TrialState
+
+        trials = self.study.get_trials(deepcopy=False)
+        again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
+        asked, idle = len(trials), list(range(self.pool.size))
+        while True:
+            while idle and (again or asked < self.settings.num_samples):
+                if again:
+                    trial = self._trial(again.pop(0))
+                else:
+                    trial, asked = self.study.ask(self.distributions), asked + 1
+                self._start(trial, idle)
+            self.write()
+            if not self.flights:
+                if not idle and (again or asked < self.settings.num_samples):
+                    raise WorkersLost("every worker died")
+                return self.ended
+            idle += self.pool.grow()
+            for worker, answer in self.pool.answers_ready(timeout=1.0):
+                self._answer(worker, answer, idle)
+
+    def left(self) -> int:
+        """Trials to end: num_samples, less those an interrupted search ended."""
+        return self.settings.num_samples - sum(t.state.is_finished() for t in self.study.get_trials(deepcopy=False))
+
+    def write(self, always: bool = False) -> None:
+        """Write the runs of the trials that ended, then the study's storage (if a trial ended,
+        or `always`: the search ends or was interrupted)."""
+        if not (self.unsaved or always):
+            return
+        while self.unsaved:
+            self.save(self.unsaved.pop(0))
+        self.store.flush()
+
+    def configurations(self) -> list[Configuration]:
+        """The search's ended trials, for lab.search.outcome."""
+        from optuna.trial import TrialState
+
+        status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
+        return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
+                              t.user_attrs.get("runs", []))
+                for t in self.study.get_trials(deepcopy=False) if t.state in status]
+
+    def _trial(self, number: int):
+        """The study's trial `number` (left running), to train again from its start."""
+        import optuna
+
+        storage = self.store.storage
+        study_id = storage.get_study_id_from_name(self.study.study_name)
+        return optuna.trial.Trial(self.study, storage.get_trial_id_from_study_id_trial_number(study_id, number))
+
+    def _start(self, trial, idle: list) -> None:
+        try:
+            jobs = seed_jobs(self.base, {key: trial.params[key] for key in self.dims}, self.settings.seeds)
+        except config.ConfigError as exc:  # validated at every extreme, but a combination can be refused
+            self._end(Flight(trial, None), None, f"ConfigError: {exc}")
+            return
+        worker = idle.pop(0)
+        self.flights[worker] = Flight(trial, Task(trial.number, jobs, self.settings.objective, asks_at=self.asks_at))
+        self.pool.send(worker, ("start", self.flights[worker].task))
+
+    def _answer(self, worker: int, answer, idle: list) -> None:
+        flight = self.flights[worker]
+        if isinstance(answer, Point):
+            flight.trial.report(self.settings.aggregated(answer.values), answer.iteration)
+            self.pool.send(worker, ("advance", not flight.trial.should_prune()))
+            return
+        del self.flights[worker]
+        if isinstance(answer, Lost):  # the worker is not used again
+            self._end(flight, None, answer.error)
+        else:
+            idle.append(worker)
+            self._end(flight, answer, None)
+
+    def _end(self, flight: Flight, done: Done | None, error: str | None) -> None:
+        """Tell the study how a trial ended; its runs wait in `unsaved` for `write`."""
+        from optuna.trial import TrialState
+
+        trial, curve = flight.trial, done.curve if done else []
+        if done is not None:
+            self.unsaved.append(done.results)
+            status = done.status
+        else:  # refused, or its worker died: its runs failed (the next search trains them again)
+            if flight.task is not None:
+                self.unsaved.append([lost(job, RuntimeError(error)) for job in flight.task.jobs])
+            status = "failed"
+        if status == "failed":
+            error = error or next(str(r.rows["error"].iloc[0]) for r in done.results if r.failed)
+            trial.set_user_attr("error", error.splitlines()[0])
+        runs = flight.task.jobs if flight.task is not None else []
+        trial.set_user_attr("runs", [job.run_id for job in runs])
+        trial.set_user_attr("objectives", [[iteration, values] for iteration, values in curve])
+        value = self.settings.aggregated(curve[-1][1]) if curve else None
+        if status == "finished":
+            self.study.tell(trial, value)
+        else:
+            self.study.tell(trial, state=TrialState.PRUNED if status == "stopped" else TrialState.FAIL)
+        ended = Ended(trial.number, status, curve[-1][0] if curve else 0, value, done.busy if done else 0.0,
+                      error.splitlines()[0] if error else None)
+        self.ended.append(ended)
+        self.progress(ended, len(self.flights))

@@ -1,0 +1,151 @@
+"""What a search's worker does: train one trial, a configuration on its seeds, one evaluation
+point at a time.
+
+The seeds of a trial train in one process, in turn between evaluation points (each run on its
+own kernel random stream, so each seed's rows are the ones it has trained alone): at every point
+the trial has one objective per seed, which the driver aggregates, reports to its pruner and
+answers with go on or stop (`Trainer.advance`). It asks only where the pruner may decide; between
+those points, and where nothing can stop a trial (no pruner, or a PBT generation), it trains
+through, and the objectives of every point come back with its runs. A `Trainer` is the same object in a fork of the driver (lab.search.workers, over a
+pipe), in a Ray actor on a cluster, or in the driver itself.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab import evaluate, game
+from lab.config import Job
+from lab.run import RunResult, Training
+
+PBT_TRIAL = "pbt_trial"
+"""The column of a PBT run's table naming the member that trained each row: where it changes, the
+run exploited (copied) that member's state; the knob columns show the values each row trained with."""
+
+
+def objective(row: dict, seats, opponent: str) -> float:
+    """Exact win - loss of the greedy agent against `opponent` in its seats (mean of both in
+    self-play), from one evaluated row."""
+    return float(np.mean([row[evaluate.column(s, f"{opponent}_win")] - row[evaluate.column(s, f"{opponent}_loss")]
+                          for s in seats]))
+
+
+@dataclass
+class Task:
+    """One trial for a worker: its configuration's runs, one per seed."""
+
+    number: int
+    jobs: list[Job]
+    opponent: str
+    """the objective's opponent (lab.search.settings.OBJECTIVES)"""
+    asks_at: tuple = ()
+    """the iterations (evaluation points) at which to send the trial's Point to the driver and
+    wait for its go on or stop: where its pruner may decide"""
+    run_ids: list[str] | None = None
+    """PBT: runs named by member and seed (their knobs change)"""
+    starts: list[bytes] | None = None
+    """PBT: each run's snapshot (lab.run.snapshot) to go on from"""
+    until: int | None = None
+    """PBT: train to this iteration, then send the snapshots back"""
+    member: str | None = None
+    """PBT: written into the PBT_TRIAL column of every row this task trains"""
+
+
+@dataclass
+class Point:
+    """A trial at an evaluation point: one objective per seed. The driver answers with go on or stop."""
+
+    number: int
+    iteration: int
+    values: list[float]
+
+
+@dataclass
+class Done:
+    """A trial's end (or a PBT generation's)."""
+
+    number: int
+    curve: list[tuple[int, list[float]]]
+    """every evaluation point trained by this task: (iteration, the objective of each seed)"""
+    results: list[RunResult] = field(default_factory=list)
+    """the runs, once they ended (finished, stopped or failed)"""
+    snapshots: list[bytes] | None = None
+    """PBT: the runs' training states at `until`"""
+    busy: float = 0.0
+    """seconds this task trained, from its start to this answer (waits for the driver apart)"""
+    started: float = 0.0
+    """when it started (time.time)"""
+
+    @property
+    def status(self) -> str:
+        statuses = {str(result.rows["status"].iloc[0]) for result in self.results}
+        return "failed" if "failed" in statuses else "stopped" if "stopped" in statuses else "finished"
+
+
+class Trainer:
+    """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
+
+    def __init__(self, code: dict, check=lambda: None):
+        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.search.workers)
+        self.task: Task | None = None
+
+    def start(self, task: Task) -> Point | Done:
+        began = time.perf_counter()
+        self.task, self.busy, self.curve, self.started = task, 0.0, [], time.time()
+        self.trainings, self.streams = [], []
+        for i, job in enumerate(task.jobs):
+            start = task.starts[i] if task.starts else None
+            run_id = task.run_ids[i] if task.run_ids else None
+            self.trainings.append(Training(job, self.code, start=start, run_id=run_id))
+            self.streams.append(game.kernel_stream())  # seeded by the learner (or its snapshot)
+        return self._train(began)
+
+    def advance(self, go: bool) -> Point | Done:
+        """The driver's answer to the last Point: go on to the next one, or stop the trial there."""
+        began = time.perf_counter()
+        if not go:
+            for training in self.trainings:
+                training.stop()
+        return self._train(began)
+
+    def _train(self, began: float) -> Point | Done:
+        """Train every seed to its next evaluation point (PBT: until `until`); the Point, or Done."""
+        task = self.task
+        while not self._over():
+            for i, training in enumerate(self.trainings):
+                game.set_kernel_stream(self.streams[i])
+                training.advance()
+                self.streams[i] = game.kernel_stream()
+                self.check()
+            if any(t.error is not None for t in self.trainings):
+                break  # a failed seed fails its configuration: the others stop where they are
+            iteration = self.trainings[0].iteration
+            values = [objective(t.rows[-1], t.job.run.seats, task.opponent) for t in self.trainings]
+            self.curve.append((iteration, values))
+            if iteration in task.asks_at and not self._over():
+                self.busy += time.perf_counter() - began
+                return Point(task.number, iteration, values)
+        return self._done(began)
+
+    def _over(self) -> bool:
+        until = self.task.until
+        return any(t.ended for t in self.trainings) or (until is not None and self.trainings[0].iteration >= until)
+
+    def _done(self, began: float) -> Done:
+        task = self.task
+        if task.member is not None:  # rows copied from another member keep that member's name
+            for training in self.trainings:
+                for row in training.rows:
+                    row.setdefault(PBT_TRIAL, task.member)
+        ended = any(t.ended for t in self.trainings)
+        if ended:
+            for training in self.trainings:
+                training.stop()  # the seeds of a failed one stop where they are
+        done = Done(task.number, self.curve,
+                    results=[t.result() for t in self.trainings] if ended else [],
+                    snapshots=None if ended else [t.snapshot() for t in self.trainings],
+                    started=self.started)
+        done.busy = self.busy + time.perf_counter() - began
+        self.task, self.trainings = None, []
+        return done

@@ -1,0 +1,71 @@
+"""The pieces of lab.search.study, in this process: the points where the pruner may decide, the
+sampler seeded per trial, and the journal that waits in memory until a trial ends."""
+
+import numpy as np
+import optuna
+import pytest
+
+from lab.search import study
+from lab.search.settings import Settings
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+X = {"x": optuna.distributions.FloatDistribution(0, 1)}
+
+
+def test_the_pruner_is_asked_only_at_its_rungs():
+    """Successive halving from 111 iterations, factor 3, evaluated every 20 of 1000: the first
+    points at or after 111, 333 (and 999, the end, where the trial ends anyway)."""
+    asha = Settings(scheduler="asha", reduction_factor=3)
+    assert study.decisions(asha, iterations=1000, eval_every=20) == (120, 340)
+    assert study.decisions(Settings(scheduler="asha", grace_period=6), iterations=60, eval_every=6) == (6, 18, 54)
+    assert study.decisions(Settings(scheduler="none"), iterations=1000, eval_every=20) == ()
+
+
+def _asked(sampler, told: int) -> dict:
+    """The configuration the sampler asks for after `told` trials of a fixed history."""
+    rng = np.random.default_rng(1)
+    s = optuna.create_study(sampler=sampler, direction="maximize")
+    for _ in range(told):
+        s.add_trial(optuna.trial.create_trial(params={"x": float(rng.random())}, distributions=X, value=float(rng.random())))
+    return s.ask(X).params
+
+
+@pytest.mark.parametrize("search", ["random", "tpe"])
+def test_a_trial_asks_what_its_number_and_the_study_say_whatever_this_process_asked_before(search):
+    fresh = _asked(study._reseeded_class()(search, 7), told=12)
+    sampler = study._reseeded_class()(search, 7)
+    _asked(sampler, told=5)  # this sampler asked other trials before
+    assert _asked(sampler, told=12) == fresh
+    assert _asked(study._reseeded_class()(search, 8), told=12) != fresh  # another search seed
+
+
+def test_tpe_through_the_reseeded_sampler_still_homes_in():
+    """-(x - 0.3)^2 over 60 trials: TPE's last 30 land near 0.3, random's spread over [0, 1]."""
+    distances = {}
+    for search in ("tpe", "random"):
+        s = optuna.create_study(sampler=study._reseeded_class()(search, 0), direction="maximize")
+        xs = []
+        for _ in range(60):
+            trial = s.ask(X)
+            xs.append(trial.params["x"])
+            s.tell(trial, -(trial.params["x"] - 0.3) ** 2)
+        distances[search] = np.mean(np.abs(np.array(xs[30:]) - 0.3))
+    assert distances["tpe"] < 0.2 < distances["random"]
+
+
+def test_the_journal_waits_in_memory_until_flushed(tmp_path):
+    store = study.Store(Settings(), tmp_path)
+    s = optuna.create_study(study_name=store.name, storage=store.storage, direction="maximize")
+    trial = s.ask(X)
+    s.tell(trial, 0.5)
+    path = tmp_path / study.JOURNAL
+    assert not path.exists() or path.stat().st_size == 0  # nothing written yet
+    store.flush()
+    # what Optuna's own journal reader (and optuna-dashboard) sees in the file
+    reader = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    (again,) = optuna.load_study(study_name=study.STUDY, storage=reader).get_trials()
+    assert again.value == 0.5 and again.params == trial.params
+    s.tell(s.ask(X), 0.7)  # more after a flush: read back from memory, written at the next flush
+    assert [t.value for t in s.get_trials()] == [0.5, 0.7]
+    store.flush()
+    assert len(optuna.load_study(study_name=study.STUDY, storage=reader).get_trials()) == 2
