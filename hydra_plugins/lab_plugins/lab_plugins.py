@@ -59,8 +59,9 @@ class LabRayLauncherConf:
     start: then forks of this process (or this process, for too little work to spread); true:
     always Ray; processes: forks of this process, one per core, without Ray; false: one run after
     another in this process"""
-    figures: bool = True
-    """false: skip drawing the figures and the summary into results_dir at the end"""
+    figures: Any = True
+    """true: draw the summary, the report and the figures of up to 16 configurations into
+    results_dir at the end; all: every figure; false: none of them"""
     dry_run: bool = False
     """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
     dashboard: bool = False
