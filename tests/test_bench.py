@@ -15,3 +15,13 @@ def test_in_process_measurements_run():
 def test_longest_first_makespan():
     assert bench.longest_first_makespan([3, 3, 2, 2, 2], cores=2) == 7  # 3+2+2 | 3+2
     assert bench.longest_first_makespan([5, 1, 1], cores=4) == 5
+
+
+def test_the_report_sections_grid_is_2500_configurations_of_the_current_knobs(tmp_path):
+    from lab import sweep
+    from lab.compose import grid
+
+    composer, jobs = grid(*bench.REPORT_GRID, "seed=0", f"results_dir={tmp_path}")
+    planned = sweep.plan(composer(o) for o in jobs).train
+    assert len(planned) == 2500 and len({j.run_id for j in planned}) == 2500
+    assert {round(j.knobs.alpha, 2) for j in planned} == {round(0.04 * i, 2) for i in range(1, 26)}
