@@ -285,7 +285,7 @@ def write_finished_grid(seeds: int, results_dir) -> int:
             table[win] *= share
         table["p1_win_rate"] *= share
         pq.write_table(results.arrow_table(table), Path(results_dir) / f"{job.run_id}.parquet")
-    results.statuses(results_dir, write_index=True)  # as the sweep that trained them leaves it
+    results.load(results_dir)  # indexes the table, as the sweep that trained them leaves it
     return len(planned)
 
 

@@ -156,6 +156,9 @@ def _together(configs: pd.DataFrame, a: str, b: str) -> bool:
 
 
 def value_text(value) -> str:
+    """A knob's value as the summary and the figures write it: 3, 0.01, keep, none."""
+    if pd.isna(value):
+        return "none"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         return str(value)
     return str(int(value)) if float(value).is_integer() else f"{float(value):g}"

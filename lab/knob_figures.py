@@ -93,14 +93,14 @@ def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str]) 
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path) -> list[Path]:
     """The knob figures (see module doc) of lab.compare.configurations / knob_effects tables."""
     written = []
-    knobs = summary.knob_columns(configs)
+    knobs = summary.compared_knobs(configs)
     for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
         opponents = sorted(mine["evaluated_vs"].unique())
         factor_list = compare.factors(mine[mine["evaluated_vs"] == opponents[0]], knobs)
         if not factor_list:
             continue
-        fig, axes = plt.subplots(len(opponents), len(factor_list), squeeze=False, sharey="row",
-                                 figsize=(2 + 3.6 * len(factor_list), 1 + 3.6 * len(opponents)), layout="constrained")
+        fig, axes = plt.subplots(len(opponents), len(factor_list), squeeze=False, sharey="row", layout="constrained",
+                                 figsize=(max(9, 2 + 3.6 * len(factor_list)), 1 + 3.6 * len(opponents)))
         for row, vs in enumerate(opponents):
             group = mine[mine["evaluated_vs"] == vs].reset_index(drop=True)
             chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
@@ -121,7 +121,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path) -> 
 def parallel_figure(configs: pd.DataFrame, out_dir: Path) -> list[Path]:
     """The parallel-coordinates figures (see module doc)."""
     written = []
-    knobs = summary.knob_columns(configs)
+    knobs = summary.compared_knobs(configs)
     for (algorithm, seat, vs), group in configs.groupby(compare.GROUP):
         group = group.sort_values("score_mean").reset_index(drop=True)  # the best drawn last
         factor_list = compare.factors(group, knobs)
@@ -138,7 +138,7 @@ def parallel_figure(configs: pd.DataFrame, out_dir: Path) -> list[Path]:
         score = group["score_mean"].to_numpy(float)
         columns.append((score - score.min()) / (np.ptp(score) or 1))
         ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [f"{score.min():.3f}", f"{score.max():.3f}"]))
-        fig, ax = plt.subplots(figsize=(2 + 2.2 * len(columns), 5), layout="constrained")
+        fig, ax = plt.subplots(figsize=(max(9, 2 + 2.2 * len(columns)), 5), layout="constrained")
         lines = np.stack([np.tile(np.arange(len(columns)), (len(group), 1)), np.column_stack(columns)], axis=-1)
         colours = plt.get_cmap("viridis")((score - score.min()) / (np.ptp(score) or 1))
         ax.add_collection(LineCollection(lines, colors=colours, linewidths=1.2, alpha=0.8))

@@ -40,8 +40,13 @@ T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 """Student's t 0.975 quantiles for 1..10 degrees of freedom; beyond, 1.96 + 2.5/df is within 0.02."""
 PER_CONFIGURATION = 16
 """Configurations a figure draws a line each of, or a results directory draws a figure each of."""
-CROWDED_NOTE = (f"figures of more than {PER_CONFIGURATION} configurations left out: the report "
-                "shows them (hydra.launcher.figures=all or lab-plot --all draws them)")
+
+
+def left_out_note(count: int) -> str:
+    return (f"{count} figures of more than {PER_CONFIGURATION} configurations left out: the report shows "
+            "them (hydra.launcher.figures=all or lab-plot --all draws them)")
+
+
 SMOOTH = 10
 """Default rolling window (iterations) for the training-game win rates: with 10 or 100 games per
 iteration the raw rates are mostly sampling noise. 1 draws them raw, as seed 000 did."""
@@ -152,23 +157,26 @@ def _better(side: str) -> str:
     return "self-play: the agent is both players"
 
 
-def crowded(frame: pd.DataFrame) -> bool:
-    """Whether some figures of these runs are left out unless asked for (see module doc)."""
-    return summary.table(frame, stopped=True)["config"].nunique() > PER_CONFIGURATION
+def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int = 1) -> bool:
+    """Whether to draw the figures of `group`'s configurations (see module doc); those left out
+    are counted in `left_out` (as `figures` names)."""
+    if every or group["config"].nunique() <= PER_CONFIGURATION:
+        return True
+    if left_out is not None:
+        left_out.extend(["figure"] * figures)
+    return False
 
 
-def _too_many(group: pd.DataFrame, every: bool) -> bool:
-    return not every and group["config"].nunique() > PER_CONFIGURATION
-
-
-def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False) -> list[Path]:
-    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations."""
+def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False,
+                    left_out: list | None = None) -> list[Path]:
+    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
+    `every` and `left_out`: see _drawn."""
     frame, out_dir = _outputs(data, out_dir)
     frame = frame.assign(side=_side(frame))
     written = []
     keys = ["algorithm", "side", "layers", "neurons"]
     for (algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
-        if _too_many(group, every):
+        if not _drawn(group, every, left_out):
             continue
         fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
         for name, curve in group.groupby("config"):
@@ -190,7 +198,7 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
 """The panels of an exact figure: (column of summary.exact_curves, axis label)."""
 
 
-def exact_figures(data, out_dir=None, every: bool = False) -> list[Path]:
+def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Exact-evaluation figures (see module doc), one per (algorithm, side, seat, layers,
     neurons); self-play runs get one per seat. None when the table has no evaluation columns."""
     frame, out_dir = _outputs(data, out_dir)
@@ -202,7 +210,7 @@ def exact_figures(data, out_dir=None, every: bool = False) -> list[Path]:
     written = []
     keys = ["algorithm", "side", "seat", "layers", "neurons"]
     for (algorithm, side, seat, layers, neurons), group in curves.groupby(keys, dropna=False):
-        if _too_many(group, every):
+        if not _drawn(group, every, left_out):
             continue
         fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True, layout="constrained")
         for ax, (column, ylabel) in zip(axes.flat, PANELS):
@@ -269,14 +277,16 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
     return [_save(fig, out_dir / "comparison_exact_win.png")]
 
 
-def outcome_figures(data, out_dir=None, every: bool = False) -> list[Path]:
+def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Seed 001's three-panel figure (see module doc), one per configuration whose exploration
     rate (train_epsilon) changes during training, the runs whose third panel says something; seeds
     drawn as their mean (raw bins, as the notebook drew them)."""
     frame, out_dir = _outputs(data, out_dir)
-    if "train_epsilon" not in frame or _too_many(frame, every):
+    if "train_epsilon" not in frame:
         return []
     frame = frame[frame.groupby("config")["train_epsilon"].transform("nunique") > 1]
+    if not _drawn(frame, every, left_out, figures=frame["config"].nunique()):
+        return []
     frame = frame.assign(side=_side(frame), games=frame["p1_wins"] + frame["p2_wins"] + frame["draws"])
     seat = frame["player"].fillna(1)  # self-play: counted from X's side, as the notebook did
     mine, theirs = np.where(seat == 1, frame["p1_wins"], frame["p2_wins"]), np.where(seat == 1, frame["p2_wins"], frame["p1_wins"])
@@ -305,13 +315,14 @@ def outcome_figures(data, out_dir=None, every: bool = False) -> list[Path]:
 
 
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = False, frame=None,
-                compared=None) -> list[Path]:
+                compared=None, left_out: list | None = None) -> list[Path]:
     """Every figure type for a results directory, from one read of its table (`frame`, if
-    already loaded; `compared`: lab.summary.comparisons of it, if already computed)."""
+    already loaded; `compared`: lab.summary.comparisons of it, if already computed). `every`
+    and `left_out`: see _drawn."""
     frame = results.load(results_dir) if frame is None else frame
     out_dir = Path(out_dir or Path(results_dir) / results.FIGURES)
-    written = (winrate_figures(frame, out_dir, smooth, every) + exact_figures(frame, out_dir, every)
-               + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir, every))
+    written = (winrate_figures(frame, out_dir, smooth, every, left_out) + exact_figures(frame, out_dir, every, left_out)
+               + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir, every, left_out))
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is not None and not compared[0].empty:
         written += knob_figures.knob_figure(*compared, out_dir) + knob_figures.parallel_figure(compared[0], out_dir)

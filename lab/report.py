@@ -105,7 +105,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict) -> di
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]].sort_values("config").reset_index(drop=True)
-    knobs = summary.knob_columns(first)
+    knobs = summary.compared_knobs(first)
     factors = compare.factors(first, knobs)
     shown = [k for f in factors for k in f]
     table = {"config": first["config"].tolist(), "seeds": first["seeds"].astype(int).tolist(),
@@ -248,15 +248,16 @@ def analyse(results_dir, every: bool = False) -> None:
     try:
         frame = summary.name_configurations(results.load(results_dir))  # named once for every view
         compared = summary.comparisons(frame)
-        figures = plots.all_figures(results_dir, frame=frame, compared=compared, every=every)
+        left_out: list = []
+        figures = plots.all_figures(results_dir, frame=frame, compared=compared, every=every, left_out=left_out)
         _, summary_files = summary.write_summary(results_dir, frame=frame, compared=compared)
     except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
         print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
               f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
         return
     print(f"{len(figures)} figures in {results_dir / results.FIGURES}")
-    if not every and plots.crowded(frame):
-        print(plots.CROWDED_NOTE)
+    if left_out:
+        print(plots.left_out_note(len(left_out)))
     print(f"summary in {summary_files[1]} (and .csv)")
     if not has_extra():
         print(EXTRA_NOTE)

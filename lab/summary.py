@@ -217,8 +217,15 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     final = final_evaluations(data)
     if final.empty:
         return pd.DataFrame(), pd.DataFrame()
-    knobs = [k for k in knob_columns(final) if k != "seed"]
+    knobs = compared_knobs(final)
     return compare.configurations(final, knobs), compare.knob_effects(final, knobs)
+
+
+def compared_knobs(frame: pd.DataFrame) -> list[str]:
+    """The knobs configurations of one algorithm and seat can differ in: not the seed (the
+    repeats), the algorithm or the seat (the group), nor `player`, which follows from the
+    opponent there (missing in self-play)."""
+    return [k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player")]
 
 
 def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
