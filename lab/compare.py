@@ -216,7 +216,11 @@ def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:
     if compared.empty:
         return f"{head}; no two configurations differ only in it, so no probability of improvement."
     low, high = compared["improvement_low"], compared["improvement_high"]
-    clauses = [(low > 0.5, "it beats {}"), ((low <= 0.5) & (high >= 0.5), f"cannot be told apart from {{}} with {seeds} seeds"),
+    tied, apart = (low <= 0.5) & (high >= 0.5), compared["iqm_high"] < best["iqm_low"]
+    clauses = [(low > 0.5, "it beats {}"),
+               (tied & apart, "its IQM is above that of {}, yet neither wins more often in the pairs of "
+                              "configurations that differ only in this knob: its effect depends on the others"),
+               (tied & ~apart, f"cannot be told apart from {{}} with {seeds} seeds"),
                (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob")]
     said = [text.format(_listing(compared.loc[where, "value"].tolist())) for where, text in clauses if where.any()]
     return f"{head}; " + "; ".join(said) + "."

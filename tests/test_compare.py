@@ -154,3 +154,19 @@ def test_without_the_report_extra_the_summary_says_so_in_one_line(tmp_path, monk
     assert len(written) == 2 and "win_loss" not in best
     text = (tmp_path / summary.SUMMARY / "summary.md").read_text()
     assert text.endswith(summary.EXTRA_NOTE) and "## Configurations ranked" not in text
+
+
+def test_knob_sentence_says_which_values_lose_tie_or_interact():
+    effect = pd.DataFrame({
+        "knob": "alpha", "value": ["0.1", "0.2", "0.3", "0.4", "0.5"], "pairs": [0, 4, 4, 4, 4],
+        "iqm": [0.8, 0.5, 0.75, 0.78, 0.7], "iqm_low": [0.7, 0.4, 0.6, 0.65, 0.6],
+        "iqm_high": [0.9, 0.6, 0.85, 0.85, 0.8],
+        "improvement": [np.nan, 0.8, 0.6, 0.3, 0.55], "improvement_low": [np.nan, 0.6, 0.45, 0.2, 0.5],
+        "improvement_high": [np.nan, 0.9, 0.7, 0.4, 0.6]})
+    assert compare.knob_sentence(effect, 3) == (
+        "alpha: 0.1 has the highest IQM; it beats 0.2; cannot be told apart from 0.3 and 0.5 with 3 seeds; "
+        "but 0.4 beats it in more of the pairs that differ only in this knob.")
+    interacting = effect.assign(iqm_high=[0.9, 0.6, 0.65, 0.85, 0.8])  # 0.3's interval below 0.1's
+    assert "its IQM is above that of 0.3, yet neither wins more often" in compare.knob_sentence(interacting, 3)
+    assert compare.knob_sentence(effect.assign(pairs=0), 3) == (
+        "alpha: 0.1 has the highest IQM; no two configurations differ only in it, so no probability of improvement.")
