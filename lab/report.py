@@ -25,7 +25,6 @@ are on and the extra is installed, and says in one line how to get it when it is
 
 import argparse
 import datetime
-import importlib.util
 import json
 import sys
 from importlib import resources
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import compare, evaluate, knob_figures, plots, results, summary
+from lab import compare, evaluate, knob_figures, plots, results, stats, summary
 
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
@@ -236,7 +235,11 @@ EXTRA_NOTE = "no interactive report: it needs the report extra (pip install 'tic
 
 def has_extra() -> bool:
     """Whether the `report` extra (plotly for the page, scipy for the intervals) is installed."""
-    return all(importlib.util.find_spec(name) for name in ("plotly", "scipy"))
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        return False
+    return stats.available()
 
 
 def analyse(results_dir, every: bool = False) -> None:

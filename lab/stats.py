@@ -47,6 +47,15 @@ def iqm(values, axis=-1):
 STATISTICS = {"mean": np.mean, "iqm": iqm}
 
 
+def available() -> bool:
+    """Whether scipy can be imported (the `report` extra): the estimators need it."""
+    try:
+        import scipy.stats  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _bootstrap(samples, statistic, **options):
     """scipy's percentile bootstrap with the lab's settings: its ConfidenceInterval (low, high)."""
     from scipy import stats

@@ -13,7 +13,6 @@ fewer training episodes. This is the objective the ceilings (lab.evaluate.ceilin
 """
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -210,10 +209,10 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """lab.compare's tables of the finished runs (a results directory or a loaded table): every
     configuration ranked with its intervals, and the knobs' effects; None without scipy (the
     `report` extra)."""
-    if importlib.util.find_spec("scipy") is None:
-        return None
-    from lab import compare
+    from lab import compare, stats
 
+    if not stats.available():
+        return None
     final = final_evaluations(data)
     if final.empty:
         return pd.DataFrame(), pd.DataFrame()

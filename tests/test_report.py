@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import browser as chromium
+import sweeping
 from lab import plots, report, summary
 from sweeping import REPO, clean_env
 from test_compare import WINS, _runs
@@ -195,3 +196,17 @@ def _drag(b, start, end, steps=10):
         mouse("mouseMoved", start[0] + (end[0] - start[0]) * k / steps, start[1] + (end[1] - start[1]) * k / steps)
     mouse("mouseReleased", *end)
     time.sleep(0.5)
+
+
+@pytest.mark.integration
+def test_a_sweep_without_the_report_extra_says_so_in_one_line_and_writes_the_rest(tmp_path):
+    """The base install (no scipy, no plotly): the summary's best table and the figures, a note."""
+    blocked = "import sys; sys.modules.update({m: None for m in ('scipy', 'scipy.stats', 'plotly')})"
+    done = sweeping.sweep(["--multirun", "algorithm=q_table", "alpha=0.1,0.5", "iterations=5",
+                           "episodes_per_update=10", "seed=0,1", f"results_dir={tmp_path / 'out'}",
+                           "hydra.launcher.parallel=false"], cwd=REPO, prelude=blocked)
+    assert done.returncode == 0, done.stderr
+    assert report.EXTRA_NOTE in done.stdout.splitlines() and "Traceback" not in done.stderr
+    assert (tmp_path / "out" / summary.SUMMARY / "summary.md").read_text().endswith(summary.EXTRA_NOTE)
+    assert not (tmp_path / "out" / report.REPORT).exists()
+    assert (tmp_path / "out" / "_figures" / "comparison_exact_win.png").exists()
