@@ -27,6 +27,8 @@ CONFIG = GROUP + ["config"]
 MEASURES = ("score", "win", "loss")
 NEXT = 4
 """How many configurations after the best are compared with it."""
+FEW_SEEDS = 5
+"""Below this many seeds a bootstrap interval spans little more than what the seeds reached."""
 MAX_VALUES = 8
 """A knob with more values than this (a search's continuous knob) gets no value-by-value
 comparison; the knob figure shows it."""
@@ -114,8 +116,10 @@ def verdict(ranked: pd.DataFrame) -> str:
         return ("With one seed nothing says whether the best configuration is better than the "
                 "second: train more seeds (seed=range(0,5)).")
     if second["improvement_low"] > 0.5:
+        few = (f" (every seed of the best ends above every seed of the second: with {seeds} seeds, a "
+               "hint more than a proof)" if second["improvement_low"] == 1 and seeds < FEW_SEEDS else "")
         return (f"The best configuration is better than the second with these seeds: "
-                f"P(best > second) = {improvement_text(second)}.")
+                f"P(best > second) = {improvement_text(second)}{few}.")
     compared = ranked.iloc[1:NEXT + 1]
     apart = compared["improvement_low"] > 0.5
     tied = int(apart.to_numpy().argmax()) if apart.any() else len(compared)
@@ -251,7 +255,7 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     for key, ranked in configs.groupby(GROUP, sort=True):
         algorithm, seat, vs = key
         lines += ["", f"### {algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
-                      f"{len(ranked)} configurations", ""]
+                      f"{len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
                  _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
                  _interval(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),

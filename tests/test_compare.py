@@ -114,7 +114,11 @@ def test_ranking_verdict_and_seeds_needed():
     assert stats.seeds_needed(0.1, 0.1) == 16 and stats.seeds_needed(0.0, 0.1) == float("inf")
     clear = ranked.copy()
     clear.loc[clear.index[1], ["improvement", "improvement_low", "improvement_high"]] = (1.0, 0.8, 1.0)
-    assert compare.verdict(clear).startswith("The best configuration is better than the second")
+    assert compare.verdict(clear) == ("The best configuration is better than the second with these seeds: "
+                                      "P(best > second) = 1.00 [0.80, 1.00].")
+    clear.loc[clear.index[1], "improvement_low"] = 1.0
+    assert compare.verdict(clear).endswith("(every seed of the best ends above every seed of the second: "
+                                           "with 4 seeds, a hint more than a proof).")
     assert compare.verdict(ranked.assign(seeds=1)).startswith("With one seed nothing says")
 
 
