@@ -65,8 +65,8 @@ def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
 def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     """One row per (group, configuration): the knobs' values, seeds, training episodes, mean and
     IQM of each measure with intervals, the seeds' spread of the score (`score_sd`), the run of
-    its best seed, `rank` in its group and, for ranks 2 to NEXT + 1, `improvement`:
-    P(best > this) with `improvement_low` / `improvement_high`."""
+    its best seed, `rank` in its group and, for ranks 2 to NEXT + 1 where both have 2 seeds or
+    more, `improvement`: P(best > this) with `improvement_low` / `improvement_high`."""
     if final.empty:
         return pd.DataFrame()
     grouped = final.groupby(CONFIG, sort=True)
@@ -85,8 +85,9 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     for _, group in table.groupby(GROUP):
         best = scores[group.index[0], :counts[group.index[0]]]
         for row in group.index[1:NEXT + 1]:
-            table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
-                stats.probability_of_improvement([best], [scores[row, :counts[row]]])
+            if min(len(best), counts[row]) > 1:  # from one seed each it is 0 or 1 and says nothing
+                table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
+                    stats.probability_of_improvement([best], [scores[row, :counts[row]]])
     return table.reset_index(drop=True)
 
 

@@ -120,6 +120,8 @@ def test_ranking_verdict_and_seeds_needed():
     assert compare.verdict(clear).endswith("(every seed of the best ends above every seed of the second: "
                                            "with 4 seeds, a hint more than a proof).")
     assert compare.verdict(ranked.assign(seeds=1)).startswith("With one seed nothing says")
+    one_seed, _ = summary.comparisons(_runs({k: v[:1] for k, v in WINS.items()}))
+    assert one_seed["improvement"].isna().all() and (one_seed["score_mean_low"] == one_seed["score_mean"]).all()
 
 
 def test_knobs_that_move_together_are_one_factor_and_values_compare_in_matched_pairs():
