@@ -286,12 +286,13 @@ def main() -> None:
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="the HTML file to write (default: RESULTS_DIR/_report/index.html)")
     args = parser.parse_args()
-    if not has_extra():
-        sys.exit(f"error: {EXTRA_NOTE}")
     try:
+        if not has_extra():
+            raise ValueError(EXTRA_NOTE)
         path = write_report(args.results_dir, args.out)
     except (results.ResultsError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     print(f"{path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 

@@ -210,3 +210,12 @@ def test_a_sweep_without_the_report_extra_says_so_in_one_line_and_writes_the_res
     assert (tmp_path / "out" / summary.SUMMARY / "summary.md").read_text().endswith(summary.EXTRA_NOTE)
     assert not (tmp_path / "out" / report.REPORT).exists()
     assert (tmp_path / "out" / "_figures" / "comparison_exact_win.png").exists()
+
+
+def test_lab_report_refuses_a_folder_without_runs_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["lab-report", str(tmp_path)])
+    with pytest.raises(SystemExit) as stop:
+        report.main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path}\n"
+    assert not (tmp_path / report.REPORT).exists()
