@@ -16,10 +16,12 @@ al., "Deep RL at the edge of the statistical precipice", NeurIPS 2021):
 
 scipy.stats.bootstrap does the resampling: scipy comes with the `report` extra and is imported
 where it is used, so that the lab imports without it (lab.summary then leaves the intervals
-out, with a note). rliable itself would add
-arch, statsmodels, seaborn and absl-py (8 packages beside scipy) for the same three
-estimators, and it resamples one score matrix at a time where the lab needs thousands of
-configurations' intervals at once: scipy's bootstrap takes them as the rows of one array.
+out, with a note). rliable itself is not used: rliable 1.2.0 installs 510 MB (arch,
+statsmodels, seaborn, absl-py, formulaic, patsy, ...), and its arch 7.2.0 fails to import
+beside pandas 3.1, the lab's (a TypeError in pandas' deprecate_kwarg); with pandas < 3 it gives
+the same intervals as these on tests/test_compare.py's table. It also resamples one score matrix
+at a time, where the lab needs thousands of configurations' intervals at once: scipy's bootstrap
+takes them as the rows of one array.
 
 A percentile interval can only span values the seeds took: with 3 seeds it is about the range
 of their means' resamples, and it is narrower than a 95% interval should be (it undercovers
@@ -29,9 +31,14 @@ for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference 
 import numpy as np
 
 CONFIDENCE = 0.95
-RESAMPLES = 2000
-"""Bootstrap resamples: between two draws of 2000 an interval's end moves by about 0.05 of the
-mean's standard error (measured: 30 draws on 10 normal seeds)."""
+RESAMPLES = (2_000, 20_000)
+"""Bootstrap resamples, fewest and most: as many as keep a call within RESAMPLED numbers. Few
+seeds make a bootstrap distribution of a few jumps, where the percentile's end can land on
+either side of one: 20,000 resamples keep the end within 0.1 points of probability of the
+exact one (a comparison of two configurations' 3-4 seeds); the thousands of configurations of a
+big grid, bootstrapped at once, get 2,000 (between two draws of 2,000 an interval's end moves by
+about 0.05 of the mean's standard error: measured, 30 draws on 10 normal seeds)."""
+RESAMPLED = 20_000_000
 SEED = 0
 """The resampling's random stream: the same table gives the same intervals."""
 
@@ -60,9 +67,12 @@ def _bootstrap(samples, statistic, **options):
     """scipy's percentile bootstrap with the lab's settings: its ConfidenceInterval (low, high)."""
     from scipy import stats
 
-    return stats.bootstrap(samples, statistic, vectorized=True, n_resamples=RESAMPLES,
-                           confidence_level=CONFIDENCE, method="percentile", rng=SEED,
-                           **options).confidence_interval
+    size = sum(np.size(s) for s in samples)
+    resamples = int(np.clip(RESAMPLED // size, *RESAMPLES))
+    # in batches of about 16 million numbers (128 MB): a big grid's at once would take GBs
+    return stats.bootstrap(samples, statistic, vectorized=True, n_resamples=resamples,
+                           batch=max(1, 16_000_000 // size), confidence_level=CONFIDENCE,
+                           method="percentile", rng=SEED, **options).confidence_interval
 
 
 def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,9 +85,7 @@ def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, 
         return point, point.copy(), point.copy()
     # One call for every row: scipy draws each resample's seeds once for all rows, which leaves
     # each row's interval a plain bootstrap of that row.
-    # resamples in batches of about 16 million numbers (128 MB): 10,000 configurations' seeds
-    # would take a GB at once
-    low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1, batch=max(1, 16_000_000 // values.size))
+    low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1)
     return point, _within(low, point), _within(high, point)
 
 

@@ -48,8 +48,8 @@ def _every_resample(samples, statistic) -> np.ndarray:
 
 
 def _within(end, distribution, level):
-    """A 2000-resample percentile end lies within 1 point of probability of the exact one (the
-    Monte Carlo error at 2.5% is 0.35 points)."""
+    """A percentile end from 2,000 resamples or more lies within 1 point of probability of the
+    exact one (the Monte Carlo error at 2.5% is 0.35 points with 2,000)."""
     low, high = np.quantile(distribution, [level - 0.01, level + 0.01])
     return low - 1e-12 <= end <= high + 1e-12
 
@@ -80,6 +80,10 @@ def test_probability_of_improvement_is_the_bootstrap_done_directly():
     distribution = _every_resample([best, other], chance)
     assert point == pytest.approx(14 / 16)  # 0.61 < 0.66 and 0.71: 2 of 16 pairs lost
     assert _within(low, distribution, 0.025) and _within(high, distribution, 0.975)
+    # exactly: 3.05% of the resamples are at most 0.5 and 1.59% below: the low end is 0.5, not
+    # better than even (2,000 resamples put 2.5% of them at 0.5 or less and the end at 0.62)
+    assert (distribution <= 0.5).mean() == pytest.approx(0.0305, abs=1e-4)
+    assert low == 0.5 and high == 1.0
 
 
 def test_a_knob_value_pools_its_configurations_resampling_each_on_its_own():
@@ -108,7 +112,8 @@ def test_ranking_verdict_and_seeds_needed():
     difference = np.mean(WINS[2, 8, 0.01]) - np.mean(WINS[3, 16, 0.01])
     needed = np.ceil(2 * (1.959964 + 0.841621) ** 2 * sd ** 2 / difference ** 2)
     text = compare.verdict(ranked)
-    assert text.startswith("The top 2 configurations cannot be told apart with 4 seeds: "
+    # the third (2 x 8 at alpha 0.001) neither: P(best > it) = 0.875 [0.5, 1.0]
+    assert text.startswith("The top 3 configurations cannot be told apart with 4 seeds: "
                            f"P(best > second) = {10 / 16:.2f} [{second['improvement_low']:.2f}, ")
     assert f"about {needed:,.0f} seeds per configuration" in text
     assert stats.seeds_needed(0.1, 0.1) == 16 and stats.seeds_needed(0.0, 0.1) == float("inf")
@@ -145,7 +150,7 @@ def test_summary_md_ranks_every_group_with_intervals(tmp_path):
     assert text.startswith("| algorithm | seat | evaluated_vs |")
     assert "### mc_vfa, agent as O, evaluated against OneStep: 4 configurations" in text
     assert "- alpha: 0.01 has the highest IQM; it beats 0.001." in text
-    assert "The top 2 configurations cannot be told apart with 4 seeds" in text
+    assert "The top 3 configurations cannot be told apart with 4 seeds" in text
     row = best[best["evaluated_vs"] == "onestep"].iloc[0]
     assert row["win_loss"] == pytest.approx(np.mean(WINS[2, 8, 0.01]) - LOSS)
     assert row["win_loss_low"] < row["win_loss"] < row["win_loss_high"]
