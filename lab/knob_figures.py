@@ -3,7 +3,8 @@
 - knob_figure, one per (algorithm, seat): the final exact win - loss against each evaluation
   opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
   together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
-  at its seed mean with its 95% bootstrap interval, the best one a red star; for a knob of a
+  at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
+  one a red star; for a knob of a
   few values, a black diamond per value: the IQM over every run with it, and its interval.
   A numeric knob whose values span a factor of 10 or more is drawn on a log axis (as a search
   samples a learning rate); a knob of words or tied knobs is drawn as categories.
@@ -26,6 +27,9 @@ from lab import compare, evaluate, summary  # noqa: E402
 
 LOG_SPAN = 10
 """A positive numeric knob whose largest value is this many times its smallest gets a log axis."""
+BARS_UP_TO = 500
+"""Configurations whose intervals a panel draws; past that the bars are a solid smear that takes
+seconds to draw: points only (the report has the intervals)."""
 
 
 def axis_of(values: pd.Series) -> str:
@@ -66,9 +70,12 @@ def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str]) 
     x, kind, labels = positions(configs, factor)
     jittered = _jitter(x, kind, len(x))
     y = configs["score_mean"].to_numpy(float)
-    spread = np.abs(np.vstack([y - configs["score_mean_low"], configs["score_mean_high"] - y]))
-    ax.errorbar(jittered, y, yerr=spread, fmt="o", ms=3, lw=0.8, alpha=0.55, color="C0",
-                label="a configuration: seed mean, 95% interval")
+    if len(configs) <= BARS_UP_TO:
+        spread = np.abs(np.vstack([y - configs["score_mean_low"], configs["score_mean_high"] - y]))
+        ax.errorbar(jittered, y, yerr=spread, fmt="o", ms=3, lw=0.8, alpha=0.55, color="C0",
+                    label="a configuration: seed mean, 95% interval")
+    else:
+        ax.plot(jittered, y, "o", ms=2, alpha=0.4, color="C0", label="a configuration: seed mean")
     best = int(np.argmin(configs["rank"].to_numpy()))
     ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
     name = " x ".join(factor)
