@@ -565,11 +565,11 @@ def analyse(results_dirs, figures=True) -> None:
     """Draw the figures and write the summary and the report of each results directory
     (lab.report.analyse; figures="all" draws every figure); print where they are. Never fails
     the sweep: the runs are stored whatever happens here."""
-    from lab import report
+    import lab.report  # the module, not this module's report() of a sweep's runs
 
     for results_dir in sorted(set(map(Path, results_dirs))):
         if results.run_files(results_dir):
-            report.analyse(results_dir, every=figures == "all")
+            lab.report.analyse(results_dir, every=figures == "all")
 
 
 def _ray_started() -> bool:
