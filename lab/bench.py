@@ -9,7 +9,9 @@ of thousands of runs, and the driver's memory as finished runs add up. And the p
 (`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all (where
 parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and the
 speed-up they predict for 16 cores. And the search section (`--search` alone): the README's
-q_table search through the lab's sweeper against the same search written with Optuna alone.
+q_table search through the lab's sweeper against the same search written with Optuna alone. And
+the report section (`--report` alone): the end of a sweep over a finished 10,000-run grid of 2,500
+configurations (figures, summary, report), timed, and the report's size.
 """
 
 import argparse
@@ -252,6 +254,61 @@ def driver_section(quick: bool) -> None:
               f"them): {seconds_to_load(out):.2f} s (target 3,000 in 2 s)")
 
 
+# The report of a big grid (issue 24): 10,000 finished runs, written as one real run's rows each.
+REPORT_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10", "iterations=100",
+               "eval_every=2", "alpha=" + ",".join(f"{0.04 * i:.2f}" for i in range(1, 26)),
+               "epsilon=" + ",".join(f"{0.1 * i:.1f}" for i in range(1, 11)),
+               "epsilon_decay_per_game=" + ",".join(f"{1 - 10 ** -(2 + i / 3):.6f}" for i in range(10))]
+"""25 alphas x 10 epsilons x 10 decays = 2,500 configurations, 4 seeds each, 100 iterations with
+50 exact evaluations: 1,000,000 rows."""
+
+
+def write_finished_grid(seeds: int, results_dir) -> int:
+    """REPORT_GRID's runs, all finished, in results_dir: one real run's rows under each run's id
+    and knobs, its win rates scaled by a share drawn per run (peaking at alpha 0.5; seeded) so
+    that configurations and seeds differ. Returns how many runs it wrote."""
+    import numpy as np
+
+    from lab import evaluate, sweep
+    from lab.run import run
+
+    composer, jobs = grid(*REPORT_GRID, f"seed=range(0,{seeds})", f"results_dir={results_dir}")
+    planned = sweep.plan(composer(o) for o in jobs).train
+    rows = run(planned[0]).rows
+    rng = np.random.default_rng(0)
+    for job in planned:
+        knobs = {key: getattr(job.knobs, key) for key in ("alpha", "epsilon", "epsilon_decay_per_game")}
+        share = rng.uniform(0.6, 1.0) * (1 - abs(knobs["alpha"] - 0.5))
+        table = rows.assign(run_id=job.run_id, seed=job.run.seed, **knobs)
+        for vs in evaluate.OPPONENTS:
+            win, draw = evaluate.column(1, f"{vs}_win"), evaluate.column(1, f"{vs}_draw")
+            table[draw] += table[win] * (1 - share)
+            table[win] *= share
+        table["p1_win_rate"] *= share
+        pq.write_table(results.arrow_table(table), Path(results_dir) / f"{job.run_id}.parquet")
+    results.load(results_dir)  # indexes the table, as the sweep that trained them leaves it
+    return len(planned)
+
+
+def report_section(quick: bool) -> None:
+    """The end of a sweep over a 10,000-run grid: its figures, summary and report, timed."""
+    from lab import report
+
+    if not report.has_extra():
+        print(f"report: {report.EXTRA_NOTE}")
+        return
+    seeds = 1 if quick else 4
+    with tempfile.TemporaryDirectory() as out:
+        runs = write_finished_grid(seeds, out)
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            report.analyse(out)
+        seconds = time.perf_counter() - start
+        size = (Path(out) / report.REPORT / "index.html").stat().st_size / 1e6
+        print(f"report: the end of a {runs:,}-run sweep (2,500 configurations, 100 rows each): figures, "
+              f"summary and report in {seconds:.1f} s (target 30 s); the report {size:.1f} MB (target 20 MB)")
+
+
 # Every core busy (issue 16): seed 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
 PARALLEL_GRID = ["+sweeps=seed000", "memory=clear", "seed=range(0,4)"]
 
@@ -460,10 +517,11 @@ def main() -> None:
     parser.add_argument("--driver", action="store_true", help="only the driver section")
     parser.add_argument("--parallel", action="store_true", help="only the parallel section")
     parser.add_argument("--search", action="store_true", help="only the search section")
+    parser.add_argument("--report", action="store_true", help="only the report section")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 5.0
     only = [section for flag, section in ((args.driver, driver_section), (args.parallel, parallel_section),
-                                          (args.search, search_section)) if flag]
+                                          (args.search, search_section), (args.report, report_section)) if flag]
     if only:
         for section in only:
             section(args.quick)
@@ -490,6 +548,7 @@ def main() -> None:
     parallel_section(args.quick)
     driver_section(args.quick)
     search_section(args.quick)
+    report_section(args.quick)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ from lab import game, opponents
 
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
+OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
+"""How figures and tables name them."""
+SEATS = {1: "X", 2: "O"}
+"""The seats' marks: player 1 is X and moves first."""
 KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in ("win", "draw", "loss")},
         "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float,
         "winning_lines": int, "drawing_lines": int}

@@ -12,8 +12,13 @@
   over the training games of each iteration (a bin), the mean outcome (1 X wins, 0 draw, -1 O
   wins), the numbers of wins, draws and losses of the agent, and the epsilon of the games.
 
+- knob and parallel-coordinates figures (lab.knob_figures): the final objective of every
+  configuration against each knob that varies, with intervals (needs scipy, the `report` extra).
+
 Each function takes a results directory or its already loaded table and returns the files it
-wrote. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
+wrote. Figures with a line per configuration, and seed 001's figure of each configuration, are
+drawn for at most PER_CONFIGURATION configurations (a figure's, a results directory's) unless
+`every` is set: past that nobody compares them by eye, and the report (lab.report) shows them. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
 t(0.975, seeds - 1) x standard error); with 2, the band would be 12.7 standard errors wide and
 say nothing, so each seed is drawn thin beside the mean. A figure with one configuration names it
 in its title instead of a one-entry legend.
@@ -29,11 +34,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import evaluate, results, summary  # noqa: E402
+from lab import evaluate, knob_figures, results, summary  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 """Student's t 0.975 quantiles for 1..10 degrees of freedom; beyond, 1.96 + 2.5/df is within 0.02."""
-OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
+PER_CONFIGURATION = 16
+"""Configurations a figure draws a line each of, or a results directory draws a figure each of."""
+
+
+def left_out_note(count: int) -> str:
+    return (f"{count} figures of more than {PER_CONFIGURATION} configurations left out: the report shows "
+            "them (hydra.launcher.figures=all or lab-plot --all draws them)")
+
+
 SMOOTH = 10
 """Default rolling window (iterations) for the training-game win rates: with 10 or 100 games per
 iteration the raw rates are mostly sampling noise. 1 draws them raw, as seed 000 did."""
@@ -88,8 +101,8 @@ def _legend_or_title(ax, group: pd.DataFrame) -> str:
 
 def _side(frame: pd.DataFrame) -> pd.Series:
     """'player1' / 'player2' for the agent's seat, 'self' for self-play runs."""
-    seat = frame["player"].map(lambda p: "" if pd.isna(p) else f"player{p:.0f}")
-    return seat.where(frame["opponent"] != "self", "self")
+    seat = "player" + frame["player"].astype("Int64").astype(str)
+    return seat.where(frame["opponent"] != "self", "self").where(frame["player"].notna() | (frame["opponent"] == "self"), "")
 
 
 def _net(layers, neurons) -> tuple[str, str]:
@@ -102,13 +115,13 @@ def _net(layers, neurons) -> tuple[str, str]:
 def _who(side: str, opponents) -> str:
     if side == "self":
         return "self-play"
-    return f"agent as player {side[-1]} ({summary.SEATS[int(side[-1])]}) vs {', '.join(sorted(opponents))}"
+    return f"agent as player {side[-1]} ({evaluate.SEATS[int(side[-1])]}) vs {', '.join(sorted(opponents))}"
 
 
 def _outputs(data, out_dir):
     # Learning curves include the runs a search stopped early (their lines end where it stopped
     # them); the comparison figure picks from finished runs only (lab.summary.best_configurations).
-    frame = summary.name_configurations(summary.table(data, stopped=True))
+    frame = summary.table(data, stopped=True)
     if out_dir is None:
         if isinstance(data, pd.DataFrame):
             raise ValueError("give out_dir when passing a table instead of a results directory")
@@ -144,13 +157,27 @@ def _better(side: str) -> str:
     return "self-play: the agent is both players"
 
 
-def winrate_figures(data, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
-    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations."""
+def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int = 1) -> bool:
+    """Whether to draw the figures of `group`'s configurations (see module doc); those left out
+    are counted in `left_out` (as `figures` names)."""
+    if every or group["config"].nunique() <= PER_CONFIGURATION:
+        return True
+    if left_out is not None:
+        left_out.extend(["figure"] * figures)
+    return False
+
+
+def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False,
+                    left_out: list | None = None) -> list[Path]:
+    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
+    `every` and `left_out`: see _drawn."""
     frame, out_dir = _outputs(data, out_dir)
     frame = frame.assign(side=_side(frame))
     written = []
     keys = ["algorithm", "side", "layers", "neurons"]
     for (algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
+        if not _drawn(group, every, left_out):
+            continue
         fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
         for name, curve in group.groupby("config"):
             _draw(ax, curve, "p1_win_rate", smooth, label=name)
@@ -171,7 +198,7 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
 """The panels of an exact figure: (column of summary.exact_curves, axis label)."""
 
 
-def exact_figures(data, out_dir=None) -> list[Path]:
+def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Exact-evaluation figures (see module doc), one per (algorithm, side, seat, layers,
     neurons); self-play runs get one per seat. None when the table has no evaluation columns."""
     frame, out_dir = _outputs(data, out_dir)
@@ -183,6 +210,8 @@ def exact_figures(data, out_dir=None) -> list[Path]:
     written = []
     keys = ["algorithm", "side", "seat", "layers", "neurons"]
     for (algorithm, side, seat, layers, neurons), group in curves.groupby(keys, dropna=False):
+        if not _drawn(group, every, left_out):
+            continue
         fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True, layout="constrained")
         for ax, (column, ylabel) in zip(axes.flat, PANELS):
             for name, curve in group.groupby("config"):
@@ -196,7 +225,7 @@ def exact_figures(data, out_dir=None) -> list[Path]:
         for ax in axes[-1]:
             ax.set_xlabel("training episodes")
         net_file, net_title = _net(layers, neurons)
-        who = (f"self-play, evaluated as player {seat} ({summary.SEATS[seat]})" if side == "self"
+        who = (f"self-play, evaluated as player {seat} ({evaluate.SEATS[seat]})" if side == "self"
                else _who(side, group["opponent"].unique()))
         configs = group["config"].unique()
         named = f"\n{configs[0]}" if len(configs) == 1 else ""
@@ -226,7 +255,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
     for row, seat in enumerate(seats):
         for col, opponent in enumerate(evaluate.OPPONENTS):
             ax = axes[row, col]
-            chosen = best[(best["seat"] == summary.SEATS[seat]) & (best["evaluated_vs"] == opponent)]
+            chosen = best[(best["seat"] == evaluate.SEATS[seat]) & (best["evaluated_vs"] == opponent)]
             for pick in chosen.itertuples():
                 curve = curves[(curves["algorithm"] == pick.algorithm) & (curves["seat"] == seat)
                                & (curves["config"] == pick.config)]
@@ -237,7 +266,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
             ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
                        label="ceiling: perfect expectimax player")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
-                   title=f"agent as player {seat} ({summary.SEATS[seat]}), evaluated vs {OPPONENT_TITLES[opponent]}")
+                   title=f"agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
             ax.tick_params(labelbottom=True)  # every panel keeps its axis: legends sit below it
             ax.grid(alpha=0.3, which="both")
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7.5, frameon=False)
@@ -248,7 +277,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
     return [_save(fig, out_dir / "comparison_exact_win.png")]
 
 
-def outcome_figures(data, out_dir=None) -> list[Path]:
+def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Seed 001's three-panel figure (see module doc), one per configuration whose exploration
     rate (train_epsilon) changes during training, the runs whose third panel says something; seeds
     drawn as their mean (raw bins, as the notebook drew them)."""
@@ -256,6 +285,8 @@ def outcome_figures(data, out_dir=None) -> list[Path]:
     if "train_epsilon" not in frame:
         return []
     frame = frame[frame.groupby("config")["train_epsilon"].transform("nunique") > 1]
+    if not _drawn(frame, every, left_out, figures=frame["config"].nunique()):
+        return []
     frame = frame.assign(side=_side(frame), games=frame["p1_wins"] + frame["p2_wins"] + frame["draws"])
     seat = frame["player"].fillna(1)  # self-play: counted from X's side, as the notebook did
     mine, theirs = np.where(seat == 1, frame["p1_wins"], frame["p2_wins"]), np.where(seat == 1, frame["p2_wins"], frame["p1_wins"])
@@ -319,12 +350,19 @@ def knob_figure(points: pd.DataFrame, scales: dict[str, str], path: Path, ylabel
     return _save(fig, Path(path))
 
 
-def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH) -> list[Path]:
-    """Every figure type for a results directory, from one read of its table."""
-    frame = results.load(results_dir)
-    out_dir = out_dir or Path(results_dir) / results.FIGURES
-    return (winrate_figures(frame, out_dir, smooth) + exact_figures(frame, out_dir)
-            + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir))
+def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = False, frame=None,
+                compared=None, left_out: list | None = None) -> list[Path]:
+    """Every figure type for a results directory, from one read of its table (`frame`, if
+    already loaded; `compared`: lab.summary.comparisons of it, if already computed). `every`
+    and `left_out`: see _drawn."""
+    frame = results.load(results_dir) if frame is None else frame
+    out_dir = Path(out_dir or Path(results_dir) / results.FIGURES)
+    written = (winrate_figures(frame, out_dir, smooth, every, left_out) + exact_figures(frame, out_dir, every, left_out)
+               + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir, every, left_out))
+    compared = summary.comparisons(frame) if compared is None else compared
+    if compared is not None and not compared[0].empty:
+        written += knob_figures.knob_figure(*compared, out_dir) + knob_figures.parallel_figure(compared[0], out_dir)
+    return written
 
 
 _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
@@ -335,9 +373,15 @@ _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULT
   OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
 - comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x;
 - <algorithm>_outcomes_<configuration>.png: seed 001's figure, mean outcome, wins/draws/losses
-  and epsilon per iteration of training games (runs whose epsilon decays).
+  and epsilon per iteration of training games (runs whose epsilon decays);
+- <algorithm>_knobs_<X|O>.png: the final exact win - loss of each configuration against each
+  knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (these two
+  need scipy: pip install 'tictactoe-lab[report]').
 
-    lab-plot RESULTS_DIR [--out DIR] [--smooth N]"""
+Figures of more than 16 configurations (a line each, or a figure each) are left out unless
+--all is given: the report (lab-report RESULTS_DIR) shows them.
+
+    lab-plot RESULTS_DIR [--out DIR] [--smooth N] [--all]"""
 
 
 def main() -> None:
@@ -348,7 +392,9 @@ def main() -> None:
     parser.add_argument("--smooth", type=int, default=SMOOTH,
                         help=f"rolling mean over N iterations of the training-game win rates "
                              f"(default {SMOOTH}; 1 = raw, as seed 000)")
+    parser.add_argument("--all", action="store_true",
+                        help=f"also the figures of more than {PER_CONFIGURATION} configurations")
     args = parser.parse_args()
-    for path in all_figures(args.results_dir, args.out, args.smooth):
+    for path in all_figures(args.results_dir, args.out, args.smooth, every=args.all):
         print(path)
 

@@ -23,7 +23,6 @@ from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
 """Subfolder of a results directory for the summary files (skipped by pandas.read_parquet)."""
-SEATS = {1: "X", 2: "O"}
 NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_update", "e"),
               ("iterations", "i"))
 """Knobs spelled in seed 000's legend name, with their letter."""
@@ -32,8 +31,11 @@ NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_
 def table(data, stopped: bool = False) -> pd.DataFrame:
     """The finished runs of a results directory (or of an already loaded table); with `stopped`,
     also the runs a search scheduler stopped early (lab.search): their learning curves are real
-    but end early, so they are drawn, never compared as if they had trained in full."""
+    but end early, so they are drawn, never compared as if they had trained in full. With their
+    configuration names (`config`): those the table has, or named over all its runs, whatever
+    their status, so that a configuration has one name in every view of a results directory."""
     frame = data if isinstance(data, pd.DataFrame) else results.load(data)
+    frame = frame if "config" in frame else name_configurations(frame)
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
 
 
@@ -73,8 +75,11 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     for _, runs in frame.groupby("algorithm"):
         knobs = [k for k in knob_columns(runs) if k != "seed"]
         extras = [k for k in knobs if k not in spelled and runs[k].nunique(dropna=False) > 1]
-        for _, rows in runs.groupby(knobs, dropna=False):
-            names[rows.index] = _name(rows.iloc[0], extras)
+        # each distinct configuration named once (a big sweep has a million rows, a few thousand names)
+        ids = runs.groupby(knobs, dropna=False, sort=False).ngroup().to_numpy()
+        _, first = np.unique(ids, return_index=True)
+        spelled_out = np.array([_name(row, extras) for _, row in runs.iloc[first].iterrows()], dtype=object)
+        names[runs.index] = spelled_out[ids]
     return frame.assign(config=names)
 
 
@@ -82,7 +87,20 @@ def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
     """The evaluation points of the finished runs (and with `stopped` of the stopped ones: see
     `table`) (lab.results.evaluations) with their configuration names; empty when the table has
     no exact-evaluation columns."""
-    return results.evaluations(name_configurations(table(data, stopped)))
+    return results.evaluations(table(data, stopped))
+
+
+def final_evaluations(data) -> pd.DataFrame:
+    """The last exact evaluation of every finished run, one row per (run, seat evaluated,
+    evaluation opponent `evaluated_vs`) with `win`, `loss` and `score` = win - loss against
+    that opponent, beside the run's knobs and configuration name (lab.compare's input)."""
+    curves = exact_curves(data)
+    if curves.empty:
+        return pd.DataFrame()
+    last = curves[curves["episodes"] == curves.groupby(["run_id", "seat"])["episodes"].transform("max")]
+    return pd.concat([last.assign(evaluated_vs=vs, win=last[f"{vs}_win"], loss=last[f"{vs}_loss"],
+                                  score=last[f"{vs}_win"] - last[f"{vs}_loss"])
+                      for vs in evaluate.OPPONENTS], ignore_index=True)
 
 
 def seed_mean(curves: pd.DataFrame, column: str) -> pd.Series:
@@ -122,7 +140,7 @@ def best_configurations(data) -> pd.DataFrame:
             ceiling = evaluate.ceiling(vs, seat)
             top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
             rows.append({
-                "algorithm": algorithm, "seat": SEATS[seat], "evaluated_vs": vs, "config": name,
+                "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
                 "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
                 "episodes": int(best["episodes"]),
                 "win": best["win"], "draw": best["draw"], "loss": best["loss"],
@@ -144,6 +162,7 @@ COLUMN_NOTES = {
     "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",
     "trained_vs": "the opponent it trained against",
     "win, draw, loss": "final exact rates, mean over seeds",
+    "win_loss": "final exact win - loss, mean over seeds [95% bootstrap interval] (the ranking below)",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
     "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
     "win_sd": "seed spread: standard deviation of the final win rate over seeds",
@@ -162,13 +181,18 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
     for column in ("losing_lines", "total_lines"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
     shown["train_seconds"] = shown["train_seconds"].map(lambda v: f"{v:.2f}")
+    if "win_loss" in shown:
+        shown["win_loss"] = [f"{v:.3f} [{low:.3f}, {high:.3f}]" for v, low, high
+                             in zip(best["win_loss"], best["win_loss_low"], best["win_loss_high"])]
+        shown = shown.drop(columns=["win_loss_low", "win_loss_high"])
     return shown.astype(str)
 
 
 def markdown(shown: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
     lines += ["| " + " | ".join(row) + " |" for row in shown.itertuples(index=False)]
-    notes = [f"- `{key}`: {note}" for key, note in COLUMN_NOTES.items()]
+    notes = [f"- `{key}`: {note}" for key, note in COLUMN_NOTES.items()
+             if key != "win_loss" or key in shown]
     return "\n".join(lines + [""] + notes) + "\n"
 
 
@@ -177,20 +201,72 @@ def stopped_note(count: int) -> str:
             "is not after their full training (their curves are in the figures).\n" if count else "")
 
 
-def write_summary(results_dir, out_dir=None) -> tuple[pd.DataFrame, list[Path]]:
+EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy): "
+              "pip install 'tictactoe-lab[report]'.\n")
+
+
+def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """lab.compare's tables of the finished runs (a results directory or a loaded table): every
+    configuration ranked with its intervals, and the knobs' effects; None without scipy (the
+    `report` extra)."""
+    from lab import compare, stats
+
+    if not stats.available():
+        return None
+    final = final_evaluations(data)
+    if final.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    knobs = compared_knobs(final)
+    return compare.configurations(final, knobs), compare.knob_effects(final, knobs)
+
+
+def compared_knobs(frame: pd.DataFrame) -> list[str]:
+    """The knobs configurations of one algorithm and seat can differ in: not the seed (the
+    repeats), the algorithm or the seat (the group), nor `player`, which follows from the
+    opponent there (missing in self-play)."""
+    return [k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player")]
+
+
+def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """The best configurations with the interval of their mean win - loss."""
+    if best.empty:
+        return best
+    intervals = configs.assign(seat=configs["seat"].map(evaluate.SEATS)).rename(columns={
+        "score_mean": "win_loss", "score_mean_low": "win_loss_low", "score_mean_high": "win_loss_high"})
+    keys = ["algorithm", "seat", "evaluated_vs", "config"]
+    best = best.merge(intervals[keys + ["win_loss", "win_loss_low", "win_loss_high"]], on=keys, how="left")
+    order = list(best.columns[:best.columns.get_loc("loss") + 1]) + ["win_loss", "win_loss_low", "win_loss_high"]
+    return best[order + [c for c in best.columns if c not in order]]
+
+
+def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple[pd.DataFrame, list[Path]]:
     """Compute the best configurations and write them as summary.csv and summary.md (in
-    RESULTS_DIR/_summary unless out_dir is given). Returns the table and the files written.
-    Runs stopped early by a search are not candidates; summary.md says how many there were."""
-    frame = results.load(results_dir)
+    RESULTS_DIR/_summary unless out_dir is given), with every configuration ranked
+    (configurations.csv) and the knobs' effects (knobs.csv) when scipy is installed. Returns the
+    table and the files written. `frame` (the loaded table) and `compared` (comparisons() of it)
+    spare computing them again. Runs stopped early by a search are not candidates; summary.md
+    says how many there were."""
+    frame = results.load(results_dir) if frame is None else frame
+    compared = comparisons(frame) if compared is None else compared
     best = best_configurations(frame)
     out_dir = Path(out_dir or Path(results_dir) / SUMMARY)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, md = out_dir / "summary.csv", out_dir / "summary.md"
+    written, sections = [csv, md], EXTRA_NOTE
+    if compared is not None and not compared[0].empty:
+        from lab import compare
+
+        configs, effects = compared
+        best = _with_interval(best, configs)
+        configs.to_csv(out_dir / "configurations.csv", index=False)
+        effects.to_csv(out_dir / "knobs.csv", index=False)
+        written += [out_dir / "configurations.csv", out_dir / "knobs.csv"]
+        sections = compare.markdown(configs, effects)
     best.to_csv(csv, index=False)
     note = stopped_note(stopped_runs(frame))
-    md.write_text((markdown(format_table(best)) if not best.empty
-                   else "No exact evaluations in these results.\n") + ("\n" + note if note else ""))
-    return best, [csv, md]
+    head = markdown(format_table(best)) if not best.empty else "No exact evaluations in these results.\n"
+    md.write_text(head + ("\n" + note if note else "") + ("\n" + sections if not best.empty else ""))
+    return best, written
 
 
 _CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.summary):

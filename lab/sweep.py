@@ -562,26 +562,15 @@ def list_plan(p: Plan, job_overrides) -> None:
     print("dry run: nothing trained, nothing written")
 
 
-def analyse(results_dirs) -> None:
-    """Draw the figures and write the summary of each results directory; print where they are.
-
-    Never fails the sweep: the runs are stored whatever happens here.
-    """
-    from lab import plots, summary
+def analyse(results_dirs, figures=True) -> None:
+    """Draw the figures and write the summary and the report of each results directory
+    (lab.report.analyse; figures="all" draws every figure); print where they are. Never fails
+    the sweep: the runs are stored whatever happens here."""
+    import lab.report  # the module, not this module's report() of a sweep's runs
 
     for results_dir in sorted(set(map(Path, results_dirs))):
-        if not results.run_files(results_dir):
-            continue
-        try:
-            figures = plots.all_figures(results_dir)
-            _, summary_files = summary.write_summary(results_dir)
-        except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
-            print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
-                  f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
-            continue
-        print(f"{len(figures)} figures in {results_dir / results.FIGURES}\n"
-              f"summary in {summary_files[-1]} (and .csv)\n"
-              f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
+        if results.run_files(results_dir):
+            lab.report.analyse(results_dir, every=figures == "all")
 
 
 def _ray_started() -> bool:
@@ -717,6 +706,9 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     if parallel not in (True, False, "processes", "auto"):
         _fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
               "of this process, no Ray), false (this process) or auto")
+    if figures not in (True, False, "all"):
+        _fail(f"hydra.launcher.figures={figures!r} is not allowed: true (the summary, the report and the "
+              "figures of up to 16 configurations), all (every figure) or false (none)")
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
@@ -745,7 +737,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         _interrupted(stop)
     status = report(p.train, execution)
     if figures:
-        analyse(j.results_dir for j in p.train + p.skip)
+        analyse((j.results_dir for j in p.train + p.skip), figures)
     if status:
         sys.exit(status)
     return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]

@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from lab import evaluate, plots, results, summary, sweep
+from lab import evaluate, plots, report, results, summary, sweep
 from lab.compose import compose
 from lab.config import job
 from lab.run import RunResult, run
+from sweeping import cli
+from test_compare import _runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,6 +46,8 @@ def test_sweep_ends_with_figures_and_summary(sweep_dir):
     # before the self-play runs; + seed 001's figure for the two td_value configurations
     assert f"11 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
+    assert f"report in {out / report.REPORT / 'index.html'}" in done.stdout
+    assert "left out" not in done.stdout  # 4 configurations: every figure
     # Without a terminal: one line per finished run, naming it, with counts and an ETA.
     lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
     assert len(lines) == 8 and "8/8 finished, 0 running, 0 failed" in lines[-1]
@@ -82,7 +86,10 @@ def test_every_figure_type(sweep_dir, tmp_path):
         "td_value_exact_ttt_self_seat1.png", "td_value_exact_ttt_self_seat2.png",
         "mc_vfa_outcomes_ttt_player1_l2_n8_a0.0154_e20_i30.png",  # its epsilon decays
         "mc_vfa_outcomes_ttt_player2_l2_n8_a0.0154_e20_i30.png",
-        "comparison_exact_win.png"])
+        "comparison_exact_win.png",
+        # td_value trained against onestep and in self-play: the trained opponent varies in each seat
+        "td_value_knobs_X.png", "td_value_knobs_O.png",
+        *(f"td_value_parallel_{seat}_{vs}.png" for seat in "XO" for vs in ("random", "onestep"))])
     assert all(p.stat().st_size > 20_000 for p in paths)
 
 
@@ -155,7 +162,7 @@ def test_scripts(sweep_dir, tmp_path):
     done = subprocess.run([sys.executable, "analysis/plot_winrates.py", str(out), "--out", str(tmp_path),
                            "--smooth", "1"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.split()) == 14
+    assert len(done.stdout.split()) == 20
 
 
 @pytest.mark.integration
@@ -168,8 +175,12 @@ def test_notebook_runs_headless(sweep_dir):
                    resources={"metadata": {"path": str(REPO / "analysis")}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 14
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 20
     assert any("ttt_self_a0.08_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
+    # the same comparisons as summary.md, and the report
+    assert any("### td_value, agent as O, evaluated against OneStep: 2 configurations"
+               in o.get("data", {}).get("text/markdown", "") for o in outputs)
+    assert any(str(out / report.REPORT / "index.html") in o.get("text", "") for o in outputs)
 
 
 def test_progress_lines_without_a_terminal(monkeypatch):
@@ -253,3 +264,40 @@ def test_outcome_figure_for_runs_that_explore(tmp_path):
     written = plots.outcome_figures(tmp_path, tmp_path / "figures")
     assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.28_e20_i5.png"]
     assert plt.imread(written[0]).shape[0] > 500
+
+
+def test_a_figure_of_more_than_16_configurations_only_when_asked(tmp_path):
+    many = _runs({(2, 8, round(0.01 * (i + 1), 2)): (0.5, 0.6) for i in range(17)})
+    left_out = []
+    assert plots.winrate_figures(many, tmp_path, left_out=left_out) == [] and len(left_out) == 1
+    assert [p.name for p in plots.winrate_figures(many, tmp_path, every=True)] == ["mc_vfa_ttt_player2_l2_n8.png"]
+    assert len(plots.winrate_figures(_runs(), tmp_path)) == 2  # 2 configurations in each of 2 figures
+
+
+def test_figures_takes_true_all_or_false(tmp_path):
+    done = cli(["--multirun", "algorithm=q_table", "iterations=2", "episodes_per_update=10",
+                "results_dir=out", "hydra.launcher.parallel=false", "hydra.launcher.figures=some"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("error: hydra.launcher.figures='some' is not allowed: true (the summary, "
+                                   "the report and the figures of up to 16 configurations), all (every "
+                                   "figure) or false (none)")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.integration
+def test_figures_all_draws_the_figures_of_every_configuration(tmp_path):
+    """17 configurations of q_table (its epsilon decays: seed 001's figure for each)."""
+    grid = ["--multirun", "algorithm=q_table", "opponent=random", "player=1", "iterations=3",
+            "episodes_per_update=10", "alpha=" + ",".join(f"{0.05 * i:.2f}" for i in range(1, 18)),
+            "results_dir=out", "hydra.launcher.parallel=false"]
+    done = cli(grid, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert plots.left_out_note(1 + 1 + 17) in done.stdout
+    # the seat's figure of 17 lines and 17 of seed 001's left out; the rest drawn
+    assert sorted(p.name for p in (tmp_path / "out" / results.FIGURES).iterdir()) == [
+        "comparison_exact_win.png", "q_table_knobs_X.png", "q_table_parallel_X_onestep.png",
+        "q_table_parallel_X_random.png"]
+    done = cli([*grid, "hydra.launcher.figures=all"], tmp_path)
+    assert "17 runs already finished" in done.stdout and "left out" not in done.stdout
+    figures = {p.name for p in (tmp_path / "out" / results.FIGURES).iterdir()}
+    assert len(figures) == 4 + 2 + 17 and "q_table_ttt_player1.png" in figures

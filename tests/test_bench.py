@@ -24,3 +24,13 @@ def test_the_plain_optuna_baseline_runs():
     """The search section's baseline (Optuna alone over lab.run) searches and finds a value."""
     best, episodes = bench.plain_optuna(0, trials=2, processes=2)
     assert -1 <= best <= 1 and 2 * 12_000 <= episodes <= 2 * 100_000  # each trained to a rung at least
+
+
+def test_the_report_sections_grid_is_2500_configurations_of_the_current_knobs(tmp_path):
+    from lab import sweep
+    from lab.compose import grid
+
+    composer, jobs = grid(*bench.REPORT_GRID, "seed=0", f"results_dir={tmp_path}")
+    planned = sweep.plan(composer(o) for o in jobs).train
+    assert len(planned) == 2500 and len({j.run_id for j in planned}) == 2500
+    assert {round(j.knobs.alpha, 2) for j in planned} == {round(0.04 * i, 2) for i in range(1, 26)}

@@ -62,6 +62,11 @@ def test_a_wheel_installed_outside_the_repository_runs_a_named_sweep(tmp_path):
                           cwd=empty, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(list((empty / "out").glob("*.parquet"))) == 4
+    # the report's page template travels with the wheel
+    done = subprocess.run([venv / "bin" / "lab-report", "out"], cwd=empty, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (empty / "out" / "_report" / "index.html").stat().st_size > 1_000_000
 
 
 def test_tab_completion_of_lab_sweep(tmp_path, monkeypatch):

@@ -64,8 +64,9 @@ class LabRayLauncherConf:
     always Ray; processes: forks of this process, one per core, without Ray; false: one run after
     another in this process"""
     figures: Any = True
-    """false: skip drawing the figures and the summary into results_dir at the end; a search
-    draws its own figures (true), or those and every figure of lab.plots and the summary (all)"""
+    """true: draw the summary, the report and the figures of up to 16 configurations into
+    results_dir at the end (a search: its own figures, the summary and the report); all: every
+    figure; false: none of them"""
     dry_run: bool = False
     """true: list the runs that would train and those skipped, and stop: nothing trained or written"""
     dashboard: bool = False

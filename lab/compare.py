@@ -1,0 +1,290 @@
+"""Which configurations are better, and whether the difference is real (lab.stats's estimators).
+
+Everything here starts from the final exact evaluations of the finished runs
+(lab.summary.final_evaluations: one row per run, seat evaluated and evaluation opponent, with
+`win`, `loss` and `score` = win - loss, the objective the ceilings maximise) and compares
+within a *group*: one algorithm, one seat, one evaluation opponent.
+
+- `configurations`: per configuration the mean and the IQM of win, loss and score over its
+  seeds with 95% bootstrap intervals, its rank (by mean score; ties to more wins, then fewer
+  training episodes, as lab.summary's best), and for the NEXT after the best P(best > it).
+- `verdict`: the plain sentence: is the best better than the next, or how many top
+  configurations cannot be told apart with the seeds run, and how many seeds would tell the
+  first two apart at the spread observed.
+- `knob_effects`: per swept knob (knobs that move together, as `+net=l3_n16` moves layers and
+  neurons, count as one), per value the IQM over every run with that value (a stratified
+  bootstrap: each configuration's seeds resampled on their own), and P(best value > another)
+  over the pairs of configurations that differ only in that knob.
+"""
+
+import numpy as np
+import pandas as pd
+
+from lab import evaluate, stats
+
+GROUP = ["algorithm", "seat", "evaluated_vs"]
+CONFIG = GROUP + ["config"]
+MEASURES = ("score", "win", "loss")
+NEXT = 4
+"""How many configurations after the best are compared with it."""
+FEW_SEEDS = 5
+"""Below this many seeds a bootstrap interval spans little more than what the seeds reached."""
+MAX_VALUES = 8
+"""A knob with more values than this (a search's continuous knob) gets no value-by-value
+comparison; the knob figure shows it."""
+
+
+def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """One row per configuration (in CONFIG sort order), its seeds' values of `column` from the
+    left, NaN after; and how many seeds each row has."""
+    grouped = final.groupby(CONFIG, sort=True)
+    row, position = grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy()
+    counts = np.bincount(row)
+    matrix = np.full((len(counts), counts.max()), np.nan)
+    matrix[row, position] = final[column].to_numpy(float)
+    return matrix, counts
+
+
+def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
+    """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure: the
+    measures' seed matrices stacked, and configurations with equal seed counts, are bootstrapped
+    in one call per statistic."""
+    matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
+    matrix, counts = np.vstack(matrices), np.concatenate(counts)
+    for statistic in stats.STATISTICS:
+        columns = np.full((3, len(counts)), np.nan)
+        for n in np.unique(counts):
+            rows = counts == n
+            columns[:, rows] = stats.intervals(matrix[rows, :n], statistic)
+        for i, measure in enumerate(MEASURES):
+            part = columns[:, i * len(table):(i + 1) * len(table)]
+            for suffix, values in zip(("", "_low", "_high"), part):
+                table[f"{measure}_{statistic}{suffix}"] = values
+
+
+def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
+    """One row per (group, configuration): the knobs' values, seeds, training episodes, mean and
+    IQM of each measure with intervals, the seeds' spread of the score (`score_sd`), the run of
+    its best seed, `rank` in its group and, for ranks 2 to NEXT + 1 where both have 2 seeds or
+    more, `improvement`: P(best > this) with `improvement_low` / `improvement_high`."""
+    if final.empty:
+        return pd.DataFrame()
+    grouped = final.groupby(CONFIG, sort=True)
+    table = grouped.agg(seeds=("run_id", "nunique"), episodes=("episodes", "max"),
+                        score_sd=("score", "std")).reset_index()
+    table = table.join(grouped[[k for k in knobs if k in final and k not in CONFIG]].first()
+                       .reset_index(drop=True))
+    table["best_run"] = final.loc[grouped["score"].idxmax(), "run_id"].to_numpy()
+    _with_intervals(table, final)
+    scores, counts = _seed_matrix(final, "score")
+    table = table.sort_values([*GROUP, "score_mean", "win_mean", "episodes"],
+                              ascending=[True] * len(GROUP) + [False, False, True])
+    table["rank"] = table.groupby(GROUP).cumcount() + 1
+    for column in ("improvement", "improvement_low", "improvement_high"):
+        table[column] = np.nan
+    for _, group in table.groupby(GROUP):
+        best = scores[group.index[0], :counts[group.index[0]]]
+        for row in group.index[1:NEXT + 1]:
+            if min(len(best), counts[row]) > 1:  # from one seed each it is 0 or 1 and says nothing
+                table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
+                    stats.probability_of_improvement([best], [scores[row, :counts[row]]])
+    return table.reset_index(drop=True)
+
+
+def _interval(point, low, high, digits: int = 3) -> str:
+    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def improvement_text(row) -> str:
+    """`P [low, high]` of a configurations() row."""
+    return _interval(row["improvement"], row["improvement_low"], row["improvement_high"], 2)
+
+
+def _pooled_sd(first, second) -> float:
+    """The seeds' standard deviation of the score, pooled over two configurations."""
+    dof = first["seeds"] + second["seeds"] - 2
+    return float(np.sqrt(((first["seeds"] - 1) * first["score_sd"] ** 2
+                          + (second["seeds"] - 1) * second["score_sd"] ** 2) / dof))
+
+
+def verdict(ranked: pd.DataFrame) -> str:
+    """The plain sentence for one group's configurations (configurations() rows, by rank)."""
+    if len(ranked) < 2:
+        return "One configuration: nothing to compare it with."
+    first, second = ranked.iloc[0], ranked.iloc[1]
+    seeds = int(min(first["seeds"], second["seeds"]))
+    if seeds < 2:
+        return ("With one seed nothing says whether the best configuration is better than the "
+                "second: train more seeds (seed=range(0,5)).")
+    if second["improvement_low"] > 0.5:
+        few = (f" (every seed of the best ends above every seed of the second: with {seeds} seeds, a "
+               "hint more than a proof)" if second["improvement_low"] == 1 and seeds < FEW_SEEDS else "")
+        return (f"The best configuration is better than the second with these seeds: "
+                f"P(best > second) = {improvement_text(second)}{few}.")
+    compared = ranked.iloc[1:NEXT + 1]
+    apart = compared["improvement_low"] > 0.5
+    tied = int(apart.to_numpy().argmax()) if apart.any() else len(compared)
+    top = f"at least the top {tied + 1}" if tied == len(compared) and len(ranked) > tied + 1 \
+        else f"the top {tied + 1}"
+    difference, sd = first["score_mean"] - second["score_mean"], _pooled_sd(first, second)
+    if difference == 0 and sd == 0:
+        needed = "the two end at the same value on every seed: no number of seeds separates them."
+    elif difference == 0:
+        needed = f"their means are equal (seeds' spread {sd:.3f}): no number of seeds separates them."
+    else:
+        n = stats.seeds_needed(difference, sd)
+        needed = (f"at the seeds' spread ({sd:.3f}) and the difference of their means "
+                  f"({difference:.4f}), about {n:,.0f} seeds per configuration would tell the two "
+                  "apart (two-sample, 95% level, 8 times in 10).")
+    return (f"{top.capitalize()} configurations cannot be told apart with {seeds} seeds: "
+            f"P(best > second) = {improvement_text(second)}; {needed}")
+
+
+def factors(configs: pd.DataFrame, knobs: list[str]) -> list[list[str]]:
+    """The knobs that vary among a group's configurations; knobs of a few values each that move
+    together (one's value fixes the other's) form one factor."""
+    varying = [k for k in knobs if k in configs and configs[k].nunique(dropna=False) > 1]
+    few = {k for k in varying if configs[k].nunique(dropna=False) <= MAX_VALUES}
+    merged: list[list[str]] = []
+    for knob in varying:
+        home = next((f for f in merged if knob in few and f[0] in few and _together(configs, f[0], knob)), None)
+        if home is None:
+            merged.append([knob])
+        else:
+            home.append(knob)
+    return merged
+
+
+def _together(configs: pd.DataFrame, a: str, b: str) -> bool:
+    pairs = len(configs[[a, b]].astype(str).drop_duplicates())
+    return pairs == max(configs[a].nunique(dropna=False), configs[b].nunique(dropna=False))
+
+
+def value_text(value) -> str:
+    """A knob's value as the summary and the figures write it: 3, 0.01, keep, none."""
+    if pd.isna(value):
+        return "none"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return str(value)
+    return str(int(value)) if float(value).is_integer() else f"{float(value):g}"
+
+
+def factor_values(configs: pd.DataFrame, factor: list[str]) -> pd.Series:
+    """Each configuration's value of a factor as text: `3 x 16` for layers x neurons."""
+    return configs[factor].apply(lambda row: " x ".join(value_text(v) for v in row), axis=1)
+
+
+def _matched(configs: pd.DataFrame, values: pd.Series, others: list[str], a: str, b: str) -> list:
+    """Pairs (config with value a, config with value b) equal in every other varying knob."""
+    key = configs[others].astype(str).agg("|".join, axis=1) if others else pd.Series("", configs.index)
+    with_a = dict(zip(key[values == a], configs.index[values == a]))
+    return [(with_a[k], c) for k, c in zip(key[values == b], configs.index[values == b]) if k in with_a]
+
+
+def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
+    """One row per (group, factor, value) of factors with 2 to MAX_VALUES values: `knob` (the
+    factor's knobs joined by ' x '), `value`, its configurations and runs, `iqm` with
+    `iqm_low` / `iqm_high` over every run with that value, `rank` of the value by IQM, and
+    P(best value > this) as `improvement` (with its interval) over `pairs` matched pairs."""
+    rows = []
+    for key, group in final.groupby(GROUP, sort=True):
+        configs = group.groupby("config").first()
+        seeds = group.groupby("config")["score"].agg(lambda s: s.to_numpy(float))
+        every = factors(configs, knobs)
+        for factor in every:
+            values = factor_values(configs, factor)
+            if not 2 <= values.nunique() <= MAX_VALUES:
+                continue
+            others = [k for f in every if f is not factor for k in f]
+            effect = []
+            for value, members in values.groupby(values):
+                point, low, high = stats.pooled([seeds[c] for c in members.index], "iqm")
+                effect.append({**dict(zip(GROUP, key)), "knob": " x ".join(factor), "value": value,
+                               "configurations": len(members), "runs": int(sum(len(seeds[c]) for c in members.index)),
+                               "iqm": point, "iqm_low": low, "iqm_high": high})
+            effect.sort(key=lambda e: -e["iqm"])
+            best = effect[0]["value"]
+            for rank, row in enumerate(effect, 1):
+                pairs = _matched(configs, values, others, best, row["value"]) if rank > 1 else []
+                p = (stats.probability_of_improvement([seeds[a] for a, _ in pairs], [seeds[b] for _, b in pairs])
+                     if pairs else (np.nan,) * 3)
+                rows.append({**row, "rank": rank, "pairs": len(pairs), "improvement": p[0],
+                             "improvement_low": p[1], "improvement_high": p[2]})
+    return pd.DataFrame(rows)
+
+
+def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:
+    """What one factor's rows of knob_effects() say, in a sentence."""
+    best, compared = effect.iloc[0], effect.iloc[1:]
+    compared = compared[compared["pairs"] > 0]
+    head = f"{best['knob']}: {best['value']} has the highest IQM"
+    if compared.empty:
+        return f"{head}; no two configurations differ only in it, so no probability of improvement."
+    low, high = compared["improvement_low"], compared["improvement_high"]
+    tied, apart = (low <= 0.5) & (high >= 0.5), compared["iqm_high"] < best["iqm_low"]
+    clauses = [(low > 0.5, "it beats {}"),
+               (tied & apart, "its IQM is above that of {}, yet neither wins more often in the pairs of "
+                              "configurations that differ only in this knob: its effect depends on the others"),
+               (tied & ~apart, f"cannot be told apart from {{}} with {seeds} seeds"),
+               (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob")]
+    said = [text.format(_listing(compared.loc[where, "value"].tolist())) for where, text in clauses if where.any()]
+    return f"{head}; " + "; ".join(said) + "."
+
+
+def _listing(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+SHOWN = 10
+"""Configurations listed per group in summary.md (all of them in configurations.csv)."""
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+        ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
+    """summary.md's sections on every group: its configurations ranked with intervals, the
+    verdict, and the knobs' effects with a sentence per knob."""
+    lines = ["## Configurations ranked", "",
+             "Per algorithm, seat and evaluation opponent, the final exact win - loss over seeds: mean "
+             "and interquartile mean (IQM) with 95% stratified-bootstrap intervals; P(best > this): the "
+             "chance that a seed of the best configuration ends above a seed of this one, with its "
+             "interval (better when the whole interval is above 0.5). Every configuration is in "
+             "configurations.csv; the knobs' rows in knobs.csv."]
+    for key, ranked in configs.groupby(GROUP, sort=True):
+        algorithm, seat, vs = key
+        lines += ["", f"### {algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
+                      f"{len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
+        rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
+                 _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
+                 _interval(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
+                 f"{r['win_mean']:.3f}", f"{r['loss_mean']:.3f}",
+                 improvement_text(r) if pd.notna(r["improvement"]) else ""]
+                for _, r in ranked.head(SHOWN).iterrows()]
+        lines += _table(["rank", "configuration", "seeds", "win - loss: mean [95% CI]", "IQM [95% CI]",
+                         "win", "loss", "P(best > this)"], rows)
+        if len(ranked) > SHOWN:
+            lines.append(f"\n{len(ranked) - SHOWN} more in configurations.csv.")
+        lines += ["", verdict(ranked)]
+        lines += _knob_lines(effects, key, int(ranked["seeds"].min()))
+    return "\n".join(lines) + "\n"
+
+
+def _knob_lines(effects: pd.DataFrame, key: tuple, seeds: int) -> list[str]:
+    if effects.empty:
+        return []
+    mine = effects[(effects[GROUP] == pd.Series(key, index=GROUP)).all(axis=1)]
+    if mine.empty:
+        return []
+    lines = ["", "Knobs: the IQM of the final win - loss over every run with the value (each "
+                 "configuration's seeds resampled on their own); P(best value > this) over the pairs of "
+                 "configurations that differ only in that knob.", ""]
+    rows = [[r["knob"], r["value"], str(r["configurations"]), _interval(r["iqm"], r["iqm_low"], r["iqm_high"]),
+             improvement_text(r) + f" ({r['pairs']} pairs)" if r["pairs"] else ""]
+            for _, r in mine.iterrows()]
+    lines += _table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
+    lines.append("")
+    lines += [f"- {knob_sentence(effect, seeds)}" for _, effect in mine.groupby("knob", sort=False)]
+    return lines

@@ -1,0 +1,170 @@
+"""How each knob moves the outcome, as PNGs in RESULTS_DIR/_figures (from lab.compare's tables).
+
+- knob_figure, one per (algorithm, seat): the final exact win - loss against each evaluation
+  opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
+  together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
+  at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
+  one a red star; for a knob of a
+  few values, a black diamond per value: the IQM over every run with it, and its interval.
+  A numeric knob whose values span a factor of 10 or more is drawn on a log axis (as a search
+  samples a learning rate); a knob of words or tied knobs is drawn as categories.
+- parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
+  through one axis per varying knob and a last axis of its win - loss, coloured by it, the best
+  drawn last (on top).
+"""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+
+from lab import compare, evaluate, summary  # noqa: E402
+
+LOG_SPAN = 10
+"""A positive numeric knob whose largest value is this many times its smallest gets a log axis."""
+BARS_UP_TO = 500
+"""Configurations whose intervals a panel draws; past that the bars are a solid smear that takes
+seconds to draw: points only (the report has the intervals)."""
+
+
+def axis_of(values: pd.Series) -> str:
+    """'log', 'linear' or 'category': how to draw a factor's values (a Series of one knob's
+    values, or of text for tied knobs)."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    if values.dtype == bool or numbers.isna().any():
+        return "category"
+    if numbers.min() > 0 and numbers.max() >= LOG_SPAN * numbers.min():
+        return "log"
+    return "linear"
+
+
+def positions(configs: pd.DataFrame, factor: list[str]) -> tuple[np.ndarray, str, list[str]]:
+    """Where each configuration sits on a factor's axis: (x, axis kind, category labels)."""
+    values = configs[factor[0]] if len(factor) == 1 else compare.factor_values(configs, factor)
+    kind = axis_of(values) if len(factor) == 1 else "category"
+    if kind != "category":
+        return pd.to_numeric(values).to_numpy(float), kind, []
+    text = values.map(compare.value_text) if len(factor) == 1 else values
+    order = configs[factor].drop_duplicates().sort_values(factor).index  # numeric order of tied knobs
+    labels = list(dict.fromkeys(text[order]))
+    return text.map({label: i for i, label in enumerate(labels)}).to_numpy(float), kind, labels
+
+
+def _jitter(x: np.ndarray, kind: str, count: int) -> np.ndarray:
+    """Spread the points sharing a value a little sideways, the same way every time."""
+    offsets = (np.random.default_rng(0).random(count) - 0.5)
+    if kind == "category":
+        return x + 0.3 * offsets
+    if kind == "log":
+        return x * 10 ** (0.04 * offsets * np.log10(np.nanmax(x) / np.nanmin(x)))
+    span = np.nanmax(x) - np.nanmin(x)
+    return x + 0.02 * offsets * (span if span else 1)
+
+
+def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str]) -> None:
+    x, kind, labels = positions(configs, factor)
+    jittered = _jitter(x, kind, len(x))
+    y = configs["score_mean"].to_numpy(float)
+    if len(configs) <= BARS_UP_TO:
+        spread = np.abs(np.vstack([y - configs["score_mean_low"], configs["score_mean_high"] - y]))
+        ax.errorbar(jittered, y, yerr=spread, fmt="o", ms=3, lw=0.8, alpha=0.55, color="C0",
+                    label="a configuration: seed mean, 95% interval")
+    else:
+        ax.plot(jittered, y, "o", ms=2, alpha=0.4, color="C0", label="a configuration: seed mean")
+    best = int(np.argmin(configs["rank"].to_numpy()))
+    ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
+    name = " x ".join(factor)
+    mine = effects[effects["knob"] == name] if not effects.empty else effects
+    if len(mine) and kind == "category":
+        at = [labels.index(v) + 0.4 for v in mine["value"]]
+        ax.errorbar(at, mine["iqm"], yerr=np.abs(np.vstack([mine["iqm"] - mine["iqm_low"], mine["iqm_high"] - mine["iqm"]])),
+                    fmt="D", color="k", ms=5, lw=1.2, label="IQM of every run with the value")
+    elif len(mine):
+        at = pd.to_numeric(mine["value"]).to_numpy(float)
+        ax.errorbar(at, mine["iqm"], yerr=np.abs(np.vstack([mine["iqm"] - mine["iqm_low"], mine["iqm_high"] - mine["iqm"]])),
+                    fmt="D", color="k", ms=5, lw=1.2, label="IQM of every run with the value")
+    if kind == "category":
+        ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 4 else 0)
+        ax.set_xlim(-0.6, len(labels) - 0.2)
+    else:
+        ax.set_xscale(kind)
+    ax.set_xlabel(name + (" (log scale)" if kind == "log" else ""))
+    ax.grid(alpha=0.3)
+
+
+def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """The knob figures (see module doc) of lab.compare.configurations / knob_effects tables."""
+    written = []
+    knobs = summary.compared_knobs(configs)
+    for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
+        opponents = sorted(mine["evaluated_vs"].unique())
+        factor_list = compare.factors(mine[mine["evaluated_vs"] == opponents[0]], knobs)
+        if not factor_list:
+            continue
+        fig, axes = plt.subplots(len(opponents), len(factor_list), squeeze=False, sharey="row", layout="constrained",
+                                 figsize=(max(9, 2 + 3.6 * len(factor_list)), 1 + 3.6 * len(opponents)))
+        for row, vs in enumerate(opponents):
+            group = mine[mine["evaluated_vs"] == vs].reset_index(drop=True)
+            chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
+                             & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
+            for col, factor in enumerate(factor_list):
+                _panel(axes[row, col], group, chosen, factor)
+            axes[row, 0].set_ylabel(f"final exact win - loss\nvs {evaluate.OPPONENT_TITLES[vs]}")
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+        seeds = mine["seeds"]
+        fig.suptitle(f"{algorithm}, agent as {evaluate.SEATS[seat]}: the final objective against each knob "
+                     f"({mine['config'].nunique()} configurations, {seeds.min()}-{seeds.max()} seeds each)"
+                     .replace(f"{seeds.min()}-{seeds.min()} ", f"{seeds.min()} "))
+        written.append(_save(fig, out_dir / f"{algorithm}_knobs_{evaluate.SEATS[seat]}.png"))
+    return written
+
+
+def parallel_figure(configs: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """The parallel-coordinates figures (see module doc)."""
+    written = []
+    knobs = summary.compared_knobs(configs)
+    for (algorithm, seat, vs), group in configs.groupby(compare.GROUP):
+        group = group.sort_values("score_mean").reset_index(drop=True)  # the best drawn last
+        factor_list = compare.factors(group, knobs)
+        if not factor_list:
+            continue
+        columns, ticks = [], []
+        for factor in factor_list:
+            x, kind, labels = positions(group, factor)
+            x = np.log10(x) if kind == "log" else x
+            low, high = np.nanmin(x), np.nanmax(x)
+            columns.append((x - low) / (high - low) if high > low else np.full_like(x, 0.5))
+            ticks.append((" x ".join(factor), labels if kind == "category" else
+                          [compare.value_text(v) for v in ((10 ** low, 10 ** high) if kind == "log" else (low, high))]))
+        score = group["score_mean"].to_numpy(float)
+        columns.append((score - score.min()) / (np.ptp(score) or 1))
+        ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [f"{score.min():.3f}", f"{score.max():.3f}"]))
+        fig, ax = plt.subplots(figsize=(max(9, 2 + 2.2 * len(columns)), 5), layout="constrained")
+        lines = np.stack([np.tile(np.arange(len(columns)), (len(group), 1)), np.column_stack(columns)], axis=-1)
+        colours = plt.get_cmap("viridis")((score - score.min()) / (np.ptp(score) or 1))
+        ax.add_collection(LineCollection(lines, colors=colours, linewidths=1.2, alpha=0.8))
+        for i, (name, labels) in enumerate(ticks):
+            ax.axvline(i, color="k", lw=0.8)
+            spots = np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5]
+            for spot, label in zip(spots, labels):
+                ax.text(i + 0.03, spot, label, fontsize=8, va="center")
+        ax.set(xlim=(-0.2, len(columns) - 0.6), ylim=(-0.05, 1.05), yticks=[])
+        ax.set_xticks(range(len(columns)), [name for name, _ in ticks])
+        sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(score.min(), score.max()))
+        fig.colorbar(sm, ax=ax, label="final exact win - loss (seed mean)")
+        ax.set_title(f"{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
+                     f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
+        written.append(_save(fig, out_dir / f"{algorithm}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
+    return written
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,300 @@
+"""The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
+opens offline in a browser (Plotly's script and the data inlined; nothing fetched).
+
+For each group (an algorithm and a seat) it shows:
+- a table of its configurations: knobs, seeds, and per evaluation opponent the final exact
+  win - loss (mean and IQM with 95% bootstrap intervals), rank and P(best > this)
+  (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
+- the curves of the first configurations of the table as it is sorted and filtered: the
+  agent's win rate in its training games and its exact win - loss against random and OneStep,
+  each the seed mean with a band (the 95% interval of the mean from 3 seeds; the two seeds'
+  range with 2), a name on hover, shown or hidden by a click on the legend;
+- the knob effects (each configuration's objective against each varying knob, lab.knob_figures'
+  view) and parallel coordinates; selecting points in the first, or brushing axes of the
+  second, filters the table and so the curves.
+
+Everything is aggregated before it is written: per configuration its statistics and its curves
+binned to at most CURVE_POINTS points (fewer when there are many configurations, so that the
+curves stay within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count.
+
+    lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.report)
+
+Needs the `report` extra (plotly, scipy); the sweep writes the report at its end when figures
+are on and the extra is installed, and says in one line how to get it when it is not.
+"""
+
+import argparse
+import datetime
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lab import compare, evaluate, knob_figures, plots, results, stats, summary
+
+REPORT = "_report"
+"""Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
+CURVE_POINTS = 50
+CURVE_NUMBERS = 1_500_000
+"""The curves' numbers in one report at most (about 8 MB of JSON)."""
+KINDS = ("train", "random", "onestep")
+"""The curves of a configuration: its training win rate, its exact win - loss against each."""
+WEBGL_FROM = 1000
+"""Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
+
+
+def _binned(points: pd.DataFrame, value: str, bins: int) -> pd.DataFrame:
+    """The seed mean and band of `value` per configuration and bin of its points: each run's
+    points cut into at most `bins` consecutive bins (averaged within), then seeds combined."""
+    keys = ["algorithm", "seat", "config"]
+    points = points.sort_values(["run_id", "episodes"])
+    count = points.groupby("run_id")["episodes"].transform("size").to_numpy()
+    place = points.groupby("run_id").cumcount().to_numpy()
+    points = points.assign(bin=place * np.minimum(bins, count) // count, value=points[value])
+    per_run = points.groupby([*keys, "run_id", "bin"], sort=False).agg(
+        episodes=("episodes", "max"), value=("value", "mean")).reset_index()
+    seeds = per_run.groupby([*keys, "bin"]).agg(episodes=("episodes", "max"), mean=("value", "mean"),
+                                                sd=("value", "std"), n=("value", "size")).reset_index()
+    half = plots.t975(seeds["n"] - 1) * seeds["sd"] / np.sqrt(seeds["n"])
+    half = half.where(seeds["n"] >= plots.BAND_SEEDS, seeds["sd"] / np.sqrt(2))  # 2 seeds: their range
+    return seeds.assign(half=half.where(seeds["n"] > 1, 0.0))
+
+
+def curves(frame: pd.DataFrame, configurations: int) -> dict:
+    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration."""
+    bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * len(KINDS) * 3), 8, CURVE_POINTS))
+    named = summary.table(frame)  # finished runs: those lab.compare's configurations have
+    keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
+    exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
+    parts = {kind: _binned(exact.assign(score=exact[f"{kind}_win"] - exact[f"{kind}_loss"]), "score", bins)
+             for kind in evaluate.OPPONENTS}
+    training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
+        seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
+    parts["train"] = _binned(pd.concat(training), "agent_win_rate", bins)
+    out: dict = {}
+    for kind, table in parts.items():
+        table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
+        starts = np.flatnonzero(table.groupby(["algorithm", "seat", "config"], sort=False).cumcount().to_numpy() == 0)
+        episodes, mean, half = (table["episodes"].astype(int).tolist(), _rounded(table["mean"]),
+                                _rounded(table["half"]))
+        names = list(zip(table["algorithm"], table["seat"], table["config"]))
+        for start, stop in zip(starts, [*starts[1:], len(table)]):
+            out.setdefault(names[start], {})[kind] = [episodes[start:stop], mean[start:stop], half[start:stop]]
+    return out
+
+
+def _rounded(values) -> list:
+    """Four decimals, None for missing (JSON has no NaN)."""
+    values = np.round(np.asarray(values, dtype=float), 4)
+    return np.where(np.isnan(values), None, values).tolist()
+
+
+STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "mean_low",
+                     "score_mean_high": "mean_high", "score_iqm": "iqm", "score_iqm_low": "iqm_low",
+                     "score_iqm_high": "iqm_high", "win_mean": "win", "loss_mean": "loss",
+                     "improvement": "p", "improvement_low": "p_low", "improvement_high": "p_high"}
+"""lab.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
+
+
+def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict) -> dict:
+    """One algorithm and seat: its configurations' table, curves and the two knob views."""
+    algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
+    opponents = sorted(configs["evaluated_vs"].unique())
+    first = configs[configs["evaluated_vs"] == opponents[0]].sort_values("config").reset_index(drop=True)
+    knobs = summary.compared_knobs(first)
+    factors = compare.factors(first, knobs)
+    shown = [k for f in factors for k in f]
+    table = {"config": first["config"].tolist(), "seeds": first["seeds"].astype(int).tolist(),
+             "episodes": first["episodes"].astype(int).tolist(),
+             "knobs": {k: [compare.value_text(v) for v in first[k]] for k in shown}}
+    views = {}
+    for vs in opponents:
+        rows = configs[configs["evaluated_vs"] == vs].set_index("config").loc[first["config"]].reset_index()
+        table[vs] = {name: _rounded(rows[column]) for column, name in STATISTIC_COLUMNS.items()}
+        mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
+                       & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
+        views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors).to_json()),
+                     "parallel": json.loads(parallel_view(rows, factors, vs).to_json()),
+                     "verdict": compare.verdict(rows.sort_values("rank")),
+                     "sentences": [compare.knob_sentence(effect, int(rows["seeds"].min()))
+                                   for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
+    return {"label": f"{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
+            "table": table, "views": views,
+            "curves": [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]}
+
+
+def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]]):
+    """Plotly: one panel per factor, each configuration a point with its interval; points carry
+    their row number (customdata) so that a selection filters the table."""
+    from plotly import graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=max(1, len(factors)), shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[" x ".join(f) for f in factors])
+    Scatter = go.Scattergl if len(rows) >= WEBGL_FROM else go.Scatter
+    y = rows["score_mean"].to_numpy(float)
+    for col, factor in enumerate(factors, 1):
+        x, kind, labels = knob_figures.positions(rows, factor)
+        x = [labels[int(i)] for i in x] if kind == "category" else x
+        fig.add_trace(Scatter(
+            x=x, y=y, mode="markers", customdata=np.arange(len(rows)), text=rows["config"],
+            marker={"size": 6, "color": y, "colorscale": "Viridis", "opacity": 0.75},
+            error_y={"type": "data", "array": rows["score_mean_high"] - y, "arrayminus": y - rows["score_mean_low"],
+                     "thickness": 0.8, "width": 0, "color": "rgba(60,60,60,0.35)"},
+            hovertemplate="%{text}<br>win - loss %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
+        mine = effects[effects["knob"] == " x ".join(factor)] if not effects.empty else effects
+        if len(mine):
+            fig.add_trace(go.Scatter(
+                x=mine["value"] if kind == "category" else pd.to_numeric(mine["value"]), y=mine["iqm"],
+                mode="markers", marker={"symbol": "diamond", "size": 10, "color": "black"},
+                error_y={"type": "data", "array": mine["iqm_high"] - mine["iqm"], "arrayminus": mine["iqm"] - mine["iqm_low"]},
+                hovertemplate="IQM of every run with %{x}: %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
+        axis = ({"type": "category", "categoryorder": "array", "categoryarray": labels} if kind == "category"
+                else {"type": "log", "dtick": 1} if kind == "log" else {"type": kind})  # log: decades only
+        fig.update_xaxes(row=1, col=col, **axis)
+    fig.update_yaxes(title_text="final exact win - loss", row=1, col=1)
+    fig.update_layout(dragmode="select", height=380, margin={"t": 40, "b": 40, "l": 60, "r": 20})
+    return fig
+
+
+def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str):
+    """Plotly's parallel coordinates: an axis per factor and one of the objective; brushing an
+    axis (dragging along it) filters the table. The values go as plain lists (not Plotly's
+    packed arrays), which the page reads back to filter."""
+    from plotly import graph_objects as go
+
+    dimensions = []
+    for factor in factors:
+        x, kind, labels = knob_figures.positions(rows, factor)
+        if kind == "category":
+            dimensions.append({"label": " x ".join(factor), "values": x.tolist(), "tickvals": list(range(len(labels))),
+                               "ticktext": labels})
+        elif kind == "log":  # an axis of log10(value), its ticks labelled with values
+            ticks = np.unique(x)
+            ticks = ticks if len(ticks) <= 8 else ticks[np.linspace(0, len(ticks) - 1, 6).round().astype(int)]
+            dimensions.append({"label": f"{factor[0]} (log)", "values": np.log10(x).tolist(),
+                               "tickvals": np.log10(ticks).tolist(),
+                               "ticktext": [compare.value_text(float(f"{t:.3g}")) for t in ticks]})
+        else:
+            dimensions.append({"label": factor[0], "values": x.tolist()})
+    score = rows["score_mean"].to_numpy(float)
+    dimensions.append({"label": f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", "values": _rounded(score)})
+    fig = go.Figure(go.Parcoords(line={"color": score, "colorscale": "Viridis", "showscale": True},
+                                 dimensions=dimensions))
+    fig.update_layout(height=380, margin={"t": 50, "b": 30, "l": 60, "r": 110})
+    return fig
+
+
+def page(data: dict) -> str:
+    """The HTML page: the template with Plotly's script and the data inlined."""
+    from plotly.offline import get_plotlyjs
+
+    template = resources.files("lab").joinpath("report.html").read_text()
+    before, rest = template.split("/*PLOTLY*/")
+    middle, after = rest.split("/*DATA*/null")
+    # "</" inside a script would end it; JSON and JavaScript read "<\/" as "</"
+    inline = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return before + get_plotlyjs().replace("</script", "<\\/script") + middle + inline + after
+
+
+def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dir) -> dict:
+    """Everything the page shows, aggregated: one entry per (algorithm, seat), the one with most
+    configurations first."""
+    configs, effects = compared
+    count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
+    all_curves = curves(frame, count)
+    groups = [_group(mine, effects, all_curves) for _, mine in configs.groupby(["algorithm", "seat"])]
+    groups.sort(key=lambda g: -len(g["table"]["config"]))
+    status = results.runs(frame)["status"].value_counts()
+    return {"results_dir": str(Path(results_dir).resolve()),
+            "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
+            "groups": groups}
+
+
+def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
+    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) and return
+    its path. `frame` and `compared` (lab.summary.comparisons of it) spare computing them again."""
+    frame = summary.name_configurations(results.load(results_dir)) if frame is None else frame
+    compared = summary.comparisons(frame) if compared is None else compared
+    if compared is None or compared[0].empty:
+        raise ValueError(f"no finished run with an exact evaluation in {results_dir}: nothing to report")
+    out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_suffix(".tmp")
+    temporary.write_text(page(build(frame, compared, results_dir)), encoding="utf-8")
+    temporary.replace(out)  # a reader never sees half a page
+    return out
+
+
+EXTRA_NOTE = "no interactive report: it needs the report extra (pip install 'tictactoe-lab[report]')"
+
+
+def has_extra() -> bool:
+    """Whether the `report` extra (plotly for the page, scipy for the intervals) is installed."""
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        return False
+    return stats.available()
+
+
+def analyse(results_dir, every: bool = False) -> None:
+    """What a sweep writes into a results directory at its end: the figures (`every`: also those
+    of more than plots.PER_CONFIGURATION configurations), the summary and the report, from one
+    read of its table; prints where they are. Never raises: the runs are stored whatever
+    happens here."""
+    results_dir = Path(results_dir)
+    try:
+        frame = summary.name_configurations(results.load(results_dir))  # named once for every view
+        compared = summary.comparisons(frame)
+        left_out: list = []
+        figures = plots.all_figures(results_dir, frame=frame, compared=compared, every=every, left_out=left_out)
+        _, summary_files = summary.write_summary(results_dir, frame=frame, compared=compared)
+    except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a sweep
+        print(f"could not draw the figures of {results_dir} ({type(exc).__name__}: {exc}); "
+              f"try: python analysis/plot_winrates.py {results_dir}", file=sys.stderr)
+        return
+    print(f"{len(figures)} figures in {results_dir / results.FIGURES}")
+    if left_out:
+        print(plots.left_out_note(len(left_out)))
+    print(f"summary in {summary_files[1]} (and .csv)")
+    if not has_extra():
+        print(EXTRA_NOTE)
+    elif compared is not None and not compared[0].empty:
+        try:
+            print(f"report in {write_report(results_dir, frame=frame, compared=compared)} (open it in a browser)")
+        except Exception as exc:  # noqa: BLE001 - as above
+            print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: lab-report {results_dir}", file=sys.stderr)
+    print(f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
+
+
+_CLI_DOC = """The interactive report of a results directory (lab.report): one HTML file that opens
+offline, with the configurations' table (sortable, filtered by words), their curves, the knob
+effects and parallel coordinates (selecting in either filters the table).
+
+    lab-report RESULTS_DIR [--out FILE]     (default: RESULTS_DIR/_report/index.html)"""
+
+
+def main() -> None:
+    """The command line: `lab-report RESULTS_DIR ...`."""
+    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--out", help="the HTML file to write (default: RESULTS_DIR/_report/index.html)")
+    args = parser.parse_args()
+    try:
+        if not has_extra():
+            raise ValueError(EXTRA_NOTE)
+        path = write_report(args.results_dir, args.out)
+    except (results.ResultsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(f"{path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""How sure a comparison of configurations can be, from their seeds.
+
+Every agent's evaluation is exact (lab.evaluate), so the repeats of a configuration differ only
+by their training seed: the seeds are the whole sample. The estimators are rliable's (Agarwal et
+al., "Deep RL at the edge of the statistical precipice", NeurIPS 2021):
+
+- the mean and the interquartile mean (IQM: the mean of the middle half of the seeds, scipy's
+  trim_mean cutting 25% at each end; with fewer than 4 seeds it cuts nothing and is the mean);
+- 95% confidence intervals by the percentile bootstrap, stratified: each stratum's seeds are
+  resampled on their own (a configuration is one stratum; a knob's value pools every
+  configuration that has it, each its own stratum), so a resample keeps every configuration;
+- the probability of improvement P(X > Y): the chance that a seed of X ends above a seed of Y,
+  ties counted half (the Mann-Whitney U statistic over n x m), averaged over the matched pairs
+  of configurations compared, with its stratified-bootstrap interval. X is better with these
+  seeds when the interval's lower end is above 0.5.
+
+scipy.stats.bootstrap does the resampling: scipy comes with the `report` extra and is imported
+where it is used, so that the lab imports without it (lab.summary then leaves the intervals
+out, with a note). rliable itself is not used: rliable 1.2.0 installs 510 MB (arch,
+statsmodels, seaborn, absl-py, formulaic, patsy, ...), and its arch 7.2.0 fails to import
+beside pandas 3.1, the lab's (a TypeError in pandas' deprecate_kwarg); with pandas < 3 it gives
+the same intervals as these on tests/test_compare.py's table. It also resamples one score matrix
+at a time, where the lab needs thousands of configurations' intervals at once: scipy's bootstrap
+takes them as the rows of one array.
+
+A percentile interval can only span values the seeds took: with 3 seeds it is about the range
+of their means' resamples, and it is narrower than a 95% interval should be (it undercovers
+for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
+"""
+
+import numpy as np
+
+CONFIDENCE = 0.95
+RESAMPLES = (2_000, 20_000)
+"""Bootstrap resamples, fewest and most: as many as keep a call within RESAMPLED numbers. Few
+seeds make a bootstrap distribution of a few jumps, where the percentile's end can land on
+either side of one: 20,000 resamples keep the end within 0.1 points of probability of the
+exact one (a comparison of two configurations' 3-4 seeds); the thousands of configurations of a
+big grid, bootstrapped at once, get 2,000 (between two draws of 2,000 an interval's end moves by
+about 0.05 of the mean's standard error: measured, 30 draws on 10 normal seeds)."""
+RESAMPLED = 20_000_000
+SEED = 0
+"""The resampling's random stream: the same table gives the same intervals."""
+
+
+def iqm(values, axis=-1):
+    """The interquartile mean along `axis`: the mean of what is left after cutting 25% of the
+    values at each end (scipy.stats.trim_mean, as rliable computes it)."""
+    from scipy import stats
+
+    return stats.trim_mean(values, 0.25, axis=axis)
+
+
+STATISTICS = {"mean": np.mean, "iqm": iqm}
+
+
+def available() -> bool:
+    """Whether scipy can be imported (the `report` extra): the estimators need it."""
+    try:
+        import scipy.stats  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _bootstrap(samples, statistic, **options):
+    """scipy's percentile bootstrap with the lab's settings: its ConfidenceInterval (low, high)."""
+    from scipy import stats
+
+    size = sum(np.size(s) for s in samples)
+    resamples = int(np.clip(RESAMPLED // size, *RESAMPLES))
+    # in batches of about 16 million numbers (128 MB): a big grid's at once would take GBs
+    return stats.bootstrap(samples, statistic, vectorized=True, n_resamples=resamples,
+                           batch=max(1, 16_000_000 // size), confidence_level=CONFIDENCE,
+                           method="percentile", rng=SEED, **options).confidence_interval
+
+
+def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `values` (configurations x seeds, every row as many seeds): the statistic
+    and its 95% percentile-bootstrap interval, each row resampled on its own. With one seed
+    there is nothing to resample: the interval is the value."""
+    values = np.asarray(values, dtype=float)
+    point = STATISTICS[statistic](values, axis=-1)
+    if values.shape[-1] < 2:
+        return point, point.copy(), point.copy()
+    # One call for every row: scipy draws each resample's seeds once for all rows, which leaves
+    # each row's interval a plain bootstrap of that row.
+    low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1)
+    return point, _within(low, point), _within(high, point)
+
+
+def _within(end, point):
+    """A bootstrap end where the resamples are all equal is the point itself (scipy may return
+    it one rounding away, or nan)."""
+    return np.where(np.isnan(end), point, end)
+
+
+def _resampled(strata: list[np.ndarray], statistic):
+    """Bootstrap `statistic(*strata)` resampling each stratum of 2+ seeds on its own; strata of
+    one seed cannot vary and enter every resample as they are. Returns (point, low, high)."""
+    strata = [np.asarray(s, dtype=float) for s in strata]
+    point = float(statistic(*strata, axis=-1))
+    varying = [i for i, s in enumerate(strata) if len(s) > 1]
+    if not varying:
+        return point, point, point
+
+    def with_fixed(*resampled, axis=-1):
+        samples = list(strata)
+        for i, sample in zip(varying, resampled):
+            samples[i] = sample
+        shape = np.broadcast_shapes(*(s.shape[:-1] for s in resampled))
+        return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in samples), axis=axis)
+
+    ends = _bootstrap([strata[i] for i in varying], with_fixed, paired=False)
+    low, high = (float(_within(end, point)) for end in ends)
+    return point, low, high
+
+
+def pooled(strata: list, statistic: str = "iqm") -> tuple[float, float, float]:
+    """The statistic over every seed of several strata (configurations) together, with its
+    stratified-bootstrap interval: (point, low, high)."""
+
+    def of_all(*samples, axis=-1):
+        return STATISTICS[statistic](np.concatenate(samples, axis=axis), axis=axis)
+
+    return _resampled(strata, of_all)
+
+
+def _improvement(*samples, axis=-1):
+    """P(X > Y) averaged over tasks; samples are x_1..x_k then y_1..y_k."""
+    k = len(samples) // 2
+    chances = []
+    for x, y in zip(samples[:k], samples[k:]):
+        x, y = x[..., :, None], y[..., None, :]
+        chances.append(((x > y) + 0.5 * (x == y)).mean(axis=(-2, -1)))
+    return np.mean(chances, axis=0)
+
+
+def probability_of_improvement(xs: list, ys: list) -> tuple[float, float, float]:
+    """P(X > Y) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i (for a
+    configuration against another, one task each: [x], [y]). Returns (P, low, high)."""
+    if len(xs) != len(ys) or not xs:
+        raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
+    return _resampled([*xs, *ys], _improvement)
+
+
+POWER = 0.8
+"""seeds_needed: how often a real difference of the size observed should show."""
+
+
+def seeds_needed(difference: float, sd: float) -> float:
+    """Seeds per configuration for two configurations whose means differ by `difference`, with
+    seeds spread by `sd`, to differ at the 95% level 8 times in 10 (POWER; a two-sample
+    comparison of means, normal approximation): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2. inf
+    when the means are equal; 2 when the seeds do not spread at all."""
+    from scipy import stats
+
+    if difference == 0:
+        return float("inf")
+    z = stats.norm.ppf(1 - (1 - CONFIDENCE) / 2) + stats.norm.ppf(POWER)
+    return max(2.0, float(np.ceil(2 * z ** 2 * sd ** 2 / difference ** 2)))

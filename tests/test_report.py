@@ -1,0 +1,221 @@
+"""The interactive report (lab.report): what it holds, that it is one offline file, and how it
+behaves in a real browser (headless Chromium, no network) on a real small sweep."""
+
+import json
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import browser as chromium
+import sweeping
+from lab import plots, report, summary
+from sweeping import REPO, clean_env
+from test_compare import WINS, _runs
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def _tags(html: str) -> list:
+    parser = _Tags()
+    parser.feed(html)
+    return parser.found
+
+
+def _data(html: str) -> dict:
+    start = html.index("const DATA = ") + len("const DATA = ")
+    return json.loads(html[start:html.index(";\nconst PALETTE", start)])
+
+
+def test_the_page_is_one_offline_file_holding_every_configuration(tmp_path):
+    frame = _runs()
+    path = report.write_report(tmp_path, frame=frame)
+    html = path.read_text()
+    assert path == tmp_path / report.REPORT / "index.html"
+    tags = _tags(html)  # the elements of the page, scripts' contents aside
+    assert [t for t, _ in tags if t == "script"] == ["script", "script"]  # Plotly's, inlined, and the page's
+    assert not [(t, a) for t, a in tags if {"src", "href"} & set(a) or t in ("link", "iframe", "img")]
+    data = _data(html)
+    (group,) = data["groups"]
+    names = summary.table(frame)["config"].unique()
+    assert group["label"] == "mc_vfa, agent as O" and sorted(group["table"]["config"]) == sorted(names)
+    assert group["table"]["knobs"] == {"layers": ["2", "2", "3", "3"], "neurons": ["8", "8", "16", "16"],
+                                       "alpha": ["0.001", "0.01", "0.001", "0.01"]}
+    onestep = group["table"]["onestep"]
+    best = onestep["rank"].index(1)
+    assert group["table"]["config"][best] == "ttt_player2_l2_n8_a0.01_e10_i1"
+    assert onestep["mean"][best] == pytest.approx(np.mean(WINS[2, 8, 0.01]) - 0.05, abs=1e-4)
+    assert "cannot be told apart with 4 seeds" in group["views"]["onestep"]["verdict"]
+    knobs = group["views"]["onestep"]["knobs"]
+    assert [a["text"] for a in knobs["layout"]["annotations"]] == ["layers x neurons", "alpha"]
+    assert knobs["layout"]["xaxis2"]["type"] == "log"
+    assert [d["label"] for d in group["views"]["onestep"]["parallel"]["data"][0]["dimensions"]] == \
+        ["layers x neurons", "alpha (log)", "win - loss vs OneStep"]
+
+
+def _long_runs(seeds: int, iterations: int) -> pd.DataFrame:
+    """Runs of one configuration with a training win rate per iteration, evaluated every 10."""
+    rng = np.random.default_rng(0)
+    frame = pd.concat([_runs({(2, 8, 0.01): (0.8,) * seeds})] * iterations, ignore_index=True)
+    frame["iteration"] = np.repeat(np.arange(1, iterations + 1), seeds)
+    frame["episodes"] = frame["iteration"] * 10
+    frame["p2_win_rate"] = rng.random(len(frame))
+    evaluated = [c for c in frame if c.startswith("eval_p2")]
+    frame[evaluated] = frame[evaluated].where(frame["iteration"] % 10 == 0)
+    return frame
+
+
+def test_curves_are_binned_seed_means_with_the_figures_band():
+    frame = summary.name_configurations(_long_runs(seeds=3, iterations=1000))
+    (curves,) = report.curves(frame, configurations=1).values()
+    x, mean, half = curves["train"]
+    assert len(x) == report.CURVE_POINTS and x[-1] == 10_000  # 1000 iterations in 50 bins of 20
+    per_run = frame.assign(bin=(frame["iteration"] - 1) // 20).groupby(["run_id", "bin"])["p2_win_rate"].mean()
+    band = plots.mean_band(per_run.rename("rate").reset_index().rename(columns={"bin": "episodes"}), "rate")
+    np.testing.assert_allclose(mean, band["mean"].round(4), atol=1e-4)
+    np.testing.assert_allclose(half, (band["high"] - band["mean"]).round(4), atol=1e-4)
+    assert len(curves["onestep"][0]) == 50  # 100 evaluations binned by two
+    # many configurations: fewer points each, within the report's budget
+    assert report.curves(frame, configurations=20_000)["mc_vfa", 2, frame["config"][0]]["train"][0].__len__() == 8
+
+
+def _sweep(out):
+    """A real small sweep: q_table as O against OneStep, 2 alphas x 2 decays x 3 seeds."""
+    cmd = [sys.executable, "-m", "lab.sweep", "--multirun", "algorithm=q_table", "opponent=onestep",
+           "player=2", "alpha=0.1,0.5", "epsilon_decay_per_game=0.999,0.9999", "episodes_per_update=50",
+           "iterations=40", "eval_every=4", "seed=0,1,2", f"results_dir={out}", "hydra.launcher.parallel=false"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO, env=clean_env())
+
+
+@pytest.fixture
+def browser():
+    if chromium.CHROMIUM is None:
+        pytest.fail("the report's browser test needs Debian's chromium (apt-get install chromium; "
+                    ".ci/run installs it)")
+    with chromium.Browser() as b:
+        yield b
+
+
+def _ready(b, seconds=60):
+    deadline = time.monotonic() + seconds
+    while b.run("window.reportReady || window.reportFailed || null") is None:
+        assert time.monotonic() < deadline, "the report did not finish drawing"
+        time.sleep(0.1)
+    assert b.run("window.reportFailed || ''") == ""
+
+
+def _legend(b) -> list[str]:
+    return b.run("document.getElementById('curves').data.filter(t => t.showlegend).map(t => t.name)")
+
+
+def _curves_picture(b, path):
+    box = b.run("(() => { const r = document.getElementById('curves').getBoundingClientRect();"
+                " return [r.left + scrollX, r.top + scrollY, r.width, r.height]; })()")
+    b.run(f"window.scrollTo(0, {box[1]})")
+    picture = b.screenshot(path)
+    top = int(b.run("document.getElementById('curves').getBoundingClientRect().top"))
+    return picture[max(0, top):top + int(box[3]), int(box[0]):int(box[0] + box[2]), :3]
+
+
+def _filter(b, words):
+    b.run(f"(() => {{ const f = document.getElementById('filter'); f.value = {json.dumps(words)};"
+          " f.dispatchEvent(new Event('input')); })()")
+    time.sleep(0.3)
+
+
+@pytest.mark.integration
+def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
+    done = _sweep(tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "out" / report.REPORT / "index.html"
+    assert f"report in {page}" in done.stdout
+    names = sorted(summary.table(tmp_path / "out")["config"].unique())
+    assert len(names) == 4
+
+    browser.open(page)
+    _ready(browser)
+    # the table lists every configuration
+    listed = browser.run("Array.from(document.querySelectorAll('#table tbody tr td:nth-child(2)')).map(td => td.textContent)")
+    assert sorted(listed) == names
+    assert browser.run("document.getElementById('matching').textContent") == "4 of 4 configurations"
+    # a curve is drawn: the curves' panel is not blank
+    before = _curves_picture(browser, tmp_path / "curves.png")
+    drawn = (before.max(axis=-1) - before.min(axis=-1) > 0.2)  # coloured pixels: lines and bands
+    assert drawn.mean() > 0.01, drawn.mean()
+    assert sorted(_legend(browser)) == names
+    # filtering the table changes the curves shown
+    _filter(browser, "alpha=0.5")
+    kept = [n for n in names if "_a0.5_" in n]
+    assert sorted(_legend(browser)) == kept and len(kept) == 2
+    after = _curves_picture(browser, tmp_path / "filtered.png")
+    assert before.shape == after.shape and np.abs(before - after).mean() > 0.002
+    _filter(browser, "")
+    # brushing the parallel coordinates: the first axis, alpha, around 0.1
+    browser.run("Plotly.restyle('parallel', {'dimensions[0].constraintrange': [[0.05, 0.15]]}).then(() => null)")
+    time.sleep(0.3)
+    assert sorted(_legend(browser)) == [n for n in names if "_a0.1_" in n]
+    browser.run("document.getElementById('clear').click()")
+    time.sleep(0.5)
+    # selecting points of the knob view with the mouse: a box over the left half of alpha's panel
+    box = browser.run("(() => { const d = document.querySelector('#knobs .nsewdrag'); d.scrollIntoView();"
+                      " const r = d.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+    _drag(browser, (box[0] + 2, box[1] + 2), (box[0] + box[2] * 0.4, box[1] + box[3] - 2))
+    assert browser.run("document.getElementById('matching').textContent") == "2 of 4 configurations"
+    assert sorted(_legend(browser)) == [n for n in names if "_a0.1_" in n]
+    # the other objective, and sorting by a column
+    browser.run("(() => { const o = document.getElementById('objective'); o.value = 'random';"
+                " o.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.5)
+    browser.run("document.querySelector('#table th[data-key=\"mean\"]').click()")
+    means = browser.run("(() => { const i = [...document.querySelectorAll('#table th')].findIndex(th => th.dataset.key === 'mean');"
+                        " return [...document.querySelectorAll('#table tbody tr')].map(tr => parseFloat(tr.children[i].textContent)); })()")
+    assert means == sorted(means, reverse=True) and len(means) == 4
+    assert browser.errors() == []
+    assert [r for r in browser.requests() if not r.startswith("file:")] == []
+
+
+def _drag(b, start, end, steps=10):
+    def mouse(kind, x, y, buttons=1):
+        b.call("Input.dispatchMouseEvent", session=True, type=kind, x=x, y=y, button="left",
+               buttons=buttons, clickCount=1)
+
+    mouse("mouseMoved", *start, buttons=0)
+    mouse("mousePressed", *start)
+    for k in range(1, steps + 1):
+        mouse("mouseMoved", start[0] + (end[0] - start[0]) * k / steps, start[1] + (end[1] - start[1]) * k / steps)
+    mouse("mouseReleased", *end)
+    time.sleep(0.5)
+
+
+@pytest.mark.integration
+def test_a_sweep_without_the_report_extra_says_so_in_one_line_and_writes_the_rest(tmp_path):
+    """The base install (no scipy, no plotly): the summary's best table and the figures, a note."""
+    blocked = "import sys; sys.modules.update({m: None for m in ('scipy', 'scipy.stats', 'plotly')})"
+    done = sweeping.sweep(["--multirun", "algorithm=q_table", "alpha=0.1,0.5", "iterations=5",
+                           "episodes_per_update=10", "seed=0,1", f"results_dir={tmp_path / 'out'}",
+                           "hydra.launcher.parallel=false"], cwd=REPO, prelude=blocked)
+    assert done.returncode == 0, done.stderr
+    assert report.EXTRA_NOTE in done.stdout.splitlines() and "Traceback" not in done.stderr
+    assert (tmp_path / "out" / summary.SUMMARY / "summary.md").read_text().endswith(summary.EXTRA_NOTE)
+    assert not (tmp_path / "out" / report.REPORT).exists()
+    assert (tmp_path / "out" / "_figures" / "comparison_exact_win.png").exists()
+
+
+def test_lab_report_refuses_a_folder_without_runs_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["lab-report", str(tmp_path)])
+    with pytest.raises(SystemExit) as stop:
+        report.main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path}\n"
+    assert not (tmp_path / report.REPORT).exists()
