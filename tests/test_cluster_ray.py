@@ -4,16 +4,14 @@ node1, a worker on node2, 1 CPU each. A sweep reaches it with `ray job submit`, 
 node outside the cluster (hydra.launcher.address=ray://...), and as a search; a node that joins
 mid-sweep gets runs. Each run's table names the node that trained it."""
 
-import subprocess
 import sys
-import time
 
 import pytest
 import yaml
 
 from cluster import ip, running, wait_for
 from lab import results
-from sweeping import REPO, SECONDS, TINY
+from sweeping import SECONDS, TINY
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.integration]
 

@@ -4,13 +4,16 @@ such a cluster has: a worker node lost mid-sweep, the head node's driver and Ray
 job cancelled. Every fault ends with each run in results_dir exactly once, and nothing of the job
 left running on any node."""
 
+import contextlib
+import os
 import re
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from cluster import FAST_FAILURE_DETECTION, running, wait_for
+from cluster import FAST_FAILURE_DETECTION, Cluster, running, wait_for
 from lab import results
 from sweeping import SECONDS
 
@@ -119,3 +122,39 @@ def test_a_job_stopped_mid_sweep_keeps_its_runs_and_the_same_command_trains_the_
     assert f"{RUNS - len(saved)} runs finished, 0 failed; results in {results_dir}" in output
     complete(results_dir, runs=RUNS, iterations=ITERATIONS)
     assert all(path.read_bytes() == content for path, content in saved.items())
+
+
+def namespaces(pid: int) -> set[str]:
+    return {os.readlink(f"/proc/{pid}/ns/{kind}") for kind in ("pid", "net", "uts", "mnt")}
+
+
+def test_teardown_leaves_nothing_whatever_happens(tmp_path):
+    """A test that fails with a job and Ray running on the nodes still leaves no process,
+    namespace, mount or file of the cluster, and a new cluster in the same place starts clean."""
+    mounts = Path("/proc/self/mountinfo").read_text()
+    with pytest.raises(RuntimeError, match="the test failed"), running(nodes=2) as cluster:
+        job = cluster.sbatch("--nodes=2", f"--output={tmp_path}/job.log", "--wrap", "srun sleep 600")
+        address = cluster.ray_head("node1", tmp_path)
+        cluster.ray_worker("node2", address, tmp_path)
+        wait_for(lambda: cluster.job_state(job) == "RUNNING", 60, "the job running")
+        wait_for(lambda: any("raylet" in c for _, c in cluster.processes("node2")), 60, "a raylet on node2")
+        inits = {node: int((cluster.dir / node / "pid").read_text()) for node in ("ctl", *cluster.nodes)}
+        theirs = set().union(*(namespaces(pid) for pid in inits.values()))
+        raise RuntimeError("the test failed")
+    assert not cluster.dir.exists()
+    left = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if namespaces(int(proc.name)) & theirs or str(cluster.dir) in (proc / "cmdline").read_text():
+                left.append(proc.name)
+    assert left == []  # no slurmd, slurmctld, munged, raylet, worker or sleep: no namespace either
+    assert Path("/proc/self/mountinfo").read_text() == mounts  # the nodes' mounts were theirs alone
+
+    again = Cluster(nodes=2)
+    again.dir = cluster.dir  # the same folder, the same addresses and names
+    try:
+        again.up()
+        assert again.on("ctl", "squeue", "-h").stdout == ""  # no job from before
+        assert again.on("ctl", "sinfo", "-h", "-t", "idle", "-o", "%D").stdout.strip() == "2"
+    finally:
+        again.down()
