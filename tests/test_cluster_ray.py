@@ -25,7 +25,7 @@ def ray_cluster(tmp_path_factory):
     with running(nodes=3) as cluster:
         address = cluster.ray_head("node1", logs)
         cluster.ray_worker("node2", address, logs)
-        wait_for(lambda: cluster.ray_nodes(address) == ["node1", "node2"], 120, "node2 in the Ray cluster")
+        wait_for(lambda: cluster.ray_nodes("node1") == ["node1", "node2"], 120, "node2 in the Ray cluster")
         cluster.logs = logs
         yield cluster, address
 

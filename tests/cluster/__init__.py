@@ -150,11 +150,11 @@ class Cluster:
             return self.on("ctl", "bash", "-c", f"echo > /dev/tcp/{ip(node)}/{port}", timeout=10).returncode == 0
         wait_for(answers, timeout, f"{node}:{port} answering", log)
 
-    def ray_nodes(self, address: str) -> list[str]:
-        """The hosts of the alive nodes of the Ray cluster at `address`, as Ray lists them."""
-        script = ("import ray; ray.init(address='%s', logging_level='ERROR'); "
-                  "print(*sorted(n['NodeManagerHostname'] for n in ray.nodes() if n['Alive']))" % address)
-        done = self.on(address_node(address), sys.executable, "-c", script)
+    def ray_nodes(self, head: str) -> list[str]:
+        """The hostnames of the alive nodes of the Ray cluster whose head is on `head`."""
+        script = (f"import ray; ray.init(address='{ip(head)}:6379', logging_level='ERROR'); "
+                  "print(*sorted(n['NodeManagerHostname'] for n in ray.nodes() if n['Alive']))")
+        done = self.on(head, sys.executable, "-c", script)
         assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
@@ -207,12 +207,6 @@ def _parent(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except OSError:
         return None
-
-
-def address_node(address: str) -> str:
-    """The node whose IP an address (host:port, ray://host:port, http://host:port) names."""
-    host = address.split("//")[-1].rsplit(":", 1)[0]
-    return "ctl" if host == ip("ctl") else f"node{host.rsplit('.', 1)[1][1:]}"
 
 
 def wait_for(condition, timeout, what, log: Path | None = None) -> None:
