@@ -6,9 +6,9 @@ the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: ever
 anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
 whose start the driver's forks fill by training the first runs, lab.forks, unless
 hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
-trains in the forks alone, `mode`); each finished run comes back to this
-process, which writes it atomically, so results land in this machine's results_dir whichever node
-trained them. The driver keeps only a few fields per finished run, so its memory does not grow
+trains in the forks alone, `mode`; a task Ray loses with its worker or node is sent again,
+RETRIES times at most); each finished run comes back to this process, which writes it
+atomically, so results land in this machine's results_dir whichever node trained them. The driver keeps only a few fields per finished run, so its memory does not grow
 with the runs' results, and Ctrl-C stops a sweep cleanly: what finished stays saved.
 """
 
@@ -543,7 +543,7 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             in_flight -= len(batch)
             try:
                 outcomes = ray.get(ready[0])
-            except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
+            except Exception as exc:  # noqa: BLE001 - sent again if lost with its node, else its runs failed
                 if attempt < RETRIES and _lost_with_its_node(exc):
                     progress.note(f"{len(batch)} run{'s' * (len(batch) > 1)} ({batch[0].run_id}"
                                   f"{', ...' * (len(batch) > 1)}) lost with {type(exc).__name__}: "
@@ -684,8 +684,9 @@ def _cwd() -> str | None:
 
 def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
     """Write a copy of the sweep's composed primary config, its command line and overrides, the
-    host of its driver, the code that runs it and what it trains into RESULTS_DIR/_sweeps/<UTC time>.yaml of each
-    results_dir it trains into; the readers of results_dir skip that folder. Returns the files."""
+    host its driver runs on, the code that runs it and what it trains into
+    RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir it trains into; the readers of
+    results_dir skip that folder. Returns the files."""
     now = time.gmtime()
     primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
     try:
