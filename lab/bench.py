@@ -567,6 +567,7 @@ def cluster_section(quick: bool) -> None:
         _timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
     with tempfile.TemporaryDirectory(prefix="labbench", dir="/tmp") as out:  # short: Ray's socket paths
         cluster = Path(out) / "c"
+        Path(out).chmod(0o755)  # munged wants every folder above its socket open to all
         subprocess.run(["bash", CLUSTER_SCRIPT, "up", cluster, "2"], check=True)
         walls = {}
         try:

@@ -150,8 +150,7 @@ def test_teardown_leaves_nothing_whatever_happens(tmp_path):
     assert left == []  # no slurmd, slurmctld, munged, raylet, worker or sleep: no namespace either
     assert Path("/proc/self/mountinfo").read_text() == mounts  # the nodes' mounts were theirs alone
 
-    again = Cluster(nodes=2)
-    again.dir = cluster.dir  # the same folder, the same addresses and names
+    again = Cluster(nodes=2, folder=cluster.dir)  # the same folder, addresses and names
     try:
         again.up()
         assert again.on("ctl", "squeue", "-h").stdout == ""  # no job from before

@@ -80,9 +80,11 @@ def running(nodes: int = 3):
 class Cluster:
     """A cluster of tests/cluster/cluster.sh in a fresh folder: `up()`, and `down()` leaves nothing."""
 
-    def __init__(self, nodes: int = 3):
-        # short: Ray's socket paths under DIR/tmp are capped at 107 characters
-        self.dir = Path(tempfile.mkdtemp(prefix="labc", dir="/tmp")) / "c"
+    def __init__(self, nodes: int = 3, folder: Path | None = None):
+        if folder is None:  # short: Ray's socket paths under DIR/tmp are capped at 107 characters
+            folder = Path(tempfile.mkdtemp(prefix="labc", dir="/tmp")) / "c"
+            folder.parent.chmod(0o755)  # munged wants every folder above its socket open to all
+        self.dir = folder
         self.nodes = [f"node{i}" for i in range(1, nodes + 1)]
         token = secrets.token_hex(16)  # for Ray started by hand (the SLURM recipe makes its own)
         self.env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token,

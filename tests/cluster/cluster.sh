@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # A small real cluster on this machine, for the lab's `cluster` tests and by hand.
 #
-# Nodes node1..nodeN (N = 2 or 3) are Linux namespaces: each has its own network (address
-# 10.77.0.1N on eth0), its own hostname, and its own mount namespace in which DIR/tmp is a folder
-# of that node alone (as /tmp is on a real node; the rest of the filesystem is shared, as a
-# cluster's home or project filesystem is). A controller node `ctl` (10.77.0.1, the login node)
-# holds the bridge that joins them, munged and slurmctld; every node runs its own slurmd, in the
-# partition `lab` (1 CPU a node). Nothing listens outside these namespaces, and nothing is left
-# behind by `down`: the namespaces live only as long as their processes (no `ip netns` mount), and
-# `down` kills every process in them.
+# Nodes node1..nodeN (N = 2 or 3) are Linux namespaces: each has its own processes (a PID
+# namespace), network (address 10.77.0.1N on eth0), hostname, and mount namespace in which DIR/tmp
+# is a folder of that node alone (as /tmp is on a real node; the rest of the filesystem is shared,
+# as a cluster's home or project filesystem is). A controller node `ctl` (10.77.0.1, the login
+# node) holds the bridge that joins them, munged and slurmctld; every node runs its own slurmd, in
+# the partition `lab` (1 CPU a node). Nothing listens outside these namespaces, and nothing is
+# left behind by `down`: the namespaces live only as long as their processes (no `ip netns`
+# mount), and `down` kills each node's init, with it every process on the node.
 #
-#   tests/cluster/cluster.sh up DIR [N]        # DIR must not exist; about 2 s
+#   tests/cluster/cluster.sh up DIR [N]        # DIR must not exist, every folder above it must
+#                                               # be open to all (munged checks); about 2 s
 #   tests/cluster/cluster.sh on DIR NODE CMD..  # run CMD on NODE (ctl, node1, ...) with SLURM_CONF
 #                                               # and RAY_TMPDIR=DIR/tmp set (sbatch from ctl)
 #   tests/cluster/cluster.sh pids DIR [NODE]    # the processes running on the cluster (or NODE)
@@ -125,8 +126,7 @@ up() {
     [[ $n == 2 || $n == 3 ]] || { echo "cluster.sh: 2 or 3 nodes, not $n" >&2; exit 2; }
     [[ ! -e $DIR ]] || { echo "cluster.sh: $DIR exists: up makes a new cluster there" >&2; exit 2; }
     mkdir -p "$DIR"/{ctl/state,munge,tmp}
-    # munged wants every folder above its socket open to everyone
-    chmod 755 "$DIR" "$DIR/munge" "$(dirname "$DIR")"
+    chmod 755 "$DIR" "$DIR/munge"  # munged wants every folder above its socket open to everyone
     echo "$n" > "$DIR/nodes"
     write_config "$n"
     start_node ctl
