@@ -539,20 +539,27 @@ def cores_line(log: str) -> tuple[float, str]:
 
 
 def slurm_sweep_seconds(cluster: Path, nodes: int, args: list[str], log: Path) -> tuple[float, float, str]:
-    """`sbatch --wait --nodes=N sweeps/cluster/slurm.sbatch ARGS` from the login node of the
-    namespace cluster in `cluster`: the job's wall time from submission to its end (Ray's start
-    included), the sweep's own and its `cores:` line."""
+    """`sbatch --nodes=N sweeps/cluster/slurm.sbatch ARGS` from the login node of the namespace
+    cluster in `cluster`: the job's wall time from submission until it left the queue (Ray's
+    start and stop included; squeue asked every 0.2 s, as sbatch --wait asks ever more rarely),
+    the sweep's own and its `cores:` line."""
     import os
 
+    def on_ctl(*command) -> str:
+        return subprocess.run(["bash", CLUSTER_SCRIPT, "on", cluster, "ctl", *command], cwd=CLUSTER_SCRIPT.parents[2],
+                              env={**os.environ, "LAB_VENV": sys.prefix}, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
     start = time.perf_counter()
-    done = subprocess.run(["bash", CLUSTER_SCRIPT, "on", cluster, "ctl", "sbatch", "--wait", f"--nodes={nodes}",
-                           f"--output={log}", "sweeps/cluster/slurm.sbatch", *args, "hydra.launcher.figures=false"],
-                          cwd=CLUSTER_SCRIPT.parents[2], env={**os.environ, "LAB_VENV": sys.prefix},
-                          capture_output=True, text=True)
+    job = on_ctl("sbatch", "--parsable", f"--nodes={nodes}", f"--output={log}", "sweeps/cluster/slurm.sbatch",
+                 *args, "hydra.launcher.figures=false").split(";")[0]
+    while on_ctl("squeue", "-h", "-j", job):
+        time.sleep(0.2)
     seconds = time.perf_counter() - start
-    if done.returncode:
-        raise RuntimeError(f"the job failed:\n{done.stderr}{log.read_text() if log.exists() else ''}")
-    return (seconds, *cores_line(log.read_text()))
+    output = log.read_text()
+    if "cores: " not in output:
+        raise RuntimeError(f"the job failed:\n{output[-3000:]}")
+    return (seconds, *cores_line(output))
 
 
 def cluster_section(quick: bool) -> None:
