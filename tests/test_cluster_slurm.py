@@ -60,7 +60,7 @@ def test_the_recipe_trains_on_both_nodes_and_names_them(cluster, tmp_path):
     results_dir = tmp_path / "smoke"
     job, log = submit(cluster, tmp_path, "+sweeps=smoke", f"results_dir={results_dir}")
     output = finished(cluster, job, log)
-    assert f"4 runs finished, 0 failed; results in {results_dir}" in output, output
+    assert "Ray: 2 of 2 nodes joined" in output and f"4 runs finished, 0 failed; results in {results_dir}" in output, output
     runs = complete(results_dir, runs=4, iterations=200)
     assert set(runs.host) == {"node1", "node2"}  # each run's table names the node that trained it
     record = yaml.safe_load(next((results_dir / results.SWEEPS).glob("*.yaml")).read_text())
