@@ -64,13 +64,15 @@ def test_a_sweep_from_outside_the_cluster_joins_it_by_ray_client(ray_cluster, tm
 def test_a_search_spreads_its_trials_over_both_nodes(ray_cluster, tmp_path):
     cluster, address = ray_cluster
     results_dir = tmp_path / "search"
-    done = cluster.on("node1", sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=tune",
+    # joining a cluster, the search trains its trials in one Ray actor per CPU: one on each node
+    done = cluster.on("node1", sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",
                       "hydra.sweeper.num_samples=4", f"hydra.launcher.address={address}", "algorithm=q_table",
                       "opponent=random", "player=1", "episodes_per_update=1000", "iterations=20",
                       "alpha=interval(0.1,0.5)", f"results_dir={results_dir}", NO_FIGURES, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 trials: 4 finished, 0 stopped early, 0 failed" in done.stdout
-    assert hosts(results_dir) == {"node1", "node2"}  # one CPU a node: two trials at a time
+    assert "of 2 cores busy" in done.stdout  # the cluster's two CPUs, not this node's
+    assert hosts(results_dir) == {"node1", "node2"}
 
 
 def test_a_node_that_joins_mid_sweep_gets_runs(ray_cluster, tmp_path):
