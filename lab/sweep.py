@@ -6,9 +6,9 @@ the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: ever
 anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
 whose start the driver's forks fill by training the first runs, lab.forks, unless
 hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
-trains in the forks alone, `mode`); each finished run comes back to this
-process, which writes it atomically, so results land in this machine's results_dir whichever node
-trained them. The driver keeps only a few fields per finished run, so its memory does not grow
+trains in the forks alone, `mode`; a task Ray loses with its worker or node is sent again,
+RETRIES times at most); each finished run comes back to this process, which writes it
+atomically, so results land in this machine's results_dir whichever node trained them. The driver keeps only a few fields per finished run, so its memory does not grow
 with the runs' results, and Ctrl-C stops a sweep cleanly: what finished stays saved.
 """
 
@@ -193,6 +193,10 @@ class Progress:
             said = said or f"run {result.run_id} {'FAILED' if result.failed else 'done'}"
             print(f"{said}; {counts}", file=sys.stderr, flush=True)
 
+    def note(self, line: str) -> None:
+        """A line on its own (above the bar, on a terminal)."""
+        print(f"\r\033[K{line}" if self.live else line, file=sys.stderr, flush=True)
+
     def close(self) -> None:
         if self.live:
             print(file=sys.stderr)
@@ -363,6 +367,8 @@ class Execution:
     done: list[Outcome]
     cores: int
     seconds: float
+    retried: int = 0
+    """runs sent again after Ray lost them with their worker or node"""
 
     def efficiency(self) -> str:
         """Core utilisation (the runs' wall seconds over cores x the sweep's) and the fixed cost
@@ -396,11 +402,11 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
         done.append(Outcome.of(result))
         progress.update(done[-1], running=running)
 
-    cores = 1
+    cores, retried = 1, 0
     try:
         where = mode(jobs, parallel, address, num_cpus)
         if where == "ray":
-            cores = _on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
+            cores, retried = _on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
         elif where == "processes":
             cores = _cores(num_cpus)
             _in_forks(jobs, code, finish, progress, cores)
@@ -414,7 +420,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
         progress.close()
         for writer in writers.values():
             writer.flush()
-    return Execution(done, cores, time.perf_counter() - started)
+    return Execution(done, cores, time.perf_counter() - started, retried)
 
 
 def _in_forks(jobs: list[Job], code: dict, finish, progress: Progress, cores: int) -> None:
@@ -444,11 +450,30 @@ def _in_forks(jobs: list[Job], code: dict, finish, progress: Progress, cores: in
         trainers.close()
 
 
+RETRIES = 3
+"""Times a task is sent again after Ray lost it with its worker or node (`_lost_with_its_node`); a
+run's own error is stored as a failed run, never retried."""
+
+
+def _lost_with_its_node(exc: Exception) -> bool:
+    """Whether a task failed because Ray lost the process or node that ran it, or its result with
+    that node (what Ray's own max_retries retries), rather than because of the task itself."""
+    from ray import exceptions
+
+    return isinstance(exc, (exceptions.WorkerCrashedError, exceptions.NodeDiedError,
+                            exceptions.LocalRayletDiedError, exceptions.ObjectLostError,
+                            exceptions.OutOfMemoryError))
+
+
 def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus,
-            dashboard: bool = False) -> int:
+            dashboard: bool = False) -> tuple[int, int]:
     """Run the jobs as Ray tasks, longest first, short runs batched (lab.schedule), each task
     named after its first run and carrying the driver's provenance.code(); calls
-    finish(job, result, running) as each run ends. Returns the CPUs the runs had.
+    finish(job, result, running) as each run ends. Returns the CPUs the runs had and how many
+    runs were sent again after their worker or node was lost.
+
+    This process retries lost tasks itself (up to RETRIES times; Ray's own retries are off) so
+    that it can count them and say so: a run comes back once, from whichever node trained it.
 
     Starting a local Ray, this process forks head starts first (lab.forks): they take batches
     from the same queue while Ray starts, until a Ray worker begins to train."""
@@ -477,8 +502,18 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if head is None:
         queue = forks.Queue(list(schedule.batches(jobs, slots)))
-    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(run_batch)
-    pending = {}
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_batch)
+    pending = {}  # task -> (its batch, times sent before)
+    retried = 0
+
+    def submit(batch: list[Job], attempt: int = 0) -> None:
+        nonlocal in_flight
+        name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
+            f"+{len(batch) - 1}" if len(batch) > 1 else "")
+        signal_ = head.ray_signal if head is not None and head.alive else None
+        pending[remote.options(name=name).remote(batch, code, signal_)] = batch, attempt
+        in_flight += len(batch)
+
     try:
         while True:
             if head is not None:
@@ -489,12 +524,7 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             # has little to cancel.
             slots = max(slots, int(ray.cluster_resources().get("CPU", 1)))
             while len(pending) < 2 * slots and (taken := queue.take()) is not None:
-                batch = queue.batches[taken]
-                name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
-                    f"+{len(batch) - 1}" if len(batch) > 1 else "")
-                signal_ = head.ray_signal if head is not None and head.alive else None
-                pending[remote.options(name=name).remote(batch, code, signal_)] = batch
-                in_flight += len(batch)
+                submit(queue.batches[taken])
             if not pending:
                 if head is None or not head.alive:
                     break
@@ -509,11 +539,18 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             if not ready:
                 progress.update(running=running())
                 continue
-            batch = pending.pop(ready[0])
+            batch, attempt = pending.pop(ready[0])
             in_flight -= len(batch)
             try:
                 outcomes = ray.get(ready[0])
-            except Exception as exc:  # noqa: BLE001 - a task lost for good: its runs failed
+            except Exception as exc:  # noqa: BLE001 - sent again if lost with its node, else its runs failed
+                if attempt < RETRIES and _lost_with_its_node(exc):
+                    progress.note(f"{len(batch)} run{'s' * (len(batch) > 1)} ({batch[0].run_id}"
+                                  f"{', ...' * (len(batch) > 1)}) lost with {type(exc).__name__}: "
+                                  f"sent again ({attempt + 1} of {RETRIES})")
+                    retried += len(batch) if attempt == 0 else 0
+                    submit(batch, attempt + 1)
+                    continue
                 outcomes = [lost(job, exc) for job in batch]
             for job, result in zip(batch, outcomes):
                 save(job, result)
@@ -528,14 +565,16 @@ def _on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, nu
             head.close()
     if ours:
         disconnect()  # now, not at exit: part of the sweep's reported wall time
-    return slots
+    return slots, retried
 
 
 def report(jobs: list[Job], execution: Execution) -> int:
     """Print where results are, what failed and how busy the cores were; the exit status."""
     failed = [o for o in execution.done if o.failed]
     dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
-    print(f"{len(execution.done) - len(failed)} runs finished, {len(failed)} failed; "
+    retried = (f", {execution.retried} retried after their worker or node was lost"
+               if execution.retried else "")
+    print(f"{len(execution.done) - len(failed)} runs finished, {len(failed)} failed{retried}; "
           f"results in {', '.join(dirs)}")
     for outcome in failed:
         print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
@@ -645,8 +684,9 @@ def _cwd() -> str | None:
 
 def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
     """Write a copy of the sweep's composed primary config, its command line and overrides, the
-    code that runs it and what it trains into RESULTS_DIR/_sweeps/<UTC time>.yaml of each
-    results_dir it trains into; the readers of results_dir skip that folder. Returns the files."""
+    host its driver runs on, the code that runs it and what it trains into
+    RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir it trains into; the readers of
+    results_dir skip that folder. Returns the files."""
     now = time.gmtime()
     primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
     try:
@@ -664,6 +704,7 @@ def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
         "command": code["command"],
         "cwd": _cwd(),
+        "host": provenance.machine()["host"],
         "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
         "overrides": node("overrides.task") or [],
         "hydra_overrides": node("overrides.hydra") or [],

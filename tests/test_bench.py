@@ -34,3 +34,11 @@ def test_the_report_sections_grid_is_2500_configurations_of_the_current_knobs(tm
     planned = sweep.plan(composer(o) for o in jobs).train
     assert len(planned) == 2500 and len({j.run_id for j in planned}) == 2500
     assert {round(j.knobs.alpha, 2) for j in planned} == {round(0.04 * i, 2) for i in range(1, 26)}
+
+
+def test_the_cluster_section_reads_the_sweeps_cores_line():
+    log = ("run abc done; 64/64 finished\n64 runs finished, 0 failed; results in /r\n"
+           "cores: 88% of 2 cores busy over 39.8 s; fixed cost 3.2 s (planning, starting workers, saving)\n"
+           "srun: error: node1: task 0: Killed\n")
+    seconds, line = bench.cores_line(log)
+    assert seconds == 39.8 and line.startswith("88% of 2 cores busy over 39.8 s; fixed cost 3.2 s")

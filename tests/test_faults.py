@@ -82,7 +82,8 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     os.kill(victim, signal.SIGKILL)
     assert len(results.run_files(tmp_path / "results")) < 2  # it died mid-run, before its result
     assert proc.wait(timeout=300) == 0, _output(proc)
-    assert "2 runs finished, 0 failed" in _output(proc)
+    assert "2 runs finished, 0 failed, 1 retried after their worker or node was lost" in _output(proc)
+    assert "lost with WorkerCrashedError: sent again (1 of 3)" in _output(proc)
     table = _complete(tmp_path / "results", iterations=1200)
     assert sorted(table.drop_duplicates("run_id")["seed"]) == [0, 1]
 

@@ -118,6 +118,24 @@ def test_the_sweep_reports_core_utilisation_and_fixed_cost():
     assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving)"
 
 
+def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):
+    outcomes = [sweep.Outcome(run_id, False, None, 1.0, 1001.0) for run_id in "abc"]
+    sweep.report([], sweep.Execution(outcomes, cores=2, seconds=2.0, retried=2))
+    assert "3 runs finished, 0 failed, 2 retried after their worker or node was lost; results in" in capsys.readouterr().out
+    sweep.report([], sweep.Execution(outcomes, cores=2, seconds=2.0))
+    assert "3 runs finished, 0 failed; results in" in capsys.readouterr().out
+
+
+def test_only_tasks_lost_with_their_worker_or_node_are_retried():
+    from ray import exceptions
+
+    lost = [exceptions.WorkerCrashedError(), exceptions.NodeDiedError("node gone"),
+            exceptions.ObjectLostError("0" * 56, "owner", "call site"), exceptions.OutOfMemoryError("killed")]
+    assert all(map(sweep._lost_with_its_node, lost))
+    not_lost = [exceptions.TaskCancelledError(), exceptions.RuntimeEnvSetupError("no pip"), ValueError("a bug")]
+    assert not any(map(sweep._lost_with_its_node, not_lost))
+
+
 def test_serial_execution_runs_longest_first(tmp_path):
     jobs = [_job(*TINY, f"iterations={i}", f"results_dir={tmp_path}") for i in (2, 9, 5)]
     done = sweep.execute(jobs, parallel=False).done
