@@ -248,10 +248,15 @@ def _with_key(table: pa.Table, key: str) -> pa.Table:
     return table.append_column("_key", pa.array([key] * table.num_rows, pa.string()))
 
 
+PART = ".part"
+"""The index parts' suffix: Parquet files, but not named *.parquet, so that a glob for run tables,
+recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row twice"""
+
+
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
     """One more part of an index, under a name no other writer uses."""
     table = pa.concat_tables(tables, promote_options="permissive").combine_chunks()
-    _atomic_write(folder / f"{uuid.uuid4().hex}.parquet", lambda f: pq.write_table(table, f))
+    _atomic_write(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
 
 
 def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
@@ -261,7 +266,8 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     now, or, when parts hold what no file holds any more, one part with everything instead."""
     keys = {_key(path): path for path in run_files(results_dir)}
     folder = Path(results_dir) / INDEX / name
-    parts = sorted(folder.glob("*.parquet"))
+    parts = sorted(folder.glob(f"*{PART}"))
+    before = list(folder.glob("*.parquet"))  # parts written before PART, removed when it is written
     cached, seen, stale = [], set(), False
     for part in parts:
         try:
@@ -281,6 +287,8 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     table = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if tables else None
     if write and (added or stale):
         try:
+            for part in before:
+                part.unlink(missing_ok=True)
             if stale:
                 if table is not None:
                     _write_part(folder, [table])

@@ -59,7 +59,7 @@ def _files(root):
 
 
 def _parts(root, name):
-    return sorted((root / results.INDEX / name).glob("*.parquet"))
+    return sorted((root / results.INDEX / name).glob(f"*{results.PART}"))
 
 
 def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
@@ -108,7 +108,7 @@ def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, mon
 def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_path, monkeypatch):
     one = job(compose(*TINY, f"results_dir={tmp_path}"))
     results.save(run(one), tmp_path)
-    damaged = tmp_path / results.INDEX / "stored" / "damaged.parquet"
+    damaged = tmp_path / results.INDEX / "stored" / f"damaged{results.PART}"
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"not parquet")
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}

@@ -1,0 +1,301 @@
+"""A results_dir in the experiment trackers users already look at: `lab-export RESULTS_DIR --to
+mlflow|tensorboard` (the `tracking` extra: pip install -e '.[tracking]').
+
+The run tables stay the source of truth; a tracker holds a view of them, written after the fact:
+- one tracker run per lab run: its knobs as params, its provenance and status as tags, the
+  training win rates of every iteration and every exact-evaluation column as metrics at step =
+  training episodes (so the last value is the final one), and its checkpoint as an artifact
+  (MLflow);
+- one parent run per sweep record in `_sweeps/` (MLflow), holding the runs that sweep trained:
+  those that started after its record was written and before the next one's;
+- TensorBoard: a folder per run under `_tensorboard/`, with HParams summaries (the knobs, the
+  final evaluation) so TensorBoard's table, parallel-coordinates and scatter views work.
+
+Exporting again adds only the runs not exported yet (MLflow: a run is known by its `lab.run_id`
+tag; TensorBoard: by its folder). MLflow's default store is a SQLite file in
+`RESULTS_DIR/_mlflow/`; `--uri` names any tracking URI.
+"""
+
+import argparse
+import math
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from lab import agents, results
+from lab.knobs import RUN_KEYS
+
+TARGETS = ("mlflow", "tensorboard")
+MLFLOW, TENSORBOARD = "_mlflow", "_tensorboard"
+"""The folders of a results_dir an export writes by default (skipped by the lab's readers)"""
+RUN_ID_TAG, RECORD_TAG = "lab.run_id", "lab.sweep_record"
+TRAINING = ("p1_win_rate", "p2_win_rate", "draw_rate", "train_epsilon")
+"""The per-iteration training columns exported as metrics"""
+TAGS = ("status", "error", "started_utc", "finished_utc", "lab_version", "git_commit", "git_dirty",
+        "command", "host", "python_version", "numpy_version", "numba_version", "ray_version",
+        "pandas_version")
+EVALUATED = tuple(name for name, _ in results.EVALUATION)
+"""The exact-evaluation columns (eval_p1_..., eval_p2_..., eval_alternated_...)"""
+STATUS = {"finished": "FINISHED", "failed": "FAILED", "stopped": "KILLED"}
+"""A lab run's status as MLflow's run status"""
+
+
+def knobs(row: pd.Series) -> dict:
+    """The knobs of a run (one of its rows) that it sets: plain Python values, nulls left out."""
+    names = RUN_KEYS + agents.knob_names()
+    return {k: _plain(row[k]) for k in names if k in row.index and not _missing(row[k])}
+
+
+def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
+    """(name, value, step) of every training and evaluation value of a run, step = episodes."""
+    names = [c for c in (*TRAINING, *EVALUATED) if c in rows.columns]
+    values = rows[names].astype("float64").to_numpy()
+    steps = rows["episodes"].astype("int64").to_numpy()
+    kept = np.isfinite(values)  # nulls between evaluations, where an algorithm has no epsilon
+    r, c = np.nonzero(kept)
+    return [(names[j], float(values[i, j]), int(steps[i])) for i, j in zip(r, c)]
+
+
+def final(rows: pd.DataFrame) -> dict[str, float]:
+    """The last evaluation of a run: every eval_ column of its last evaluated row."""
+    evaluated = [c for c in EVALUATED if c in rows.columns]
+    last = rows.dropna(subset=evaluated, how="all").sort_values("iteration").tail(1)
+    if last.empty:
+        return {}
+    return {c: float(last[c].iloc[0]) for c in evaluated if not _missing(last[c].iloc[0])}
+
+
+def records(results_dir: Path) -> list[tuple[pd.Timestamp, Path, dict]]:
+    """The sweep records of results_dir, oldest first: (when the sweep started, file, record)."""
+    out = []
+    for path in sorted((results_dir / results.SWEEPS).glob("*.yaml")):
+        record = yaml.safe_load(path.read_text()) or {}
+        if "started_utc" in record:
+            out.append((pd.Timestamp(record["started_utc"]), path, record))
+    return sorted(out, key=lambda r: r[0])
+
+
+def sweep_of(started: pd.Timestamp, sweeps: list) -> Path | None:
+    """The record of the sweep that trained a run started at `started`: the last one written
+    before it (a record is written just before its sweep trains); None before any record."""
+    found = None
+    for when, path, _ in sweeps:
+        if when <= started:
+            found = path
+    return found
+
+
+# ---- MLflow -------------------------------------------------------------------------------------
+
+
+def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experiment: str | None,
+              workers: int | None = None) -> int:
+    """Export the runs not in the MLflow store yet; returns how many were written. Thousands of
+    runs go out from `workers` processes (default: one per core): MLflow's store spends its time
+    in Python per call, a few calls per run."""
+    from mlflow.tracking import MlflowClient
+
+    folder = results_dir / MLFLOW
+    if uri is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        uri = f"sqlite:///{folder / 'mlflow.db'}"
+    _quick_sqlite()
+    client = MlflowClient(tracking_uri=uri)
+    name = experiment or results_dir.name
+    found = client.get_experiment_by_name(name)
+    experiment_id = found.experiment_id if found else client.create_experiment(
+        name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
+        tags={"lab.results_dir": str(results_dir)})
+    known = _known(client, experiment_id)
+    parents = {}
+    for when, path, record in records(results_dir):
+        key = f"{RECORD_TAG}={path.name}"
+        parents[path.name] = known.get(key) or _parent_run(client, experiment_id, path, when, record)
+    todo = [r for r in table["run_id"].unique() if f"{RUN_ID_TAG}={r}" not in known]
+    workers = min(workers or os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
+    if workers == 1:
+        return _export_runs(client, results_dir, experiment_id, table[table["run_id"].isin(todo)], parents)
+    chunks = [todo[i::workers] for i in range(workers)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return sum(pool.map(_export_chunk, [(results_dir, uri, experiment_id, c, parents) for c in chunks]))
+
+
+PER_WORKER = 200
+"""Runs that pay for a further export process (a second or so to start it and open the store)"""
+
+
+def _export_chunk(args) -> int:
+    """`_export_runs` in a worker process of its own: its own client and share of the table."""
+    from mlflow.tracking import MlflowClient
+
+    results_dir, uri, experiment_id, run_ids, parents = args
+    _quick_sqlite()
+    table = results.load(results_dir)
+    return _export_runs(MlflowClient(tracking_uri=uri), results_dir, experiment_id,
+                        table[table["run_id"].isin(run_ids)], parents)
+
+
+def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFrame, parents: dict) -> int:
+    """One MLflow run per lab run of `table`, under the run of the sweep that trained it."""
+    from mlflow.entities import Metric, Param
+
+    sweeps = records(results_dir)
+    for run_id, rows in table.groupby("run_id", sort=True):
+        first = rows.iloc[0]
+        tags = {RUN_ID_TAG: run_id, **{k: str(_plain(first[k])) for k in TAGS if k in rows and not _missing(first[k])}}
+        parent = sweep_of(first["started_utc"], sweeps) if "started_utc" in rows else None
+        if parent is not None:
+            tags["mlflow.parentRunId"] = parents[parent.name]
+        started = _millis(first.get("started_utc"))
+        run = client.create_run(experiment_id, start_time=started, tags=tags,
+                                run_name=f"{first['algorithm']}-{run_id}")
+        params = [Param(k, str(v)) for k, v in knobs(first).items()]
+        values = [Metric(k, v, started or 0, step) for k, v, step in metrics(rows)]
+        for i in range(0, max(len(params), 1), 100):  # log_batch takes at most 100 params
+            client.log_batch(run.info.run_id, params=params[i:i + 100], metrics=values[:1000] if i == 0 else [])
+        for i in range(1000, len(values), 1000):  # and 1,000 metrics
+            client.log_batch(run.info.run_id, metrics=values[i:i + 1000])
+        checkpoint = results.checkpoint(results_dir, run_id)
+        if checkpoint.exists():
+            client.log_artifact(run.info.run_id, str(checkpoint))
+        client.set_terminated(run.info.run_id, status=STATUS.get(str(first["status"]), "FINISHED"),
+                              end_time=_millis(first.get("finished_utc")))
+    return table["run_id"].nunique()
+
+
+def _parent_run(client, experiment_id, path: Path, when: pd.Timestamp, record: dict) -> str:
+    """An MLflow run standing for one sweep record: its overrides and settings as params."""
+    from mlflow.entities import Param
+
+    tags = {RECORD_TAG: path.name, "command": str(record.get("command", "")),
+            **{f"code.{k}": str(v) for k, v in (record.get("code") or {}).items()}}
+    run = client.create_run(experiment_id, start_time=_millis(when), tags=tags, run_name=f"sweep {path.stem}")
+    params = [Param("overrides", " ".join(map(str, record.get("overrides") or []))[:6000]),
+              *(Param(f"runs.{k}", str(v)) for k, v in (record.get("runs") or {}).items())]
+    client.log_batch(run.info.run_id, params=params)
+    client.set_terminated(run.info.run_id, end_time=_millis(when))
+    return run.info.run_id
+
+
+def _known(client, experiment_id) -> dict[str, str]:
+    """'tag=value' -> MLflow run id of every run of the experiment the lab exported before."""
+    known, token = {}, None
+    while True:
+        page = client.search_runs([experiment_id], max_results=5000, page_token=token)
+        for run in page:
+            for tag in (RUN_ID_TAG, RECORD_TAG):
+                if tag in run.data.tags:
+                    known[f"{tag}={run.data.tags[tag]}"] = run.info.run_id
+        token = page.token
+        if not token:
+            return known
+
+
+def _quick_sqlite() -> None:
+    """SQLite stores without a sync to disk at every commit (MLflow commits a few times per run):
+    an export is written again by running it again, so what a crash could lose is never lost."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not event.contains(Engine, "connect", _unsynced):
+        event.listen(Engine, "connect", _unsynced)
+
+
+def _unsynced(connection, _record) -> None:
+    import sqlite3
+
+    if isinstance(connection, sqlite3.Connection):
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=OFF")
+
+
+# ---- TensorBoard --------------------------------------------------------------------------------
+
+
+def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) -> int:
+    """A folder per run not exported yet under logdir (default RESULTS_DIR/_tensorboard): its
+    curves as scalars and its knobs and final evaluation as an HParams session."""
+    from tensorboardX import SummaryWriter
+    from tensorboardX.summary import hparams
+
+    logdir = logdir or results_dir / TENSORBOARD
+    written = 0
+    for run_id, rows in table.groupby("run_id", sort=True):
+        folder = logdir / f"{rows['algorithm'].iloc[0]}-{run_id}"
+        if folder.exists():
+            continue
+        partial = logdir / f".{folder.name}.partial"  # whole, or not there
+        shutil.rmtree(partial, ignore_errors=True)
+        with SummaryWriter(logdir=str(partial)) as writer:
+            for name, value, step in metrics(rows):
+                writer.add_scalar(f"{'train' if name in TRAINING else 'eval'}/{name}", value, step)
+            ends = {f"final/{k}": v for k, v in final(rows).items()}
+            hparam_values = {k: v if isinstance(v, (bool, int, float, str)) else str(v)
+                             for k, v in knobs(rows.iloc[0]).items()}
+            for summary in hparams(hparam_values, ends):
+                writer.file_writer.add_summary(summary)
+            for name, value in ends.items():
+                writer.add_scalar(name, value, int(rows["episodes"].max()))
+        partial.rename(folder)
+        written += 1
+    return written
+
+
+# ---- the command line ---------------------------------------------------------------------------
+
+
+def export(results_dir, to: str, uri: str | None = None, experiment: str | None = None) -> int:
+    """Export results_dir's runs to `to` (TARGETS); returns how many runs were written."""
+    if to not in TARGETS:
+        raise ValueError(f"--to {to!r} is not allowed: {' or '.join(TARGETS)}")
+    results_dir = Path(results_dir).resolve()
+    table = results.load(results_dir)
+    if to == "mlflow":
+        return to_mlflow(results_dir, table, uri, experiment)
+    return to_tensorboard(results_dir, table, Path(uri) if uri else None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
+    parser.add_argument("--to", required=True, choices=TARGETS)
+    parser.add_argument("--uri", help="MLflow: a tracking URI (default: SQLite in RESULTS_DIR/_mlflow); "
+                                      "TensorBoard: the log folder (default: RESULTS_DIR/_tensorboard)")
+    parser.add_argument("--experiment", help="MLflow experiment name (default: the results_dir's name)")
+    args = parser.parse_args()
+    try:
+        start = time.perf_counter()
+        written = export(args.results_dir, args.to, args.uri, args.experiment)
+    except results.ResultsError as exc:
+        sys.exit(f"error: {exc}")
+    except ImportError as exc:
+        sys.exit(f"error: exporting to {args.to} needs the tracking extra ({exc.name} is missing): "
+                 "pip install -e '.[tracking]'")
+    print(f"{written} runs exported to {args.to} in {time.perf_counter() - start:.1f} s "
+          f"(runs exported before are kept)")
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def _millis(when) -> int | None:
+    if when is None or _missing(when):
+        return None
+    return int(pd.Timestamp(when).timestamp() * 1000)
+
+
+if __name__ == "__main__":
+    main()

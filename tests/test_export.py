@@ -1,0 +1,115 @@
+"""`lab-export RESULTS_DIR --to mlflow|tensorboard`: a real sweep's runs as MLflow runs (read back
+with MLflow's own API) and TensorBoard event files (read back with TensorBoard's own reader,
+HParams included); a second export adds nothing; a run's status, knobs and final evaluation
+survive the trip."""
+
+import sys
+
+import pytest
+
+from lab import export, results
+from lab.config import job
+from lab.compose import compose
+from lab.run import lost
+from sweeping import TINY, cli
+
+mlflow = pytest.importorskip("mlflow", reason="the tracking extra: pip install -e '.[tracking]'")
+ITERATIONS = 20
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The smoke sweep, short, plus one failed run saved beside it (trained by no sweep)."""
+    cwd = tmp_path_factory.mktemp("export")
+    done = cli(["+sweeps=smoke", f"iterations={ITERATIONS}", "eval_every=5", "results_dir=smoke",
+                "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], cwd)
+    assert done.returncode == 0, done.stderr
+    failed = job(compose(*TINY, f"results_dir={cwd / 'smoke'}"))
+    results.save(lost(failed, RuntimeError("a node died")), cwd / "smoke")
+    return cwd / "smoke", failed.run_id
+
+
+def test_mlflow_holds_every_run_with_its_knobs_and_final_evaluation(swept):
+    results_dir, failed = swept
+    assert export.export(results_dir, "mlflow") == 5
+    assert export.export(results_dir, "mlflow") == 0  # runs exported before are kept, not repeated
+    mlflow.set_tracking_uri(f"sqlite:///{results_dir / export.MLFLOW / 'mlflow.db'}")
+    found = mlflow.search_runs(experiment_names=[results_dir.name])
+    lab_runs = found[found[f"tags.{export.RUN_ID_TAG}"].notna()].set_index(f"tags.{export.RUN_ID_TAG}")
+    sweeps = found[found[f"tags.{export.RECORD_TAG}"].notna()]
+    table = results.load(results_dir)
+    assert set(lab_runs.index) == set(table.run_id) and len(sweeps) == 1
+    assert lab_runs.loc[failed, "status"] == "FAILED" and "a node died" in lab_runs.loc[failed, "tags.error"]
+    trained = lab_runs.drop(index=failed)
+    assert (trained["status"] == "FINISHED").all()
+    assert (trained["tags.mlflow.parentRunId"] == sweeps["run_id"].iloc[0]).all()  # under its sweep
+    assert pd_isna(lab_runs.loc[failed, "tags.mlflow.parentRunId"])  # saved by no sweep
+    runs = results.runs(table).set_index("run_id").drop(index=failed)
+    for run_id, run in runs.iterrows():
+        assert trained.loc[run_id, "params.layers"] == str(run.layers)
+        assert trained.loc[run_id, "params.seed"] == str(run.seed)
+        assert trained.loc[run_id, "metrics.eval_p2_onestep_win"] == pytest.approx(run.eval_p2_onestep_win)
+    client = mlflow.tracking.MlflowClient()
+    one = trained.index[0]
+    history = client.get_metric_history(trained.loc[one, "run_id"], "p2_win_rate")
+    curve = table[table.run_id == one].sort_values("iteration")
+    assert [m.step for m in history] == curve.episodes.tolist()
+    assert [m.value for m in history] == pytest.approx(curve.p2_win_rate.tolist())
+    artifacts = [a.path for a in client.list_artifacts(trained.loc[one, "run_id"])]
+    assert artifacts == [f"{one}.npz"]
+
+
+@pytest.mark.integration
+def test_thousands_of_runs_go_out_from_several_processes(swept, tmp_path, monkeypatch):
+    results_dir, _ = swept
+    monkeypatch.setattr(export, "PER_WORKER", 2)  # 5 runs: 2 worker processes
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert export.export(results_dir, "mlflow", uri=uri, experiment="parallel") == 5
+    mlflow.set_tracking_uri(uri)
+    found = mlflow.search_runs(experiment_names=["parallel"])
+    assert found[f"tags.{export.RUN_ID_TAG}"].dropna().sort_values().tolist() == \
+        sorted(results.load(results_dir).run_id.unique())
+
+
+def test_tensorboard_reads_the_curves_and_the_hparams(swept, tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    results_dir, failed = swept
+    assert export.export(results_dir, "tensorboard", uri=str(tmp_path)) == 5
+    assert export.export(results_dir, "tensorboard", uri=str(tmp_path)) == 0
+    table = results.load(results_dir)
+    run = table[table.run_id != failed].sort_values("iteration")
+    run = run[run.run_id == run.run_id.iloc[0]]
+    folder = tmp_path / f"mc_vfa-{run.run_id.iloc[0]}"
+    events = event_accumulator.EventAccumulator(str(folder), size_guidance={event_accumulator.SCALARS: 0})
+    events.Reload()
+    curve = events.Scalars("train/p2_win_rate")
+    assert [e.step for e in curve] == run.episodes.tolist()
+    assert [e.value for e in curve] == pytest.approx(run.p2_win_rate.tolist(), abs=1e-6)
+    assert [e.step for e in events.Scalars("eval/eval_p2_onestep_win")] == run.episodes[run.iteration % 5 == 0].tolist()
+    plugin = {tag: plugin_data_pb2.HParamsPluginData.FromString(content)
+              for tag, content in events.PluginTagToContent("hparams").items()}
+    session = plugin["_hparams_/session_start_info"].session_start_info.hparams
+    assert session["layers"].number_value == run.layers.iloc[0] and session["memory"].string_value == "clear"
+    experiment = plugin["_hparams_/experiment"].experiment
+    assert "final/eval_p2_onestep_win" in {m.name.tag for m in experiment.metric_infos}
+    final = events.Scalars("final/eval_p2_onestep_win")[-1].value
+    assert final == pytest.approx(run.eval_p2_onestep_win.dropna().iloc[-1], abs=1e-6)
+
+
+def test_a_missing_extra_or_target_is_one_line(swept, monkeypatch, capsys):
+    results_dir, _ = swept
+    with pytest.raises(ValueError, match="--to 'wandb' is not allowed: mlflow or tensorboard"):
+        export.export(results_dir, "wandb")
+    monkeypatch.setitem(sys.modules, "mlflow.tracking", None)  # as if mlflow were not installed
+    monkeypatch.setattr(sys, "argv", ["lab-export", str(results_dir), "--to", "mlflow"])
+    with pytest.raises(SystemExit) as stop:
+        export.main()
+    assert "needs the tracking extra" in str(stop.value) and "pip install -e '.[tracking]'" in str(stop.value)
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return pd.isna(value)
