@@ -304,12 +304,11 @@ def disconnect() -> None:
 
 def _token_mode_for_a_local_ray() -> None:
     """Ray 2.60 turns token authentication on for a new local cluster, and warns that it did
-    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning. As Ray does when it
-    sets the mode itself, its configuration cached in this process is read again (else this
-    driver would not send the token to its own cluster)."""
-    if "RAY_AUTH_MODE" in os.environ:
-        return  # the user's choice
-    os.environ["RAY_AUTH_MODE"] = "token"
+    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning; a mode the user set
+    stays. As Ray does when it sets the mode itself, its configuration cached in this process is
+    read again, whoever set the variable and when (else a driver whose cache predates the
+    variable would not send the token to its own cluster)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     from ray._raylet import Config
 
     Config.initialize("")

@@ -262,7 +262,7 @@ def test_outcome_figure_for_runs_that_explore(tmp_path):
         results.save(run(job(compose(*overrides, "episodes_per_update=20", "iterations=5"))),
                      tmp_path)
     written = plots.outcome_figures(tmp_path, tmp_path / "figures")
-    assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.28_e20_i5.png"]
+    assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.0754_e20_i5.png"]
     assert plt.imread(written[0]).shape[0] > 500
 
 

@@ -163,6 +163,14 @@ def test_the_lab_sweeper_honours_max_batch_size(tmp_path):
     assert len(results.statuses(tmp_path / "results")) == 3
 
 
+def _unset_auth_mode(monkeypatch):
+    """No RAY_AUTH_MODE during the test, and none after it either: connect() sets it, and
+    monkeypatch.delenv of a variable that is not set would not remove it afterwards (a later
+    test's real Ray would then start with a mode its process's cached configuration lacks)."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "")
+    monkeypatch.delenv("RAY_AUTH_MODE")
+
+
 class FakeRay:
     """ray.init's arguments, and a context with a dashboard URL."""
 
@@ -183,7 +191,7 @@ class FakeRay:
 
 def test_the_dashboard_is_off_by_default_and_the_flag_turns_it_on(monkeypatch, capsys):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # connect() sets it; restored afterwards
+    _unset_auth_mode(monkeypatch)
     fake = FakeRay(monkeypatch)
     sweep.connect(num_cpus=1)
     assert fake.calls[-1]["include_dashboard"] is False and "dashboard" not in capsys.readouterr().out
@@ -201,14 +209,14 @@ def test_the_dashboard_flag_reaches_the_launcher(tmp_path):
 
 def test_a_local_ray_gets_token_mode_unless_the_user_chose(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    _unset_auth_mode(monkeypatch)
     fake = FakeRay(monkeypatch)
     sweep.connect(num_cpus=1)
     assert sweep.os.environ["RAY_AUTH_MODE"] == "token"  # Ray's default, said: no warning
     assert fake.reconfigured == [""]
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     sweep.connect(num_cpus=1)
-    assert sweep.os.environ["RAY_AUTH_MODE"] == "disabled" and fake.reconfigured == [""]
+    assert sweep.os.environ["RAY_AUTH_MODE"] == "disabled" and fake.reconfigured == ["", ""]
 
 
 @pytest.fixture
@@ -229,7 +237,7 @@ def _free_address():
 def test_the_token_hint_comes_only_with_authentication_errors(monkeypatch, listening):
     from ray.exceptions import AuthenticationError
 
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    _unset_auth_mode(monkeypatch)
     refused = ConnectionError("Failed to connect to Ray cluster")
     # Ray's own authentication error, whatever the address
     assert sweep._token_hint(_free_address(), AuthenticationError("no token found")) == sweep.TOKEN_HINT
@@ -245,7 +253,7 @@ def test_the_token_hint_comes_only_with_authentication_errors(monkeypatch, liste
 
 
 def test_joining_fails_in_one_line_with_or_without_the_hint(monkeypatch, capsys, listening):
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    _unset_auth_mode(monkeypatch)
     FakeRay(monkeypatch, fail=ConnectionError("Failed to connect to Ray cluster"))
     address = _free_address()
     with pytest.raises(SystemExit) as stop:
