@@ -8,7 +8,7 @@ alone): configurations planned per second, resuming a finished grid, reading a r
 of thousands of runs, and the driver's memory as finished runs add up. And the parallel section
 (`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all (where
 parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and the
-speed-up they predict for 16 cores. And the search section (`--search` alone): the README's
+speed-up they predict for 16 cores. And the search section (`--search` alone): the docs' (docs/search.md)
 q_table search through the lab's sweeper against the same search written with Optuna alone. And
 the report section (`--report` alone): the end of a sweep over a finished 10,000-run grid of 2,500
 configurations (figures, summary, report), timed, and the report's size. The cluster section (`--cluster` alone: root, SLURM and a
@@ -402,7 +402,7 @@ def parallel_section(quick: bool) -> None:
           f"(goal 8x), {how}")
 
 
-# The search (issue 22): the README's q_table search through the lab's sweeper, against the same
+# The search (issue 22): the docs' (docs/search.md) q_table search through the lab's sweeper, against the same
 # search written with Optuna alone over lab.run, as a user would.
 SEARCH_SPACE = ["algorithm=q_table", "opponent=onestep", "player=2", "alpha=tag(log,interval(0.01,1))",
                 "epsilon_decay=interval(0.99,0.99999)"]
@@ -412,7 +412,7 @@ SEARCH_SETTINGS = ["hydra.sweeper.num_samples=64", "hydra.sweeper.search=tpe", "
 
 
 def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> tuple[float, int]:
-    """The README's search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
+    """The docs' search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
     `processes` worker processes (default: one per core) sharing a journal file; the best value,
     and the training episodes of all trials."""
     import multiprocessing
@@ -472,7 +472,7 @@ def _timed(args: list[str]) -> tuple[float, str]:
 
 
 def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
-    """The README's search through the lab's sweeper (figures off, as plain Optuna draws none):
+    """The docs' search through the lab's sweeper (figures off, as plain Optuna draws none):
     wall time from the shell, best objective, training episodes, the `cores:` line."""
     with tempfile.TemporaryDirectory() as out:
         seconds, output = _timed([sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",
