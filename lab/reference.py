@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from lab import agents
 from lab.compose import compose
 from lab.knobs import RunConfig, Settings
+from lab.search.settings import Settings as SearchSettings
 
 CONF = Path(__file__).resolve().parent / "conf"
 """The lab's configs (the repository's conf/, installed as lab.conf)"""
@@ -42,7 +43,8 @@ def field_docs(cls) -> dict[str, str]:
 
 def kinds(cls) -> dict[str, str]:
     """Each field's type as a knob's user sees it."""
-    names = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer"}
+    names = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer",
+             str | None: "string"}
     return {name: names[kind] for name, kind in typing.get_type_hints(cls).items()}
 
 
@@ -109,6 +111,15 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
     return lines
 
 
+def _search_section() -> list[str]:
+    docs, types = field_docs(SearchSettings), kinds(SearchSettings)
+    rows = [(f.name, types[f.name], shown(f.default), docs[f.name]) for f in dataclasses.fields(SearchSettings)]
+    return ["## Search settings", "",
+            "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
+            "`lab.search.settings.Settings`, where they and their defaults are defined once; see "
+            "[Adaptive search](search.md).", "", *_table(rows), ""]
+
+
 def markdown() -> str:
     """The whole of docs/knobs.md."""
     shared = shared_defaults()
@@ -120,6 +131,7 @@ def markdown() -> str:
              *_run_section(shared)]
     for name in agents.ALGORITHMS:
         lines += _algorithm_section(name, shared)
+    lines += _search_section()
     return "\n".join(lines).rstrip() + "\n"
 
 
