@@ -154,11 +154,12 @@ def test_the_docs_build_in_strict_mode(tmp_path):
 @pytest.mark.integration
 def test_a_broken_link_or_a_page_left_out_fails_the_build(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra: pip install -e '.[docs]'")
-    faults = {"link": ("speed.md", "[gone](nowhere.md#gone)\n"), "page": ("orphan.md", "# In no table of contents\n")}
+    faults = {"page link": ("speed.md", "[gone](nowhere.md)\n"), "anchor": ("speed.md", "[gone](knobs.md#gone)\n"),
+              "orphan page": ("orphan.md", "# In no table of contents\n")}
     for fault, (name, text) in faults.items():
-        docs = tmp_path / fault
+        docs = tmp_path / fault.replace(" ", "-")
         shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("_build"))
         page = docs / name
         page.write_text(text + (page.read_text() if page.exists() else ""))
-        done = sphinx(docs, tmp_path / f"{fault}-html")
+        done = sphinx(docs, docs.with_name(f"{docs.name}-html"))
         assert done.returncode != 0 and "WARNING" in done.stderr, fault
