@@ -52,8 +52,23 @@ def program(words: list[str]) -> list[str] | None:
     return None
 
 
+PLACEHOLDER = re.compile(r"<|\.\.\.|\||\b[A-Z][A-Z_]+\b| -sc | --help")
+"""What marks a command written in prose as a template (`+sweeps=NAME`, `opponent=<name>`, ...)"""
+
+
+def inline_sweeps() -> list[tuple[str, list[str], str]]:
+    """Sweeps written in prose as `python -m lab.sweep ...` with nothing left to fill in."""
+    found = []
+    for page in PAGES:
+        prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S).replace("\n", " ")
+        for command in re.findall(r"`((?:python -m lab\.sweep|lab-sweep) [^`]*)`", prose):
+            if not PLACEHOLDER.search(f" {command} "):
+                found.append((page.name, program(shlex.split(command)), ""))
+    return found
+
+
 SWEEPS = [(page, argv, comment) for page, argv, comment in shown_commands()
-          if argv[1:3] == ["-m", "lab.sweep"]]
+          if argv[1:3] == ["-m", "lab.sweep"]] + inline_sweeps()
 OTHERS = [(page, argv) for page, argv, _ in shown_commands() if argv[1:3] != ["-m", "lab.sweep"]]
 
 
@@ -118,6 +133,8 @@ def test_the_commands_shown_are_found():
     assert first == [["-m", "lab.sweep", "--multirun", "+sweeps=smoke"],
                      ["analysis/plot_winrates.py", "results/smoke"]]
     assert len(SWEEPS) >= 15 and len(OTHERS) >= 10
+    assert ("writeups.md", ["-m", "lab.sweep", "--multirun", "+sweeps=seed000", "precision=float64",
+                            "results_dir=results/seed000_float64"]) in [(p, a[1:]) for p, a, _ in SWEEPS]
 
 
 def test_the_readme_keeps_its_two_commands_and_stays_an_entry_point():
