@@ -11,21 +11,19 @@ field and docs/knobs.md disagree.
 
 import ast
 import dataclasses
+import importlib.resources
 import inspect
 import sys
 import textwrap
 import typing
-from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from lab import agents
-from lab.compose import compose
+from lab.compose import CONF_PACKAGE, compose
 from lab.knobs import RunConfig, Settings
 from lab.search.settings import Settings as SearchSettings
 
-CONF = Path(__file__).resolve().parent / "conf"
-"""The lab's configs (the repository's conf/, installed as lab.conf)"""
 COMMAND = "python -m lab.reference > docs/knobs.md"
 
 
@@ -61,7 +59,8 @@ def shown(value) -> str:
 
 def shared_defaults() -> dict:
     """conf/config.yaml's own values, with its config-group choices (algorithm, opponent)."""
-    raw = OmegaConf.to_container(OmegaConf.load(CONF / "config.yaml"))
+    text = importlib.resources.files(CONF_PACKAGE).joinpath("config.yaml").read_text()
+    raw = OmegaConf.to_container(OmegaConf.create(text))  # the file compose reads
     groups = {key: value for entry in raw.pop("defaults") if isinstance(entry, dict)
               for key, value in entry.items() if not key.startswith("override ")}
     raw.pop("hydra")

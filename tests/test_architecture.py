@@ -57,6 +57,10 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
     copy = tmp_path / "lab-copy"
     shutil.copytree(REPO, copy, symlinks=True, ignore=shutil.ignore_patterns(
         ".git", "results", "__pycache__", "_build", "*.egg-info", ".pytest_cache"))
+    for configs in ("conf", "sweeps"):  # run from its folder, the copy must read its own configs
+        link = copy / "lab" / configs  # (a link where the lab ships them by a package mapping)
+        if not link.exists():
+            link.symlink_to(Path("..") / configs)
     commands = follow(copy)
     assert commands[0] == "python -m lab.reference > docs/knobs.md" and "lab.sweep" in commands[1]
     env = clean_env(PYTHONPATH=str(copy))
