@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from lab import game, opponents
 from sweeping import REPO, clean_env
 
 PAGE = REPO / "docs" / "architecture.md"
@@ -78,3 +80,12 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
     play = f"import lab.agents; print(lab.agents.load({str(checkpoint)!r}).act([1, 0, 0, 0, -1, 0, 0, 0, 0]))"
     done = subprocess.run([sys.executable, "-c", play], cwd=copy, env=env, capture_output=True, text=True)
     assert done.returncode == 0 and int(done.stdout) in (1, 2, 3, 5, 6, 7, 8), done.stderr
+
+
+def test_the_pages_example_opponent_is_a_move_table():
+    """The mask the page's opponent steps add to lab.opponents.table gives a legal move table."""
+    (expression,) = re.findall(r'`"center": lambda: (.+?)`', PAGE.read_text().replace("\n   ", " "))
+    moves = game.uniform_over(eval(expression, {**vars(opponents), "np": np}))  # noqa: S307 - the page's own code
+    rows = moves[game.DECISIONS]
+    assert np.allclose(rows.sum(axis=1), 1) and not (rows * ~game.LEGAL[game.DECISIONS]).any()
+    assert moves[game.EMPTY, 4] == 1 and moves[game.AFTER[game.EMPTY, 4]].max() < 1  # centre, else random
