@@ -27,7 +27,7 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from lab import export
+from lab import export, results
 from lab.knobs import ConfigError
 
 TRACKERS = (None, *export.TARGETS)
@@ -139,3 +139,14 @@ def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
         return cfg, [f"{k}={v}" for k, v in cfg.items() if k == "seed" or v != base[k]], next(numbers)
 
     return Hooks(callbacks, sweep_config, track, describe)
+
+
+def for_run(track) -> Hooks:
+    """The hooks of Hydra's run mode (lab.sweep.main): the tracker only, Hydra itself calls the
+    job callbacks around the run (with main's return value, `final_evaluation`)."""
+    return Hooks(None, None, track, describe=None)
+
+
+def final_evaluation(job) -> dict:
+    """The final exact evaluation of a job's run as results_dir holds it (its eval_* columns)."""
+    return export.final(results.read_runs(job.results_dir, [job.run_id]))

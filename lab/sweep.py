@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -791,18 +792,24 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
-def main(cfg: DictConfig) -> None:
-    """One run in this process (Hydra's run mode)."""
+def main(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
     try:
         p = plan([flat(cfg)])
+        try:
+            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+        except config.ConfigError as exc:
+            _fail(str(exc))
         for note in p.notes:
             print(note)
-        execution = execute(p.train, parallel=False)
+        execution = execute(p.train, parallel=False, hooks=hooks)
     except KeyboardInterrupt as stop:
         _interrupted(stop)
     status = report(p.train, execution)
     if status:
         sys.exit(status)
+    return callbacks.final_evaluation(*(p.train or p.skip))
 
 
 if __name__ == "__main__":

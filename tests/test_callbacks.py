@@ -13,6 +13,7 @@ import pytest
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 from lab import callbacks, export, results
 from lab.compose import compose
@@ -40,11 +41,13 @@ class Recorder(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         self._write(event="multirun_end", pid=os.getpid())
 
-    def on_job_start(self, config, **kwargs) -> None:
-        self._write(event="job_start", pid=os.getpid(), seed=config.seed, num=HydraConfig.get().job.num)
+    def on_job_start(self, config, **kwargs) -> None:  # hydra.job.num/id are unset in Hydra's run mode
+        num = OmegaConf.select(HydraConfig.get(), "job.num", default=None)
+        self._write(event="job_start", pid=os.getpid(), seed=config.seed, num=num)
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
-        self._write(event="job_end", pid=os.getpid(), run_id=HydraConfig.get().job.id, seed=job_return.cfg.seed,
+        run_id = OmegaConf.select(HydraConfig.get(), "job.id", default=None)
+        self._write(event="job_end", pid=os.getpid(), run_id=run_id, seed=job_return.cfg.seed,
                     overrides=list(job_return.overrides), status=job_return.status.name,
                     value=job_return.return_value)
 
@@ -118,10 +121,20 @@ def test_callbacks_hear_every_run_of_a_search(tmp_path):
     assert all(any(o.startswith("alpha=") for o in e["overrides"]) for e in heard_events if e["event"] == "job_end")
 
 
+def test_hydra_run_mode_hands_the_run_final_evaluation_to_on_job_end_and_tracks_it(tmp_path):
+    pytest.importorskip("tensorboardX", reason="the tracking extra")
+    heard = tmp_path / "heard.jsonl"
+    done = cli([*GRID[2:], "seed=4", "hydra.launcher.track=tensorboard", *recording(heard)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    (end,) = [e for e in events(heard) if e["event"] == "job_end"]  # Hydra's own call, main's return value
+    final = results.runs(results.load(tmp_path / "results")).iloc[0]
+    assert end["value"]["eval_p2_onestep_win"] == pytest.approx(final.eval_p2_onestep_win)
+    assert [p.name for p in (tmp_path / "results" / export.TENSORBOARD).iterdir()] == [f"mc_vfa-{final.run_id}"]
+
+
 def test_a_failed_run_ends_as_hydra_ends_a_failed_job(tmp_path):
     failed = lost(job(compose(*TINY, f"results_dir={tmp_path}")), RuntimeError("a node died"))
     config = compose(*TINY)
-    from omegaconf import OmegaConf
 
     ret = callbacks.job_return(OmegaConf.create({**config, "hydra": {"job": {"num": 0}}}), ["seed=0"], failed)
     assert ret.status is JobStatus.FAILED and ret.cfg.seed == 0 and "hydra" not in ret.cfg
@@ -130,8 +143,6 @@ def test_a_failed_run_ends_as_hydra_ends_a_failed_job(tmp_path):
 
 
 def test_a_finished_run_returns_its_last_exact_evaluation(tmp_path):
-    from omegaconf import OmegaConf
-
     result = run(job(compose(*TINY, "eval_every=2", f"results_dir={tmp_path}")))
     ret = callbacks.job_return(OmegaConf.create({"seed": 0, "hydra": {}}), [], result)
     last = result.rows.dropna(subset=["eval_p2_onestep_win"]).iloc[-1]
