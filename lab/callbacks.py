@@ -17,7 +17,6 @@ With `hydra.launcher.track=mlflow|tensorboard` each saved run is also exported (
 into results_dir's default store, so a later `lab-export` adds nothing for it.
 """
 
-import copy
 import itertools
 import os
 import sys
@@ -25,7 +24,7 @@ import sys
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobRuntime, JobStatus
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from lab import export, results
 from lab.knobs import ConfigError
@@ -83,10 +82,11 @@ class Hooks:
         cfg, overrides, num = self.describe(results_dir, result)
         config = self._job_config(cfg, overrides, num, result.run_id)
         before = HydraConfig.instance().cfg
-        HydraConfig.instance().set_config(config)
+        HydraConfig.instance().set_config(config)  # holds a copy of the job's Hydra node
         try:
             self.callbacks.on_job_start(config=config, task_function=None)
-            self.callbacks.on_job_end(config=config, job_return=job_return(config, overrides, result))
+            ret = job_return(OmegaConf.create(cfg), HydraConfig.instance().cfg, overrides, result)
+            self.callbacks.on_job_end(config=config, job_return=ret)
         finally:
             HydraConfig.instance().cfg = before
 
@@ -95,21 +95,19 @@ class Hooks:
         overrides, number and id (its run id)."""
         config = OmegaConf.create(cfg)
         with open_dict(config):
-            config.hydra = copy.deepcopy(self.sweep_config.hydra)
-        with open_dict(config.hydra):
+            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
+        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
             config.hydra.overrides.task = list(overrides)
             config.hydra.job.num, config.hydra.job.id = num, run_id
         return config
 
 
-def job_return(config: DictConfig, overrides: list[str], result) -> JobReturn:
-    """The JobReturn Hydra's run_job would give for the run: completed with its final exact
+def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:
+    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's
+    node; `hydra_cfg`: that node alone, as HydraConfig holds it): completed with its final exact
     evaluation, or failed with its error."""
-    task = copy.deepcopy(config)
-    with open_dict(task):
-        del task["hydra"]
-    ret = JobReturn(overrides=list(overrides), cfg=task, hydra_cfg=OmegaConf.create({"hydra": config.hydra}),
-                    working_dir=os.getcwd(), task_name=JobRuntime.instance().get("name"))
+    ret = JobReturn(overrides=list(overrides), cfg=task, hydra_cfg=hydra_cfg, working_dir=os.getcwd(),
+                    task_name=JobRuntime.instance().get("name"))
     if result.failed:
         ret.status, ret.return_value = JobStatus.FAILED, RuntimeError(str(result.rows["error"].iloc[0]))
     else:

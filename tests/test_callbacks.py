@@ -136,7 +136,7 @@ def test_a_failed_run_ends_as_hydra_ends_a_failed_job(tmp_path):
     failed = lost(job(compose(*TINY, f"results_dir={tmp_path}")), RuntimeError("a node died"))
     config = compose(*TINY)
 
-    ret = callbacks.job_return(OmegaConf.create({**config, "hydra": {"job": {"num": 0}}}), ["seed=0"], failed)
+    ret = callbacks.job_return(OmegaConf.create(config), OmegaConf.create({"hydra": {}}), ["seed=0"], failed)
     assert ret.status is JobStatus.FAILED and ret.cfg.seed == 0 and "hydra" not in ret.cfg
     with pytest.raises(RuntimeError, match="a node died"):
         ret.return_value  # noqa: B018 - Hydra's JobReturn raises a failed job's error
@@ -144,7 +144,7 @@ def test_a_failed_run_ends_as_hydra_ends_a_failed_job(tmp_path):
 
 def test_a_finished_run_returns_its_last_exact_evaluation(tmp_path):
     result = run(job(compose(*TINY, "eval_every=2", f"results_dir={tmp_path}")))
-    ret = callbacks.job_return(OmegaConf.create({"seed": 0, "hydra": {}}), [], result)
+    ret = callbacks.job_return(OmegaConf.create({"seed": 0}), OmegaConf.create({"hydra": {}}), [], result)
     last = result.rows.dropna(subset=["eval_p2_onestep_win"]).iloc[-1]
     assert ret.status is JobStatus.COMPLETED and ret.return_value["eval_p2_onestep_win"] == last.eval_p2_onestep_win
     assert all(key.startswith("eval_") for key in ret.return_value)
