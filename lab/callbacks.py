@@ -54,8 +54,9 @@ def _listens_to_jobs(callback) -> bool:
 
 class Hooks:
     """Called by the driver for each run it saves (`saved`). `describe(results_dir, result)` gives
-    the run's flat configuration, its overrides and its number in the sweep (hydra.job.num); `sweep_config` is the sweep's (Hydra's node included);
-    `callbacks` Hydra's Callbacks of the sweep (hydra_context.callbacks), or None."""
+    the run's flat configuration, its overrides and its number in the sweep (hydra.job.num);
+    `sweep_config` is the sweep's (Hydra's node included); `callbacks` Hydra's Callbacks of the
+    sweep (hydra_context.callbacks), or None."""
 
     def __init__(self, callbacks, sweep_config: DictConfig, track, describe):
         check_track(track)
