@@ -6,7 +6,7 @@ same process, and how much faster a 16-run sweep goes on 2 Ray workers than on 1
 start-up are excluded: each measurement warms up first. Then the driver of big grids (`--driver`
 alone): configurations planned per second, resuming a finished grid, reading a results directory
 of thousands of runs, and the driver's memory as finished runs add up. And the parallel section
-(`--parallel` alone): seed 000's grid end to end from the shell on 1 core and on all (where
+(`--parallel` alone): write-up 000's grid end to end from the shell on 1 core and on all (where
 parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and the
 speed-up they predict for 16 cores. And the search section (`--search` alone): the README's
 q_table search through the lab's sweeper against the same search written with Optuna alone. And
@@ -32,14 +32,14 @@ import pyarrow.parquet as pq
 from lab import agents, config, game, opponents, results
 from lab.compose import compose, grid
 
-SEED000 = ["algorithm=mc_vfa", "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false"]
-"""mc_vfa as seed 000's program runs it (greedy, no folding): the workload the benchmark's mc_vfa
+WRITEUP_000 = ["algorithm=mc_vfa", "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false"]
+"""mc_vfa as write-up 000's program runs it (greedy, no folding): the workload the benchmark's mc_vfa
 figures have always measured, whatever the shipped defaults."""
 
 # name -> (overrides, minimum seconds to measure); targets from issue 6.
 # The learners at their seeds' knobs: the same workload whatever the shipped defaults.
 CASES = {
-    "mc_vfa": ([*SEED000, "opponent=onestep", "player=2", "layers=5", "neurons=16", "alpha=0.01",
+    "mc_vfa": ([*WRITEUP_000, "opponent=onestep", "player=2", "layers=5", "neurons=16", "alpha=0.01",
                 "episodes_per_update=100"], 50_000),
     "q_table": (["algorithm=q_table", "opponent=random", "player=1", "alpha=0.5",
                  "epsilon_decay_per_game=0.999", "episodes_per_update=10000"], 200_000),
@@ -112,7 +112,7 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
 
 def evaluation_points() -> str:
     """The evaluation-point line of the benchmark; targets from issue 16."""
-    mc_vfa_ms = evaluation_point_ms([*SEED000, "layers=5", "neurons=32"])
+    mc_vfa_ms = evaluation_point_ms([*WRITEUP_000, "layers=5", "neurons=32"])
     q_table_ms = evaluation_point_ms(["algorithm=q_table", "episodes_per_update=1000"])
     return (f"evaluation point: mc_vfa 5x32 {mc_vfa_ms:.2f} ms (target 1.5), "
             f"q_table {q_table_ms:.2f} ms (target 0.5)")
@@ -131,7 +131,7 @@ def sweep_seconds(workers: int, iterations: int) -> float:
     from lab import sweep
 
     def jobs(seeds, results_dir):
-        cfgs = [compose(*SEED000, f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
+        cfgs = [compose(*WRITEUP_000, f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
                                "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
         return sweep.plan(cfgs)[0]
 
@@ -311,8 +311,8 @@ def report_section(quick: bool) -> None:
               f"summary and report in {seconds:.1f} s (target 30 s); the report {size:.1f} MB (target 20 MB)")
 
 
-# Every core busy (issue 16): seed 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
-PARALLEL_GRID = ["+sweeps=seed000", "memory=clear", "seed=range(0,4)"]
+# Every core busy (issue 16): write-up 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
+PARALLEL_GRID = ["+sweeps=writeup_mc_vfa", "memory=clear", "seed=range(0,4)"]
 
 
 def _timed_sweep(args: list[str]) -> tuple[float, float, str]:

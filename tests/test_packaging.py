@@ -19,7 +19,8 @@ def test_help_lists_exactly_the_labs_groups(tmp_path):
     listed = sorted(line.split(":")[0] for line in groups.splitlines() if ": " in line)
     assert listed == ["algorithm", "members", "net", "opponent", "sweeps"]
     assert ("sweeps: all_algorithms, search_alphazero, search_mc_vfa, search_negamax_q, search_q_net, "
-            "search_q_table, search_td_value, seed000, seed001, seed002, seed003, seed004, smoke"
+            "search_q_table, search_td_value, smoke, writeup_alphazero, writeup_mc_vfa, writeup_negamax_q, "
+            "writeup_q_table, writeup_td_value"
             in groups)
 
 
@@ -74,6 +75,9 @@ def test_tab_completion_of_lab_sweep(tmp_path, monkeypatch):
     done = cli(["-sc", "query=bash"], tmp_path)
     assert done.stdout.split() == [f"+sweeps=search_{a}" for a in ("alphazero", "mc_vfa", "negamax_q", "q_net",
                                                                     "q_table", "td_value")] + [
-        "+sweeps=seed000", "+sweeps=seed001", "+sweeps=seed002", "+sweeps=seed003", "+sweeps=seed004", "+sweeps=smoke"]
+        "+sweeps=smoke"]
+    monkeypatch.setenv("COMP_LINE", "lab-sweep +sweeps=w")
+    assert cli(["-sc", "query=bash"], tmp_path).stdout.split() == [
+        f"+sweeps=writeup_{a}" for a in ("alphazero", "mc_vfa", "negamax_q", "q_table", "td_value")]
     monkeypatch.setenv("COMP_LINE", "lab-sweep algorithm=q")
     assert cli(["-sc", "query=bash"], tmp_path).stdout.split() == ["algorithm=q_net", "algorithm=q_table"]

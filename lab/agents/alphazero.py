@@ -1,4 +1,4 @@
-"""AlphaZero: a policy + value net guiding PUCT search, trained on its own search (seed 002).
+"""AlphaZero: a policy + value net guiding PUCT search, trained on its own search (write-up 002).
 
 The net (`layers` x `neurons` tanh units) reads the board from the side to move's view (own marks
 +1, the opponent's -1) and outputs 9 move logits (softmax over the legal moves: the priors P) and
@@ -31,7 +31,7 @@ One iteration:
    net plays `gating_games` games in seat `player` against it; the candidate replaces the best
    unless its wins minus losses are lower. gating_games = 0 always replaces.
 
-Seed 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its 12
+Write-up 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its 12
 outputs: the one-hot result of the game for the side to move, [win, draw, loss], then the 9
 moves, all fitted by mean squared error; here the move part's target is the visit-count policy).
 The priors are then the 9 move outputs, floored at PRIOR_FLOOR on the legal moves and normalised,
@@ -83,9 +83,9 @@ class Config(Knobs):
     gating_games: int
     """games of the match deciding whether the candidate net replaces the best (0 = always)"""
     activation: str
-    """hidden units: tanh, or relu (seed 002's net)"""
+    """hidden units: tanh, or relu (write-up 002's net)"""
     head: str
-    """softmax_value: 9 logits + a tanh value; mse12: seed 002's 12 outputs fitted by MSE"""
+    """softmax_value: 9 logits + a tanh value; mse12: write-up 002's 12 outputs fitted by MSE"""
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
@@ -117,7 +117,7 @@ PRIOR_FLOOR = 1e-3
 
 def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
     """The priors over the legal moves (n, 9) and the values (n,) from the net's outputs: softmax
-    of the logits and tanh of the value output (10 outputs), or seed 002's head (12 outputs,
+    of the logits and tanh of the value output (10 outputs), or write-up 002's head (12 outputs,
     see the module doc)."""
     if outputs.shape[1] == HEADS["mse12"]:
         moves = np.where(legal, np.maximum(outputs[:, 3:], PRIOR_FLOOR), 0.0)
