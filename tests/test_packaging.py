@@ -102,6 +102,8 @@ def test_every_package_of_the_lab_is_installed():
     on_disk = {".".join(init.parent.relative_to(REPO).parts)
                for root in ("lab", "hydra_plugins") for init in (REPO / root).rglob("__init__.py")}
     mapped = {package: REPO / folder for package, folder in setuptools["package-dir"].items()}
+    missing = on_disk - set(setuptools["packages"])
+    assert not missing, f"pyproject.toml [tool.setuptools] packages lacks {sorted(missing)}: the wheel leaves them out"
     assert set(setuptools["packages"]) == on_disk | set(mapped) | {"lab", "hydra_plugins"}
     assert mapped == {"lab.conf": REPO / "conf", "lab.sweeps": REPO / "sweeps"}
 
