@@ -104,8 +104,8 @@ def test_every_sweep_shown_runs_as_a_dry_run(page, argv, comment, empty_dir):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["smoke", "seed000", "seed001", "seed002", "seed003", "seed004",
-                                  "all_algorithms"])
+@pytest.mark.parametrize("name", ["smoke", "writeup_mc_vfa", "writeup_q_table", "writeup_alphazero",
+                                  "writeup_td_value", "writeup_negamax_q", "all_algorithms"])
 def test_the_named_sweep_tables_give_the_runs_a_sweep_plans(name, empty_dir):
     """README.md and docs/sweeps.md list the named sweeps with their runs: what a dry run plans."""
     planned = planned_runs(dry_run((f"+sweeps={name}",), empty_dir))
@@ -133,8 +133,8 @@ def test_the_commands_shown_are_found():
     assert first == [["-m", "lab.sweep", "--multirun", "+sweeps=smoke"],
                      ["analysis/plot_winrates.py", "results/smoke"]]
     assert len(SWEEPS) >= 15 and len(OTHERS) >= 10
-    assert ("writeups.md", ["-m", "lab.sweep", "--multirun", "+sweeps=seed000", "precision=float64",
-                            "results_dir=results/seed000_float64"]) in [(p, a[1:]) for p, a, _ in SWEEPS]
+    assert ("writeups.md", ["-m", "lab.sweep", "--multirun", "+sweeps=writeup_mc_vfa", "precision=float64",
+                            "results_dir=results/writeup_mc_vfa_float64"]) in [(p, a[1:]) for p, a, _ in SWEEPS]
 
 
 def test_the_readme_keeps_its_two_commands_and_stays_an_entry_point():
