@@ -4,6 +4,7 @@ validates every knob and plans every run, training nothing), any other lab comma
 against its --help. Templates with placeholders go in ```text blocks."""
 
 import functools
+import importlib
 import re
 import shlex
 import shutil
@@ -180,3 +181,28 @@ def test_a_broken_link_or_a_page_left_out_fails_the_build(tmp_path):
         page.write_text(text + (page.read_text() if page.exists() else ""))
         done = sphinx(docs, docs.with_name(f"{docs.name}-html"))
         assert done.returncode != 0 and "WARNING" in done.stderr, fault
+
+
+NOT_CODE = {"lab.run_id"}
+"""Dotted names the docs mention that are not Python: the MLflow tag lab-export writes"""
+
+
+def test_every_module_and_name_of_the_lab_the_docs_mention_exists():
+    text = "".join(page.read_text() for page in PAGES)
+    stale = []
+    for dotted in sorted(set(re.findall(r"\blab(?:\.\w+)+", text)) - NOT_CODE):
+        parts = dotted.split(".")
+        for known in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:known]))
+                break
+            except ImportError:
+                continue
+        for name in parts[known:]:
+            found = getattr(found, name, None)
+        if found is None:
+            stale.append(dotted)
+    for path in sorted(set(re.findall(r"`((?:lab|tests|analysis|sweeps|conf|hydra_plugins)/[\w/.\-]*)`", text))):
+        if not (REPO / path).exists() and not re.search(r"[A-Z]{2,}", path):  # NAME: a template
+            stale.append(path)
+    assert not stale, f"the docs name what the code no longer has: {stale}"
