@@ -20,11 +20,10 @@ from pathlib import Path
 from lab import config, provenance, results
 from lab.run import RunResult, Training
 from lab.search import outcome
+from lab.search.saved import IDENTITY
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
-
-IDENTITY = "search.json"
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
@@ -134,7 +133,46 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     if done:
         outcomes = [sweep.Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
         print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
-    return outcome.finish(trials.configurations(), base, dims, settings, results_dir, figures)
+    configurations = trials.configurations()
+    status = outcome.finish(configurations, base, settings, results_dir)
+    if figures and outcome.rank(configurations, settings):
+        _apart(_figures, configurations, base, dims, settings, results_dir, figures)
+    return status
+
+
+def _apart(function, *arguments) -> None:
+    """`function` in a spawned process: what is drawn at the end of a search (matplotlib, plotly,
+    scipy, the runs read back: some 50 MB and more) stays out of the driver's memory, which only
+    the trials should size (issue 22: a 1,000-trial search's driver within 300 MB). Spawned, not
+    forked: the driver may hold Ray's or pyarrow's threads."""
+    import multiprocessing
+
+    sys.stdout.flush()  # the child's lines come after the driver's
+    sys.stderr.flush()
+    child = multiprocessing.get_context("spawn").Process(target=function, args=arguments, name="search figures")
+    child.start()
+    child.join()
+    if child.exitcode:
+        print(f"could not draw the search's figures (the process drawing them ended with status {child.exitcode})",
+              file=sys.stderr)
+
+
+def _figures(configurations, base, dims, settings, results_dir: Path, figures) -> None:
+    """The search's figures and report; with figures=all, every figure and the summary of
+    results_dir, as a grid draws them."""
+    from lab import report, sweep
+
+    outcome.draw(configurations, base, dims, settings, results_dir)
+    if figures == "all":
+        sweep.analyse([results_dir])
+    elif not report.has_extra():
+        print(report.EXTRA_NOTE)
+    else:
+        try:
+            print(f"report in {report.write_report(results_dir)} (open it in a browser)")
+        except Exception as exc:  # noqa: BLE001 - the runs are saved whatever happens here
+            print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: lab-report {results_dir}", file=sys.stderr)
 
 
 def _resuming(folder: Path, ours: dict) -> bool | None:
