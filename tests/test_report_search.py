@@ -1,7 +1,10 @@
 """The report's search view (lab.report_search) on hand-made configurations: the best so far,
 and knob importance that finds the knob that moves the objective."""
 
+import json
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from lab import report_search
@@ -45,3 +48,20 @@ def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apa
     assert table["status"].tolist() == ["finished", "stopped", "finished", "failed"]
     assert table["best"].tolist() == [0.3, 0.3, 0.5, 0.5]  # a stopped trial's 0.9 is no best
     assert table["iteration"].tolist() == [9, 3, 9, 0] and table["knobs"][0] == "alpha=0.2"
+
+
+def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
+    from lab import knob_figures, results
+    from lab.search import driver, saved
+
+    (tmp_path / results.SEARCH).mkdir()
+    identity = driver.identity({"algorithm": "q_table"}, DIMS, Settings())
+    (tmp_path / results.SEARCH / saved.IDENTITY).write_text(json.dumps(identity))
+    scales = saved.scales(tmp_path)
+    assert scales == {"alpha": "log", "epsilon": "linear", "memory": "category"}
+    assert saved.searched(tmp_path)[1] == DIMS and saved.scales(tmp_path / "none") == {}
+    # alpha found between 0.2 and 0.3 only: a guess from the values would draw it linear
+    table = pd.DataFrame({"alpha": [0.2, 0.25, 0.3], "epsilon": [0.5, 0.6, 0.7]})
+    assert knob_figures.positions(table, ["alpha"])[1] == "linear"
+    assert knob_figures.positions(table, ["alpha"], scales)[1] == "log"
+    assert knob_figures.positions(table, ["epsilon"], scales)[1] == "linear"
