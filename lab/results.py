@@ -255,7 +255,7 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
     """One more part of an index, under a name no other writer uses."""
-    table = pa.concat_tables(tables, promote_options="permissive").combine_chunks()
+    table = pa.concat_tables(tables, promote_options="permissive")  # not combined: the same file, one copy less
     _atomic_write(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
 
 
