@@ -13,6 +13,9 @@ For each group (an algorithm and a seat) it shows:
   view) and parallel coordinates; selecting points in the first, or brushing axes of the
   second, filters the table and so the curves.
 
+Where results_dir holds a search, a search view (lab.report_search): the objective per trial with
+the best so far, and the searched knobs' importance.
+
 Everything is aggregated before it is written: per configuration its statistics and its curves
 binned to at most CURVE_POINTS points (fewer when there are many configurations, so that the
 curves stay within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count.
