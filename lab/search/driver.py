@@ -142,7 +142,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     configurations = trials.configurations()
     status = outcome.finish(configurations, base, settings, results_dir)
     if figures and outcome.rank(configurations, settings):
-        _apart(_figures, configurations, base, dims, settings, results_dir, figures)
+        _apart(_figures, results_dir, figures)
     return status
 
 
@@ -163,12 +163,15 @@ def _apart(function, *arguments) -> None:
               file=sys.stderr)
 
 
-def _figures(configurations, base, dims, settings, results_dir: Path, figures) -> None:
-    """The search's figures and report; with figures=all, every figure and the summary of
-    results_dir, as a grid draws them."""
-    from lab import report, sweep
+def _figures(results_dir: Path, figures) -> None:
+    """The search's figures and report, the search read back from results_dir as lab-report
+    reads it (nothing of the driver's sent over); with figures=all, every figure and the
+    summary of results_dir, as a grid draws them."""
+    from lab import report, report_search, sweep
+    from lab.search import saved
 
-    outcome.draw(configurations, base, dims, settings, results_dir)
+    base, dims, settings = saved.searched(results_dir)
+    outcome.draw(report_search.configurations(results_dir), base, dims, settings, results_dir)
     if figures == "all":
         sweep.analyse([results_dir])
     elif not report.has_extra():
