@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 import lab
-from lab import config, forks, provenance, results, schedule
+from lab import callbacks, config, forks, provenance, results, schedule
 from lab.compose import CONF_PACKAGE, Composer, flat
 from lab.config import Job
 from lab.run import RunResult, in_the_driver, lost, run, run_batch
@@ -380,11 +381,11 @@ class Execution:
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
-            started: float | None = None, dashboard: bool = False) -> Execution:
+            started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
     """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
     process (`mode`), saving each result as it arrives. `started` is the sweep's start
     (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
-    stopped before it returns.
+    stopped before it returns. `hooks` (lab.callbacks.Hooks) hears of each run saved.
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
     """
@@ -398,6 +399,8 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
 
     def finish(job: Job, result: RunResult, running: int) -> None:
         writers.setdefault(job.results_dir, results.Writer(job.results_dir)).save(result)
+        if hooks is not None:
+            hooks.saved(job.results_dir, result)
         done.append(Outcome.of(result))
         progress.update(done[-1], running=running)
 
@@ -733,12 +736,13 @@ def record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
-           figures=True, dry_run=False, dashboard=False):
+           figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
     """Called by the lab's Hydra launcher with the whole grid.
 
     Before training: joins the Ray cluster if one is named and writes the sweep's record into
     each results_dir it trains into (`record`); a local Ray is started by `execute` (with its
-    dashboard if asked). None of this happens on a dry run, an invalid knob or when nothing is
+    dashboard if asked). Each run saved goes to Hydra's job callbacks and the tracker
+    (lab.callbacks). None of this happens on a dry run, an invalid knob or when nothing is
     left to train."""
     from hydra.core.utils import JobReturn, JobStatus
 
@@ -752,6 +756,10 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
+        try:
+            hooks = callbacks.for_grid(hydra_callbacks, sweep_config, track, composer, job_overrides, p.first)
+        except config.ConfigError as exc:
+            _fail(str(exc))
         print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
         for note in p.notes:
             print(note)
@@ -769,7 +777,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
                    {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
-                            started=started, dashboard=dashboard)  # starts a local Ray itself
+                            started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself
         if joins:
             disconnect()
             execution.seconds = time.perf_counter() - started
@@ -784,18 +792,24 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
-def main(cfg: DictConfig) -> None:
-    """One run in this process (Hydra's run mode)."""
+def main(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
     try:
         p = plan([flat(cfg)])
+        try:
+            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+        except config.ConfigError as exc:
+            _fail(str(exc))
         for note in p.notes:
             print(note)
-        execution = execute(p.train, parallel=False)
+        execution = execute(p.train, parallel=False, hooks=hooks)
     except KeyboardInterrupt as stop:
         _interrupted(stop)
     status = report(p.train, execution)
     if status:
         sys.exit(status)
+    return callbacks.final_evaluation(*(p.train or p.skip))
 
 
 if __name__ == "__main__":
