@@ -30,8 +30,8 @@ def on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num
     Returns the CPUs the runs had and how many runs were sent again after their worker or node
     was lost. A Ray this process starts (or joins) is stopped before it returns.
 
-    Starting a local Ray, this process forks early forks first (lab.forks): they take batches from
-    the same queue while Ray starts, until a Ray worker begins to train."""
+    Starting a local Ray, this process first starts its early forks (lab.forks): they take
+    batches from the same queue while Ray starts, until a Ray worker begins to train."""
     ours = not ray_connection.ray_started()
     early_forks = None
     if ours and placement.joins(address):
@@ -72,7 +72,8 @@ class RayTasks:
         self.code, self.finish, self.progress, self.early_forks = code, finish, progress, early_forks
         self.slots = _cpus()
         """the cluster's CPUs, read again as nodes join"""
-        self.queue = early_forks.queue if early_forks else forks.Queue(list(schedule.batches(jobs, self.slots)))
+        self.queue = (early_forks.queue if early_forks is not None
+                      else forks.Queue(list(schedule.batches(jobs, self.slots))))
         self.remote = ray.remote(num_cpus=1, max_retries=0)(run_batch)
         self.pending = {}
         """task -> (its batch, times sent before)"""
