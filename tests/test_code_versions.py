@@ -7,14 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lab import provenance, results
-from sweeping import TINY, cli, snapshot
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
-
-
-def _sweep(tmp_path, *args):
-    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], tmp_path)
-
+from sweeping import serial_grid, snapshot
 
 def _rewrite_commit(path, commit):
     """Make a stored run look trained by another commit."""
@@ -26,7 +19,7 @@ def _rewrite_commit(path, commit):
 @pytest.fixture
 def one_run_from_old_code(tmp_path):
     """results/ with two finished runs, one of them stamped with another commit."""
-    assert _sweep(tmp_path, "seed=0,1").returncode == 0
+    assert serial_grid(tmp_path, "seed=0,1").returncode == 0
     old = results.run_files(tmp_path / "results")[0]
     _rewrite_commit(old, "0123456789ab" + "c" * 28)
     return old
@@ -34,7 +27,7 @@ def one_run_from_old_code(tmp_path):
 
 def test_runs_of_another_code_version_are_reused_with_a_note(tmp_path, one_run_from_old_code):
     before = snapshot(tmp_path / "results")
-    done = _sweep(tmp_path, "seed=0,1")
+    done = serial_grid(tmp_path, "seed=0,1")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if "other code" in line]
     current = provenance.version_of(provenance.code())
@@ -46,14 +39,14 @@ def test_runs_of_another_code_version_are_reused_with_a_note(tmp_path, one_run_f
 
 
 def test_on_code_change_rerun_trains_them_again(tmp_path, one_run_from_old_code):
-    done = _sweep(tmp_path, "seed=0,1", "on_code_change=rerun")
+    done = serial_grid(tmp_path, "seed=0,1", "on_code_change=rerun")
     assert done.returncode == 0, done.stderr
     assert "1 runs to train" in done.stdout
     assert "trained by other code: 0123456789ab" in done.stdout and "training them again" in done.stdout
     again = pq.read_table(one_run_from_old_code, columns=["git_commit"]).to_pydict()["git_commit"]
     assert set(again) == {provenance.code()["git_commit"]}
     # the same code now: nothing more to say or do
-    done = _sweep(tmp_path, "seed=0,1", "on_code_change=rerun")
+    done = serial_grid(tmp_path, "seed=0,1", "on_code_change=rerun")
     assert "0 runs to train" in done.stdout and "other code" not in done.stdout
 
 

@@ -10,9 +10,7 @@ import pytest
 from lab import results, sweep
 from lab.run import run
 from lab.sweep import backends
-from sweeping import TINY, cli, snapshot
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
+from sweeping import SERIAL, TINY, cli, snapshot
 
 
 @pytest.fixture

@@ -4,14 +4,7 @@ Ray."""
 
 import pytest
 
-from sweeping import TINY, cli, snapshot
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
-
-
-def _sweep(tmp_path, *args):
-    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], tmp_path)
-
+from sweeping import SERIAL, TINY, cli, serial_grid, snapshot
 
 REFUSED = [  # (arguments, what the one line says)
     (["--multirun", "hydra.sweep.dir=elsewhere"], "hydra.sweep.dir=elsewhere is not used by the lab"),
@@ -42,5 +35,5 @@ def test_hydra_knobs_the_lab_does_not_follow_are_refused_in_one_line(tmp_path, a
 
 
 def test_hydra_folder_knobs_at_their_values_pass(tmp_path):
-    done = _sweep(tmp_path, "hydra.sweep.dir=${results_dir}/_sweeps", "hydra.run.dir=.")
+    done = serial_grid(tmp_path, "hydra.sweep.dir=${results_dir}/_sweeps", "hydra.run.dir=.")
     assert done.returncode == 0, done.stderr

@@ -12,14 +12,7 @@ import pytest
 
 from lab import sweep
 from lab.sweep import ray_connection
-from sweeping import TINY, clean_env, cli
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
-
-
-def _sweep(tmp_path, *args):
-    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], tmp_path)
-
+from sweeping import clean_env, serial_grid
 
 def _unset_auth_mode(monkeypatch):
     """No RAY_AUTH_MODE during the test, and none after it either: connect() sets it, and
@@ -61,7 +54,7 @@ def test_the_dashboard_is_off_by_default_and_the_flag_turns_it_on(monkeypatch, c
 
 
 def test_the_dashboard_flag_reaches_the_launcher(tmp_path):
-    done = _sweep(tmp_path, "hydra.launcher.dashboard=true", "hydra.launcher.dry_run=true")
+    done = serial_grid(tmp_path, "hydra.launcher.dashboard=true", "hydra.launcher.dry_run=true")
     assert done.returncode == 0, done.stderr  # accepted (a dry run starts no Ray)
 
 

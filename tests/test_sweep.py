@@ -11,9 +11,8 @@ import pandas as pd
 import pytest
 
 from lab import results, sweep
-from sweeping import TINY, clean_env, cli
+from sweeping import clean_env, cli, serial_grid
 
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
 PACKAGE = Path(sweep.__file__).parent
 PUBLIC = {  # the names other modules and users take from lab.sweep -> the module named after its job
     "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "placement",
@@ -23,10 +22,6 @@ PUBLIC = {  # the names other modules and users take from lab.sweep -> the modul
     "TOKEN_HINT": "ray_connection", "Progress": "progress", "Outcome": "progress",
     "HydraKnobs": "hydra_knobs", "launch": "entry", "analyse": "entry",
 }
-
-
-def _sweep(tmp_path, *args):
-    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], tmp_path)
 
 
 def test_the_public_names_stay_importable_from_lab_sweep():
@@ -47,7 +42,7 @@ def test_no_module_of_the_sweep_is_over_450_lines_nor_a_function_over_60():
 
 
 @pytest.mark.integration
-def test_python_m_lab_sweep_is_a_hydra_job_named_sweep(tmp_path):
+def test_python_m_lab_sweep_is_a_hydra_job_namedserial_grid(tmp_path):
     done = subprocess.run([sys.executable, "-m", "lab.sweep", "--cfg", "hydra", "--package", "hydra.job"],
                           cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -61,7 +56,7 @@ def test_the_command_in_this_process_is_the_same_job(tmp_path):
 
 
 def test_hydras_basic_sweeper_keeps_results_dir_a_table(tmp_path):
-    done = _sweep(tmp_path, "hydra/sweeper=basic", "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
+    done = serial_grid(tmp_path, "hydra/sweeper=basic", "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
     assert done.returncode == 0, done.stderr
     out = tmp_path / "results"
     assert (out / results.SWEEPS / "multirun.yaml").is_file()  # Hydra's own record, beside ours
@@ -71,7 +66,7 @@ def test_hydras_basic_sweeper_keeps_results_dir_a_table(tmp_path):
 
 
 def test_the_lab_sweeper_honours_max_batch_size(tmp_path):
-    done = _sweep(tmp_path, "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
+    done = serial_grid(tmp_path, "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if "configurations," in line] == \
         ["2 configurations, 2 runs to train", "1 configurations, 1 runs to train"]

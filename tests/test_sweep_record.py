@@ -6,13 +6,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from lab import provenance, results
-from sweeping import TINY, cli
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
-
-
-def _sweep(tmp_path, *args):
-    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], tmp_path)
+from sweeping import serial_grid
 
 
 def _records(tmp_path):
@@ -20,7 +14,7 @@ def _records(tmp_path):
 
 
 def test_a_sweep_that_trains_leaves_a_record_of_its_config(tmp_path):
-    done = _sweep(tmp_path, "seed=0,1")
+    done = serial_grid(tmp_path, "seed=0,1")
     assert done.returncode == 0, done.stderr
     (record,) = _records(tmp_path)
     doc = OmegaConf.load(record)
@@ -36,13 +30,13 @@ def test_a_sweep_that_trains_leaves_a_record_of_its_config(tmp_path):
     assert len(pd.read_parquet(tmp_path / "results")) == 6 and len(results.load(tmp_path / "results")) == 6
 
     # nothing left to train: no new record; a second sweep that trains: a second one
-    assert _sweep(tmp_path, "seed=0,1").returncode == 0
+    assert serial_grid(tmp_path, "seed=0,1").returncode == 0
     assert len(_records(tmp_path)) == 1
-    assert _sweep(tmp_path, "seed=2").returncode == 0
+    assert serial_grid(tmp_path, "seed=2").returncode == 0
     assert len(_records(tmp_path)) == 2
 
 
 def test_no_record_on_a_dry_run_or_an_invalid_knob(tmp_path):
-    assert _sweep(tmp_path, "seed=0,1", "hydra.launcher.dry_run=true").returncode == 0
-    assert _sweep(tmp_path, "seed=0,1", "alpha=7").returncode == 2
+    assert serial_grid(tmp_path, "seed=0,1", "hydra.launcher.dry_run=true").returncode == 0
+    assert serial_grid(tmp_path, "seed=0,1", "alpha=7").returncode == 2
     assert not (tmp_path / "results").exists()
