@@ -12,7 +12,7 @@ probability) or a move table itself, so tie-breaking at random is averaged over 
 
 - random_win / random_draw / random_loss, onestep_win / onestep_draw / onestep_loss: the exact
   probabilities of each result against that opponent (lab.opponents);
-- winning_lines / drawing_lines / losing_lines / total_lines / never_loses: seed 004's metric,
+- winning_lines / drawing_lines / losing_lines / total_lines / never_loses: write-up 004's metric,
   counting lines of play (its three shares are the first three over total_lines);
 - optimal_move_rate: how often the agent's move keeps the minimax value.
 
@@ -248,7 +248,7 @@ def exact(agent, player: int) -> dict:
       move is followed) and the opponent plays any legal move; `losing_lines`: how many of them
       the agent loses, `winning_lines` / `drawing_lines` how many it wins / draws (the three add
       up to total_lines); `never_loses`: losing_lines == 0, i.e. no opponent can ever beat it.
-      Lines are counted, not weighted by probability (seed 004's metric).
+      Lines are counted, not weighted by probability (write-up 004's metric).
     - `optimal_move_rate`: over the agent's decision positions reachable in those lines, the mean
       probability its table puts on moves that keep the minimax value (lab.game.OPTIMAL); 1 means
       it never gives away a won or drawn position.
@@ -279,7 +279,7 @@ ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "
 
 
 def alternated(as_x: dict, as_o: dict) -> dict:
-    """Win/draw/loss against each opponent with seats alternated (seed 002's match: the agent
+    """Win/draw/loss against each opponent with seats alternated (write-up 002's match: the agent
     plays X in half the games and O in the other half), exactly: the mean of exact(agent, 1)
     and exact(agent, 2)."""
     return {key: (as_x[key] + as_o[key]) / 2 for key in ALTERNATED_KEYS}

@@ -51,7 +51,7 @@ STATUS = {"finished": "FINISHED", "failed": "FAILED", "stopped": "KILLED"}
 def knobs(row: pd.Series) -> dict:
     """The knobs of a run (one of its rows) that it sets: plain Python values, nulls left out."""
     names = RUN_KEYS + agents.knob_names()
-    return {k: _plain(row[k]) for k in names if k in row.index and not _missing(row[k])}
+    return {k: _python_value(row[k]) for k in names if k in row.index and not _missing(row[k])}
 
 
 def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
@@ -150,7 +150,7 @@ def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFr
     sweeps = records(results_dir)
     for run_id, rows in table.groupby("run_id", sort=True):
         first = rows.iloc[0]
-        tags = {RUN_ID_TAG: run_id, **{k: str(_plain(first[k])) for k in TAGS if k in rows and not _missing(first[k])}}
+        tags = {RUN_ID_TAG: run_id, **{k: str(_python_value(first[k])) for k in TAGS if k in rows and not _missing(first[k])}}
         parent = sweep_of(first["started_utc"], sweeps) if "started_utc" in rows else None
         if parent is not None:
             tags["mlflow.parentRunId"] = parents[parent.name]
@@ -287,7 +287,8 @@ def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
 
 
-def _plain(value):
+def _python_value(value):
+    """A table cell as a plain Python value (a numpy scalar unwrapped), for a tracker's API."""
     return value.item() if hasattr(value, "item") else value
 
 

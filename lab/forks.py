@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from lab.config import Job
+from lab.files import write_atomic
 from lab.run import RunResult, exclude_imports_from_startup, lost, run
 
 FORK = multiprocessing.get_context("fork")
@@ -135,8 +136,5 @@ def _train(queue: Queue, code: dict, stop, folder: Path) -> None:
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     while not stop.is_set() and (batch := queue.take(by_fork=True)) is not None:
         for position, job in enumerate(queue.batches[batch]):
-            data = pickle.dumps(run(job, code))
-            partial = folder / f".{batch}-{position}.tmp"
-            partial.write_bytes(data)
-            os.replace(partial, folder / f"{batch}-{position}.run")  # whole, or not there
+            write_atomic(folder / f"{batch}-{position}.run", pickle.dumps(run(job, code)))
 

@@ -224,26 +224,9 @@ def _greedy_rows(scores, legal, probs, rows):
 
 @njit(cache=True)
 def seed_kernels(seed):
-    """Seed the random stream the compiled kernels draw from (one per process)."""
+    """Seed the random stream the compiled kernels draw from (one per process; where it stands:
+    lab.compat.numba.kernel_stream)."""
     np.random.seed(seed)
-
-
-def kernel_stream():
-    """Where the compiled kernels' random stream (`seed_kernels`) stands, to go on from later
-    with `set_kernel_stream`: how one process trains several runs in turn (a search's seeds),
-    each on its own stream. numba has no public accessor for this state: its _helperlib is the
-    one numba itself uses to seed the stream (lab.agents.base saves it the same way)."""
-    from numba import _helperlib
-
-    index, keys = _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
-    return index, keys
-
-
-def set_kernel_stream(state) -> None:
-    """Put the compiled kernels' random stream back where `kernel_stream` found it."""
-    from numba import _helperlib
-
-    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), state)
 
 
 @njit(cache=True)

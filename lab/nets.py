@@ -1,6 +1,6 @@
 """A small numpy multilayer perceptron: init, forward, backprop, gradient step, save and load.
 
-Seed 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
+Write-up 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
 biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over the batch and one
 full-batch gradient step per update. Parameters and passes are float32 by default: the values
 only rank moves. Other learners reuse it with a linear output and their own loss by handing
@@ -52,7 +52,7 @@ class MLP:
     def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh", dtype=np.float32,
                  hidden: str = "tanh"):
         """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation of the last
-        layer; hidden: 'tanh' or 'relu' activation of the others (seed 002's net is ReLU)."""
+        layer; hidden: 'tanh' or 'relu' activation of the others (write-up 002's net is ReLU)."""
         if output not in ("tanh", "linear"):
             raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
         if hidden not in ("tanh", "relu"):

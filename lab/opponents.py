@@ -3,7 +3,7 @@ exact evaluation alike.
 
 - random: a uniformly random legal move.
 - onestep: an immediate win if it has one (uniform among them), else a uniformly random move. It
-  never blocks (seed 000's OneStepPolicy).
+  never blocks (write-up 000's OneStepPolicy).
 - block: an immediate win if possible, else a move that blocks the opponent's immediate win, else
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.

@@ -9,7 +9,7 @@ fixed opponent (random, onestep, block, perfect) or another checkpoint, and the 
 printed. Both players' greedy moves are move tables (lab.game), so thousands of games take
 well under a second.
 
---start BOARD begins every game from a given position (seed 004 played from openings): nine
+--start BOARD begins every game from a given position (write-up 004 played from openings): nine
 cells, row by row, each x, o or . (or -), such as `x...o....`. --show-values prints the agent's
 score of each legal move before it moves (higher is better for it).
 """

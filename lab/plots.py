@@ -1,6 +1,6 @@
 """Figures from a results table (lab.results.load), written as PNGs into RESULTS_DIR/_figures.
 
-- winrate_figures: seed 000's figure. One per (algorithm, seat or self-play, layers, neurons):
+- winrate_figures: write-up 000's figure. One per (algorithm, seat or self-play, layers, neurons):
   the player-1 (X) win rate of each iteration's training games against training episodes, one
   line per configuration (lab.summary names them), its seeds drawn as their mean with a 95% band.
 - exact_figures: the same configurations, exact evaluation (lab.evaluate) of the greedy agent in
@@ -8,7 +8,7 @@
   dashed lines, optimal-move rate and the share of losing lines.
 - comparison_figure: every algorithm's best configuration (lab.summary's definition) per
   evaluation opponent and seat: exact win rate against training episodes on a log axis.
-- outcome_figures: seed 001's figure, one per configuration whose runs explore epsilon-greedily:
+- outcome_figures: write-up 001's figure, one per configuration whose runs explore epsilon-greedily:
   over the training games of each iteration (a bin), the mean outcome (1 X wins, 0 draw, -1 O
   wins), the numbers of wins, draws and losses of the agent, and the epsilon of the games.
 
@@ -16,7 +16,7 @@
   configuration against each knob that varies, with intervals (needs scipy, the `report` extra).
 
 Each function takes a results directory or its already loaded table and returns the files it
-wrote. Figures with a line per configuration, and seed 001's figure of each configuration, are
+wrote. Figures with a line per configuration, and write-up 001's figure of each configuration, are
 drawn for at most PER_CONFIGURATION configurations (a figure's, a results directory's) unless
 `every` is set: past that nobody compares them by eye, and the report (lab.report) shows them. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
 t(0.975, seeds - 1) x standard error); with 2, the band would be 12.7 standard errors wide and
@@ -49,7 +49,7 @@ def left_out_note(count: int) -> str:
 
 SMOOTH = 10
 """Default rolling window (iterations) for the training-game win rates: with 10 or 100 games per
-iteration the raw rates are mostly sampling noise. 1 draws them raw, as seed 000 did."""
+iteration the raw rates are mostly sampling noise. 1 draws them raw, as write-up 000 did."""
 
 
 def t975(df: np.ndarray) -> np.ndarray:
@@ -149,7 +149,7 @@ def _seeds_note(group: pd.DataFrame) -> str:
 
 
 def _better(side: str) -> str:
-    """Which way of seed 000's player-1 win rate is better for the agent."""
+    """Which way of write-up 000's player-1 win rate is better for the agent."""
     if side == "player1":
         return "the agent is X: higher is better"
     if side == "player2":
@@ -169,7 +169,7 @@ def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int
 
 def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False,
                     left_out: list | None = None) -> list[Path]:
-    """Seed 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
+    """Write-up 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
     `every` and `left_out`: see _drawn."""
     frame, out_dir = _outputs(data, out_dir)
     frame = frame.assign(side=_side(frame))
@@ -278,7 +278,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
 
 
 def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
-    """Seed 001's three-panel figure (see module doc), one per configuration whose exploration
+    """Write-up 001's three-panel figure (see module doc), one per configuration whose exploration
     rate (train_epsilon) changes during training, the runs whose third panel says something; seeds
     drawn as their mean (raw bins, as the notebook drew them)."""
     frame, out_dir = _outputs(data, out_dir)
@@ -367,12 +367,12 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = F
 
 _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
 
-- <algorithm>_ttt_<player1|player2|self>[_l<L>_n<N>].png: seed 000's figure, the player-1 win
+- <algorithm>_ttt_<player1|player2|self>[_l<L>_n<N>].png: write-up 000's figure, the player-1 win
   rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
 - <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
   OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
 - comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x;
-- <algorithm>_outcomes_<configuration>.png: seed 001's figure, mean outcome, wins/draws/losses
+- <algorithm>_outcomes_<configuration>.png: write-up 001's figure, mean outcome, wins/draws/losses
   and epsilon per iteration of training games (runs whose epsilon decays);
 - <algorithm>_knobs_<X|O>.png: the final exact win - loss of each configuration against each
   knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (these two
@@ -391,7 +391,7 @@ def main() -> None:
     parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
     parser.add_argument("--smooth", type=int, default=SMOOTH,
                         help=f"rolling mean over N iterations of the training-game win rates "
-                             f"(default {SMOOTH}; 1 = raw, as seed 000)")
+                             f"(default {SMOOTH}; 1 = raw, as write-up 000)")
     parser.add_argument("--all", action="store_true",
                         help=f"also the figures of more than {PER_CONFIGURATION} configurations")
     args = parser.parse_args()

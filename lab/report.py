@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from lab import compare, evaluate, knob_figures, plots, results, stats, summary
+from lab.files import write_atomic
 
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
@@ -223,10 +224,7 @@ def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
     if compared is None or compared[0].empty:
         raise ValueError(f"no finished run with an exact evaluation in {results_dir}: nothing to report")
     out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_suffix(".tmp")
-    temporary.write_text(page(build(frame, compared, results_dir)), encoding="utf-8")
-    temporary.replace(out)  # a reader never sees half a page
+    write_atomic(out, page(build(frame, compared, results_dir)).encode("utf-8"))  # never half a page
     return out
 
 

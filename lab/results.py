@@ -15,8 +15,6 @@ ones. The index is only a cache: deleting it is always safe, and a damaged part 
 
 import hashlib
 import io
-import os
-import tempfile
 import typing
 import uuid
 from collections.abc import Mapping
@@ -31,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, evaluate, provenance
+from lab.files import write_atomic
 from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
@@ -103,28 +102,6 @@ def schema() -> pa.Schema:
     return pa.schema(list(fields.items()))
 
 
-def _file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write via a hidden temporary file in the same directory, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode())  # mkstemp makes files private; results are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def arrow_table(rows: pd.DataFrame) -> pa.Table:
     """The rows in the schema: the columns they have converted, the others typed nulls (a
     column of NaN cannot become a timestamp or a string)."""
@@ -159,10 +136,10 @@ def _save(result, results_dir) -> tuple[Path, pa.Table]:
     results_dir = Path(results_dir)
     if result.checkpoint is not None:
         ck = results_dir / CHECKPOINTS / f"{result.run_id}.npz"
-        _atomic_write(ck, lambda f: f.write(result.checkpoint))
+        write_atomic(ck, result.checkpoint, durable=True)
     table = arrow_table(result.rows)
     path = results_dir / f"{result.run_id}.parquet"
-    _atomic_write(path, lambda f: pq.write_table(table, f))
+    write_atomic(path, lambda f: pq.write_table(table, f), durable=True)
     return path, table
 
 
@@ -256,7 +233,7 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
     """One more part of an index, under a name no other writer uses."""
     table = pa.concat_tables(tables, promote_options="permissive").combine_chunks()
-    _atomic_write(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
+    write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f), durable=True)
 
 
 def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:

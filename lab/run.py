@@ -7,7 +7,6 @@ status "failed" and the error in every row, so a sweep records it and goes on.
 import contextlib
 import io
 import json
-import os
 import time
 import traceback
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import lab
 from lab import evaluate, provenance
 from lab.agents.base import Agent
 from lab.config import Job
+from lab.files import write_atomic
 from lab.knobs import RunConfig
 
 _IMPORT_SECONDS = time.perf_counter() - lab.IMPORT_STARTED
@@ -74,7 +74,15 @@ class RunResult:
         return bool((self.rows["status"] == "stopped").any())
 
 
-def _plain(value):
+def ended(run_id: str, rows: pd.DataFrame, status: str, error: str | None, checkpoint: bytes | None,
+          **stamp) -> RunResult:
+    """A run's result: every row stamped with the run's status ("finished", "stopped" or
+    "failed") and error, then with `stamp` (its times and provenance, when it trained here)."""
+    return RunResult(run_id, rows.assign(status=status, error=error, **stamp), checkpoint)
+
+
+def _python_scalar(value):
+    """json.dumps' fallback: a numpy scalar in a row as the Python number it holds."""
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} in a run row")
@@ -83,7 +91,7 @@ def _plain(value):
 def snapshot(learner, rows: list[dict], train_seconds: float) -> bytes:
     """A run in progress as .npz bytes: the learner's whole training state (Learner.state) and
     the rows trained so far (JSON). Never pickled; `resume` reads it back."""
-    progress = json.dumps({"rows": rows, "train_seconds": train_seconds}, default=_plain)
+    progress = json.dumps({"rows": rows, "train_seconds": train_seconds}, default=_python_scalar)
     buffer = io.BytesIO()
     np.savez(buffer, run_progress=np.array(progress), **learner.state())
     return buffer.getvalue()
@@ -96,13 +104,6 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
     progress = json.loads(str(arrays.pop("run_progress")))
     learner.restore(arrays)
     return progress["rows"], progress["train_seconds"]
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
@@ -213,7 +214,7 @@ class Training:
 
     def save_state(self) -> None:
         """Write the run's training state (`snapshot`) to state_path, atomically."""
-        _write_atomic(self.state_path, self.snapshot())
+        write_atomic(self.state_path, self.snapshot())
 
     def snapshot(self) -> bytes:
         return snapshot(self.learner, self.rows, self.training.seconds)
@@ -233,15 +234,13 @@ class Training:
         rows = self.rows if self.error is None or self.rows else [
             {**self.columns, "iteration": 0, "episodes": 0, "train_seconds": self.training.seconds,
              "eval_seconds": self.evaluating.seconds}]
-        frame = pd.DataFrame(rows)
-        frame["status"] = "failed" if self.error else "stopped" if self.stopped else "finished"
-        frame["error"] = self.error
-        frame["startup_seconds"] = self.startup + self.training.compiling + self.evaluating.compiling
-        frame["wall_seconds"] = self.startup + self.active_seconds + time.perf_counter() - began
-        stamp = {"started_utc": self.started, "finished_utc": pd.Timestamp.now(tz="UTC"),
-                 **(self.code or provenance.code()), **provenance.machine()}
-        return RunResult(self.columns["run_id"], frame.assign(**stamp),
-                         checkpoint if self.error is None else None)
+        status = "failed" if self.error else "stopped" if self.stopped else "finished"
+        return ended(self.columns["run_id"], pd.DataFrame(rows), status, self.error,
+                     checkpoint if self.error is None else None,
+                     startup_seconds=self.startup + self.training.compiling + self.evaluating.compiling,
+                     wall_seconds=self.startup + self.active_seconds + time.perf_counter() - began,
+                     started_utc=self.started, finished_utc=pd.Timestamp.now(tz="UTC"),
+                     **(self.code or provenance.code()), **provenance.machine())
 
 
 def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
@@ -272,10 +271,8 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
 def lost(job: Job, exc: BaseException) -> RunResult:
     """A run lost with the process that trained it (a Ray task failed for good, a fork died):
     one failed row, so the sweep records it and the next one re-trains it."""
-    return RunResult(job.run_id, pd.DataFrame([{
-        "run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0,
-        "train_seconds": 0.0, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-    }]), None)
+    row = {"run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0, "train_seconds": 0.0}
+    return ended(job.run_id, pd.DataFrame([row]), "failed", f"{type(exc).__name__}: {exc}", None)
 
 
 def run_batch(jobs: list[Job], code: dict, signal: str | None = None) -> list[RunResult]:

@@ -2,7 +2,7 @@
 per seat, and the best configuration of each algorithm against each opponent in each seat.
 
 A *configuration* is a run's knobs without its seed: its seeds are repeats of one experiment.
-Its name follows seed 000's legend (`ttt_player2_l5_n32_a0.01_e100_i1000`; `ttt_self_...` for
+Its name follows write-up 000's legend (`ttt_player2_l5_n32_a0.01_e100_i1000`; `ttt_self_...` for
 self-play, parts of knobs the algorithm does not use left out), followed by every other knob
 that varies among the runs of its algorithm (` opponent=random`, ` memory=keep`), so a name is unique
 within its algorithm.
@@ -25,7 +25,7 @@ SUMMARY = "_summary"
 """Subfolder of a results directory for the summary files (skipped by pandas.read_parquet)."""
 NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_update", "e"),
               ("iterations", "i"))
-"""Knobs spelled in seed 000's legend name, with their letter."""
+"""Knobs spelled in write-up 000's legend name, with their letter."""
 
 
 def table(data, stopped: bool = False) -> pd.DataFrame:

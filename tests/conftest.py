@@ -6,6 +6,7 @@ process only, and a guard below fails any of its tests that starts a process or 
 `slow` tests train for tens of seconds to check learning thresholds.
 """
 
+import platform
 import subprocess
 
 import numpy as np
@@ -18,6 +19,17 @@ from lab.run import run
 
 
 provenance.code()  # asks git once per process (cached), before the guard below starts refusing
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The CPU the suite ran on, last: the golden runs (tests/test_same_rows.py) promise the same
+    rows on every CPU, and a log that names the CPU shows on which ones they held."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):  # not Linux
+        model = platform.processor() or "unknown"
+    terminalreporter.write_line(f"CPU: {model} ({platform.machine()})")
 
 
 @pytest.fixture(autouse=True)

@@ -44,7 +44,7 @@ def sweep_dir(tmp_path_factory):
 def test_sweep_ends_with_figures_and_summary(sweep_dir):
     out, done = sweep_dir
     assert "8 runs finished, 0 failed" in done.stdout
-    # before the self-play runs; + seed 001's figure for the two td_value configurations
+    # before the self-play runs; + write-up 001's figure for the two td_value configurations
     assert f"11 figures in {out / results.FIGURES}" in done.stdout  # before the self-play runs
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
     assert f"report in {out / report.REPORT / 'index.html'}" in done.stdout
@@ -254,7 +254,7 @@ def test_the_seed_figure_says_which_way_is_better():
 
 
 def test_outcome_figure_for_runs_that_explore(tmp_path):
-    """Seed 001's figure: one per configuration whose epsilon decays (mean outcome,
+    """Write-up 001's figure: one per configuration whose epsilon decays (mean outcome,
     wins/draws/losses, epsilon per iteration); none for a constant epsilon, zero or not."""
     for overrides in (("algorithm=q_table", "opponent=random", "player=1", "seed=0"),
                       ("algorithm=q_table", "opponent=random", "player=1", "seed=1"),
@@ -287,14 +287,14 @@ def test_figures_takes_true_all_or_false(tmp_path):
 
 @pytest.mark.integration
 def test_figures_all_draws_the_figures_of_every_configuration(tmp_path):
-    """17 configurations of q_table (its epsilon decays: seed 001's figure for each)."""
+    """17 configurations of q_table (its epsilon decays: write-up 001's figure for each)."""
     grid = ["--multirun", "algorithm=q_table", "opponent=random", "player=1", "iterations=3",
             "episodes_per_update=10", "alpha=" + ",".join(f"{0.05 * i:.2f}" for i in range(1, 18)),
             "results_dir=out", "hydra.launcher.parallel=false"]
     done = cli(grid, tmp_path)
     assert done.returncode == 0, done.stderr
     assert plots.left_out_note(1 + 1 + 17) in done.stdout
-    # the seat's figure of 17 lines and 17 of seed 001's left out; the rest drawn
+    # the seat's figure of 17 lines and 17 of write-up 001's left out; the rest drawn
     assert sorted(p.name for p in (tmp_path / "out" / results.FIGURES).iterdir()) == [
         "comparison_exact_win.png", "q_table_knobs_X.png", "q_table_parallel_X_onestep.png",
         "q_table_parallel_X_random.png"]

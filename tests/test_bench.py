@@ -3,26 +3,27 @@ otherwise: `python -m lab.bench` takes minutes)."""
 
 import pytest
 
-from lab import bench
+from lab.bench import cluster, parallel, search, throughput
+from lab.bench.report import REPORT_GRID
 
 
 def test_in_process_measurements_run():
-    assert bench.engine_games_per_second(0.05) > 0
-    overrides, _ = bench.CASES["q_table"]
-    assert bench.training_episodes_per_second([*overrides, "episodes_per_update=100"], 0.05) > 0
-    assert 0 < bench.evaluation_point_ms(["algorithm=q_table", "episodes_per_update=100"],
+    assert throughput.engine_games_per_second(0.05) > 0
+    overrides, _ = throughput.CASES["q_table"]
+    assert throughput.training_episodes_per_second([*overrides, "episodes_per_update=100"], 0.05) > 0
+    assert 0 < throughput.evaluation_point_ms(["algorithm=q_table", "episodes_per_update=100"],
                                          iterations=1, repeats=2) < 1000
 
 
 def test_longest_first_makespan():
-    assert bench.longest_first_makespan([3, 3, 2, 2, 2], cores=2) == 7  # 3+2+2 | 3+2
-    assert bench.longest_first_makespan([5, 1, 1], cores=4) == 5
+    assert parallel.longest_first_makespan([3, 3, 2, 2, 2], cores=2) == 7  # 3+2+2 | 3+2
+    assert parallel.longest_first_makespan([5, 1, 1], cores=4) == 5
 
 
 @pytest.mark.integration
 def test_the_plain_optuna_baseline_runs():
     """The search section's baseline (Optuna alone over lab.run) searches and finds a value."""
-    best, episodes = bench.plain_optuna(0, trials=2, processes=2)
+    best, episodes = search.plain_optuna(0, trials=2, processes=2)
     assert -1 <= best <= 1 and 2 * 12_000 <= episodes <= 2 * 100_000  # each trained to a rung at least
 
 
@@ -30,7 +31,7 @@ def test_the_report_sections_grid_is_2500_configurations_of_the_current_knobs(tm
     from lab import sweep
     from lab.compose import grid
 
-    composer, jobs = grid(*bench.REPORT_GRID, "seed=0", f"results_dir={tmp_path}")
+    composer, jobs = grid(*REPORT_GRID, "seed=0", f"results_dir={tmp_path}")
     planned = sweep.plan(composer(o) for o in jobs).train
     assert len(planned) == 2500 and len({j.run_id for j in planned}) == 2500
     assert {round(j.knobs.alpha, 2) for j in planned} == {round(0.04 * i, 2) for i in range(1, 26)}
@@ -40,5 +41,5 @@ def test_the_cluster_section_reads_the_sweeps_cores_line():
     log = ("run abc done; 64/64 finished\n64 runs finished, 0 failed; results in /r\n"
            "cores: 88% of 2 cores busy over 39.8 s; fixed cost 3.2 s (planning, starting workers, saving)\n"
            "srun: error: node1: task 0: Killed\n")
-    seconds, line = bench.cores_line(log)
+    seconds, line = cluster.cores_line(log)
     assert seconds == 39.8 and line.startswith("88% of 2 cores busy over 39.8 s; fixed cost 3.2 s")

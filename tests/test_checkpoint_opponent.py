@@ -53,7 +53,7 @@ def test_a_relative_path_is_taken_from_the_working_directory(checkpoints, monkey
 
 
 def test_a_frozen_net_of_the_other_seat_is_an_opponent_as_seed_000_trained(checkpoints):
-    """Seed 000's last experiment: an O net trained against a frozen X net (another run's
+    """Write-up 000's last experiment: an O net trained against a frozen X net (another run's
     checkpoint), whose greedy table never changes during training."""
     rows = run(job(compose("algorithm=mc_vfa", f"opponent={checkpoints['mc_vfa_x']}", "player=2",
                            "layers=2", "neurons=8", "episodes_per_update=50", "iterations=60",

@@ -16,7 +16,7 @@ GROUPS = {  # key -> override forms choosing config groups
     "opponent": ["opponent=random", "opponent=self", "opponent=block,perfect", "opponent=choice(onestep,self)",
                  "~opponent"],
     "+net": ["+net=l2_n8", "+net=l3_n16,l5_n32", "+net=glob(l4*)"],
-    "+sweeps": ["+sweeps=smoke", "+sweeps=seed000", "+sweeps=all_algorithms"],
+    "+sweeps": ["+sweeps=smoke", "+sweeps=writeup_mc_vfa", "+sweeps=all_algorithms"],
 }
 VALUES = {  # key -> value override forms (sweeps, adds, deletes, interpolations, odd literals, errors)
     "seed": ["seed=range(0,3)", "seed=+3", "seed=007", "seed=-1", "seed=1,2", "seed=choice(4,5)"],
@@ -83,7 +83,7 @@ def _counting_full(composer):
 
 
 def test_one_composition_per_combination_of_group_choices():
-    composer, jobs = grid("+sweeps=seed000", "seed=range(0,5)")
+    composer, jobs = grid("+sweeps=writeup_mc_vfa", "seed=range(0,5)")
     full = _counting_full(composer)
     assert len({str(composer(o)) for o in jobs}) == len(jobs) == 160
     assert len(composer.bases) == 4 and not full  # the four network shapes

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, game
-from lab.agents import alphazero, mc_vfa, negamax_q, q_table, td_value
+from lab.agents import alphazero, mc_vfa, negamax_q, puct, q_table, td_value
 from lab.nets import MLP
 
 # A small net that learns visibly in 2,000 episodes as O against OneStep: its exact loss
@@ -101,14 +101,14 @@ def test_alphazero_search_is_its_reference(noise):
     (drawn from the same stream by both)."""
     net = MLP([9, 16, 10], np.random.default_rng(0), output="linear")
     priors, values = alphazero.net_tables(net)
-    params = alphazero.Params(simulations=60, c_puct=1.5, dirichlet_alpha=0.5,
-                              dirichlet_weight=0.25 if noise else 0.0, temperature_moves=0)
+    params = puct.Params(simulations=60, c_puct=1.5, dirichlet_alpha=0.5,
+                         dirichlet_weight=0.25 if noise else 0.0, temperature_moves=0)
     roots = [codes[0] for codes in game.DEPTHS[:7]] + list(game.DECISIONS[::500])
-    tree = alphazero.new_tree(params.simulations)
+    tree = puct.new_tree(params.simulations)
     game.seed_kernels(11)
     stream = game.Stream(11)
     for root in roots:
-        counts = alphazero.search(root, priors, values, params, tree, game.RULES).copy()
-        plain = alphazero.reference_search(root, priors, values, params, stream)
+        counts = puct.search(root, priors, values, params, tree, game.RULES).copy()
+        plain = puct.reference_search(root, priors, values, params, stream)
         assert counts.sum() == params.simulations
         np.testing.assert_array_equal(counts, plain)

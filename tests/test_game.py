@@ -71,7 +71,7 @@ def test_every_line_wins_for_both_sides(line):
 
 
 def test_columns_and_diagonals_win():
-    # seed 003's program missed column wins: check one column and one diagonal explicitly
+    # write-up 003's program missed column wins: check one column and one diagonal explicitly
     assert game.WINNER[game.encode([1, -1, 0, 1, -1, 0, 1, 0, 0])] == 1
     assert game.WINNER[game.encode([-1, 1, 1, 0, -1, 1, 0, 0, -1])] == -1
 

@@ -6,9 +6,9 @@ from lab.compose import compose
 from lab.config import job
 from lab.run import run
 
-SEED000 = ("layers=5", "neurons=16", "alpha=0.01", "episodes_per_update=100", "iterations=1000",
+WRITEUP_000 = ("layers=5", "neurons=16", "alpha=0.01", "episodes_per_update=100", "iterations=1000",
            "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false")
-"""Seed 000's defaults (sweeps/seed000.yaml): 5 x 16, alpha 0.01, e 100, i 1000, greedy, unfolded"""
+"""Write-up 000's defaults (sweeps/writeup_mc_vfa.yaml): 5 x 16, alpha 0.01, e 100, i 1000, greedy, unfolded"""
 
 
 def test_tiny_run_rows_and_checkpoint(tmp_path):
@@ -70,10 +70,10 @@ def test_divergence_is_a_failed_run_not_a_crash():
 
 @pytest.mark.slow
 def test_learns_seed_defaults_as_o_against_onestep():
-    """Seed 000's defaults: 5 x 16, alpha 0.01, e 100, i 1000, O against OneStep."""
+    """Write-up 000's defaults: 5 x 16, alpha 0.01, e 100, i 1000, O against OneStep."""
     medians = []
     for seed in range(3):
-        rows = run(job(compose(*SEED000, f"seed={seed}"))).rows
+        rows = run(job(compose(*WRITEUP_000, f"seed={seed}"))).rows
         medians.append(rows["p1_wins"].iloc[-100:].sum() / rows["episodes_per_update"].iloc[0] / 100)
     assert np.median(medians) <= 0.15, medians
 
@@ -146,7 +146,7 @@ def test_self_play_trains_both_nets_on_their_own_afterstates(make_learner):
 def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
     """One net, drawn from the run's seed as before: the rows measured before self-play existed
     (commit 58fe5a8)."""
-    rows = run(job(compose(*SEED000, "layers=2", "neurons=8", "episodes_per_update=20",
+    rows = run(job(compose(*WRITEUP_000, "layers=2", "neurons=8", "episodes_per_update=20",
                            "iterations=20", "seed=7"))).rows
     assert rows["p2_wins"].tolist() == [4, 4, 7, 7, 7, 10, 9, 6, 7, 4, 10, 12, 6, 7, 7, 7, 5, 7,
                                         6, 7]
@@ -155,7 +155,7 @@ def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
 
 @pytest.mark.slow
 def test_self_play_with_decaying_epsilon_learns_both_seats(make_learner):
-    """Seed 000's self-play, with the exploration it found necessary (epsilon-greedy, decaying):
+    """Write-up 000's self-play, with the exploration it found necessary (epsilon-greedy, decaying):
     both nets beat random (measured 94-95% as X and 79-80% as O on seeds 0 and 1; without
     exploration the same game repeats and neither learns much)."""
     from lab.evaluate import exact

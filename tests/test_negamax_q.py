@@ -1,4 +1,4 @@
-"""Seed 004's negamax Q learner: the update's signs and shaped rewards, single agents, ensembles."""
+"""Write-up 004's negamax Q learner: the update's signs and shaped rewards, single agents, ensembles."""
 
 import numpy as np
 

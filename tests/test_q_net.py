@@ -135,7 +135,7 @@ def test_self_play_learns_both_seats(make_learner):
 
 
 def test_a_linear_q_net_has_no_hidden_layer(run_and_restore):
-    """layers=0: Q is a linear function of the 18 inputs (seed 001's first net); only q_net
+    """layers=0: Q is a linear function of the 18 inputs (write-up 001's first net); only q_net
     allows it, the other net learners still need a hidden layer."""
     restored, _ = run_and_restore("algorithm=q_net", "layers=0", "opponent=random", "player=1",
                                   "episodes_per_update=30", "iterations=3", "seed=1")

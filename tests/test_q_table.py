@@ -1,4 +1,4 @@
-"""Seed 001's tabular Q learner: its update rules, the notebook's numbers, the issue's threshold."""
+"""Write-up 001's tabular Q learner: its update rules, the notebook's numbers, the issue's threshold."""
 
 import numpy as np
 

@@ -117,10 +117,10 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     for part in _parts(tmp_path, "stored"):
         part.unlink()
 
-    def refused(path, write):  # what a read-only results_dir does (chmod does not stop root)
+    def refused(path, data, durable):  # what a read-only results_dir does (chmod does not stop root)
         raise PermissionError(f"read-only: {path}")
 
-    monkeypatch.setattr(results, "_atomic_write", refused)
+    monkeypatch.setattr(results, "write_atomic", refused)
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert len(results.load(tmp_path)) == 3
     assert not _parts(tmp_path, "stored") and not _parts(tmp_path, "table")

@@ -108,7 +108,7 @@ def test_every_algorithm_writes_the_eval_columns(algorithm):
 
 
 def test_self_play_runs_carry_the_seats_alternated_results():
-    """Seed 002's metric: evaluated in both seats, eval_alternated_<key> is the mean of the two
+    """Write-up 002's metric: evaluated in both seats, eval_alternated_<key> is the mean of the two
     seats' exact results (half the games as X, half as O); a one-seat run leaves it out."""
     rows = run(job(compose("algorithm=td_value", "opponent=self", "episodes_per_update=50",
                            "iterations=2", "eval_every=2", "seed=3"))).rows

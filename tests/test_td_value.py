@@ -1,4 +1,4 @@
-"""Seed 003's afterstate value table (Sutton and Barto, chapter 1)."""
+"""Write-up 003's afterstate value table (Sutton and Barto, chapter 1)."""
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def test_self_play_never_loses_in_either_seat(make_learner):
 
 
 def test_end_of_game_rule_moves_every_afterstate_by_one_over_the_moves(make_learner):
-    """Seed 003's rule (update=end_of_game): after one game, each learning side's afterstates
+    """Write-up 003's rule (update=end_of_game): after one game, each learning side's afterstates
     moved by +1/len(visited) for the winner and -1/len(visited) for the other side (a draw
     counts as not winning), explored moves included; finished positions stay fixed."""
     for seed in range(6):

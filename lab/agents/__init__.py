@@ -4,7 +4,8 @@ Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORI
 `lab.agents.base.Algorithm` record: its knobs (`Config`, a frozen `lab.knobs.Knobs` dataclass
 whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
-writing that module and listing it here.
+writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
+search.)
 """
 
 import numpy as np

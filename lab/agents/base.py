@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab import game
+from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import Knobs, RunConfig, side
 from lab.nets import MLP
 
@@ -119,7 +120,7 @@ class Learner(abc.ABC):
         skip = set(self.NOT_STATE) | set(self.DERIVED)
         tree = {name: _encode(value, f"a{i}", arrays) for i, (name, value) in enumerate(vars(self).items())
                 if name not in skip and not _is_namedtuple(value)}
-        kernel = _numba_rng_state()
+        kernel = kernel_stream()
         document = {"attributes": tree, "kernel_rng": [kernel[0], list(map(int, kernel[1]))],
                     "knobs": _encode(dataclasses.asdict(self.knobs), "k", {})}
         return {"json": np.array(json.dumps(document)), **arrays}
@@ -146,23 +147,11 @@ class Learner(abc.ABC):
                 value = value * new / old if old else float(new)
             setattr(self, name, value)
         index, keys = document["kernel_rng"]
-        _set_numba_rng_state((index, keys))
+        set_kernel_stream((int(index), [int(k) for k in keys]))
 
     def restore_bytes(self, data: bytes) -> None:
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             self.restore(dict(archive))
-
-
-def _numba_rng_state():
-    from numba import _helperlib
-
-    return _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
-
-
-def _set_numba_rng_state(state):
-    from numba import _helperlib
-
-    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (int(state[0]), [int(k) for k in state[1]]))
 
 
 def _is_namedtuple(value) -> bool:

@@ -1,4 +1,4 @@
-"""Monte Carlo afterstate values fitted by a numpy network (seed 000).
+"""Monte Carlo afterstate values fitted by a numpy network (write-up 000).
 
 The agent judges a move by the afterstate it produces (the board right after its move). A net
 of `layers` x `neurons` tanh units maps the 9 cells of an afterstate to a value in (-1, 1) from the
@@ -12,11 +12,11 @@ and the net takes one full-batch gradient step towards those means. `play_episod
 compiled batch of games; `reference_train` states the whole algorithm one game at a time in plain
 Python (against a fixed opponent).
 
-In self-play (`opponent=self`, as seed 000 tried) each seat has its own net, both learning from
+In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning from
 the same games: X's net plays in the compiled games as above, and O's, whose policy is just as
 fixed until the update, plays as its epsilon-greedy move table of the iteration; after the games
 each net takes its step towards the Monte Carlo means of its own seat's afterstates. The agent
-holds both nets and plays either seat. (Seed 000's other regime, an O net against a frozen X net,
+holds both nets and plays either seat. (Write-up 000's other regime, an O net against a frozen X net,
 is `opponent=PATH.npz` with an X checkpoint: lab.opponents.)
 """
 
@@ -44,7 +44,7 @@ class Config(Knobs):
     """discount of the Monte Carlo returns"""
     memory: str
     """'clear': fit the last episodes_per_update episodes' afterstates, then forget them (the
-    seed's program); 'keep': fit every afterstate seen so far (the seed's article)"""
+    seed's program); 'keep': fit every afterstate seen so far (the write-up's article)"""
     epsilon: float
     """probability of a random move at the first iteration (0 = greedy, as in the seed)"""
     epsilon_decay_per_update: float

@@ -1,5 +1,5 @@
 """Negamax Q learning: one mover-relative Q table for both sides, shaped rewards, ensembles
-(seed 004).
+(write-up 004).
 
 Q(s, a) scores move a at position s for whoever is to move there, so one (3^9, 9) table plays both
 seats. The position after a move belongs to the opponent, whose best reply is bad for the mover:
@@ -10,7 +10,7 @@ the update subtracts it,
 
 Each episode is played to the end with epsilon-greedy moves on the table, then every move of the
 episode is updated, from the last to the first (so the end's news reaches the opening in one
-pass), with the seed's shaped rewards, counting k moves back from the end (k = 0 the last move):
+pass), with the write-up's shaped rewards, counting k moves back from the end (k = 0 the last move):
 
 - a win: the winning move gets 1 and the loser's last move (k = 1, which let the win happen)
   gets loss_reward, a large negative that rules it out at once; earlier moves get a decaying
@@ -43,9 +43,9 @@ from lab.knobs import Knobs, RunConfig, require
 @dataclass(frozen=True)
 class Config(Knobs):
     alpha: float
-    """Q step size (the seed's lr)"""
+    """Q step size (the write-up's lr)"""
     gamma: float
-    """discount of the opponent's best Q at the next position (the seed's df)"""
+    """discount of the opponent's best Q at the next position (the write-up's df)"""
     epsilon: float
     """probability of a random move, for every move the table makes in training"""
     loss_reward: float
@@ -85,7 +85,7 @@ class Agent(base.QTableAgent):
 
 
 def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
-    """Seed 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
+    """Write-up 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
     the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
     members, seat and exact()'s measures."""
     members = agent.members if agent.members is not None else agent.q[None]
@@ -132,7 +132,7 @@ def best_score(scores, legal):
 
 @njit(cache=True)
 def shaped_reward(k, won, params):
-    """The seed's reward for the move k moves back from the end of a game (k = 0 the last)."""
+    """The write-up's reward for the move k moves back from the end of a game (k = 0 the last)."""
     if not won:
         return params.draw_reward if k < 2 else params.draw_reward * params.reward_decay ** (k - 1)
     if k == 0:

@@ -1,4 +1,4 @@
-"""A Q network over (board, one-hot move) trained on TD targets (seed 001, second part).
+"""A Q network over (board, one-hot move) trained on TD targets (write-up 001, second part).
 
 The agent plays seat `player` against a fixed opponent. A net of `layers` x `neurons` tanh units
 with a linear output maps 18 inputs, the 9 cells (1 X, -1 O, 0 empty) and the move one-hot, to
@@ -7,12 +7,12 @@ Q(board, move): the expected discounted result from the agent's side (+1 win, -1
 Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
 played as one batch, move by move, with one vectorised net pass per move over the new positions
 the agent reached (the net is evaluated once per position per iteration). Each agent move (s, a)
-of those episodes gets the seed's on-policy TD target r + gamma Q(s', a'), where (s', a') is the
+of those episodes gets the write-up's on-policy TD target r + gamma Q(s', a'), where (s', a') is the
 agent's next position and move in that episode, with Q from the same pass; a move that ends the
 game (or after which the opponent ends it) gets the final reward alone. The net then takes
-`epochs` full-batch gradient steps on these samples (the seed's few epochs per game).
+`epochs` full-batch gradient steps on these samples (the write-up's few epochs per game).
 Epsilon decays geometrically from `epsilon` at the first iteration to `epsilon_final` at the
-last, as the seed's notebook does.
+last, as the write-up's notebook does.
 
 In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
 both learning from the same batch of games: at each move the net of the side to move plays
@@ -36,7 +36,7 @@ MOVES = np.eye(9)
 @dataclass(frozen=True)
 class Config(Knobs):
     layers: int
-    """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the seed's first net)"""
+    """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the write-up's first net)"""
     neurons: int
     """units in each hidden layer"""
     alpha: float

@@ -1,4 +1,4 @@
-"""Tabular Q learning by on-policy TD, epsilon-greedy with decay (seed 001, first part).
+"""Tabular Q learning by on-policy TD, epsilon-greedy with decay (write-up 001, first part).
 
 The agent keeps Q(position, move) for its own positions in a (3^9, 9) array, every entry starting
 at 0, and plays epsilon-greedy on it (ties broken at random). Rewards come only at the end: +1 when

@@ -1,4 +1,4 @@
-"""Sutton and Barto's afterstate value table (seed 003; their book, chapter 1).
+"""Sutton and Barto's afterstate value table (write-up 003; their book, chapter 1).
 
 V(s) estimates the chance that the side that just moved into position s goes on to win. Every
 position starts at 0.5; finished games are fixed at 1 for the side that won with its move and at
@@ -10,7 +10,7 @@ one) to s', V(s) += alpha (V(s') - V(s)); an exploratory move updates nothing, s
 not drag values down. When the opponent's move ends the game, the side's last afterstate moves
 towards what that is worth to it: 0 for a loss, draw_value for a draw.
 
-`update=end_of_game` is seed 003's own rule instead (the post's program; the book's is the
+`update=end_of_game` is write-up 003's own rule instead (the post's program; the book's is the
 default, `update=td`): no step during the game; when it ends, every afterstate the side moved
 into in that game, explored or greedy, gets +1/len(visited) if the side won and -1/len(visited)
 otherwise (a draw counts as not winning, as in the post), len(visited) being the number of the
@@ -44,7 +44,7 @@ class Config(Knobs):
     draw_value: float
     """the fixed value of a drawn final position to both sides (the book: 0, a non-win)"""
     update: str
-    """td: the book's TD step after greedy moves; end_of_game: seed 003's +-1/len(visited) at the end"""
+    """td: the book's TD step after greedy moves; end_of_game: write-up 003's +-1/len(visited) at the end"""
 
     def check(self):
         require(0 <= self.draw_value <= 1, "draw_value", self.draw_value, "in [0, 1]")
@@ -95,7 +95,7 @@ class Params(NamedTuple):
     draw_value: float
     """the value of a drawn final position"""
     end_of_game: bool
-    """seed 003's rule (update=end_of_game) instead of TD steps"""
+    """write-up 003's rule (update=end_of_game) instead of TD steps"""
 
     @classmethod
     def of(cls, knobs: Config, run: RunConfig) -> "Params":
@@ -139,7 +139,7 @@ def train(v, opponent_moves, n, params, rules):
                 code = nxt
             if terminal[code]:
                 break
-        if params.end_of_game:  # seed 003: +-1/len(visited) on every afterstate of the game
+        if params.end_of_game:  # write-up 003: +-1/len(visited) on every afterstate of the game
             for j in range(2):
                 if count[j] > 0:
                     step = (1.0 if winner[code] == (1 if j == 0 else -1) else -1.0) / count[j]
@@ -178,7 +178,7 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
                 v[last[mover]] += params.alpha * (v[code] - v[last[mover]])  # TD, greedy moves only
             last[mover] = code
             visited[mover].append(code)
-        if params.end_of_game:  # seed 003: every afterstate of the game moves by +-1/len(visited)
+        if params.end_of_game:  # write-up 003: every afterstate of the game moves by +-1/len(visited)
             for side, states in visited.items():
                 won = game.WINNER[code] == side
                 for state in states:

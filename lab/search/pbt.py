@@ -14,7 +14,6 @@ generation in progress is trained again, to the same rows).
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import config
+from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
@@ -175,8 +175,7 @@ class Evolve:
             for seed, state in enumerate(states):
                 (folder / f"{name}-{seed}.npz").write_bytes(state)
         text = json.dumps({"generation": generation, "members": [asdict(m) for m in members]})
-        (self.folder / "state.json.tmp").write_text(text)
-        os.replace(self.folder / "state.json.tmp", self.folder / "state.json")
+        write_atomic(self.folder / "state.json", text.encode())
         for old in self.folder.glob("g*"):
             if old != folder:
                 shutil.rmtree(old, ignore_errors=True)

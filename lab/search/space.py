@@ -131,7 +131,7 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
         elif isinstance(value, (ChoiceSweep, RangeSweep)):
             if tags:
                 raise _not_allowed(override, "tag(log, ...) goes with interval(a,b) only")
-            values = tuple(_plain(v) for v in override.sweep_iterator(transformer=Transformer.encode))
+            values = tuple(_override_value(v) for v in override.sweep_iterator(transformer=Transformer.encode))
             if not values:
                 raise _not_allowed(override, "it gives no value")
             dims[key] = Dimension("choice", values=values)
@@ -140,7 +140,7 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
     return fixed, dims
 
 
-def _plain(value):
+def _override_value(value):
     """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
     if isinstance(value, str):
         from omegaconf import OmegaConf

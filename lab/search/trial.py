@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab import evaluate, game
+from lab import evaluate
+from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.config import Job
 from lab.run import RunResult, Training
 
@@ -98,7 +99,7 @@ class Trainer:
             start = task.starts[i] if task.starts else None
             run_id = task.run_ids[i] if task.run_ids else None
             self.trainings.append(Training(job, self.code, start=start, run_id=run_id))
-            self.streams.append(game.kernel_stream())  # seeded by the learner (or its snapshot)
+            self.streams.append(kernel_stream())  # seeded by the learner (or its snapshot)
         return self._train(began)
 
     def advance(self, go: bool) -> Point | Done:
@@ -114,9 +115,9 @@ class Trainer:
         task = self.task
         while not self._over():
             for i, training in enumerate(self.trainings):
-                game.set_kernel_stream(self.streams[i])
+                set_kernel_stream(self.streams[i])
                 training.advance()
-                self.streams[i] = game.kernel_stream()
+                self.streams[i] = kernel_stream()
                 self.check()
             if any(t.error is not None for t in self.trainings):
                 break  # a failed seed fails its configuration: the others stop where they are

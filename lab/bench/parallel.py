@@ -1,0 +1,100 @@
+"""Every core busy (`--parallel`): write-up 000's grid end to end from the shell on 1 core and on
+all (where parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost,
+and the speed-up they predict for 16 cores."""
+
+import subprocess
+import sys
+import tempfile
+import time
+
+from lab import results
+
+# Every core busy (issue 16): write-up 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
+PARALLEL_GRID = ["+sweeps=writeup_mc_vfa", "memory=clear", "seed=range(0,4)"]
+
+
+def timed_sweep(args: list[str]) -> tuple[float, float, str]:
+    """When the command started (epoch seconds), its wall time from the shell, and the sweep's
+    `cores:` line."""
+    epoch, start = time.time(), time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args,
+                           "hydra.launcher.figures=false"], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise RuntimeError(f"the sweep failed:\n{done.stderr}")
+    return epoch, seconds, done.stdout.rsplit("cores: ", 1)[-1].strip()
+
+
+def longest_first_makespan(seconds: list[float], cores: int) -> float:
+    """When the last of these runs ends if each goes, longest first, to the first free core."""
+    free = [0.0] * cores
+    for length in sorted(seconds, reverse=True):
+        free[free.index(min(free))] += length
+    return max(free)
+
+
+def ray_ready_seconds(cores: int) -> float:
+    """Seconds from starting a local Ray until a worker has imported the lab (lab.run) and can
+    train: the least a sweep on a Ray it starts takes, whatever its forks train meanwhile."""
+    script = ("import time\nfrom lab import run, sweep\nimport ray\nstart = time.perf_counter()\n"
+              f"sweep.connect(num_cpus={cores})\n"
+              "ray.get(ray.remote(run.run_batch).remote([], {}))\n"
+              "print(time.perf_counter() - start)\nsweep.disconnect()")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def auto_mode(args: list[str], cores: int) -> str:
+    """Where parallel=auto would train the grid on `cores` cores (lab.sweep.mode), from the
+    sweep's dry run."""
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true",
+                           f"hydra.launcher.num_cpus={cores}"], capture_output=True, text=True, check=True)
+    return ("processes" if "forks of this process" in done.stdout else
+            "driver" if "training them in this process" in done.stdout else "ray")
+
+
+def parallel_section(quick: bool) -> None:
+    import os
+
+    iterations = ["iterations=50"] if quick else []
+    most = os.cpu_count() or 1
+    print(f"parallel: python -m lab.sweep --multirun {' '.join(PARALLEL_GRID + iterations)}, end to end")
+    with tempfile.TemporaryDirectory() as out:  # a fresh install's first sweep compiles the kernels
+        timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+    with tempfile.TemporaryDirectory() as out:
+        _, seconds, line = timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+        print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {line}")
+    walls, run_walls, outside = {}, {}, {}
+    on_ray = f"{most} cores, parallel=true"
+    cases = {"1 core": (1, "auto"), f"{most} cores": (most, "auto"), on_ray: (most, "true")}
+    for name, (cores, parallel) in cases.items():
+        with tempfile.TemporaryDirectory() as out:
+            epoch, walls[name], line = timed_sweep([
+                *PARALLEL_GRID, *iterations, f"results_dir={out}", f"hydra.launcher.num_cpus={cores}",
+                f"hydra.launcher.parallel={parallel}"])
+            runs = results.runs(results.load(out))
+        run_walls[name] = list(runs["wall_seconds"])
+        ended = runs["finished_utc"].map(lambda t: t.timestamp())
+        # the command's time outside every run: before the first began, after the last ended
+        outside[name] = (min(ended - runs["wall_seconds"]) - epoch) + (epoch + walls[name] - max(ended))
+        where = {"driver": "in its own process", "processes": f"in {cores} forks", "ray": "on Ray"}[
+            auto_mode([*PARALLEL_GRID, *iterations], cores) if parallel == "auto" else "ray"]
+        print(f"  {name} ({where}): {walls[name]:.1f} s; {line}")
+    if most > 1:
+        print(f"  speed-up at {most} cores: {walls['1 core'] / walls[f'{most} cores']:.2f}x (target 1.8x at 2 "
+              f"cores, utilisation 85%); on Ray: {walls['1 core'] / walls[on_ray]:.2f}x")
+    # 16 cores, from the measured pieces. Amdahl: the time outside the runs plus the 1-core run
+    # times spread over 16 cores, longest first (forks take the longest first, as Ray does). On a
+    # Ray it starts, the sweep also cannot end before Ray is ready.
+    spread = longest_first_makespan(run_walls["1 core"], 16)
+    if auto_mode([*PARALLEL_GRID, *iterations], 16) == "ray":
+        ready = ray_ready_seconds(most)
+        predicted = outside[on_ray] + max(spread, ready)
+        how = f"on Ray: {outside[on_ray]:.1f} s outside the runs plus the later of the runs " \
+              f"spread longest first ({spread:.1f} s) and Ray's start ({ready:.1f} s)"
+    else:
+        predicted = outside[f"{most} cores"] + spread
+        how = f"in 16 forks: {outside[f'{most} cores']:.1f} s outside the runs plus the runs spread longest " \
+              f"first ({spread:.1f} s)"
+    print(f"  predicted on 16 cores: {predicted:.1f} s, {walls['1 core'] / predicted:.1f}x the 1-core run "
+          f"(goal 8x), {how}")

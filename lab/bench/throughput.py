@@ -1,0 +1,128 @@
+"""The in-process measurements: the engine's batched random games, every learner's training
+episodes per second, an exact evaluation point, alphazero's time to never losing, and a 16-run
+sweep on 1 Ray worker against 2."""
+
+import contextlib
+import io
+import statistics
+import tempfile
+import time
+
+from lab import agents, config, game, opponents
+from lab.compose import compose
+
+WRITEUP_000 = ["algorithm=mc_vfa", "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false"]
+"""mc_vfa as write-up 000's program runs it (greedy, no folding): the workload the benchmark's mc_vfa
+figures have always measured, whatever the shipped defaults."""
+
+# name -> (overrides, minimum seconds to measure); targets from issue 6.
+# The learners at their seeds' knobs: the same workload whatever the shipped defaults.
+CASES = {
+    "mc_vfa": ([*WRITEUP_000, "opponent=onestep", "player=2", "layers=5", "neurons=16", "alpha=0.01",
+                "episodes_per_update=100"], 50_000),
+    "q_table": (["algorithm=q_table", "opponent=random", "player=1", "alpha=0.5",
+                 "epsilon_decay_per_game=0.999", "episodes_per_update=10000"], 200_000),
+    "td_value": (["algorithm=td_value", "opponent=random", "player=1", "alpha=0.1", "epsilon=0.1",
+                  "draw_value=0", "episodes_per_update=10000"], 200_000),
+    "negamax_q": (["algorithm=negamax_q", "opponent=random", "player=1", "episodes_per_update=10000"], 200_000),
+    "q_net": (["algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=100",
+               "neurons=32", "alpha=0.3", "gamma=0.8", "epsilon_final=0.01", "epochs=10",
+               "symmetry=false"], 20_000),
+}
+
+
+def engine_games_per_second(seconds: float) -> float:
+    random = opponents.table("random")
+    game.seed_kernels(0)
+    game.play(1000, random, random)  # compile / warm up
+    games, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        game.play(100_000, random, random)
+        games += 100_000
+    return games / (time.perf_counter() - start)
+
+
+def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
+    run_cfg, knobs = config.parse(compose(*overrides))
+    learner = agents.get(run_cfg.algorithm).Learner(knobs, run_cfg)
+    learner.iterate()  # compile / warm up
+    iterations, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        learner.iterate()
+        iterations += 1
+    return iterations * run_cfg.episodes_per_update / (time.perf_counter() - start)
+
+
+def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
+    """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
+    its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
+    from lab import evaluate
+
+    run_cfg, knobs = config.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    learner = agents.get("alphazero").Learner(knobs, run_cfg)
+    seconds = 0.0
+    for iteration in range(1, run_cfg.iterations + 1):
+        start = time.perf_counter()
+        learner.iterate()
+        seconds += time.perf_counter() - start
+        moves = learner.agent().move_table()
+        if all(evaluate.exact(moves, player)["never_loses"] for player in (1, 2)):
+            return seconds, iteration
+    return float("inf"), -1
+
+
+def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int = 300) -> float:
+    """Median milliseconds of one exact evaluation point of a run, move_table() + exact() (what
+    lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
+    from lab import evaluate
+
+    job = config.job(compose(*overrides))
+    learner = job.algorithm.Learner(job.knobs, job.run)
+    for _ in range(iterations):
+        learner.iterate()
+    agent = learner.agent()
+    times = []
+    for _ in range(repeats + 10):  # the first 10 warm up (compilation, caches)
+        start = time.perf_counter()
+        evaluate.exact(agent.move_table(job.run.player), job.run.player)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times[10:])
+
+
+def evaluation_points() -> str:
+    """The evaluation-point line of the benchmark; targets from issue 16."""
+    mc_vfa_ms = evaluation_point_ms([*WRITEUP_000, "layers=5", "neurons=32"])
+    q_table_ms = evaluation_point_ms(["algorithm=q_table", "episodes_per_update=1000"])
+    return (f"evaluation point: mc_vfa 5x32 {mc_vfa_ms:.2f} ms (target 1.5), "
+            f"q_table {q_table_ms:.2f} ms (target 0.5)")
+
+
+def sweep_seconds(workers: int, iterations: int) -> float:
+    """Wall time of a 16-run mc_vfa sweep on an embedded Ray with `workers` CPUs, after warm-up
+    runs have started the worker processes (Ray's start-up is the same for any grid).
+
+    A run of 1000 iterations (full mode, 100,000 games) takes about 1.5 s of training and exact
+    evaluations, against some 15 ms of result writing by the driver and less for scheduling, so
+    the speed-up measures the runs (the driver and Ray's own processes still share the 2 cores);
+    the 20 iterations of --quick only check that the sweep works."""
+    import ray
+
+    from lab import sweep
+
+    def jobs(seeds, results_dir):
+        cfgs = [compose(*WRITEUP_000, f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
+                               "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
+        return sweep.plan(cfgs)[0]
+
+    sweep.connect(num_cpus=workers)
+    try:
+        # the sweep's progress lines would bury the table
+        with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out, \
+                contextlib.redirect_stderr(io.StringIO()):
+            sweep.execute(jobs(range(100, 100 + workers), warm), parallel=True)
+            grid = jobs(range(16), out)  # composing 16 configs is the same serial work either way
+            start = time.perf_counter()
+            sweep.execute(grid, parallel=True)
+            return time.perf_counter() - start
+    finally:
+        ray.shutdown()

@@ -1,0 +1,28 @@
+"""numba's private API, in one place: the state of the random stream compiled kernels draw from.
+
+Every compiled kernel of a process draws from numba's own np.random stream (lab.game.seed_kernels
+seeds it). numba has no public accessor for where that stream stands; its C helper module
+`numba._helperlib` is what numba itself uses to seed it, and the lab reads and restores it there:
+to save a learner's training state (lab.agents.base) and to train several runs in turn in one
+process, each on its own stream (lab.search.trial). tests/test_compat_numba.py fails with a clear
+message when numba moves it or a numba outside CHECKED is installed.
+"""
+
+CHECKED = ("0.68",)
+"""numba releases (major.minor) this module was checked against (tests/test_compat_numba.py)"""
+
+
+def kernel_stream() -> tuple:
+    """Where the compiled kernels' random stream stands: (index, keys), the Mersenne Twister's
+    position and its 624 keys, to go on from later with `set_kernel_stream`."""
+    from numba import _helperlib
+
+    return _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
+
+
+def set_kernel_stream(state) -> None:
+    """Put the compiled kernels' random stream back where `kernel_stream` found it."""
+    from numba import _helperlib
+
+    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), state)
+
