@@ -101,31 +101,46 @@ def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experimen
     """Export the runs not in the MLflow store yet; returns how many were written. Thousands of
     runs go out from `workers` processes (default: one per core): MLflow's store spends its time
     in Python per call, a few calls per run."""
-    from mlflow.tracking import MlflowClient
-
-    folder = results_dir / MLFLOW
-    if uri is None:
-        folder.mkdir(parents=True, exist_ok=True)
-        uri = f"sqlite:///{folder / 'mlflow.db'}"
-    _quick_sqlite()
-    client = MlflowClient(tracking_uri=uri)
-    name = experiment or results_dir.name
-    found = client.get_experiment_by_name(name)
-    experiment_id = found.experiment_id if found else client.create_experiment(
-        name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
-        tags={"lab.results_dir": str(results_dir)})
-    known = _known(client, experiment_id)
-    parents = {}
-    for when, path, record in records(results_dir):
-        key = f"{RECORD_TAG}={path.name}"
-        parents[path.name] = known.get(key) or _parent_run(client, experiment_id, path, when, record)
-    todo = [r for r in table["run_id"].unique() if f"{RUN_ID_TAG}={r}" not in known]
+    store = MlflowStore(results_dir, uri, experiment)
+    todo = [r for r in table["run_id"].unique() if not store.holds(r)]
     workers = min(workers or os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
     if workers == 1:
-        return _export_runs(client, results_dir, experiment_id, table[table["run_id"].isin(todo)], parents)
+        return _export_runs(store.client, results_dir, store.experiment_id, table[table["run_id"].isin(todo)],
+                            store.parents)
     chunks = [todo[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return sum(pool.map(_export_chunk, [(results_dir, uri, experiment_id, c, parents) for c in chunks]))
+        return sum(pool.map(_export_chunk, [(results_dir, store.uri, store.experiment_id, c, store.parents)
+                                            for c in chunks]))
+
+
+class MlflowStore:
+    """results_dir's experiment in an MLflow store (created if new; default: SQLite in
+    RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record
+    (created if missing)."""
+
+    def __init__(self, results_dir: Path, uri: str | None = None, experiment: str | None = None):
+        from mlflow.tracking import MlflowClient
+
+        folder = results_dir / MLFLOW
+        if uri is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            uri = f"sqlite:///{folder / 'mlflow.db'}"
+        _quick_sqlite()
+        self.uri, self.client = uri, MlflowClient(tracking_uri=uri)
+        name = experiment or results_dir.name
+        found = self.client.get_experiment_by_name(name)
+        self.experiment_id = found.experiment_id if found else self.client.create_experiment(
+            name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
+            tags={"lab.results_dir": str(results_dir)})
+        self.known = _known(self.client, self.experiment_id)
+        self.parents = {}
+        for when, path, record in records(results_dir):
+            key = f"{RECORD_TAG}={path.name}"
+            self.parents[path.name] = self.known.get(key) or _parent_run(
+                self.client, self.experiment_id, path, when, record)
+
+    def holds(self, run_id: str) -> bool:
+        return f"{RUN_ID_TAG}={run_id}" in self.known
 
 
 PER_WORKER = 200
@@ -146,6 +161,7 @@ def _export_chunk(args) -> int:
 def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFrame, parents: dict) -> int:
     """One MLflow run per lab run of `table`, under the run of the sweep that trained it."""
     from mlflow.entities import Metric, Param
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
     sweeps = records(results_dir)
     for run_id, rows in table.groupby("run_id", sort=True):
@@ -164,8 +180,11 @@ def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFr
         for i in range(1000, len(values), 1000):  # and 1,000 metrics
             client.log_batch(run.info.run_id, metrics=values[i:i + 1000])
         checkpoint = results.checkpoint(results_dir, run_id)
-        if checkpoint.exists():
-            client.log_artifact(run.info.run_id, str(checkpoint))
+        if checkpoint.exists():  # into the run's artifact URI, known here: MlflowClient.log_artifact
+            # would read the whole run back from the store to find it (a third of a run's time
+            # when it has few metrics)
+            get_artifact_repository(run.info.artifact_uri, tracking_uri=client.tracking_uri).log_artifact(
+                str(checkpoint))
         client.set_terminated(run.info.run_id, status=STATUS.get(str(first["status"]), "FINISHED"),
                               end_time=_millis(first.get("finished_utc")))
     return table["run_id"].nunique()
@@ -247,6 +266,30 @@ def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) 
         partial.rename(folder)
         written += 1
     return written
+
+
+# ---- as a sweep saves its runs (hydra.launcher.track) ------------------------------------------
+
+
+class Tracker:
+    """Exports a sweep's runs to `to` one at a time as its driver saves them, into results_dir's
+    default store: what a later `lab-export RESULTS_DIR --to TO` would write, which then adds
+    nothing for them. The store opens at the first run (after the sweep's record is written)."""
+
+    def __init__(self, results_dir: Path, to: str):
+        self.results_dir, self.to, self.store = Path(results_dir).resolve(), to, None
+
+    def __call__(self, run_id: str) -> bool:
+        """Export the saved run `run_id` unless the store holds it; whether it was written."""
+        rows = results.read_runs(self.results_dir, [run_id])  # as lab-export reads it
+        if self.to == "tensorboard":
+            return to_tensorboard(self.results_dir, rows, None) == 1
+        self.store = self.store or MlflowStore(self.results_dir)
+        if self.store.holds(run_id):
+            return False
+        _export_runs(self.store.client, self.results_dir, self.store.experiment_id, rows, self.store.parents)
+        self.store.known[f"{RUN_ID_TAG}={run_id}"] = run_id
+        return True
 
 
 # ---- the command line ---------------------------------------------------------------------------

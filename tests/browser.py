@@ -3,7 +3,9 @@
 The protocol runs over a pair of pipes (`--remote-debugging-pipe`: JSON messages ended by a NUL
 byte on file descriptors 3 and 4), so the test needs neither a WebDriver, nor a websocket
 library, nor a port: only Debian's `chromium` package. The browser has no network: every request
-but file: and data: goes to a proxy that does not exist, and the test records any it attempts.
+but file: and data: goes to a proxy that does not exist, and the test records any it attempts;
+`Browser(loopback="127.0.0.1:PORT")` lets requests to that one local server through (a test's own
+server, such as `mlflow server`).
 """
 
 import base64
@@ -19,7 +21,7 @@ from pathlib import Path
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+         "--proxy-server=127.0.0.1:9",
          # WebGL (Plotly's parallel coordinates) on the CPU: no GPU here
          "--enable-unsafe-swiftshader", "--window-size=1400,1000", "--remote-debugging-pipe"]
 
@@ -31,7 +33,9 @@ class BrowserError(RuntimeError):
 class Browser:
     """One headless Chromium with one page; `with Browser() as b: b.open(path)`."""
 
-    def __init__(self):
+    def __init__(self, loopback: str | None = None):
+        # <-loopback>: local addresses go to the missing proxy too, but the one allowed
+        bypass = "<-loopback>" + (f";{loopback}" if loopback else "")
         self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
@@ -43,7 +47,7 @@ class Browser:
         # close_fds=False: Python's other descriptors are not inheritable anyway (PEP 446), and
         # subprocess would close 3 and 4 after pipes_as_3_and_4 otherwise
         self.process = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            [CHROMIUM, *FLAGS, f"--proxy-bypass-list={bypass}", f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             close_fds=False, preexec_fn=pipes_as_3_and_4)
         os.close(to_browser_r)
@@ -94,9 +98,10 @@ class Browser:
                 return answer.get("result", {})
             self.events.append(answer)
 
-    def open(self, path: Path, timeout: float = 60) -> None:
-        """Load a file and wait for its load event."""
-        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri())
+    def open(self, path: Path | str, timeout: float = 60) -> None:
+        """Load a file (or an http:// URL) and wait for its load event."""
+        url = path if str(path).startswith("http://") else Path(path).resolve().as_uri()
+        self.call("Page.navigate", session=True, url=url)
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
             self.events.append(self._message(deadline - time.monotonic()))

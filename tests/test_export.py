@@ -3,7 +3,14 @@ with MLflow's own API) and TensorBoard event files (read back with TensorBoard's
 HParams included); a second export adds nothing; a run's status, knobs and final evaluation
 survive the trip."""
 
+import contextlib
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +103,57 @@ def test_tensorboard_reads_the_curves_and_the_hparams(swept, tmp_path):
     assert "final/eval_p2_onestep_win" in {m.name.tag for m in experiment.metric_infos}
     final = events.Scalars("final/eval_p2_onestep_win")[-1].value
     assert final == pytest.approx(run.eval_p2_onestep_win.dropna().iloc[-1], abs=1e-6)
+
+
+@pytest.mark.integration
+def test_mlflow_ui_shows_the_exported_runs_in_headless_chromium(swept, tmp_path):
+    """`mlflow server` on an export, its runs page in Chromium: the sweep's run, and under it each
+    lab run by name once the sweep's row is expanded; the count of runs."""
+    import browser as chromium
+
+    if chromium.CHROMIUM is None:
+        pytest.fail("the browser test needs Debian's chromium (apt-get install chromium)")
+    results_dir, failed = swept
+    uri = f"sqlite:///{tmp_path / 'ui.db'}"
+    assert export.export(results_dir, "mlflow", uri=uri, experiment="ui") == 5
+    mlflow.set_tracking_uri(uri)
+    experiment = mlflow.get_experiment_by_name("ui").experiment_id
+    names = [f"mc_vfa-{run_id}" for run_id in results.load(results_dir).run_id.unique()]
+    with mlflow_server(uri, tmp_path / "server.log") as port, chromium.Browser(loopback=f"127.0.0.1:{port}") as b:
+        b.open(f"http://127.0.0.1:{port}/#/experiments/{experiment}/runs")
+        deadline = time.monotonic() + 90
+        while not all(name in (text := b.run("document.body.innerText")) for name in names):
+            assert time.monotonic() < deadline, f"the runs page never listed every run: {text[-1500:]}"
+            if "sweep " in text:  # the lab's runs are nested under their sweep's: expand it
+                b.run("document.querySelector('[role=gridcell] button')?.click()")
+            time.sleep(1)
+        assert f"{len(names) + 1} matching runs" in text  # and the sweep's own
+
+
+@contextlib.contextmanager
+def mlflow_server(uri: str, log: Path):
+    """`mlflow server` on the store at `uri`, on a free loopback port (yielded) once it listens;
+    stopped with its workers after."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with open(log, "w") as out:
+        server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host",
+                                   "127.0.0.1", "--port", str(port), "--workers", "1"],
+                                  stdout=out, stderr=out, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180  # some 25 s on a loaded 2-core machine
+        while True:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # its session: the server and its uvicorn
+        server.wait(timeout=30)
 
 
 def test_a_missing_extra_or_target_is_one_line(swept, monkeypatch, capsys):

@@ -78,6 +78,9 @@ class LabLauncherConf:
     dashboard: bool = False
     """true: start the embedded Ray with its dashboard and print its URL (joining a cluster: print
     the cluster's)"""
+    track: Optional[str] = None
+    """mlflow or tensorboard: export each run to that tracker (results_dir's default store, as
+    lab-export does) as the driver saves it; null: none"""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
@@ -114,9 +117,9 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
 
 class LabLauncher(Launcher):
     def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False,
-                 dashboard=False):
+                 dashboard=False, track=None):
         self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
-                        "dry_run": dry_run, "dashboard": dashboard}
+                        "dry_run": dry_run, "dashboard": dashboard, "track": track}
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config
@@ -124,7 +127,8 @@ class LabLauncher(Launcher):
     def launch(self, job_overrides, initial_job_idx):
         from lab import sweep
 
-        return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides, **self.options)
+        return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides,
+                            hydra_callbacks=self.hydra_context.callbacks, **self.options)
 
 
 # The search (issue 22): `hydra/sweeper=search`, lab.search does the work.
@@ -149,6 +153,7 @@ class SearchSweeper(Sweeper):
     def sweep(self, arguments):
         import sys
 
+        from lab import callbacks
         from lab.compose import flat
         from lab.knobs import ConfigError
         from lab.search import driver, space
@@ -168,6 +173,7 @@ class SearchSweeper(Sweeper):
             dims = space.resolve(base, dims)
             space.resolve_objective(self.settings, base)
             space.validate(base, dims)
+            hooks = callbacks.for_search(self.hydra_context.callbacks, self.config, launcher.get("track"), base)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -180,7 +186,7 @@ class SearchSweeper(Sweeper):
             return []
         status = driver.search(base, dims, self.settings, address=launcher.get("address"),
                                num_cpus=launcher.get("num_cpus"), parallel=launcher.get("parallel", "auto"),
-                               figures=figures)
+                               figures=figures, hooks=hooks)
         if status:
             sys.exit(status)
         return []

@@ -37,10 +37,10 @@ def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict
 class Saver:
     """Stores runs into results_dir (and its index) as trials end; a run finished there already
     is never replaced by a stopped or failed one (a stopped trial of a configuration that a grid,
-    or an earlier trial, trained in full)."""
+    or an earlier trial, trained in full). `hooks` (lab.callbacks.Hooks) hears of each run stored."""
 
-    def __init__(self, results_dir: Path):
-        self.writer = results.Writer(results_dir)
+    def __init__(self, results_dir: Path, hooks=None):
+        self.writer, self.hooks = results.Writer(results_dir), hooks
         self.finished = {run_id for run_id, s in results.statuses(results_dir).items() if s == "finished"}
 
     def __call__(self, runs: list[RunResult]) -> None:
@@ -48,6 +48,8 @@ class Saver:
             finished = not (run.failed or run.stopped)
             if finished or run.run_id not in self.finished:
                 self.writer.save(run)
+                if self.hooks is not None:
+                    self.hooks.saved(self.writer.results_dir, run)
             if finished:
                 self.finished.add(run.run_id)
 
@@ -93,7 +95,7 @@ def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
 
 
 def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
-           parallel="auto", figures=True) -> int:
+           parallel="auto", figures=True, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""
     from lab import sweep
 
@@ -111,7 +113,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
 
     with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
-        save = Saver(results_dir)
+        save = Saver(results_dir, hooks)
         trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
         progress = sweep.Progress(trials.left(), ended="ended")
         try:

@@ -47,6 +47,7 @@ __all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "R
 # Defined here, not in lab.sweep.entry: Hydra names the job after the module of its task function
 # (hydra.job.name, which a config can interpolate), and that name has always been `sweep`.
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
-def main(cfg: DictConfig) -> None:
-    """One run in this process (Hydra's run mode)."""
-    run_one(cfg)
+def main(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
+    return run_one(cfg)

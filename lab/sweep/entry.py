@@ -7,10 +7,12 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from lab import results
+from lab import callbacks, results
 from lab.compose import Composer, flat
+from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
 from lab.sweep.errors import fail
 from lab.sweep.execution import Interrupted, execute, report
@@ -18,13 +20,14 @@ from lab.sweep.planning import list_plan, plan
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
-           figures=True, dry_run=False, dashboard=False):
+           figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
     """Called by the lab's Hydra launcher with the whole grid.
 
     Before training: joins the Ray cluster if one is named and writes the sweep's record into
     each results_dir it trains into (lab.sweep.record); a local Ray is started by `execute` (with
-    its dashboard if asked). None of this happens on a dry run, an invalid knob or when nothing is
-    left to train."""
+    its dashboard if asked). Each run saved goes to Hydra's job callbacks and the tracker
+    (lab.callbacks). None of this happens on a dry run, an invalid knob or when nothing is left to
+    train."""
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
@@ -32,6 +35,10 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
+        try:
+            hooks = callbacks.for_grid(hydra_callbacks, sweep_config, track, composer, job_overrides, p.first)
+        except ConfigError as exc:
+            fail(str(exc))
         print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
         for note in p.notes:
             print(note)
@@ -49,7 +56,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
                          {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
-                            started=started, dashboard=dashboard)  # starts a local Ray itself
+                            started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself
         if joins:
             ray_connection.disconnect()
             execution.seconds = time.perf_counter() - started
@@ -73,18 +80,24 @@ def _check_options(parallel, figures) -> None:
              "figures of up to 16 configurations), all (every figure) or false (none)")
 
 
-def run_one(cfg: DictConfig) -> None:
-    """One run in this process (Hydra's run mode)."""
+def run_one(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
     try:
         p = plan([flat(cfg)])
+        try:
+            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+        except ConfigError as exc:
+            fail(str(exc))
         for note in p.notes:
             print(note)
-        execution = execute(p.train, parallel=False)
+        execution = execute(p.train, parallel=False, hooks=hooks)
     except KeyboardInterrupt as stop:
         interrupted(stop)
     status = report(p.train, execution)
     if status:
         sys.exit(status)
+    return callbacks.final_evaluation(*(p.train or p.skip))
 
 
 def interrupted(stop: KeyboardInterrupt) -> NoReturn:

@@ -43,11 +43,11 @@ class Execution:
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
-            started: float | None = None, dashboard: bool = False) -> Execution:
+            started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
     """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
     process (`placement.mode`), saving each result as it arrives. `started` is the sweep's start
     (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
-    stopped before it returns.
+    stopped before it returns. `hooks` (lab.callbacks.Hooks) hears of each run saved.
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
     """
@@ -61,6 +61,8 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
 
     def finish(job: Job, result: RunResult, running: int) -> None:
         writers.setdefault(job.results_dir, results.Writer(job.results_dir)).save(result)
+        if hooks is not None:
+            hooks.saved(job.results_dir, result)
         done.append(Outcome.of(result))
         progress.update(done[-1], running=running)
 

@@ -1,0 +1,151 @@
+"""What the driver of a sweep does with each run it saves, beside saving it: Hydra's per-job
+callbacks and the tracker of `hydra.launcher.track`.
+
+Hydra calls `on_job_start` / `on_job_end` of the callbacks under `hydra.callbacks` around each job
+it runs itself (hydra.core.utils.run_job). The lab's launcher and its search train runs elsewhere
+(forks, Ray, a cluster), so the driver calls them, as Hydra would, when a run's result reaches it
+and is saved: `on_job_start` then at once `on_job_end`, with the job's config (its knobs plus
+Hydra's node, HydraConfig set to it meanwhile) and a JobReturn whose `return_value` is the run's
+final exact evaluation (a dict of its eval_* columns). A failed run's JobReturn has status FAILED
+and its error as the exception, as Hydra's have. A callback that keeps state from start to end
+so sees one run at a time; the run's own start and end times are in its table. Runs skipped
+because results_dir holds them finished already fire nothing: they were not run by this sweep.
+`on_multirun_start` / `on_multirun_end` are Hydra's own calls around the sweeper (the latter is
+not made when the sweep exits with failed runs, as under Hydra's basic sweeper).
+
+With `hydra.launcher.track=mlflow|tensorboard` each saved run is also exported (lab.export.Tracker)
+into results_dir's default store, so a later `lab-export` adds nothing for it.
+"""
+
+import itertools
+import os
+import sys
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobRuntime, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from lab import export, results
+from lab.knobs import ConfigError
+
+TRACKERS = (None, *export.TARGETS)
+"""hydra.launcher.track's values: none, or a tracker each run is exported to as it is saved"""
+TRACKER_PACKAGES = {"mlflow": "mlflow", "tensorboard": "tensorboardX"}
+
+
+def check_track(track) -> None:
+    """Refuse a value of hydra.launcher.track other than TRACKERS, or a tracker not installed."""
+    if track not in TRACKERS:
+        raise ConfigError(f"hydra.launcher.track={track!r} is not allowed: mlflow, tensorboard or null (none)")
+    if track is not None:
+        try:
+            __import__(TRACKER_PACKAGES[track])
+        except ImportError:
+            raise ConfigError(f"hydra.launcher.track={track} needs the tracking extra "
+                              f"({TRACKER_PACKAGES[track]} is missing): pip install -e '.[tracking]'") from None
+
+
+def _listens_to_jobs(callback) -> bool:
+    """Whether a callback does anything on a job's start or end (else nothing is composed for it)."""
+    return any(getattr(type(callback), name) is not getattr(Callback, name)
+               for name in ("on_job_start", "on_job_end"))
+
+
+class Hooks:
+    """Called by the driver for each run it saves (`saved`). `describe(results_dir, result)` gives
+    the run's flat configuration, its overrides and its number in the sweep (hydra.job.num);
+    `sweep_config` is the sweep's (Hydra's node included); `callbacks` Hydra's Callbacks of the
+    sweep (hydra_context.callbacks), or None."""
+
+    def __init__(self, callbacks, sweep_config: DictConfig, track, describe):
+        check_track(track)
+        listening = callbacks is not None and any(map(_listens_to_jobs, callbacks.callbacks))
+        self.callbacks = callbacks if listening else None
+        self.sweep_config, self.track, self.describe = sweep_config, track, describe
+        self.trackers = {}  # results_dir -> lab.export.Tracker
+
+    def saved(self, results_dir, result) -> None:
+        """The driver saved the run `result` into results_dir: tell the callbacks, export it."""
+        if self.callbacks is not None:
+            self._notify(results_dir, result)
+        if self.track is not None:
+            if results_dir not in self.trackers:
+                self.trackers[results_dir] = export.Tracker(results_dir, self.track)
+            tracker = self.trackers[results_dir]
+            try:
+                tracker(result.run_id)
+            except Exception as exc:  # noqa: BLE001 - the run is saved; the tracker is a view of it
+                print(f"warning: run {result.run_id} not exported to {self.track} ({type(exc).__name__}: "
+                      f"{exc}); `lab-export {results_dir} --to {self.track}` adds it", file=sys.stderr)
+
+    def _notify(self, results_dir, result) -> None:
+        cfg, overrides, num = self.describe(results_dir, result)
+        config = self._job_config(cfg, overrides, num, result.run_id)
+        before = HydraConfig.instance().cfg
+        HydraConfig.instance().set_config(config)  # holds a copy of the job's Hydra node
+        try:
+            self.callbacks.on_job_start(config=config, task_function=None)
+            ret = job_return(OmegaConf.create(cfg), HydraConfig.instance().cfg, overrides, result)
+            self.callbacks.on_job_end(config=config, job_return=ret)
+        finally:
+            HydraConfig.instance().cfg = before
+
+    def _job_config(self, cfg: dict, overrides: list[str], num: int, run_id: str) -> DictConfig:
+        """The run's config as Hydra gives a job's: its knobs and Hydra's node with the job's
+        overrides, number and id (its run id)."""
+        config = OmegaConf.create(cfg)
+        with open_dict(config):
+            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
+        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
+            config.hydra.overrides.task = list(overrides)
+            config.hydra.job.num, config.hydra.job.id = num, run_id
+        return config
+
+
+def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:
+    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's
+    node; `hydra_cfg`: that node alone, as HydraConfig holds it): completed with its final exact
+    evaluation, or failed with its error."""
+    ret = JobReturn(overrides=list(overrides), cfg=task, hydra_cfg=hydra_cfg, working_dir=os.getcwd(),
+                    task_name=JobRuntime.instance().get("name"))
+    if result.failed:
+        ret.status, ret.return_value = JobStatus.FAILED, RuntimeError(str(result.rows["error"].iloc[0]))
+    else:
+        ret.status, ret.return_value = JobStatus.COMPLETED, export.final(result.rows)
+    return ret
+
+
+def for_grid(callbacks, sweep_config: DictConfig, track, composer, job_overrides, first) -> Hooks:
+    """The hooks of a grid (lab.sweep.launch): a run's config is its job's composition."""
+
+    def describe(results_dir, result):
+        num = first[results_dir, result.run_id]
+        return composer(job_overrides[num]), job_overrides[num], num
+
+    return Hooks(callbacks, sweep_config, track, describe)
+
+
+def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
+    """The hooks of a search (lab.search.driver): a run's config is the search's base with the
+    knobs and seed its first row trained with; its overrides name the keys where it differs
+    from the base; runs are numbered as they are saved."""
+    numbers = itertools.count()
+
+    def describe(results_dir, result):
+        knobs = export.knobs(result.rows.iloc[0])
+        cfg = {**base, **{k: v for k, v in knobs.items() if k in base}}
+        return cfg, [f"{k}={v}" for k, v in cfg.items() if k == "seed" or v != base[k]], next(numbers)
+
+    return Hooks(callbacks, sweep_config, track, describe)
+
+
+def for_run(track) -> Hooks:
+    """The hooks of Hydra's run mode (lab.sweep.main): the tracker only, Hydra itself calls the
+    job callbacks around the run (with main's return value, `final_evaluation`)."""
+    return Hooks(None, None, track, describe=None)
+
+
+def final_evaluation(job) -> dict:
+    """The final exact evaluation of a job's run as results_dir holds it (its eval_* columns)."""
+    return export.final(results.read_runs(job.results_dir, [job.run_id]))
