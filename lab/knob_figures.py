@@ -1,13 +1,15 @@
-"""How each knob moves the outcome, as PNGs in RESULTS_DIR/_figures (from lab.compare's tables).
+"""How each knob moves the outcome, as PNGs (from lab.compare's tables, or a search's).
 
 - knob_figure, one per (algorithm, seat): the final exact win - loss against each evaluation
   opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
   together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
   at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
-  one a red star; for a knob of a
-  few values, a black diamond per value: the IQM over every run with it, and its interval.
-  A numeric knob whose values span a factor of 10 or more is drawn on a log axis (as a search
-  samples a learning rate); a knob of words or tied knobs is drawn as categories.
+  one a red star; for a knob of a few values, a black diamond per value: the IQM over every run
+  with it, and its interval. A searched knob is drawn on the scale it was searched on (its
+  `scales`, from lab.search.space); any other numeric knob whose values span a factor of 10 or
+  more on a log axis; a knob of words or tied knobs as categories. A search draws the same
+  figure of its configurations (lab.search.figures.knob_table: stopped ones at their last
+  evaluation, bars the range of their seeds).
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
   through one axis per varying knob and a last axis of its win - loss, coloured by it, the best
   drawn last (on top).
@@ -43,10 +45,11 @@ def axis_of(values: pd.Series) -> str:
     return "linear"
 
 
-def positions(configs: pd.DataFrame, factor: list[str]) -> tuple[np.ndarray, str, list[str]]:
-    """Where each configuration sits on a factor's axis: (x, axis kind, category labels)."""
+def positions(configs: pd.DataFrame, factor: list[str], scales: dict | None = None) -> tuple[np.ndarray, str, list[str]]:
+    """Where each configuration sits on a factor's axis: (x, axis kind, category labels); a
+    searched knob's kind is its scale in `scales` (lab.search.space.Dimension.scale)."""
     values = configs[factor[0]] if len(factor) == 1 else compare.factor_values(configs, factor)
-    kind = axis_of(values) if len(factor) == 1 else "category"
+    kind = "category" if len(factor) > 1 else (scales or {}).get(factor[0]) or axis_of(values)
     if kind != "category":
         return pd.to_numeric(values).to_numpy(float), kind, []
     text = values.map(compare.value_text) if len(factor) == 1 else values
@@ -66,18 +69,38 @@ def _jitter(x: np.ndarray, kind: str, count: int) -> np.ndarray:
     return x + 0.02 * offsets * (span if span else 1)
 
 
-def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str]) -> None:
-    x, kind, labels = positions(configs, factor)
+STATUS = {"stopped": dict(color="tab:gray", fmt="x", label="stopped early (its last evaluation)"),
+          "failed": dict(color="tab:red", fmt="x", label="failed (its last evaluation)")}
+"""How a search's configurations that did not finish are drawn (a `status` column)."""
+
+
+def _points(ax, x: np.ndarray, configs: pd.DataFrame, point: str) -> None:
+    """The configurations, each at its score_mean with its interval (up to BARS_UP_TO), those a
+    search stopped or lost (`status`) apart."""
+    status = configs["status"] if "status" in configs else pd.Series("finished", configs.index)
+    for name in ["finished", *STATUS]:
+        mine = (status == name).to_numpy()
+        style = STATUS.get(name, dict(color="C0", fmt="o", label=point))
+        y = configs["score_mean"].to_numpy(float)[mine]
+        if not mine.any():
+            continue
+        if len(configs) <= BARS_UP_TO:
+            spread = np.abs(np.vstack([y - configs["score_mean_low"][mine], configs["score_mean_high"][mine] - y]))
+            ax.errorbar(x[mine], y, yerr=spread, ms=3, lw=0.8, alpha=0.55, **style)
+        else:
+            ax.plot(x[mine], y, style["fmt"], ms=2, alpha=0.4, color=style["color"], label=style["label"].split(",")[0])
+
+
+def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str], scales: dict | None,
+           point: str) -> None:
+    x, kind, labels = positions(configs, factor, scales)
     jittered = _jitter(x, kind, len(x))
     y = configs["score_mean"].to_numpy(float)
-    if len(configs) <= BARS_UP_TO:
-        spread = np.abs(np.vstack([y - configs["score_mean_low"], configs["score_mean_high"] - y]))
-        ax.errorbar(jittered, y, yerr=spread, fmt="o", ms=3, lw=0.8, alpha=0.55, color="C0",
-                    label="a configuration: seed mean, 95% interval")
-    else:
-        ax.plot(jittered, y, "o", ms=2, alpha=0.4, color="C0", label="a configuration: seed mean")
-    best = int(np.argmin(configs["rank"].to_numpy()))
-    ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
+    _points(ax, jittered, configs, point)
+    ranks = configs["rank"].to_numpy(float)
+    if not np.isnan(ranks).all():  # a search's configurations that did not finish have no rank
+        best = int(np.nanargmin(ranks))
+        ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
     name = " x ".join(factor)
     mine = effects[effects["knob"] == name] if not effects.empty else effects
     if len(mine) and kind == "category":
@@ -97,36 +120,54 @@ def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str]) 
     ax.grid(alpha=0.3)
 
 
-def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """The knob figures (see module doc) of lab.compare.configurations / knob_effects tables."""
+GRID_POINT = "a configuration: seed mean, 95% interval"
+
+
+def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
+    """knob_figure of each algorithm and seat of lab.compare.configurations / knob_effects
+    tables, as <algorithm>_knobs_<X|O>.png in out_dir."""
     written = []
-    knobs = summary.compared_knobs(configs)
     for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
-        opponents = sorted(mine["evaluated_vs"].unique())
-        factor_list = compare.factors(mine[mine["evaluated_vs"] == opponents[0]], knobs)
-        if not factor_list:
-            continue
-        fig, axes = plt.subplots(len(opponents), len(factor_list), squeeze=False, sharey="row", layout="constrained",
-                                 figsize=(max(9, 2 + 3.6 * len(factor_list)), 1 + 3.6 * len(opponents)))
-        for row, vs in enumerate(opponents):
-            group = mine[mine["evaluated_vs"] == vs].reset_index(drop=True)
-            chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
-                             & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
-            for col, factor in enumerate(factor_list):
-                _panel(axes[row, col], group, chosen, factor)
-            axes[row, 0].set_ylabel(f"final exact win - loss\nvs {evaluate.OPPONENT_TITLES[vs]}")
-        handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-        seeds = mine["seeds"]
-        fig.suptitle(f"{algorithm}, agent as {evaluate.SEATS[seat]}: the final objective against each knob "
-                     f"({mine['config'].nunique()} configurations, {seeds.min()}-{seeds.max()} seeds each)"
-                     .replace(f"{seeds.min()}-{seeds.min()} ", f"{seeds.min()} "))
-        written.append(_save(fig, out_dir / f"{algorithm}_knobs_{evaluate.SEATS[seat]}.png"))
+        chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)] if not effects.empty else effects
+        path = knob_figure(mine, chosen, out_dir / f"{algorithm}_knobs_{evaluate.SEATS[seat]}.png", scales)
+        written += [path] if path else []
     return written
 
 
-def parallel_figure(configs: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """The parallel-coordinates figures (see module doc)."""
+def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
+                point: str = GRID_POINT) -> Path | None:
+    """The knob figure (see module doc) of one algorithm and seat: `configs` has a row per
+    configuration and evaluation opponent (lab.compare.configurations' columns: the knobs,
+    config, seeds, rank, score_mean and its _low and _high; `status` if some did not finish),
+    `effects` lab.compare.knob_effects' rows or none; `scales` the searched knobs' scales (they
+    are also the knobs drawn, one panel each); `point` what a point and its bar are. None when no
+    knob varies."""
+    algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
+    opponents = sorted(configs["evaluated_vs"].unique())
+    first = configs[configs["evaluated_vs"] == opponents[0]]
+    factor_list = ([[k] for k in scales if k in first] if scales
+                   else compare.factors(first, summary.compared_knobs(first)))
+    if not factor_list:
+        return None
+    fig, axes = plt.subplots(len(opponents), len(factor_list), squeeze=False, sharey="row", layout="constrained",
+                             figsize=(max(9, 2 + 3.6 * len(factor_list)), 1 + 3.6 * len(opponents)))
+    for row, vs in enumerate(opponents):
+        group = configs[configs["evaluated_vs"] == vs].reset_index(drop=True)
+        chosen = effects[effects["evaluated_vs"] == vs] if not effects.empty else effects
+        for col, factor in enumerate(factor_list):
+            _panel(axes[row, col], group, chosen, factor, scales, point)
+        axes[row, 0].set_ylabel(f"final exact win - loss\nvs {evaluate.OPPONENT_TITLES[vs]}")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    seeds = configs["seeds"]
+    fig.suptitle(f"{algorithm}, agent as {evaluate.SEATS.get(seat, seat)}: the final objective against each knob "
+                 f"({configs['config'].nunique()} configurations, {seeds.min()}-{seeds.max()} seeds each)"
+                 .replace(f"{seeds.min()}-{seeds.min()} ", f"{seeds.min()} "))
+    return _save(fig, path)
+
+
+def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
+    """The parallel-coordinates figures (see module doc); `scales` as knob_figure's."""
     written = []
     knobs = summary.compared_knobs(configs)
     for (algorithm, seat, vs), group in configs.groupby(compare.GROUP):
@@ -136,7 +177,7 @@ def parallel_figure(configs: pd.DataFrame, out_dir: Path) -> list[Path]:
             continue
         columns, ticks = [], []
         for factor in factor_list:
-            x, kind, labels = positions(group, factor)
+            x, kind, labels = positions(group, factor, scales)
             x = np.log10(x) if kind == "log" else x
             low, high = np.nanmin(x), np.nanmax(x)
             columns.append((x - low) / (high - low) if high > low else np.full_like(x, 0.5))

@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from lab import evaluate, knob_figures, results, summary  # noqa: E402
+from lab.search import saved  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 """Student's t 0.975 quantiles for 1..10 degrees of freedom; beyond, 1.96 + 2.5/df is within 0.02."""
@@ -314,42 +315,6 @@ def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | No
     return written
 
 
-MARKERS = {"finished": dict(color="tab:blue", marker="o"), "stopped": dict(color="tab:gray", marker="x"),
-           "failed": dict(color="tab:red", marker="x")}
-
-
-def knob_figure(points: pd.DataFrame, scales: dict[str, str], path: Path, ylabel: str) -> Path:
-    """A measure of each configuration against each of its knobs, one panel per knob (a search's
-    final objective against its searched knobs; any table of configurations will do). `points`
-    has a row per configuration: the knob columns, `value`, `low` and `high` (its spread over
-    seeds, drawn as a bar) and `status` (finished, stopped: its last value before it was
-    stopped, or failed). `scales` maps each knob to log, linear or category."""
-    columns = min(3, max(1, len(scales)))
-    rows = -(-len(scales) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), sharey=True, squeeze=False,
-                             layout="constrained")
-    for ax, (knob, scale) in zip(axes.flat, scales.items()):
-        where = points[knob]
-        if scale == "category":  # the choices in their order, as positions
-            choices = list(dict.fromkeys(sorted(where.unique(), key=str)))
-            where = where.map({c: i for i, c in enumerate(choices)})
-            ax.set_xticks(range(len(choices)), [str(c) for c in choices])
-        for status, group in points.assign(x=where).groupby("status"):
-            style = MARKERS.get(status, MARKERS["failed"])
-            ax.errorbar(group["x"], group["value"], yerr=[group["value"] - group["low"], group["high"] - group["value"]],
-                        ls="none", ms=4, lw=0.6, alpha=0.75, label=status, **style)
-        ax.set(xscale="log" if scale == "log" else "linear", xlabel=knob)
-        ax.grid(alpha=0.3, which="both")
-    for ax in axes.flat[len(scales):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(ylabel)
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"{len(points)} configurations (bars: the range over their seeds; stopped ones at their last "
-                 "evaluation)")
-    return _save(fig, Path(path))
-
-
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = False, frame=None,
                 compared=None, left_out: list | None = None) -> list[Path]:
     """Every figure type for a results directory, from one read of its table (`frame`, if
@@ -361,7 +326,9 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = F
                + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir, every, left_out))
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is not None and not compared[0].empty:
-        written += knob_figures.knob_figure(*compared, out_dir) + knob_figures.parallel_figure(compared[0], out_dir)
+        scales = saved.scales(results_dir)  # a search's knobs on the scale they were searched on
+        written += (knob_figures.knob_figures(*compared, out_dir, scales)
+                    + knob_figures.parallel_figure(compared[0], out_dir, scales))
     return written
 
 

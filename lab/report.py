@@ -13,6 +13,9 @@ For each group (an algorithm and a seat) it shows:
   view) and parallel coordinates; selecting points in the first, or brushing axes of the
   second, filters the table and so the curves.
 
+Where results_dir holds a search, a search view (lab.report_search): the objective per trial with
+the best so far, and the searched knobs' importance.
+
 Everything is aggregated before it is written: per configuration its statistics and its curves
 binned to at most CURVE_POINTS points (fewer when there are many configurations, so that the
 curves stay within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count.
@@ -33,8 +36,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import compare, evaluate, knob_figures, plots, results, stats, summary
+from lab import compare, evaluate, knob_figures, plots, report_search, results, stats, summary
 from lab.files import write_atomic
+from lab.search import saved
 
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
@@ -100,7 +104,7 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
 """lab.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
 
 
-def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict) -> dict:
+def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict) -> dict:
     """One algorithm and seat: its configurations' table, curves and the two knob views."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
@@ -117,8 +121,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict) -> di
         table[vs] = {name: _rounded(rows[column]) for column, name in STATISTIC_COLUMNS.items()}
         mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
                        & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
-        views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors).to_json()),
-                     "parallel": json.loads(parallel_view(rows, factors, vs).to_json()),
+        views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors, scales).to_json()),
+                     "parallel": json.loads(parallel_view(rows, factors, vs, scales).to_json()),
                      "verdict": compare.verdict(rows.sort_values("rank")),
                      "sentences": [compare.knob_sentence(effect, int(rows["seeds"].min()))
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
@@ -127,9 +131,10 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict) -> di
             "curves": [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]}
 
 
-def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]]):
+def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
     """Plotly: one panel per factor, each configuration a point with its interval; points carry
-    their row number (customdata) so that a selection filters the table."""
+    their row number (customdata) so that a selection filters the table. `scales`: a search's
+    knobs drawn on the scale they were searched on (lab.search.saved.scales)."""
     from plotly import graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -138,7 +143,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
     Scatter = go.Scattergl if len(rows) >= WEBGL_FROM else go.Scatter
     y = rows["score_mean"].to_numpy(float)
     for col, factor in enumerate(factors, 1):
-        x, kind, labels = knob_figures.positions(rows, factor)
+        x, kind, labels = knob_figures.positions(rows, factor, scales)
         x = [labels[int(i)] for i in x] if kind == "category" else x
         fig.add_trace(Scatter(
             x=x, y=y, mode="markers", customdata=np.arange(len(rows)), text=rows["config"],
@@ -161,7 +166,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
     return fig
 
 
-def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str):
+def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str, scales: dict):
     """Plotly's parallel coordinates: an axis per factor and one of the objective; brushing an
     axis (dragging along it) filters the table. The values go as plain lists (not Plotly's
     packed arrays), which the page reads back to filter."""
@@ -169,7 +174,7 @@ def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str):
 
     dimensions = []
     for factor in factors:
-        x, kind, labels = knob_figures.positions(rows, factor)
+        x, kind, labels = knob_figures.positions(rows, factor, scales)
         if kind == "category":
             dimensions.append({"label": " x ".join(factor), "values": x.tolist(), "tickvals": list(range(len(labels))),
                                "ticktext": labels})
@@ -207,13 +212,14 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
-    groups = [_group(mine, effects, all_curves) for _, mine in configs.groupby(["algorithm", "seat"])]
+    scales = saved.scales(results_dir)
+    groups = [_group(mine, effects, all_curves, scales) for _, mine in configs.groupby(["algorithm", "seat"])]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = results.runs(frame)["status"].value_counts()
     return {"results_dir": str(Path(results_dir).resolve()),
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
-            "groups": groups}
+            "groups": groups, "search": report_search.view(results_dir)}
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:

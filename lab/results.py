@@ -145,13 +145,14 @@ def _save(result, results_dir) -> tuple[Path, pa.Table]:
 
 class Writer:
     """Saves a sweep's runs into one results_dir and adds them to its index as they come, a part
-    of about PART_BYTES at a time: the next plan and `load` then read a few parts instead of
-    every run file. Use as a context manager (the last part is written on exit)."""
+    of about `part_bytes` (PART_BYTES) at a time: the next plan and `load` then read a few parts
+    instead of every run file. Use as a context manager (the last part is written on exit)."""
 
-    def __init__(self, results_dir):
+    def __init__(self, results_dir, part_bytes: int = None):
         self.results_dir = Path(results_dir)
         self.parts = {"stored": [], "table": []}
         self.bytes = 0
+        self.part_bytes = part_bytes or PART_BYTES
 
     def save(self, result) -> Path:
         path, table = _save(result, self.results_dir)
@@ -159,7 +160,7 @@ class Writer:
         self.parts["table"].append(_with_key(table, key))
         self.parts["stored"].append(_with_key(_stored_row(table), key))
         self.bytes += table.nbytes
-        if self.bytes >= PART_BYTES:
+        if self.bytes >= self.part_bytes:
             self.flush()
         return path
 
@@ -232,7 +233,7 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
     """One more part of an index, under a name no other writer uses."""
-    table = pa.concat_tables(tables, promote_options="permissive").combine_chunks()
+    table = pa.concat_tables(tables, promote_options="permissive")  # not combined: the same file, one copy less
     write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f), durable=True)
 
 

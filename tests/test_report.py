@@ -219,3 +219,42 @@ def test_lab_report_refuses_a_folder_without_runs_in_one_line(tmp_path, monkeypa
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path}\n"
     assert not (tmp_path / report.REPORT).exists()
+
+
+SEARCH = ["--multirun", "hydra/sweeper=search", "hydra.sweeper.num_samples=24", "hydra.sweeper.scheduler=asha",
+          "hydra.sweeper.grace_period=27", "hydra.sweeper.reduction_factor=2", "hydra.sweeper.objective=onestep", "algorithm=q_table", "opponent=onestep",
+          "player=2", "iterations=54", "episodes_per_update=50", "eval_every=6", "alpha=tag(log,interval(0.01,1))",
+          "epsilon_decay=interval(0.99,0.9999)", "hydra.launcher.figures=false"]
+"""A small search of the README's kind: ASHA stops about half the trials at the one rung, halfway"""
+
+
+@pytest.mark.integration
+def test_the_report_of_a_search_shows_its_trials_and_knob_importance_in_headless_chromium(tmp_path, browser):
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", *SEARCH, f"results_dir={out}"], capture_output=True,
+                          text=True, timeout=600, cwd=REPO, env=clean_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = subprocess.run([sys.executable, "-m", "lab.report", str(out)], capture_output=True, text=True,
+                             timeout=300, cwd=REPO, env=clean_env())
+    assert written.returncode == 0, written.stderr
+    page = out / report.REPORT / "index.html"
+    search = _data(page.read_text())["search"]
+    assert "24 trials" in search["title"] and search["importance"] is not None
+    trials = {t["name"]: t for t in search["trials"]["data"]}
+    assert "best so far" in trials and "stopped" in trials  # ASHA stopped some
+
+    browser.open(page)
+    _ready(browser)
+    assert browser.run("document.getElementById('search').hidden") is False
+    assert browser.run("document.querySelectorAll('#trials .point').length") == 24  # a marker per trial
+    bars = browser.run("Array.from(document.getElementById('importance').data[0].y)")
+    assert sorted(bars) == ["alpha", "epsilon_decay_per_game"]
+    box = browser.run("(() => { const r = document.getElementById('trials').getBoundingClientRect();"
+                      " return [r.left + scrollX, r.top + scrollY, r.width, r.height]; })()")
+    browser.run(f"window.scrollTo(0, {box[1]})")
+    picture = browser.screenshot(tmp_path / "trials.png")
+    top = int(browser.run("document.getElementById('trials').getBoundingClientRect().top"))
+    drawn = picture[max(0, top):top + int(box[3]), int(box[0]):int(box[0] + box[2]), :3]
+    assert (drawn.max(axis=-1) - drawn.min(axis=-1) > 0.2).mean() > 0.002  # coloured points and the line
+    assert browser.errors() == []
+    assert [r for r in browser.requests() if not r.startswith("file:")] == []

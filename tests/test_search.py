@@ -178,3 +178,15 @@ def test_a_fork_that_dies_fails_its_trial_and_the_others_train_on(tmp_path):
     assert trials[1].user_attrs["error"] == "the fork training it died (exit code 3)"
     assert results.statuses(tmp_path / "results")[trials[1].user_attrs["runs"][0]] == "failed"  # a grid re-trains it
     assert "4 trials: 3 finished, 0 stopped early, 1 failed" in done.stdout
+
+
+def test_the_search_draws_and_reports_in_another_process_than_its_driver(tmp_path):
+    # what is drawn at the end (matplotlib, plotly, the runs read back) would stay in the
+    # driver's memory to its end: issue 22's 1,000-trial search within 300 MB needs it elsewhere
+    prelude = ("import atexit, sys\natexit.register(lambda: print('DRIVER IMPORTED', sorted(m for m in "
+               "('matplotlib', 'plotly') if m in sys.modules)))")
+    done = sweep([*TINY_SEARCH, "hydra.sweeper.num_samples=3", "results_dir=results"], cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "DRIVER IMPORTED []" in done.stdout
+    assert "search figures in" in done.stdout and (tmp_path / "results" / results.SEARCH / "knobs.png").exists()
+    assert f"report in {tmp_path / 'results' / '_report' / 'index.html'}" in done.stdout

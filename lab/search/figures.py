@@ -1,5 +1,5 @@
 """The search's own figure, its objective per configuration, and the table of configurations
-that lab.plots.knob_figure draws against each searched knob."""
+that lab.knob_figures.knob_figure draws against each searched knob."""
 
 from pathlib import Path
 
@@ -47,13 +47,27 @@ def objective(configurations: list, base: dict, settings: Settings, path: Path) 
     return path
 
 
-def knob_points(configurations: list, dims: dict, settings: Settings) -> pd.DataFrame:
-    """One row per configuration: its searched knobs, its last aggregated objective (`value`), its
-    seeds' lowest and highest (`low`, `high`) and its status."""
+def knob_table(configurations: list, ranked: list, base: dict, dims: dict, settings: Settings) -> pd.DataFrame:
+    """The configurations as lab.knob_figures.knob_figure reads them (lab.compare.configurations'
+    columns): one row each with its searched knobs, its last aggregated objective (score_mean),
+    its seeds' lowest and highest (score_mean_low, score_mean_high), its status, and its rank
+    among the finished ones (`ranked`: lab.search.outcome.rank's; none for the others)."""
+    ranks = {c.name: rank for rank, c in enumerate(ranked, 1)}
     rows = []
     for configuration in configurations:
         if configuration.curve:
             seeds = configuration.curve[-1][1]
-            rows.append({**{k: configuration.params[k] for k in dims}, "value": configuration.objective(settings),
-                         "low": min(seeds), "high": max(seeds), "status": configuration.status})
-    return pd.DataFrame(rows, columns=[*dims, "value", "low", "high", "status"])
+            rows.append({**{k: configuration.params[k] for k in dims}, "config": configuration.name,
+                         "score_mean": configuration.objective(settings), "score_mean_low": min(seeds),
+                         "score_mean_high": max(seeds), "status": configuration.status,
+                         "rank": ranks.get(configuration.name, np.nan)})
+    columns = [*dims, "config", "score_mean", "score_mean_low", "score_mean_high", "status", "rank"]
+    return pd.DataFrame(rows, columns=columns).assign(algorithm=base["algorithm"], seat=base.get("player"),
+                                                      evaluated_vs=settings.objective, seeds=settings.seeds)
+
+
+def point(settings: Settings) -> str:
+    """What a point of the search's knob figure is, and its bar."""
+    if settings.seeds == 1:
+        return "a configuration (one seed)"
+    return f"a configuration: {settings.aggregate} of {settings.seeds} seeds, bar: their range"

@@ -3,9 +3,10 @@ again (results_dir/_search/best.yaml), and the search's figures.
 
 A search draws the search, not every run: its objective figure (each configuration's aggregated
 objective against training episodes, with its seeds' spread), the final objective against each
-searched knob (lab.plots.knob_figure), and the exact-evaluation figure of its few best
+searched knob (lab.knob_figures.knob_figure), and the exact-evaluation figure of its few best
 configurations (lab.plots.exact_figures); hydra.launcher.figures=all adds every figure and the
-summary of lab.plots / lab.summary, as a grid draws them.
+summary of lab.plots / lab.summary, as a grid draws them (lab.search.driver draws them in a child
+process).
 """
 
 import json
@@ -15,7 +16,6 @@ from pathlib import Path
 
 from lab import config, results
 from lab.search.settings import Settings
-from lab.search.space import Dimension
 
 BEST = "best.yaml"
 SHOWN = 5
@@ -47,10 +47,9 @@ def _episodes(base: dict, configuration: Configuration, seeds: int) -> int:
     return (configuration.curve[-1][0] if configuration.curve else 0) * per_update * seeds
 
 
-def finish(configurations: list[Configuration], base: dict, dims: dict[str, Dimension], settings: Settings,
-           results_dir: Path, figures) -> int:
-    """Print how the search went and its best configuration, write best.yaml, draw the figures.
-    The exit status: 1 when a configuration failed or none finished, else 0."""
+def finish(configurations: list[Configuration], base: dict, settings: Settings, results_dir: Path) -> int:
+    """Print how the search went and its best configuration, write best.yaml. The exit status: 1
+    when a configuration failed or none finished, else 0."""
     counts = {s: sum(c.status == s for c in configurations) for s in ("finished", "stopped", "failed")}
     episodes = sum(_episodes(base, c, settings.seeds) for c in configurations)
     print(f"{len(configurations)} trials: {counts['finished']} finished, {counts['stopped']} stopped early, "
@@ -65,8 +64,6 @@ def finish(configurations: list[Configuration], base: dict, dims: dict[str, Dime
     print(f"best: objective {best.objective(settings):.4f} (exact {settings.objective} win - loss{seeds}), {best.name}")
     print("  " + again)
     print(f"best configuration in {results_dir / results.SEARCH / BEST}")
-    if figures:
-        _draw(configurations, ranked, base, dims, settings, results_dir, figures)
     return 1 if counts["failed"] else 0
 
 
@@ -102,24 +99,22 @@ def write_best(best: Configuration, base: dict, settings: Settings, results_dir:
     return again
 
 
-def _draw(configurations, ranked, base, dims, settings, results_dir: Path, figures) -> None:
-    """The search's figures (and with figures=all every figure of the results); a problem here
-    never loses the search, whose runs are saved."""
+def draw(configurations, base, dims, settings, results_dir: Path) -> None:
+    """The search's figures (module doc); a problem here is one line on stderr."""
     folder = results_dir / results.SEARCH
+    ranked = rank(configurations, settings)
     try:
-        from lab import plots
+        import pandas as pd
+
+        from lab import knob_figures, plots
         from lab.search import figures as search_figures
 
+        table = search_figures.knob_table(configurations, ranked, base, dims, settings)
         drawn = [search_figures.objective(configurations, base, settings, folder / "objective.png"),
-                 plots.knob_figure(search_figures.knob_points(configurations, dims, settings),
-                                   {k: d.scale for k, d in dims.items()}, folder / "knobs.png",
-                                   ylabel=f"final exact win - loss against {settings.objective}")]
+                 knob_figures.knob_figure(table, pd.DataFrame(), folder / "knobs.png",
+                                          {k: d.scale for k, d in dims.items()}, search_figures.point(settings))]
         best_runs = results.read_runs(results_dir, [r for c in ranked[:SHOWN] for r in c.runs])
         drawn += plots.exact_figures(best_runs, folder)
         print(f"search figures in {folder}: {', '.join(p.name for p in drawn)}")
     except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a search
         print(f"could not draw the search's figures ({type(exc).__name__}: {exc})", file=sys.stderr)
-    if figures == "all":
-        from lab import sweep
-
-        sweep.analyse([results_dir])

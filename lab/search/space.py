@@ -43,7 +43,7 @@ class Dimension:
 
     @property
     def scale(self) -> str:
-        """How a figure draws it (lab.plots.knob_figure): log, linear or category."""
+        """How a figure draws it (lab.knob_figures): log, linear or category."""
         return "category" if self.kind == "choice" else "log" if self.log else "linear"
 
     def extremes(self) -> tuple:

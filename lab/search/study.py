@@ -93,6 +93,16 @@ def load(results_dir, storage: str | None = None):
     return optuna.load_study(study_name=store.name, storage=store.storage)
 
 
+def configurations(study) -> list[Configuration]:
+    """A study's ended trials as lab.search.outcome reads them."""
+    from optuna.trial import TrialState
+
+    status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
+    return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
+                          t.user_attrs.get("runs", []))
+            for t in study.get_trials(deepcopy=False) if t.state in status]
+
+
 def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, eval_every: int):
     """The search's study, created or loaded to resume it, and its Store."""
     import optuna
@@ -267,12 +277,7 @@ class Optimize:
 
     def configurations(self) -> list[Configuration]:
         """The search's ended trials, for lab.search.outcome."""
-        from optuna.trial import TrialState
-
-        status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
-        return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
-                              t.user_attrs.get("runs", []))
-                for t in self.study.get_trials(deepcopy=False) if t.state in status]
+        return configurations(self.study)
 
     def _trial(self, number: int):
         """The study's trial `number` (left running), to train again from its start."""

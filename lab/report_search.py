@@ -1,0 +1,129 @@
+"""The report's search view (lab.report), where results_dir holds a search (lab.search): its
+objective per trial (each configuration's final aggregated objective against its trial number,
+the best so far as a line, stopped and failed trials marked) and the searched knobs' importance.
+
+Importance is fANOVA's first-order term (Hutter et al. 2014): the share of the objective's
+variance over the finished configurations that each knob explains alone, the variance of the
+objective's mean within bins of the knob (its choices, or QUANTILE_BINS quantile bins of an
+interval) over the total variance. fANOVA fits a random forest first (Optuna's
+FanovaImportanceEvaluator needs scikit-learn, which the lab does not install); with hundreds of
+configurations the bins estimate the same term directly from the search's configurations.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lab import evaluate, results
+from lab.search import saved
+
+QUANTILE_BINS = 10
+"""Bins of an interval knob for its importance (fewer with few configurations)"""
+LEAST = 8
+"""Finished configurations below which no importance is computed (it would be noise)"""
+
+
+def configurations(results_dir) -> list:
+    """The search's configurations (lab.search.outcome.Configuration), in trial order."""
+    base, dims, settings = saved.searched(results_dir)
+    if settings.scheduler == "pbt":
+        from lab.search.pbt import Evolve
+
+        return Evolve(base, dims, settings, None, None, None, Path(results_dir) / results.SEARCH).configurations()
+    from lab.search import study
+
+    return study.configurations(study.load(results_dir, settings.storage))
+
+
+def trials_table(configurations: list, settings) -> pd.DataFrame:
+    """One row per configuration: number, name, status, its searched knobs as text, the last
+    iteration it trained, its final aggregated objective, and the best finished one so far."""
+    rows = [{"number": int(c.name.split()[-1]), "name": c.name, "status": c.status,
+             "knobs": " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in c.params.items()),
+             "iteration": c.curve[-1][0] if c.curve else 0, "objective": c.objective(settings)}
+            for c in configurations]
+    table = pd.DataFrame(rows, columns=["number", "name", "status", "knobs", "iteration", "objective"])
+    table = table.sort_values("number", ignore_index=True)
+    finished = table["objective"].where(table["status"] == "finished")
+    return table.assign(best=finished.astype(float).cummax().ffill())
+
+
+def importance(configurations: list, dims: dict, settings) -> dict[str, float]:
+    """Each searched knob's first-order share of the objective's variance over the finished
+    configurations (module doc), largest first; {} with fewer than LEAST of them."""
+    finished = [c for c in configurations if c.status == "finished" and c.curve]
+    if len(finished) < LEAST:
+        return {}
+    y = np.array([c.objective(settings) for c in finished])
+    total = y.var()
+    shares = {}
+    for key, dim in dims.items():
+        values = pd.Series([c.params[key] for c in finished])
+        if dim.kind == "choice":
+            bins = values.astype(str)
+        else:
+            scaled = np.log(values.astype(float)) if dim.log else values.astype(float)
+            bins = pd.qcut(scaled, min(QUANTILE_BINS, len(finished) // 4), labels=False, duplicates="drop")
+        means = pd.Series(y).groupby(bins.to_numpy()).transform("mean").to_numpy()
+        shares[key] = float(means.var() / total) if total > 0 else 0.0
+    return dict(sorted(shares.items(), key=lambda item: -item[1]))
+
+
+def trials_view(table: pd.DataFrame, objective: str):
+    """Plotly: the objective per trial, the best so far, stopped and failed trials marked."""
+    from plotly import graph_objects as go
+
+    fig = go.Figure()
+    styles = {"finished": {"symbol": "circle", "color": "#1f77b4"}, "stopped": {"symbol": "x", "color": "#888"},
+              "failed": {"symbol": "x", "color": "#d62728"}}
+    for status, marker in styles.items():
+        mine = table[table["status"] == status]
+        if mine.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            x=mine["number"], y=mine["objective"].fillna(table["objective"].min()), mode="markers", name=status,
+            marker={**marker, "size": 6, "opacity": 0.8}, customdata=np.column_stack([mine["knobs"], mine["iteration"]]),
+            hovertemplate="trial %{x}: %{y:.4f} at iteration %{customdata[1]}<br>%{customdata[0]}<extra>"
+                          f"{status}</extra>"))
+    fig.add_trace(go.Scatter(x=table["number"], y=table["best"], mode="lines", name="best so far",
+                             line={"shape": "hv", "color": "#d62728", "width": 1.5}, hoverinfo="skip"))
+    fig.update_layout(height=360, margin={"t": 30, "b": 40, "l": 60, "r": 20},
+                      xaxis_title="trial", yaxis_title=f"final exact win - loss vs {evaluate.OPPONENT_TITLES[objective]}",
+                      legend={"orientation": "h", "y": 1.08})
+    return fig
+
+
+def importance_view(shares: dict[str, float]):
+    """Plotly: a bar per searched knob, its share of the objective's variance."""
+    from plotly import graph_objects as go
+
+    fig = go.Figure(go.Bar(x=list(shares.values())[::-1], y=list(shares)[::-1], orientation="h",
+                           marker_color="#1f77b4", hovertemplate="%{y}: %{x:.1%}<extra></extra>"))
+    fig.update_layout(height=80 + 40 * len(shares), margin={"t": 20, "b": 40, "l": 160, "r": 20},
+                      xaxis={"title": "share of the objective's variance it explains alone", "tickformat": ".0%"})
+    return fig
+
+
+def view(results_dir) -> dict | None:
+    """The search view's data for the page, or None where results_dir holds no search."""
+    found = saved.searched(results_dir)
+    if found is None:
+        return None
+    base, dims, settings = found
+    try:
+        configs = configurations(results_dir)
+    except ImportError:
+        return {"note": "results_dir holds a search; its view needs the search extra (pip install "
+                        "'tictactoe-lab[search]')"}
+    table = trials_table(configs, settings)
+    shares = importance(configs, dims, settings)
+    counts = table["status"].value_counts()
+    seeds = f"{settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else "one seed"
+    title = (f"{settings.search} search, scheduler {settings.scheduler}, {len(table)} trials "
+             f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: exact win - loss against "
+             f"{settings.objective} ({seeds}), stopped trials at their last evaluation")
+    return {"title": title, "trials": json.loads(trials_view(table, settings.objective).to_json()),
+            "importance": json.loads(importance_view(shares).to_json()) if shares else None,
+            "note": "" if shares else f"no importance: fewer than {LEAST} configurations finished"}

@@ -1,0 +1,67 @@
+"""The report's search view (lab.report_search) on hand-made configurations: the best so far,
+and knob importance that finds the knob that moves the objective."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lab import report_search
+from lab.search.outcome import Configuration
+from lab.search.settings import Settings
+from lab.search.space import Dimension
+
+DIMS = {"alpha": Dimension("interval", 0.01, 1.0, log=True), "epsilon": Dimension("interval", 0.0, 1.0),
+        "memory": Dimension("choice", values=("keep", "clear"))}
+
+
+def _configurations(count: int, objective) -> list[Configuration]:
+    rng = np.random.default_rng(0)
+    out = []
+    for number in range(count):
+        params = {"alpha": float(np.exp(rng.uniform(np.log(0.01), 0))), "epsilon": float(rng.uniform()),
+                  "memory": ("keep", "clear")[number % 2]}
+        out.append(Configuration(f"trial {number}", params, "finished", [[10, [objective(params, rng)]]], []))
+    return out
+
+
+def test_importance_finds_the_knob_that_moves_the_objective():
+    # the objective follows log(alpha), with a little noise; epsilon and memory do nothing
+    configs = _configurations(200, lambda p, rng: np.log10(p["alpha"]) + 0.05 * rng.normal())
+    shares = report_search.importance(configs, DIMS, Settings())
+    assert list(shares) == ["alpha", "epsilon", "memory"]
+    assert shares["alpha"] > 0.9 and shares["epsilon"] < 0.1 and shares["memory"] < 0.05
+    # a choice that decides it, alone
+    shares = report_search.importance(_configurations(60, lambda p, rng: float(p["memory"] == "keep")), DIMS, Settings())
+    assert shares["memory"] == pytest.approx(1.0) and list(shares)[0] == "memory"
+    assert report_search.importance(configs[:report_search.LEAST - 1], DIMS, Settings()) == {}
+
+
+def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apart():
+    configs = [Configuration("trial 2", {"alpha": 0.1}, "finished", [[9, [0.5]]], []),
+               Configuration("trial 0", {"alpha": 0.2}, "finished", [[9, [0.3]]], []),
+               Configuration("trial 1", {"alpha": 0.3}, "stopped", [[3, [0.9]]], []),
+               Configuration("trial 3", {"alpha": 0.4}, "failed", [], [])]
+    table = report_search.trials_table(configs, Settings())
+    assert table["number"].tolist() == [0, 1, 2, 3]
+    assert table["status"].tolist() == ["finished", "stopped", "finished", "failed"]
+    assert table["best"].tolist() == [0.3, 0.3, 0.5, 0.5]  # a stopped trial's 0.9 is no best
+    assert table["iteration"].tolist() == [9, 3, 9, 0] and table["knobs"][0] == "alpha=0.2"
+
+
+def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
+    from lab import knob_figures, results
+    from lab.search import driver, saved
+
+    (tmp_path / results.SEARCH).mkdir()
+    identity = driver.identity({"algorithm": "q_table"}, DIMS, Settings())
+    (tmp_path / results.SEARCH / saved.IDENTITY).write_text(json.dumps(identity))
+    scales = saved.scales(tmp_path)
+    assert scales == {"alpha": "log", "epsilon": "linear", "memory": "category"}
+    assert saved.searched(tmp_path)[1] == DIMS and saved.scales(tmp_path / "none") == {}
+    # alpha found between 0.2 and 0.3 only: a guess from the values would draw it linear
+    table = pd.DataFrame({"alpha": [0.2, 0.25, 0.3], "epsilon": [0.5, 0.6, 0.7]})
+    assert knob_figures.positions(table, ["alpha"])[1] == "linear"
+    assert knob_figures.positions(table, ["alpha"], scales)[1] == "log"
+    assert knob_figures.positions(table, ["epsilon"], scales)[1] == "linear"
