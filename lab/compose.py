@@ -49,22 +49,21 @@ class Composer:
     which the cached composition leaves out) is composed from scratch, so errors are Hydra's own.
     tests/test_compose.py checks the equality with Hydra's composition on randomised grids.
 
-    Relies on internals of hydra-core 1.3 (pinned in pyproject.toml): the config repository
-    Hydra composes from and the function that applies value overrides; and on OmegaConf's node
-    types.
+    Relies on internals of hydra-core 1.3 (lab.compat.hydra): the config repository Hydra
+    composes from and the function that applies value overrides; and on OmegaConf's node types.
     """
 
     def __init__(self, config_loader, master_config: DictConfig):
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
+        from lab.compat import hydra as hydra_compat
+
         self.loader, self.master = config_loader, master_config
-        self.apply = ConfigLoaderImpl._apply_overrides_to_config
+        self.apply = hydra_compat.apply_overrides
         self.parser = OverridesParser.create()
         # the repository Hydra composes from, search path settings of the primary config included
         hydra_overrides = OmegaConf.to_container(master_config.hydra.overrides.hydra, resolve=False)
-        _, self.repo = config_loader._parse_overrides_and_create_caching_repo(
-            master_config.hydra.job.config_name, hydra_overrides)
+        self.repo = hydra_compat.caching_repo(config_loader, master_config.hydra.job.config_name, hydra_overrides)
         self.parsed, self.groups, self.bases = {}, {}, {}
 
     def full(self, overrides: list[str]) -> dict:
@@ -109,12 +108,14 @@ class Composer:
         its top-level keys whose values a plain override replaces as is: untyped ones, and none
         if the config holds an interpolation (which could depend on a replaced value)."""
         if choices not in self.bases:
+            from lab.compat.hydra import node
+
             cfg = self.loader.load_sweep_config(self.master, list(choices))
             with open_dict(cfg):
                 del cfg["hydra"]  # the job's own bookkeeping (its overrides, ...); `flat` drops it
             knobs = flat(cfg)
             interpolated = knobs != OmegaConf.to_container(cfg, resolve=False)
-            plain_keys = set() if interpolated else {k for k in cfg if type(cfg._get_node(k)) is AnyNode}
+            plain_keys = set() if interpolated else {k for k in cfg if type(node(cfg, k)) is AnyNode}
             self.bases[choices] = cfg, knobs, plain_keys
         return self.bases[choices]
 
@@ -132,11 +133,12 @@ def _sets_plain_value(override) -> bool:
 def expand(config_loader, params: list[str], arguments: list[str]) -> list[list[str]]:
     """Each job's overrides, as the lab's sweeper expands a grid: Hydra's basic sweeper (range(),
     choice(), glob(), a,b,c) over the sweep's `hydra.sweeper.params` and the command line, one batch."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from lab.compat.hydra import basic_sweeper
+
     parser = OverridesParser.create(config_loader=config_loader)  # glob() lists a group's options
-    (batch,) = BasicSweeper.split_arguments(parser.parse_overrides(params + arguments), None)
+    (batch,) = basic_sweeper().split_arguments(parser.parse_overrides(params + arguments), None)
     return batch
 
 

@@ -4,7 +4,7 @@ whole of a sweep too short to be worth starting Ray.
 Starting an embedded Ray takes about 2.5 s on the 2-core development machine, and its workers'
 first runs another 0.7 s to import the lab, while the cores are far from full (Ray's start keeps
 about 1.3 of 2 busy). Processes forked from the driver have the lab imported already and train at
-once. As head starts (one per core but one, the last left to Ray's start) they take batches from
+once. As early forks (one per core but one, the last left to Ray's start) they take batches from
 the longest-first queue (lab.schedule) as Ray's tasks do, so the longest runs start first wherever
 they train, and stop after the batch in hand once a Ray worker begins to train: but for those
 batches, no more processes train than Ray has CPUs. A sweep too short for Ray's start to pay
@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 from lab.config import Job
 from lab.files import write_atomic
-from lab.run import RunResult, in_the_driver, lost, run
+from lab.run import RunResult, exclude_imports_from_startup, lost, run
 
 FORK = multiprocessing.get_context("fork")
 """Forked, a trainer inherits the driver's imports: it trains at once."""
@@ -133,7 +133,7 @@ class Forks:
 
 def _train(queue: Queue, code: dict, stop, folder: Path) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    in_the_driver()  # its imports were the driver's: not its first run's start-up
+    exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     while not stop.is_set() and (batch := queue.take(by_fork=True)) is not None:
         for position, job in enumerate(queue.batches[batch]):
             write_atomic(folder / f"{batch}-{position}.run", pickle.dumps(run(job, code)))

@@ -200,8 +200,8 @@ def page(data: dict) -> str:
 
     template = resources.files("lab").joinpath("report.html").read_text()
     before, rest = template.split("/*PLOTLY*/")
-    middle, after = rest.split("/*DATA*/null")
-    # "</" inside a script would end it; JSON and JavaScript read "<\/" as "</"
+    middle, after = rest.split("/*DATA*/")
+    # "</" inside a script would end it; JSON reads "<\/" as "</"
     inline = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return before + get_plotlyjs().replace("</script", "<\\/script") + middle + inline + after
 

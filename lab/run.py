@@ -32,9 +32,9 @@ _compiling = event.TimingListener()
 event.register("numba:compiler_lock", _compiling)
 
 
-def in_the_driver() -> None:
-    """This process is a sweep's driver: its imports are the sweep's fixed cost, not its first
-    run's start-up."""
+def exclude_imports_from_startup() -> None:
+    """Leave this process's imports out of its next run's startup_seconds: in a sweep's driver (or
+    a fork of it) they are the sweep's fixed cost, not that run's start-up."""
     global _first_run_in_process
     _first_run_in_process = False
 

@@ -122,3 +122,12 @@ def cli(args, cwd) -> subprocess.CompletedProcess:
         sys.argv = old[0]
         os.chdir(old[1])
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
+"""A sweep that trains in this process, one run after another, and draws no figures"""
+
+
+def serial_grid(cwd, *args) -> subprocess.CompletedProcess:
+    """`python -m lab.sweep --multirun results_dir=results TINY SERIAL ARGS` in cwd, in this process."""
+    return cli(["--multirun", "results_dir=results", *TINY, *SERIAL, *args], cwd)

@@ -14,6 +14,7 @@ from nbclient import NotebookClient
 
 from lab import evaluate, plots, report, results, summary, sweep
 from lab.compose import compose
+from lab.sweep.progress import clock
 from lab.config import job
 from lab.run import RunResult, run
 from sweeping import cli
@@ -196,8 +197,8 @@ def test_progress_lines_without_a_terminal(monkeypatch):
     first, second = stream.getvalue().splitlines()
     assert first.startswith("run abc done; 1/2 finished, 1 running, 0 failed, 0:00 elapsed")
     assert second.startswith("run def FAILED; 2/2 finished, 0 running, 1 failed")
-    assert sweep._clock(3725) == "1:02:05" and sweep._clock(65) == "1:05"
-    assert sweep._clock(float("nan")) == "?"
+    assert clock(3725) == "1:02:05" and clock(65) == "1:05"
+    assert clock(float("nan")) == "?"
 
 
 def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
@@ -205,10 +206,10 @@ def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
         def isatty(self):
             return True
 
-    stream, clock = Terminal(), iter([0.0, 10.0, 15.0, 30.0])
+    stream, ticks = Terminal(), iter([0.0, 10.0, 15.0, 30.0])
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setattr(sys, "stderr", stream)
-    monkeypatch.setattr(sweep.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr("lab.sweep.progress.time.monotonic", lambda: next(ticks))
     progress = sweep.Progress(3)  # starts at 0 s
     progress.update(RunResult("abc", pd.DataFrame({"status": ["finished"]}), None), running=2)  # 10 s
     progress.update(running=2)  # 15 s: 20 s were left at 10 s, so 15 s now

@@ -113,6 +113,29 @@ def test_imports_point_only_down():
     assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.game", "lab.opponents", "lab"}
 
 
+SWEEP_STEPS = ["lab.sweep.errors", "lab.sweep.progress", "lab.sweep.planning", "lab.sweep.placement",
+               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.ray_connection", "lab.sweep.backends",
+               "lab.sweep.on_ray", "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
+"""The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
+re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""
+
+
+def test_the_sweep_modules_import_only_down_and_private_apis_only_through_lab_compat():
+    graph = import_graph()
+    assert {m for m in graph if m.startswith("lab.sweep")} == set(SWEEP_STEPS)
+    for i, module in enumerate(SWEEP_STEPS):
+        assert not graph[module] & set(SWEEP_STEPS[i + 1:]), module
+    assert not any(graph[m] & set(SWEEP_STEPS) for m in graph if m.startswith(("lab.compat", "lab.run",
+                                                                                 "lab.forks", "lab.results")))
+    for path in [*LAB.rglob("*.py"), *(LAB.parent / "hydra_plugins").rglob("*.py")]:
+        if path.parent.name == "compat":
+            continue
+        text = path.read_text()
+        for private in ("ray._private", "ray._raylet", "hydra._internal", "._get_node(", "._parse_config(",
+                        "._parse_overrides_and_create_caching_repo("):
+            assert private not in text, f"{path}: {private} (keep private APIs in lab/compat)"
+
+
 def test_the_cycle_check_finds_a_cycle():
     with pytest.raises(AssertionError, match="import cycle"):
         layers({"a": {"b"}, "b": {"a"}, "c": set()})

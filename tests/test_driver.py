@@ -9,9 +9,8 @@ import pytest
 
 from lab import results, sweep
 from lab.run import run
-from sweeping import TINY, cli, snapshot
-
-SERIAL = ["hydra.launcher.parallel=false", "hydra.launcher.figures=false"]
+from lab.sweep import backends
+from sweeping import SERIAL, TINY, cli, snapshot
 
 
 @pytest.fixture
@@ -47,7 +46,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
         printed_before_training.append(sys.stdout.getvalue())
         return run(job)
 
-    monkeypatch.setattr(sweep, "run", watched_run)
+    monkeypatch.setattr(backends, "run", watched_run)
     done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
     assert done.returncode == 0, done.stderr
     assert printed_before_training[0] == ("3 configurations, 1 runs to train\n"

@@ -70,7 +70,7 @@ def _complete(results_dir, iterations):
 
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
-    # runs long enough that the driver's head start (lab.forks), busy with one while Ray starts,
+    # runs long enough that the driver's early forks (lab.forks), busy with one while Ray starts,
     # leaves the other to Ray
     proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200", "seed=0,1"])
 

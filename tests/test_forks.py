@@ -1,4 +1,4 @@
-"""Forks of the driver (lab.forks), as head starts while Ray starts or as a sweep's only trainers:
+"""Forks of the driver (lab.forks), as early forks while Ray starts or as a sweep's only trainers:
 each run once, with the rows a Ray task would give; and Ray's quicker stop (lab.sweep.disconnect)."""
 
 import os
@@ -81,26 +81,27 @@ def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_fail
 
 
 def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
-    # Ray's start made 2 s slower: the head start surely trains some runs meanwhile
+    # Ray's start made 2 s slower: the early forks surely train some runs meanwhile
     prelude = """
 import atexit, time
-from lab import forks, sweep
-starts, connect, Forks = [], sweep.connect, forks.Forks
+from lab import forks
+from lab.sweep import ray_connection
+starts, connect, Forks = [], ray_connection.connect, forks.Forks
 def slow_connect(*args, **kwargs):
     time.sleep(2)
     connect(*args, **kwargs)
 def counted_forks(*args, **kwargs):
     starts.append(Forks(*args, **kwargs))
     return starts[-1]
-sweep.connect, forks.Forks = slow_connect, counted_forks
-atexit.register(lambda: print("head start trained", sum(len(h._received) for h in starts)))
+ray_connection.connect, forks.Forks = slow_connect, counted_forks
+atexit.register(lambda: print("early forks trained", sum(len(h._received) for h in starts)))
 """
     args = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=true",
             "hydra.launcher.num_cpus=2", "results_dir=out", *TINY, "seed=range(0,12)"]
     done = sweep(args, cwd=tmp_path, prelude=prelude)
     assert done.returncode == 0, done.stderr
     assert "12 runs finished, 0 failed" in done.stdout
-    trained = int(done.stdout.rsplit("head start trained ", 1)[1].split()[0])
+    trained = int(done.stdout.rsplit("early forks trained ", 1)[1].split()[0])
     assert 0 < trained <= 12
     stored = rows(tmp_path / "out")
     assert stored.groupby("run_id").size().tolist() == [3] * 12  # every run once, whole
@@ -114,11 +115,12 @@ def test_disconnect_stops_every_process_of_the_local_ray():
     script = """
 import os
 from lab import sweep
+from lab.compat import ray as ray_compat
 import ray
 sweep.connect(num_cpus=1)
-node = ray._private.worker._global_node
-pids = [info.process.pid for infos in node.all_processes.values() for info in infos]
-assert "monitor" in node.all_processes
+processes = ray_compat.local_node_processes()
+pids = [info.process.pid for infos in processes.values() for info in infos]
+assert "monitor" in processes
 sweep.disconnect()
 alive = []
 for pid in pids:
@@ -136,10 +138,10 @@ print("alive", alive, ray.is_initialized())
 
 
 NO_RAY = """
-from lab import sweep
+from lab.sweep import ray_connection
 def no_ray(*args, **kwargs):
     raise AssertionError("this sweep should not start Ray")
-sweep.connect = no_ray
+ray_connection.connect = no_ray
 """
 
 

@@ -34,8 +34,8 @@ def _tags(html: str) -> list:
 
 
 def _data(html: str) -> dict:
-    start = html.index("const DATA = ") + len("const DATA = ")
-    return json.loads(html[start:html.index(";\nconst PALETTE", start)])
+    start = html.index('<script type="application/json" id="data">') + len('<script type="application/json" id="data">')
+    return json.loads(html[start:html.index("</script>", start)])
 
 
 def test_the_page_is_one_offline_file_holding_every_configuration(tmp_path):
@@ -44,7 +44,7 @@ def test_the_page_is_one_offline_file_holding_every_configuration(tmp_path):
     html = path.read_text()
     assert path == tmp_path / report.REPORT / "index.html"
     tags = _tags(html)  # the elements of the page, scripts' contents aside
-    assert [t for t, _ in tags if t == "script"] == ["script", "script"]  # Plotly's, inlined, and the page's
+    assert [t for t, _ in tags if t == "script"] == ["script"] * 3  # Plotly's, inlined, the data (JSON) and the page's
     assert not [(t, a) for t, a in tags if {"src", "href"} & set(a) or t in ("link", "iframe", "img")]
     data = _data(html)
     (group,) = data["groups"]
@@ -161,7 +161,12 @@ def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
     after = _curves_picture(browser, tmp_path / "filtered.png")
     assert before.shape == after.shape and np.abs(before - after).mean() > 0.002
     _filter(browser, "")
-    # brushing the parallel coordinates: the first axis, alpha, around 0.1
+    # brushing the parallel coordinates (drawn once scrolled into view): the first axis, alpha, around 0.1
+    browser.run("document.getElementById('parallel').scrollIntoView()")
+    deadline = time.monotonic() + 30
+    while not browser.run("Boolean(document.getElementById('parallel').data)"):
+        assert time.monotonic() < deadline, "the parallel coordinates were not drawn in view"
+        time.sleep(0.1)
     browser.run("Plotly.restyle('parallel', {'dimensions[0].constraintrange': [[0.05, 0.15]]}).then(() => null)")
     time.sleep(0.3)
     assert sorted(_legend(browser)) == [n for n in names if "_a0.1_" in n]

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from lab import forks, results, schedule, sweep
+from lab.sweep import on_ray
 from lab.compose import compose, grid
 from lab.config import job
 from lab.run import run, run_batch
@@ -131,9 +132,9 @@ def test_only_tasks_lost_with_their_worker_or_node_are_retried():
 
     lost = [exceptions.WorkerCrashedError(), exceptions.NodeDiedError("node gone"),
             exceptions.ObjectLostError("0" * 56, "owner", "call site"), exceptions.OutOfMemoryError("killed")]
-    assert all(map(sweep._lost_with_its_node, lost))
+    assert all(map(on_ray.lost_with_its_node, lost))
     not_lost = [exceptions.TaskCancelledError(), exceptions.RuntimeEnvSetupError("no pip"), ValueError("a bug")]
-    assert not any(map(sweep._lost_with_its_node, not_lost))
+    assert not any(map(on_ray.lost_with_its_node, not_lost))
 
 
 def test_serial_execution_runs_longest_first(tmp_path):

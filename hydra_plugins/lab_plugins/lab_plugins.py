@@ -2,8 +2,11 @@
 
 - LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
   job is validated (a mistyped knob must leave the disk untouched).
-- LabRayLauncher: hands the whole grid to lab.sweep.launch, which composes and validates every
-  job, then runs them as Ray tasks (or only lists them: dry_run).
+- LabLauncher (`hydra/launcher=lab`, the default): hands the whole grid to lab.sweep.launch, which
+  composes and validates every job, then trains them where lab.sweep.placement says: in this
+  process, in forks of it, or as Ray tasks (or only lists them: dry_run). Its former name
+  `hydra/launcher=lab_ray` stays registered only for lab.sweep.HydraKnobs to refuse it in one line
+  naming the new one.
 - SearchSweeper (`hydra/sweeper=search`): reads the search space from the overrides, validates
   it, and hands it to lab.search.driver. Its settings and the grid sweeper's copy of them (for
   named searches) are built from lab.search.settings.Settings.
@@ -18,13 +21,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Optional
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
+
+from lab.compat.hydra import basic_sweeper, sweeper_params
 
 
 def _sweeper_conf(name: str, target: str, fields: list, optional: bool):
@@ -50,8 +54,10 @@ comes first and wins)."""
 
 
 @dataclass
-class LabRayLauncherConf:
-    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabRayLauncher"
+class LabLauncherConf:
+    """The lab's launcher (hydra/launcher=lab): where and how a grid's runs train."""
+
+    _target_: str = "hydra_plugins.lab_plugins.lab_plugins.LabLauncher"
     address: Optional[str] = None
     """Ray cluster to join: 'auto' (a cluster started on this machine) or the head's GCS address
     'host:6379'; null: RAY_ADDRESS if set, else an embedded local Ray"""
@@ -78,14 +84,15 @@ class LabRayLauncherConf:
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="lab_grid", node=LabSweeperConf, provider="lab")
-ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabRayLauncherConf, provider="lab")
+ConfigStore.instance().store(group="hydra/launcher", name="lab", node=LabLauncherConf, provider="lab")
+ConfigStore.instance().store(group="hydra/launcher", name="lab_ray", node=LabLauncherConf, provider="lab")
 for _sweep in resources.files("lab.sweeps").iterdir():
     if _sweep.name.endswith(".yaml"):  # every file is `# @package _global_`, an experiment preset
         ConfigStore.instance().store(group="sweeps", name=_sweep.name[:-5], package="_global_",
                                      node=OmegaConf.create(_sweep.read_text()), provider="lab")
 
 
-class LabSweeper(BasicSweeper):
+class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab.compat.hydra)
     def __init__(self, max_batch_size=None, params=None, **settings):
         super().__init__(max_batch_size, params)
         self.settings = {key: value for key, value in settings.items() if value is not None}
@@ -102,13 +109,13 @@ class LabSweeper(BasicSweeper):
 
         if self.settings:
             return self.search.sweep(arguments)
-        batch = expand(self.hydra_context.config_loader, self._parse_config(), list(arguments))
+        batch = expand(self.hydra_context.config_loader, sweeper_params(self), list(arguments))
         size = self.max_batch_size or len(batch) or 1
         chunks = [batch[i:i + size] for i in range(0, len(batch), size)] or [batch]
         return [self.launcher.launch(chunk, initial_job_idx=i * size) for i, chunk in enumerate(chunks)]
 
 
-class LabRayLauncher(Launcher):
+class LabLauncher(Launcher):
     def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False,
                  dashboard=False, track=None):
         self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,

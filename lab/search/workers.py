@@ -19,7 +19,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from lab.run import in_the_driver
+from lab.run import exclude_imports_from_startup
 from lab.search.trial import Trainer
 
 FORK = multiprocessing.get_context("fork")
@@ -64,7 +64,7 @@ class InProcess:
     """The Trainer in this process: each call is answered when it is made."""
 
     def __init__(self, code: dict, interrupt: Interrupt):
-        in_the_driver()
+        exclude_imports_from_startup()
         self.size, self.answers, self.interrupt = 1, [], interrupt
         self.trainer = Trainer(code, check=interrupt.check)
 
@@ -134,7 +134,7 @@ class Forks:
 
 def _serve(pipe, code: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    in_the_driver()  # its imports were the driver's: not its first run's start-up
+    exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     trainer = Trainer(code)
     while True:
         try:

@@ -1,0 +1,45 @@
+"""Hydra's (and its OmegaConf's) private APIs the lab uses, and nowhere else: checked against
+hydra-core 1.3 (pinned in pyproject.toml) and omegaconf 2.3 (CHECKED).
+
+tests/test_compat_ray_hydra.py fails, naming the function here to change, when a name moves or the
+installed versions are outside CHECKED. Each function imports what it reaches for when called:
+Hydra's plugin scan runs its core plugins' modules again, and a class kept from an earlier run of
+them would no longer be the one their own code refers to.
+"""
+
+CHECKED = {"hydra-core": ("1.3",), "omegaconf": ("2.3",)}
+"""Releases (major.minor) whose private names below were checked."""
+
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+"""The _target_ of Hydra's basic sweeper (hydra/sweeper=basic), which the lab's grid sweeper extends."""
+
+
+def basic_sweeper() -> type:
+    """Hydra's basic sweeper class, as Hydra's plugin scan last defined it."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    return BasicSweeper
+
+
+def sweeper_params(sweeper) -> list[str]:
+    """A basic sweeper's `hydra.sweeper.params` as override strings."""
+    return sweeper._parse_config()
+
+
+def apply_overrides(overrides: list, cfg) -> None:
+    """Apply parsed value overrides to a composed config in place, with Hydra's own code."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    ConfigLoaderImpl._apply_overrides_to_config(overrides, cfg)
+
+
+def caching_repo(config_loader, config_name: str | None, hydra_overrides: list[str]):
+    """The config repository Hydra composes `config_name` from (the search path settings of
+    `hydra_overrides` included)."""
+    _, repo = config_loader._parse_overrides_and_create_caching_repo(config_name, hydra_overrides)
+    return repo
+
+
+def node(cfg, key):
+    """OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)."""
+    return cfg._get_node(key)

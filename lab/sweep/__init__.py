@@ -1,0 +1,53 @@
+"""The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
+
+Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
+the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
+(lab.compose.Composer), validated and checked against what results_dir already holds before
+anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
+whose start the driver's early forks fill by training the first runs, lab.forks, unless
+hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
+trains in the forks alone, `mode`; a task Ray loses with its worker or node is sent again,
+RETRIES times at most); each finished run comes back to this process, which writes it
+atomically, so results land in this machine's results_dir whichever node trained them. The driver
+keeps only a few fields per finished run, so its memory does not grow with the runs' results, and
+Ctrl-C stops a sweep cleanly: what finished stays saved.
+
+Its modules, in the order a sweep uses them:
+
+    planning        what a grid comes to before anything trains (Plan, plan, list_plan)
+    placement       where the runs train (mode): Ray, forks of this process, or this process
+    record          the sweep record written into each results_dir it trains into
+    execution       execute the runs where placement says, saving each; report what they did
+    backends        training in this process or in forks of it
+    on_ray          training as Ray tasks (early forks fill a local Ray's start; lost tasks retried)
+    ray_connection  joining a cluster or starting a local Ray, and stopping it
+    progress        the progress line, and the Outcome kept of each finished run
+    hydra_knobs     Hydra's own knobs the lab refuses (a Hydra callback)
+    entry           launch (the whole grid from the lab's launcher) and one run (Hydra's run mode)
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lab.compose import CONF_PACKAGE
+from lab.sweep.entry import analyse, launch, run_one
+from lab.sweep.execution import Execution, Interrupted, execute, report
+from lab.sweep.hydra_knobs import HydraKnobs
+from lab.sweep.on_ray import RETRIES
+from lab.sweep.placement import FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, mode
+from lab.sweep.planning import Plan, list_plan, plan
+from lab.sweep.progress import Outcome, Progress
+from lab.sweep.ray_connection import TOKEN_HINT, connect, disconnect
+
+__all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "RETRIES", "TOKEN_HINT",
+           "Execution", "HydraKnobs", "Interrupted", "Outcome", "Plan", "Progress", "analyse", "connect",
+           "disconnect", "execute", "launch", "list_plan", "main", "mode", "plan", "report"]
+
+
+# Defined here, not in lab.sweep.entry: Hydra names the job after the module of its task function
+# (hydra.job.name, which a config can interpolate), and that name has always been `sweep`.
+@hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
+def main(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
+    return run_one(cfg)

@@ -1,0 +1,5 @@
+"""`python -m lab.sweep ...`."""
+
+from lab.sweep import main
+
+main()

@@ -1,0 +1,120 @@
+"""The entry point's work: a whole grid from the lab's Hydra launcher (`launch`), one run in
+Hydra's run mode (`run_one`), and Ctrl-C; `lab.sweep.main` is the command itself."""
+
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from lab import callbacks, results
+from lab.compose import Composer, flat
+from lab.knobs import ConfigError
+from lab.sweep import placement, ray_connection, record
+from lab.sweep.errors import fail
+from lab.sweep.execution import Interrupted, execute, report
+from lab.sweep.planning import list_plan, plan
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
+           figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
+    """Called by the lab's Hydra launcher with the whole grid.
+
+    Before training: joins the Ray cluster if one is named and writes the sweep's record into
+    each results_dir it trains into (lab.sweep.record); a local Ray is started by `execute` (with
+    its dashboard if asked). Each run saved goes to Hydra's job callbacks and the tracker
+    (lab.callbacks). None of this happens on a dry run, an invalid knob or when nothing is left to
+    train."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    started = time.perf_counter()
+    _check_options(parallel, figures)
+    composer = Composer(config_loader, sweep_config)
+    try:
+        p = plan(composer(o) for o in job_overrides)
+        try:
+            hooks = callbacks.for_grid(hydra_callbacks, sweep_config, track, composer, job_overrides, p.first)
+        except ConfigError as exc:
+            fail(str(exc))
+        print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
+        for note in p.notes:
+            print(note)
+        where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
+        if parallel == "auto" and where in ("processes", "driver"):
+            print(placement.without_ray_note(p.train, where, num_cpus))
+        if dry_run:
+            list_plan(p, job_overrides)
+            return []
+        joins = where == "ray" and placement.joins(address) and not ray_connection.ray_started()
+        if joins:  # a cluster that cannot be joined stops the sweep before its record is written
+            ray_connection.connect(address, num_cpus, dashboard)
+        if p.train:
+            record.write({j.results_dir for j in p.train}, sweep_config,
+                         {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
+        sys.stdout.flush()  # the notes before the progress (on stderr)
+        execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
+                            started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself
+        if joins:
+            ray_connection.disconnect()
+            execution.seconds = time.perf_counter() - started
+    except KeyboardInterrupt as stop:
+        interrupted(stop)
+    status = report(p.train, execution)
+    if figures:
+        analyse((j.results_dir for j in p.train + p.skip), figures)
+    if status:
+        sys.exit(status)
+    return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
+
+
+def _check_options(parallel, figures) -> None:
+    """Refuse launcher options that are not allowed, before anything runs."""
+    if parallel not in (True, False, "processes", "auto"):
+        fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
+             "of this process, no Ray), false (this process) or auto")
+    if figures not in (True, False, "all"):
+        fail(f"hydra.launcher.figures={figures!r} is not allowed: true (the summary, the report and the "
+             "figures of up to 16 configurations), all (every figure) or false (none)")
+
+
+def run_one(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
+    return_value Hydra hands to on_job_end (lab.callbacks)."""
+    try:
+        p = plan([flat(cfg)])
+        try:
+            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+        except ConfigError as exc:
+            fail(str(exc))
+        for note in p.notes:
+            print(note)
+        execution = execute(p.train, parallel=False, hooks=hooks)
+    except KeyboardInterrupt as stop:
+        interrupted(stop)
+    status = report(p.train, execution)
+    if status:
+        sys.exit(status)
+    return callbacks.final_evaluation(*(p.train or p.skip))
+
+
+def interrupted(stop: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C: one line on what is saved, exit status 130 (128 + SIGINT), no traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break Ray's shutdown
+    saved = stop.saved if isinstance(stop, Interrupted) else 0
+    print(f"\ninterrupted: {saved} finished runs of this sweep are saved; the same command resumes "
+          "the rest", file=sys.stderr)
+    sys.exit(130)
+
+
+def analyse(results_dirs, figures=True) -> None:
+    """Draw the figures and write the summary and the report of each results directory
+    (lab.report.analyse; figures="all" draws every figure); print where they are. Never fails
+    the sweep: the runs are stored whatever happens here."""
+    import lab.report
+
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        if results.run_files(results_dir):
+            lab.report.analyse(results_dir, every=figures == "all")

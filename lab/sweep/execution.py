@@ -1,0 +1,100 @@
+"""Executing a sweep's runs where `placement.mode` says, saving each as it arrives, and the
+report of what they did."""
+
+import sys
+import time
+from dataclasses import dataclass
+
+from lab import provenance, results
+from lab.config import Job
+from lab.run import RunResult
+from lab.sweep import backends, on_ray, placement
+from lab.sweep.progress import Outcome, Progress
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped `execute`: the runs in flight were cancelled, `saved` runs of this sweep
+    are stored."""
+
+    def __init__(self, saved: int):
+        super().__init__(saved)
+        self.saved = saved
+
+
+@dataclass
+class Execution:
+    """What `execute` did: the runs' outcomes, on how many cores, and the sweep's wall time from
+    its start (composing and planning included) until the runs were saved and Ray stopped."""
+
+    done: list[Outcome]
+    cores: int
+    seconds: float
+    retried: int = 0
+    """runs sent again after Ray lost them with their worker or node"""
+
+    def efficiency(self) -> str:
+        """Core utilisation (the runs' wall seconds over cores x the sweep's) and the fixed cost
+        (the sweep's wall time before the first run began and after the last one ended)."""
+        busy = sum(o.wall_seconds for o in self.done)
+        span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
+        return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
+                f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
+                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving)")
+
+
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
+            started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
+    """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
+    process (`placement.mode`), saving each result as it arrives. `started` is the sweep's start
+    (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
+    stopped before it returns. `hooks` (lab.callbacks.Hooks) hears of each run saved.
+
+    Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
+    """
+    started = time.perf_counter() if started is None else started
+    if not jobs:
+        return Execution([], 1, 0.0)
+    progress = Progress(len(jobs))
+    done = []
+    code = provenance.code()  # the driver's: a worker may run a copy of the package without git
+    writers = {}  # results_dir -> results.Writer: the runs and their index
+
+    def finish(job: Job, result: RunResult, running: int) -> None:
+        writers.setdefault(job.results_dir, results.Writer(job.results_dir)).save(result)
+        if hooks is not None:
+            hooks.saved(job.results_dir, result)
+        done.append(Outcome.of(result))
+        progress.update(done[-1], running=running)
+
+    cores, retried = 1, 0
+    try:
+        where = placement.mode(jobs, parallel, address, num_cpus)
+        if where == "ray":
+            cores, retried = on_ray.on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
+        elif where == "processes":
+            cores = placement.cores(num_cpus)
+            backends.in_forks(jobs, code, finish, progress, cores)
+        else:
+            backends.in_process(jobs, code, finish)
+    except KeyboardInterrupt:
+        raise Interrupted(len(done)) from None
+    finally:
+        progress.close()
+        for writer in writers.values():
+            writer.flush()
+    return Execution(done, cores, time.perf_counter() - started, retried)
+
+
+def report(jobs: list[Job], execution: Execution) -> int:
+    """Print where results are, what failed and how busy the cores were; the exit status."""
+    failed = [o for o in execution.done if o.failed]
+    dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
+    retried = (f", {execution.retried} retried after their worker or node was lost"
+               if execution.retried else "")
+    print(f"{len(execution.done) - len(failed)} runs finished, {len(failed)} failed{retried}; "
+          f"results in {', '.join(dirs)}")
+    for outcome in failed:
+        print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
+    if execution.done:
+        print(f"cores: {execution.efficiency()}")
+    return 1 if failed else 0

@@ -1,0 +1,99 @@
+"""Planning: what a grid comes to, known before anything trains: the runs to train, those
+already finished in results_dir (skipped), and the notes said about them."""
+
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from lab import config, provenance, results
+from lab.config import Job
+from lab.sweep.errors import fail
+
+
+class Plan(NamedTuple):
+    """What a grid comes to, known before anything trains."""
+
+    train: list[Job]
+    skip: list[Job]
+    """runs already finished in results_dir"""
+    notes: list[str]
+    """on what is skipped, trained once or re-run"""
+    first: dict[tuple[Path, str], int]
+    """(results_dir, run_id) -> index of the first configuration that is that run"""
+
+
+def plan(cfgs: Iterable[dict]) -> Plan:
+    """Validate every configuration and drop duplicates and finished runs.
+
+    A run finished in results_dir by another code version than this one (lab.provenance
+    .same_code: another git commit, or another lab version outside git) is skipped with a note
+    when on_code_change=reuse (the default) and trained again when on_code_change=rerun.
+
+    Exits with a clear error, before anything is written, on the first invalid knob or unreadable
+    results directory.
+    """
+    train, skip, first, stored = [], [], {}, {}
+    duplicates = failed_before = stopped_before = forced = 0
+    other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
+    current = None
+    for index, cfg in enumerate(cfgs):
+        try:
+            job = config.job(cfg)
+            if job.results_dir not in stored:
+                stored[job.results_dir] = results.stored(job.results_dir)
+        except (config.ConfigError, results.ResultsError) as exc:
+            fail(str(exc))
+        if (job.results_dir, job.run_id) in first:
+            duplicates += 1
+            continue
+        first[job.results_dir, job.run_id] = index
+        before = stored[job.results_dir].get(job.run_id)
+        if before is not None and before.status == "finished" and not job.force:
+            current = current or provenance.version()
+            if provenance.same_code(before.code, current):
+                skip.append(job)
+                continue
+            other_code[job.on_code_change][provenance.version_of(before.code)] += 1
+            if job.on_code_change == "reuse":
+                skip.append(job)
+                continue
+        failed_before += before is not None and before.status == "failed"
+        stopped_before += before is not None and before.status == "stopped"
+        forced += before is not None and before.status == "finished" and job.force
+        train.append(job)
+    notes = []
+    if duplicates:
+        notes.append(f"{duplicates} configurations repeat another one in every knob their "
+                     "algorithm uses: trained once")
+    if skip:
+        notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
+    for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
+                         ("rerun", "training them again (on_code_change=rerun)")):
+        if other_code[switch]:
+            notes.append(_code_change_note(other_code[switch], what))
+    if failed_before:
+        notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+    if stopped_before:
+        notes.append(f"{stopped_before} runs stopped early by a search in results_dir: training them in full")
+    if forced:
+        notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
+    return Plan(train, skip, notes, first)
+
+
+def _code_change_note(versions: Counter, what: str) -> str:
+    """One line: how many finished runs another code version trained, which versions, and what
+    happens to them."""
+    shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
+    if len(versions) > 3:
+        shown += f" and {len(versions) - 3} more"
+    return (f"{versions.total()} runs finished in results_dir were trained by other code: {shown}; "
+            f"this is {provenance.version_of(provenance.code())}: {what}")
+
+
+def list_plan(p: Plan, job_overrides) -> None:
+    """List what would train and what is skipped, each with the overrides of its configuration."""
+    for what, jobs in (("train", p.train), ("skip ", p.skip)):
+        for job in jobs:
+            overrides = " ".join(job_overrides[p.first[job.results_dir, job.run_id]])
+            print(f"{what} {job.run_id}  {overrides}")
+    print("dry run: nothing trained, nothing written")

@@ -1,0 +1,112 @@
+"""Connecting to Ray and stopping it: join a cluster or start a local Ray (token mode, dashboard),
+a one-line error with a hint when joining fails, and a quicker stop of a Ray this process started."""
+
+import os
+from pathlib import Path
+
+import lab
+from lab.compat import ray as ray_compat
+from lab.sweep.errors import fail
+
+TOKEN_HINT = ("; a cluster with token authentication (Ray's default when ~/.ray/auth_token exists) "
+              "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def connect(address=None, num_cpus=None, dashboard=False) -> None:
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus
+    (with its dashboard if `dashboard`, whose URL is printed).
+
+    Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
+    the dependencies installed but not this repository.
+    """
+    import ray
+
+    quiet = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        if dashboard:
+            _check_dashboard_packages()
+        _token_mode_for_a_local_ray()
+        # "local" starts a private Ray even when a `ray start` cluster runs on this machine
+        # (plain ray.init() would join it).
+        context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
+    else:
+        try:
+            context = ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]},
+                               **quiet)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
+            fail(f"could not join the Ray cluster at {address}: {exc}{token_hint(address, exc)}")
+    if dashboard:
+        url = getattr(context, "dashboard_url", None)
+        print(f"Ray dashboard: http://{url}" if url else
+              "Ray dashboard: none (the cluster was started without one)", flush=True)
+
+
+def disconnect() -> None:
+    """ray.shutdown(), a second sooner when this process started the Ray: Ray stops its autoscaler
+    monitor after the GCS, and the monitor, told to stop, keeps trying to tell that GCS until Ray
+    kills it a second later (1.0 of the 1.3 s shutdown here). A local Ray never autoscales, so
+    its monitor is killed first. (Joining a cluster, this process owns no Ray processes.)"""
+    import ray
+
+    for monitor in ray_compat.local_node_processes().get("monitor", []):
+        monitor.process.kill()
+        monitor.process.wait()
+    ray.shutdown()
+
+
+def ray_started() -> bool:
+    """Whether this process is connected to a Ray already."""
+    import ray
+
+    return ray.is_initialized()
+
+
+def _token_mode_for_a_local_ray() -> None:
+    """Ray 2.60 turns token authentication on for a new local cluster, and warns that it did
+    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning; a mode the user set
+    stays. As Ray does when it sets the mode itself, its configuration cached in this process is
+    read again, whoever set the variable and when (else a driver whose cache predates the
+    variable would not send the token to its own cluster)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    ray_compat.reread_config()
+
+
+def _check_dashboard_packages() -> None:
+    """Refuse in one line when the packages of Ray's dashboard (ray[default]) are missing."""
+    try:
+        import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
+    except ImportError as exc:
+        fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
+             "pip install 'ray[default]'")
+
+
+def token_hint(address: str, exc: BaseException) -> str:
+    """TOKEN_HINT where the failure to join is one of authentication, else nothing.
+
+    Ray 2.60 raises its AuthenticationError when token mode is on without a token. A client
+    without token mode joining a cluster with it gets no such error: its requests are refused
+    until it gives up with the ConnectionError of a cluster that is not there. So the hint also
+    goes with a ConnectionError when token mode is off and something listens at the address; not
+    when nothing does (a wrong address, a stopped cluster) nor when token mode was on."""
+    from ray.exceptions import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):
+        return TOKEN_HINT
+    if not isinstance(exc, ConnectionError) or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return ""
+    return TOKEN_HINT if _listens(address) else ""
+
+
+def _listens(address: str) -> bool:
+    """Whether a TCP connection to HOST:PORT succeeds (False for other address forms)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return False
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,75 @@
+"""The sweep record: a copy of a sweep's command, overrides and composed config in each results_dir
+it trains into (RESULTS_DIR/_sweeps/<UTC time>.yaml), so that it can be re-run."""
+
+import itertools
+import os
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from lab import provenance, results
+
+
+def _cwd() -> str | None:
+    """The working directory, or None where it is gone (a Ray job's unpacked working_dir can be
+    replaced under a running driver)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
+    """Write a copy of the sweep's composed primary config, its command line and overrides, the
+    host its driver runs on, the code that runs it and what it trains into
+    RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir it trains into; the readers of
+    results_dir skip that folder. Returns the files."""
+    now = time.gmtime()
+    text = ("# A sweep that trained into this results_dir (written by lab.sweep.record): its command,\n"
+            "# overrides and composed primary config. Re-run it with the same command.\n"
+            + OmegaConf.to_yaml(OmegaConf.create(_document(sweep_config, counts, now))))
+    written = []
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        folder = results_dir / results.SWEEPS
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = time.strftime("%Y%m%dT%H%M%SZ", now)
+        for n in itertools.count(1):  # two sweeps started in the same second keep both records
+            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}-{n}.yaml")
+            try:
+                with open(path, "x") as f:
+                    f.write(text)
+                break
+            except FileExistsError:
+                continue
+        written.append(path)
+    return written
+
+
+def _document(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> dict:
+    """The record's contents."""
+    primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    try:
+        composed = OmegaConf.to_container(primary, resolve=True)
+    except Exception:  # noqa: BLE001 - an interpolation only a job can resolve: kept as written
+        composed = OmegaConf.to_container(primary, resolve=False)
+    hydra_node = sweep_config.get("hydra")
+
+    def node(key):
+        found = OmegaConf.select(hydra_node, key) if hydra_node is not None else None
+        return OmegaConf.to_container(found, resolve=False) if OmegaConf.is_config(found) else found
+
+    code = provenance.code()
+    return {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
+        "command": code["command"],
+        "cwd": _cwd(),
+        "host": provenance.machine()["host"],
+        "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
+        "overrides": node("overrides.task") or [],
+        "hydra_overrides": node("overrides.hydra") or [],
+        "sweeper": node("sweeper"),
+        "launcher": node("launcher"),
+        "runs": counts,
+        "config": composed,
+    }

@@ -1,0 +1,73 @@
+"""The sweep package (lab.sweep): its public names, the size of its modules and functions, the
+command `python -m lab.sweep` (a Hydra job named `sweep`), and the grid sweepers (the lab's and
+Hydra's basic one), each batching with max_batch_size. Sweeps run in this process without Ray."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lab import results, sweep
+from sweeping import clean_env, cli, serial_grid
+
+PACKAGE = Path(sweep.__file__).parent
+PUBLIC = {  # the names other modules and users take from lab.sweep -> the module named after its job
+    "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "placement",
+    "RAY_START_SECONDS": "placement", "RAY_WORTH_SECONDS": "placement", "FORK_SECONDS": "placement",
+    "MODES": "placement", "execute": "execution", "Execution": "execution", "Interrupted": "execution",
+    "report": "execution", "RETRIES": "on_ray", "connect": "ray_connection", "disconnect": "ray_connection",
+    "TOKEN_HINT": "ray_connection", "Progress": "progress", "Outcome": "progress",
+    "HydraKnobs": "hydra_knobs", "launch": "entry", "analyse": "entry",
+}
+
+
+def test_the_public_names_stay_importable_from_lab_sweep():
+    import importlib
+
+    for name, module in PUBLIC.items():
+        assert getattr(sweep, name) is getattr(importlib.import_module(f"lab.sweep.{module}"), name), name
+    assert set(sweep.__all__) == set(PUBLIC) | {"main"}
+
+
+def test_no_module_of_the_sweep_is_over_450_lines_nor_a_function_over_60():
+    for path in PACKAGE.glob("*.py"):
+        text = path.read_text()
+        assert len(text.splitlines()) <= 450, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 60, f"{path.name}: {node.name}"
+
+
+@pytest.mark.integration
+def test_python_m_lab_sweep_is_a_hydra_job_namedserial_grid(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--cfg", "hydra", "--package", "hydra.job"],
+                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "name: sweep" in done.stdout.splitlines()
+
+
+def test_the_command_in_this_process_is_the_same_job(tmp_path):
+    done = cli(["--cfg", "hydra", "--package", "hydra.job"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "name: sweep" in done.stdout.splitlines()
+
+
+def test_hydras_basic_sweeper_keeps_results_dir_a_table(tmp_path):
+    done = serial_grid(tmp_path, "hydra/sweeper=basic", "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "results"
+    assert (out / results.SWEEPS / "multirun.yaml").is_file()  # Hydra's own record, beside ours
+    assert not list(out.glob("*.yaml"))
+    assert pd.read_parquet(out)["seed"].nunique() == 3 and len(results.load(out)) == 9
+    assert done.stdout.count("configurations,") == 2  # two batches
+
+
+def test_the_lab_sweeper_honours_max_batch_size(tmp_path):
+    done = serial_grid(tmp_path, "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if "configurations," in line] == \
+        ["2 configurations, 2 runs to train", "1 configurations, 1 runs to train"]
+    assert len(results.statuses(tmp_path / "results")) == 3

@@ -1,0 +1,42 @@
+"""The sweep record (lab.sweep.record): a copy of every sweep's command, overrides and composed
+config under results_dir/_sweeps, written only when the sweep trains. Sweeps run in this process
+without Ray (hydra.launcher.parallel=false)."""
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from lab import provenance, results
+from sweeping import serial_grid
+
+
+def _records(tmp_path):
+    return sorted((tmp_path / "results" / results.SWEEPS).glob("*.yaml"))
+
+
+def test_a_sweep_that_trains_leaves_a_record_of_its_config(tmp_path):
+    done = serial_grid(tmp_path, "seed=0,1")
+    assert done.returncode == 0, done.stderr
+    (record,) = _records(tmp_path)
+    doc = OmegaConf.load(record)
+    assert doc.overrides[-1] == "seed=0,1" and "results_dir=results" in doc.overrides
+    assert "hydra.launcher.parallel=false" in doc.hydra_overrides
+    assert doc.config.results_dir == "results" and doc.config.iterations == 3
+    assert doc.config.algorithm == "mc_vfa" and "hydra" not in doc.config
+    assert doc.code.git_commit == provenance.code()["git_commit"]
+    assert doc.runs == {"configurations": 2, "train": 2, "skip": 0}
+    assert doc.sweeper._target_.endswith("LabSweeper") and doc.launcher.parallel is False
+    assert record.name.endswith("Z.yaml")  # a UTC timestamp
+    # the readers skip it
+    assert len(pd.read_parquet(tmp_path / "results")) == 6 and len(results.load(tmp_path / "results")) == 6
+
+    # nothing left to train: no new record; a second sweep that trains: a second one
+    assert serial_grid(tmp_path, "seed=0,1").returncode == 0
+    assert len(_records(tmp_path)) == 1
+    assert serial_grid(tmp_path, "seed=2").returncode == 0
+    assert len(_records(tmp_path)) == 2
+
+
+def test_no_record_on_a_dry_run_or_an_invalid_knob(tmp_path):
+    assert serial_grid(tmp_path, "seed=0,1", "hydra.launcher.dry_run=true").returncode == 0
+    assert serial_grid(tmp_path, "seed=0,1", "alpha=7").returncode == 2
+    assert not (tmp_path / "results").exists()
