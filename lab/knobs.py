@@ -74,11 +74,15 @@ class RunConfig:
     """The knobs every run has, whatever its algorithm."""
 
     algorithm: str
-    """which learner trains the agent (one of lab.agents.ALGORITHMS)"""
+    """which learner trains the agent: one of lab.agents.ALGORITHMS (mc_vfa, q_table, td_value,
+    negamax_q, q_net, alphazero)"""
     opponent: str
-    """who the agent trains against: random, onestep, block, perfect, or self (self-play)"""
+    """who the agent trains against: random, onestep (wins if it can, never blocks), block (wins,
+    else blocks), perfect (minimax), self (self-play), or PATH.npz: a checkpoint of any algorithm,
+    frozen, playing its greedy moves"""
     player: int | None
-    """the agent's seat: 1 = X (moves first), 2 = O; None in self-play, where it takes both"""
+    """the agent's seat: 1 = X (moves first), 2 = O; ignored in self-play, where the agent takes
+    both seats (stored as null)"""
     episodes_per_update: int
     """training episodes (games) between two updates"""
     iterations: int
@@ -86,7 +90,8 @@ class RunConfig:
     seed: int
     """seeds every random stream of the run"""
     eval_every: int
-    """exact evaluation of the greedy agent every this many iterations (and at the last)"""
+    """exact evaluation of the greedy agent every this many iterations and at the last; null =
+    about 50 per run"""
 
     @property
     def seats(self) -> tuple[int, ...]:
@@ -94,9 +99,22 @@ class RunConfig:
         return (1, 2) if self.player is None else (self.player,)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """Keys that steer where and whether a run happens, never what it computes (checked by
+    lab.config.check_settings)."""
+
+    results_dir: str
+    """where run tables, checkpoints, figures and the summary land (relative to where the sweep
+    is launched)"""
+    force: bool
+    """re-run runs already finished in results_dir"""
+    on_code_change: str
+    """runs finished in results_dir by another code version: reuse them (with a note) or rerun them"""
+
+
 RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunConfig))
-SETTINGS = ("results_dir", "force", "on_code_change")
-"""Keys that steer where and whether a run happens, never what it computes."""
+SETTINGS = tuple(f.name for f in dataclasses.fields(Settings))
 
 
 def side(seat: int) -> int:

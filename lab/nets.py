@@ -14,7 +14,7 @@ numpy's tanh its SIMD code by the CPU: each rounds differently, and a net that e
 decision boundary then plays differently. IEEE 754 rounds + - x / exactly, numba compiles them
 without fusing or reordering (no fastmath), and vectorising a loop over independent outputs keeps
 each output's order; so the results depend on the configuration and seed alone. These loops are
-as fast as BLAS or faster for the lab's small nets (README: Speed).
+as fast as BLAS or faster for the lab's small nets (docs/speed.md).
 
 `forward` is the whole pass compiled: game kernels call it for the few inputs they value at a
 time (a numpy call costs more than such a tiny batch's arithmetic), and a kernel takes the net as

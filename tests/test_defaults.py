@@ -1,6 +1,6 @@
 """The shipped defaults at the ceiling (issue 12): `algorithm=A opponent=O player=P` and nothing
 else trains, in at most 100,000 episodes, an agent whose exact win - loss against O in seat P is
-within 2 points of a perfect player's, losing at most 1% of games (seed 0; the README's table
+within 2 points of a perfect player's, losing at most 1% of games (seed 0; docs/search.md's table
 gives seeds 0-4). alphazero's defaults are checked by its own never-losing tests."""
 
 import pytest

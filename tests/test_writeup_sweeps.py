@@ -1,6 +1,6 @@
-"""The named sweeps that reproduce the write-ups (sweeps/writeup_ALGORITHM.yaml, README "Reproducing
+"""The named sweeps that reproduce the write-ups (sweeps/writeup_ALGORITHM.yaml, docs/writeups.md "Reproducing
 the write-ups"): each composes, every point of its grid is a valid job, and each sits at the
-write-up's own settings. The runs themselves are measured in the README; test_q_table,
+write-up's own settings. The runs themselves are measured in docs/writeups.md; test_q_table,
 test_negamax_q and test_alphazero hold the learning thresholds."""
 
 from functools import cache

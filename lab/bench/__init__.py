@@ -8,7 +8,7 @@ alone): configurations planned per second, resuming a finished grid, reading a r
 of thousands of runs, and the driver's memory as finished runs add up. And the parallel section
 (`--parallel` alone): write-up 000's grid end to end from the shell on 1 core and on all (where
 parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and the
-speed-up they predict for 16 cores. And the search section (`--search` alone): the README's
+speed-up they predict for 16 cores. And the search section (`--search` alone): the docs' (docs/search.md)
 q_table search through the lab's sweeper against the same search written with Optuna alone. And
 the report section (`--report` alone): the end of a sweep over a finished 10,000-run grid of 2,500
 configurations (figures, summary, report), timed, and the report's size. The cluster section (`--cluster` alone: root, SLURM and a

@@ -1,4 +1,4 @@
-"""The search (`--search`): the README's q_table search through the lab's sweeper, against the
+"""The search (`--search`): the q_table search of docs/search.md through the lab's sweeper, against the
 same search written with Optuna alone over lab.run."""
 
 import statistics
@@ -11,7 +11,7 @@ from pathlib import Path
 from lab import config
 from lab.compose import compose
 
-# The search (issue 22): the README's q_table search through the lab's sweeper, against the same
+# The search (issue 22): the q_table search of docs/search.md through the lab's sweeper, against the same
 # search written with Optuna alone over lab.run, as a user would.
 SEARCH_SPACE = ["algorithm=q_table", "opponent=onestep", "player=2", "alpha=tag(log,interval(0.01,1))",
                 "epsilon_decay=interval(0.99,0.99999)"]
@@ -21,7 +21,7 @@ SEARCH_SETTINGS = ["hydra.sweeper.num_samples=64", "hydra.sweeper.search=tpe", "
 
 
 def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> tuple[float, int]:
-    """The README's search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
+    """The docs' search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
     `processes` worker processes (default: one per core) sharing a journal file; the best value,
     and the training episodes of all trials."""
     import multiprocessing
@@ -81,7 +81,7 @@ def _timed(args: list[str]) -> tuple[float, str]:
 
 
 def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
-    """The README's search through the lab's sweeper (figures off, as plain Optuna draws none):
+    """The docs' search through the lab's sweeper (figures off, as plain Optuna draws none):
     wall time from the shell, best objective, training episodes, the `cores:` line."""
     with tempfile.TemporaryDirectory() as out:
         seconds, output = _timed([sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",

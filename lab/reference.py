@@ -1,0 +1,138 @@
+"""The knob reference, docs/knobs.md, generated from the one place each knob's meaning is written.
+
+A knob's meaning is the docstring of its field: `lab.knobs.RunConfig` and `lab.knobs.Settings`
+for the knobs every run has, each algorithm's `Config` for its own. Its default is what Hydra
+composes from conf/config.yaml and conf/algorithm/<name>.yaml. The yaml files carry no meanings,
+so nothing repeats a docstring; tests/test_reference.py fails when a yaml default, a Config
+field and docs/knobs.md disagree.
+
+    python -m lab.reference > docs/knobs.md
+"""
+
+import ast
+import dataclasses
+import importlib.resources
+import inspect
+import sys
+import textwrap
+import typing
+
+from omegaconf import OmegaConf
+
+from lab import agents
+from lab.compose import CONF_PACKAGE, compose
+from lab.knobs import RunConfig, Settings
+from lab.search.settings import Settings as SearchSettings
+
+COMMAND = "python -m lab.reference > docs/knobs.md"
+
+
+def field_docs(cls) -> dict[str, str]:
+    """Each dataclass field's docstring (the string right below it), whitespace joined."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for field, after in zip(body, body[1:]):
+        if (isinstance(field, ast.AnnAssign) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[field.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def kinds(cls) -> dict[str, str]:
+    """Each field's type as a knob's user sees it."""
+    names = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer",
+             str | None: "string"}
+    return {name: names[kind] for name, kind in typing.get_type_hints(cls).items()}
+
+
+def shown(value) -> str:
+    """A default as the yaml writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and float(f"{value:g}") == value:
+        return f"{value:g}"  # short where exact: -1e+10, not -10000000000.0
+    return str(value)
+
+
+def shared_defaults() -> dict:
+    """conf/config.yaml's own values, with its config-group choices (algorithm, opponent)."""
+    text = importlib.resources.files(CONF_PACKAGE).joinpath("config.yaml").read_text()
+    raw = OmegaConf.to_container(OmegaConf.create(text))  # the file compose reads
+    groups = {key: value for entry in raw.pop("defaults") if isinstance(entry, dict)
+              for key, value in entry.items() if not key.startswith("override ")}
+    raw.pop("hydra")
+    return {**groups, **raw}
+
+
+def algorithm_defaults(name: str) -> dict:
+    """The configuration `python -m lab.sweep algorithm=NAME` runs (results_dir aside)."""
+    return compose(f"algorithm={name}")
+
+
+def _table(rows) -> list[str]:
+    lines = ["| knob | type | default | meaning |", "|---|---|---|---|"]
+    escaped = [(name, kind, default, meaning.replace("|", "\\|")) for name, kind, default, meaning in rows]
+    return lines + [f"| `{name}` | {kind} | `{default}` | {meaning} |" for name, kind, default, meaning in escaped]
+
+
+def _run_section(shared: dict) -> list[str]:
+    rows = []
+    for cls in (RunConfig, Settings):
+        docs, types = field_docs(cls), kinds(cls)
+        rows += [(f.name, types[f.name], shown(shared[f.name]), docs[f.name]) for f in dataclasses.fields(cls)]
+    listed = {row[0] for row in rows}
+    others = [f"`{key}={shown(value)}`" for key, value in shared.items() if key not in listed]
+    return ["## Every run", "",
+            "The knobs of `lab.knobs.RunConfig` and `lab.knobs.Settings`, with the defaults of "
+            "`conf/config.yaml` (an algorithm's yaml may change them: see its section).", "",
+            *_table(rows), "",
+            f"`conf/config.yaml` also sets {', '.join(others)} for the algorithms that use them "
+            "(their meanings are in the algorithms' sections).", ""]
+
+
+def _algorithm_section(name: str, shared: dict) -> list[str]:
+    algorithm = agents.get(name)
+    module = sys.modules[algorithm.Learner.__module__]
+    summary = " ".join(module.__doc__.split("\n\n")[0].split())
+    defaults = algorithm_defaults(name)
+    docs, types = field_docs(algorithm.Config), kinds(algorithm.Config)
+    rows = [(n, types[n], shown(defaults[n]), docs[n]) for n in algorithm.Config.names()]
+    own = set(algorithm.Config.names())
+    changed = [f"`{key}={shown(defaults[key])}`" for key in shared
+               if key not in own | {"algorithm"} and defaults.get(key) != shared[key]]
+    lines = [f"## `{name}`", "", f"{summary} Knobs: `lab/agents/{name}.py`'s `Config`; defaults: "
+             f"`conf/algorithm/{name}.yaml`.", "", *_table(rows), ""]
+    if changed:
+        lines += [f"Its yaml also sets {', '.join(changed)}.", ""]
+    return lines
+
+
+def _search_section() -> list[str]:
+    docs, types = field_docs(SearchSettings), kinds(SearchSettings)
+    rows = [(f.name, types[f.name], shown(f.default), docs[f.name]) for f in dataclasses.fields(SearchSettings)]
+    return ["## Search settings", "",
+            "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
+            "`lab.search.settings.Settings`, where they and their defaults are defined once; see "
+            "[Adaptive search](search.md).", "", *_table(rows), ""]
+
+
+def markdown() -> str:
+    """The whole of docs/knobs.md."""
+    shared = shared_defaults()
+    lines = ["# Knob reference", "",
+             f"Generated by `{COMMAND}` from the docstrings of the knobs' fields (their one source) "
+             "and the defaults Hydra composes from `conf/`; `tests/test_reference.py` fails when "
+             "this page, a yaml default and a `Config` field disagree. Every knob is set on the "
+             "command line as `key=value`.", "",
+             *_run_section(shared)]
+    for name in agents.ALGORITHMS:
+        lines += _algorithm_section(name, shared)
+    lines += _search_section()
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
