@@ -1,9 +1,11 @@
 """The benchmark's in-process measurements run on the current API (they are not run by CI
 otherwise: `python -m lab.bench` takes minutes)."""
 
+import sys
+
 import pytest
 
-from lab.bench import cluster, parallel, search, throughput
+from lab.bench import boards, cluster, parallel, search, throughput
 from lab.bench.report import REPORT_GRID
 
 
@@ -43,3 +45,20 @@ def test_the_cluster_section_reads_the_sweeps_cores_line():
            "srun: error: node1: task 0: Killed\n")
     seconds, line = cluster.cores_line(log)
     assert seconds == 39.8 and line.startswith("88% of 2 cores busy over 39.8 s; fixed cost 3.2 s")
+
+
+def test_the_boards_section_runs_quick_and_the_engine_is_the_faster(capsys):
+    pytest.importorskip("pyspiel", reason="open_spiel is not installed (pip install 'tictactoe-lab[boards]')")
+    boards.boards_section(quick=True)
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [row[:2] for row in rows] == [["3x3", "k3"], ["4x4", "k4"], ["5x5", "k4"]]
+    for row in rows:
+        lab_rate, python_rate, bots_rate = (float(figure.replace(",", "")) for figure in row[2:5])
+        assert lab_rate > max(python_rate, bots_rate) > 0
+        assert row[5] == f"{lab_rate / max(python_rate, bots_rate):.1f}x"
+
+
+def test_the_boards_section_says_how_to_install_openspiel_when_it_is_missing(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` fail
+    boards.boards_section(quick=True)
+    assert capsys.readouterr().out == boards.INSTALL_NOTE + "\n"

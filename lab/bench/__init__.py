@@ -11,10 +11,13 @@ parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed
 speed-up they predict for 16 cores. And the search section (`--search` alone): the docs' (docs/search.md)
 q_table search through the lab's sweeper against the same search written with Optuna alone. And
 the report section (`--report` alone): the end of a sweep over a finished 10,000-run grid of 2,500
-configurations (figures, summary, report), timed, and the report's size. The cluster section (`--cluster` alone: root, SLURM and a
-checkout of the lab) runs the parallel grid with the SLURM recipe on 2 nodes of 1 CPU against 1
-node (namespaces on this machine, tests/cluster/cluster.sh).
+configurations (figures, summary, report), timed, and the report's size. And the boards section
+(`--boards` alone, issue 26): uniformly random games per second of the lab's m,n,k engine
+(lab/mnk.py) on 3x3, 4x4 and 5x5 beside OpenSpiel's `mnk` game (the boards extra), and the ratio.
+The cluster section (`--cluster` alone: root, SLURM and a checkout of the lab) runs the parallel
+grid with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine,
+tests/cluster/cluster.sh).
 
 One module per section (throughput: the in-process measurements; driver, parallel, search, report,
-cluster), and `python -m lab.bench` (__main__) runs them.
+boards, cluster), and `python -m lab.bench` (__main__) runs them.
 """

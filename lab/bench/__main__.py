@@ -1,8 +1,9 @@
-"""`python -m lab.bench [--quick] [--driver] [--parallel] [--search] [--report] [--cluster]`."""
+"""`python -m lab.bench [--quick] [--driver] [--parallel] [--search] [--report] [--boards] [--cluster]`."""
 
 import argparse
 
 import lab.bench
+from lab.bench.boards import boards_section
 from lab.bench.cluster import cluster_section
 from lab.bench.driver import driver_section
 from lab.bench.parallel import parallel_section
@@ -20,13 +21,15 @@ def main() -> None:
     parser.add_argument("--parallel", action="store_true", help="only the parallel section")
     parser.add_argument("--search", action="store_true", help="only the search section")
     parser.add_argument("--report", action="store_true", help="only the report section")
+    parser.add_argument("--boards", action="store_true",
+                        help="only the boards section: random games on 3x3, 4x4, 5x5 against OpenSpiel's")
     parser.add_argument("--cluster", action="store_true",
                         help="only the cluster section: 2 SLURM nodes against 1 (root, SLURM, a checkout)")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 5.0
     only = [section for flag, section in ((args.driver, driver_section), (args.parallel, parallel_section),
                                           (args.search, search_section), (args.report, report_section),
-                                          (args.cluster, cluster_section)) if flag]
+                                          (args.boards, boards_section), (args.cluster, cluster_section)) if flag]
     if only:
         for section in only:
             section(args.quick)
@@ -54,6 +57,7 @@ def main() -> None:
     driver_section(args.quick)
     search_section(args.quick)
     report_section(args.quick)
+    boards_section(args.quick)
 
 
 if __name__ == "__main__":

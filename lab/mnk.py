@@ -1,0 +1,141 @@
+"""m,n,k games (m columns, n rows, k in a row wins; X moves first) on bitboards, compiled.
+
+The 3x3 game keeps lab.game's tables over all 3**9 board codes; bigger boards cannot have them
+(4x4 already has 3**16, 43 million codes). Here a position is two uint64 bitboards, X's stones
+and O's, with cell = row * m + column (row-major from the top left, as lab.game numbers 3x3),
+so m * n <= 64. Legal moves are the bits of the empty mask, `full & ~(x | o)`, and placing a
+stone is one OR.
+
+Only a move can make a line, so the win check after a move reads only the lines through that
+cell: `Board.windows` holds, for each cell, the masks of every k-cell window (row, column,
+diagonal, anti-diagonal) containing it, and the mover wins if their stones cover one. On 5x5
+with k = 4 that is at most 8 AND-compares. Measured against walking the four directions from
+the cell bit by bit, the windows play random games 1.5-1.8x faster.
+
+`random_games` plays uniformly random games in one compiled loop: the lab's engine throughput,
+measured against OpenSpiel's m,n,k game by `python -m lab.bench --boards`.
+"""
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+MAX_CELLS = 64
+"""Cells a board may have: a side's stones are one uint64."""
+DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+"""(row step, column step) of a row, a column, a diagonal and an anti-diagonal"""
+
+
+class Board(NamedTuple):
+    """An m,n,k board's shape and the tables its compiled kernels read."""
+
+    m: int
+    """columns"""
+    n: int
+    """rows"""
+    k: int
+    """stones in a row that win"""
+    full: np.uint64
+    """a bit for every cell: the empty mask of the empty board"""
+    windows: np.ndarray
+    """uint64 masks of the k-cell windows through each cell, cell by cell"""
+    first: np.ndarray
+    """windows[first[c]:first[c + 1]] are the windows through cell c"""
+
+
+def check_shape(m, n, k) -> None:
+    """Raise ValueError, in one line naming the key, unless m, n, k make a board the engine holds."""
+    for key, value, meaning in (("m", m, "columns"), ("n", n, "rows"), ("k", k, "stones in a row")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{key} ({meaning}) must be a positive integer, got {value!r}")
+    if m * n > MAX_CELLS:
+        raise ValueError(f"m * n must be at most {MAX_CELLS} cells (a side's stones are one uint64), "
+                         f"got m={m}, n={n}: {m * n}")
+    if k > max(m, n):
+        raise ValueError(f"k must be at most max(m, n) = {max(m, n)} (no line of k cells fits), got {k}")
+
+
+@functools.lru_cache(maxsize=None, typed=True)  # typed: board(3.0, ...) is checked, not board(3, ...)
+def board(m: int, n: int, k: int) -> Board:
+    """The m,n,k board (checked: see check_shape), its windows built once per shape."""
+    check_shape(m, n, k)
+    through = [[] for _ in range(m * n)]
+    for row in range(n):
+        for col in range(m):
+            for d_row, d_col in DIRECTIONS:
+                cells = [(row + i * d_row) * m + col + i * d_col for i in range(k)]
+                if 0 <= row + (k - 1) * d_row < n and 0 <= col + (k - 1) * d_col < m:
+                    mask = sum(1 << cell for cell in cells)
+                    for cell in cells:
+                        through[cell].append(mask)
+    first = np.cumsum([0] + [len(masks) for masks in through])
+    windows = np.array([mask for masks in through for mask in masks], dtype=np.uint64)
+    return Board(m, n, k, np.uint64(2**(m * n) - 1), windows, first.astype(np.int64))
+
+
+@njit(cache=True)
+def wins(board, stones, cell):
+    """Whether stones (a uint64) cover a k-cell window through cell: the check after a move there."""
+    for j in range(board.first[cell], board.first[cell + 1]):
+        window = board.windows[j]
+        if stones & window == window:
+            return True
+    return False
+
+
+@njit(cache=True)
+def empty_mask(board, x, o):
+    """The empty cells of the position with X's stones x and O's o (uint64 each): its legal moves
+    unless somebody has already won."""
+    return board.full & ~(x | o)
+
+
+@njit(cache=True)
+def random_move(empty, count):
+    """A uniformly random cell among the set bits of the empty mask; count: how many are set."""
+    skip = int(np.random.random() * count)
+    cell = 0
+    while True:
+        if (empty >> np.uint64(cell)) & np.uint64(1):
+            if skip == 0:
+                return cell
+            skip -= 1
+        cell += 1
+
+
+@njit(cache=True)
+def _play_random(board, games, seed, tally):
+    np.random.seed(seed)
+    cells = board.m * board.n
+    for _ in range(games):
+        x, o = np.uint64(0), np.uint64(0)
+        result = 2  # a draw unless someone completes a line
+        for ply in range(cells):
+            cell = random_move(empty_mask(board, x, o), cells - ply)
+            stone = np.uint64(1) << np.uint64(cell)
+            if ply % 2 == 0:
+                x |= stone
+                if wins(board, x, cell):
+                    result = 0
+                    break
+            else:
+                o |= stone
+                if wins(board, o, cell):
+                    result = 1
+                    break
+        tally[result] += 1
+
+
+def random_games(m: int, n: int, k: int, games: int, seed: int) -> np.ndarray:
+    """Tally [X wins, O wins, draws] of `games` uniformly random games on the m,n,k board.
+
+    Seeds the compiled kernels' random stream (the one lab.game.seed_kernels seeds) with seed,
+    so the same arguments give the same tally."""
+    shape = board(m, n, k)
+    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 0:
+        raise ValueError(f"games must be a non-negative integer, got {games!r}")
+    tally = np.zeros(3, dtype=np.int64)
+    _play_random(shape, games, seed, tally)
+    return tally
