@@ -306,6 +306,11 @@ def _play(board, t, kinds, simulations, games, seed, tally):
         tally[result] += 1
 
 
+def _checked(player: Bot) -> Bot:
+    """A Bot built by hand, checked as bot() checks a spec."""
+    return bot(player.name, player.simulations if player.name == "mcts" or player.simulations else None)
+
+
 def _checked_count(key, value, least):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
         raise ValueError(f"{key} must be an integer >= {least}, got {value!r}")
@@ -316,7 +321,7 @@ def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarr
     playing X and o_bot O; the same seed gives the same tally."""
     _checked_count("games", games, 0)
     _checked_count("seed", seed, 0)
-    bots = [bot(b.name, b.simulations if b.name == "mcts" else None) for b in (x_bot, o_bot)]
+    bots = [_checked(b) for b in (x_bot, o_bot)]
     kinds = np.array([NAMES.index(b.name) for b in bots], dtype=np.int64)
     simulations = np.array([b.simulations for b in bots], dtype=np.int64)
     tally = np.zeros(3, dtype=np.int64)
@@ -334,7 +339,7 @@ def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
     """The cell `player` plays in the position with X's stones x and O's o (bit masks; X moves
     when both have as many stones), drawn with the given seed."""
     _checked_count("seed", seed, 0)
-    player = bot(player.name, player.simulations if player.name == "mcts" else None)
+    player = _checked(player)
     side = bin(x).count("1") - bin(o).count("1")
     if x & o or side not in (0, 1) or x | o >= int(shape.full):
         raise ValueError("x and o must be a position with a move left: no shared or off-board cell, "

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, mnk, opponents, stats
-from lab.mnk_bots import bot, choose, outcome_rates, play_match
+from lab.mnk_bots import Bot, bot, choose, outcome_rates, play_match
 
 FIVE = mnk.board(5, 5, 4)
 THREE = mnk.board(3, 3, 3)
@@ -201,6 +201,10 @@ def test_bad_specs_are_refused_in_one_line(name, simulations, message):
 
 
 def test_bad_match_arguments_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^simulations applies to mcts only, got simulations=5 for random$"):
+        play_match(FIVE, Bot("random", 5), bot("random"), 1, 0)
+    with pytest.raises(ValueError, match=r"^simulations \(MCTS playouts per move\) must be an integer >= 1, got 0$"):
+        choose(FIVE, Bot("mcts"), 0, 0, 0)
     with pytest.raises(ValueError, match=r"^games must be an integer >= 0, got -1$"):
         play_match(FIVE, bot("random"), bot("random"), -1, 0)
     with pytest.raises(ValueError, match=r"^seat must be 1 \(X\) or 2 \(O\), got 0$"):
