@@ -26,7 +26,15 @@ takes them as the rows of one array.
 A percentile interval can only span values the seeds took: with 3 seeds it is about the range
 of their means' resamples, and it is narrower than a 95% interval should be (it undercovers
 for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
+
+Where the game is too big to enumerate (lab.mnk_bots on m,n,k boards), results are sampled by
+playing games instead: a share of the games (wins, say) gets the Wilson score interval (`wilson`),
+which keeps its 95% coverage near 0 and 1 where the normal-approximation (Wald) interval collapses
+to a point; `games_needed` says how many games make every such interval narrow enough.
 """
+
+from math import ceil, sqrt
+from statistics import NormalDist
 
 import numpy as np
 
@@ -159,3 +167,32 @@ def seeds_needed(difference: float, sd: float) -> float:
         return float("inf")
     z = stats.norm.ppf(1 - (1 - CONFIDENCE) / 2) + stats.norm.ppf(POWER)
     return max(2.0, float(np.ceil(2 * z ** 2 * sd ** 2 / difference ** 2)))
+
+
+Z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
+"""The normal quantile of a two-sided 95% interval (1.96)."""
+
+
+def wilson(successes: int, trials: int) -> tuple[float, float, float]:
+    """The share successes / trials and its 95% Wilson score interval: (share, low, high)."""
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be between 0 and trials ({trials}), got {successes!r}")
+    share = successes / trials
+    scale = 1 + Z ** 2 / trials
+    center = (share + Z ** 2 / (2 * trials)) / scale
+    half = Z / scale * sqrt(share * (1 - share) / trials + Z ** 2 / (4 * trials ** 2))
+    # at 0 and at all successes an end is exactly 0 or 1; the formula lands a rounding away
+    low = 0.0 if successes == 0 else center - half
+    high = 1.0 if successes == trials else center + half
+    return share, low, high
+
+
+def games_needed(width: float) -> int:
+    """Games after which every Wilson interval of a share is at most `width` wide, whatever the
+    share. The interval is widest at share 1/2, where it is Z / sqrt(games + Z^2) wide, so this is
+    ceil(Z^2 / width^2 - Z^2): 9,600 games for 2 points (width 0.02), 2,398 for 4."""
+    if not 0 < width < 1:
+        raise ValueError(f"width must be between 0 and 1 (a share of games), got {width!r}")
+    return max(1, ceil(Z ** 2 / width ** 2 - Z ** 2))

@@ -1,0 +1,364 @@
+"""Fixed opponents on any m,n,k board (lab.mnk), compiled, and their evaluation by games.
+
+The bots, each chosen by a spec (`bot(name, simulations)`):
+
+- random: a uniformly random legal move.
+- onestep: an immediate win if it has one (uniform among them), else random; it never blocks.
+- block: an immediate win, else a cell that blocks the opponent's immediate win (uniform among
+  them), else random.
+- mcts: UCT (UCB1 selection, uniformly random rollouts) with `simulations` playouts per move and
+  a solver (MCTS-Solver, Winands et al. 2008): a node whose mover has won, or whose player to
+  move has a proven winning child, is proven and passes its proof up (a position is lost for its
+  mover once one reply wins, won once every reply loses). A proven node is not searched again,
+  a proven winning move is played at once, and a proven losing move only when all lose. Every
+  node expanded is checked for an immediate win, so one is always taken.
+
+The first three mean what lab.opponents' 3x3 move tables mean (there they are exact over every
+position; here a move is drawn as the game reaches the position). All bots draw from the compiled
+kernels' random stream, seeded per call: the same seed gives the same moves and tallies.
+
+The search tree is preallocated arrays (`Tree`), one node per position reached, a node's children
+contiguous. A simulation expands at most one node, with a child per legal move, so a search of S
+simulations needs at most 1 + S * cells nodes.
+
+Evaluation is sampled: `play_match` plays games between two bots and tallies them;
+`outcome_rates` turns a tally into win/draw/loss shares of one seat, each with its 95% Wilson
+interval (lab.stats), marked `evaluation: "games"` (lab.evaluate's 3x3 figures are exact).
+`lab.stats.games_needed(0.02)` = 9,600 games make every interval at most 2 points wide.
+"""
+
+from math import sqrt
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from lab import stats
+from lab.mnk import empty_mask, random_move, wins
+
+NAMES = ("random", "onestep", "block", "mcts")
+"""The bots, in the order of their kind codes in the compiled kernels."""
+RANDOM, ONESTEP, BLOCK, MCTS = range(len(NAMES))
+UNKNOWN, WON, LOST, DRAWN = 0, 1, 2, 3
+"""A node's status, for the player who moved into it: not proven, won, lost, a full board drawn."""
+X_WINS, O_WINS, DRAW = 0, 1, 2
+"""Results: the tally's indices, and the winning side (0 X, 1 O) or a draw."""
+EXPLORATION = 0.5
+"""UCB1's exploration constant (rewards in [0, 1]), chosen by measurement on 5x5 k4 at 1,000
+simulations: with 0.5 the search prevented an open three (tests/test_mnk_bots.py) in 20 of 20 seeds
+and lost 1 game of 1,000 as O to onestep; with UCB1's textbook sqrt(2), 16 of 20 and 3 of 400."""
+EVALUATION = "games"
+"""How outcome_rates' figures were obtained: sampled by games (lab.evaluate's are exact)."""
+
+
+class Bot(NamedTuple):
+    """Which bot plays a seat: a name of NAMES, and for mcts its simulations per move."""
+
+    name: str
+    """random, onestep, block or mcts"""
+    simulations: int = 0
+    """MCTS playouts per move (0 for the other bots)"""
+
+    def __str__(self):
+        return f"{self.name} {self.simulations}" if self.name == "mcts" else self.name
+
+
+def bot(name: str, simulations: int | None = None) -> Bot:
+    """The spec of a bot, checked: raise ValueError in one line unless it is a bot of NAMES, with
+    an integer simulations >= 1 for mcts and none for the others."""
+    if name not in NAMES:
+        raise ValueError(f"unknown bot {name!r}; allowed: {', '.join(NAMES)}")
+    if name != "mcts":
+        if simulations is not None:
+            raise ValueError(f"simulations applies to mcts only, got simulations={simulations!r} for {name}")
+        return Bot(name)
+    if isinstance(simulations, bool) or not isinstance(simulations, (int, np.integer)) or simulations < 1:
+        raise ValueError(f"simulations (MCTS playouts per move) must be an integer >= 1, got {simulations!r}")
+    return Bot(name, int(simulations))
+
+
+class Tree(NamedTuple):
+    """The MCTS tree as arrays, a node per index (0 the root)."""
+
+    x: np.ndarray
+    """X's stones (uint64)"""
+    o: np.ndarray
+    """O's stones (uint64)"""
+    mover: np.ndarray
+    """the side that moved into the node: 0 X, 1 O"""
+    cell: np.ndarray
+    """the cell of that move"""
+    first: np.ndarray
+    """the node's first child"""
+    count: np.ndarray
+    """its number of children; -1 until expanded"""
+    visits: np.ndarray
+    """simulations through the node"""
+    reward: np.ndarray
+    """their reward summed for the mover: 1 a win, 1/2 a draw"""
+    status: np.ndarray
+    """UNKNOWN, WON, LOST (proven for the mover) or DRAWN (a full board)"""
+
+
+def tree(shape, simulations: int) -> Tree:
+    """A tree big enough for a search of `simulations` on board `shape`."""
+    size = 1 + max(simulations, 1) * shape.m * shape.n
+    return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros(size, np.int8),
+                np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
+                np.zeros(size, np.int64), np.zeros(size, np.float64), np.zeros(size, np.int8))
+
+
+@njit(cache=True)
+def _bits(mask):
+    count = 0
+    while mask:
+        mask &= mask - np.uint64(1)
+        count += 1
+    return count
+
+
+@njit(cache=True)
+def _winning_cells(board, stones, empty):
+    """The empty cells where a stone added to `stones` completes a line, as a mask."""
+    found = np.uint64(0)
+    for cell in range(board.m * board.n):
+        bit = np.uint64(1) << np.uint64(cell)
+        if empty & bit and wins(board, stones | bit, cell):
+            found |= bit
+    return found
+
+
+@njit(cache=True)
+def _rule_move(board, kind, mine, theirs):
+    """The move of random, onestep or block, with stones `mine` to move against `theirs`."""
+    empty = empty_mask(board, mine, theirs)
+    if kind != RANDOM:
+        chances = _winning_cells(board, mine, empty)
+        if chances:
+            return random_move(chances, _bits(chances))
+        if kind == BLOCK:
+            threats = _winning_cells(board, theirs, empty)
+            if threats:
+                return random_move(threats, _bits(threats))
+    return random_move(empty, _bits(empty))
+
+
+@njit(cache=True)
+def _expand(board, t, node, size):
+    """Give `node` a child per legal move, from index `size`; prove what one move decides. Returns
+    the next free index."""
+    empty = empty_mask(board, t.x[node], t.o[node])
+    side = 1 - t.mover[node]
+    t.first[node] = size
+    child = size
+    for cell in range(board.m * board.n):
+        bit = np.uint64(1) << np.uint64(cell)
+        if not empty & bit:
+            continue
+        t.x[child], t.o[child] = (t.x[node] | bit, t.o[node]) if side == 0 else (t.x[node], t.o[node] | bit)
+        t.mover[child], t.cell[child], t.count[child] = side, cell, -1
+        t.visits[child], t.reward[child], t.status[child] = 0, 0.0, UNKNOWN
+        if wins(board, t.x[child] if side == 0 else t.o[child], cell):
+            t.status[child] = WON
+            t.status[node] = LOST  # its player to move wins at once
+        elif empty == bit:
+            t.status[child] = DRAWN
+        child += 1
+    t.count[node] = child - size
+    return child
+
+
+@njit(cache=True)
+def _select(t, node):
+    """The child UCB1 prefers, skipping proven losing moves; unvisited children first, ties broken
+    at random (the scan starts at a random child)."""
+    log_visits = np.log(max(t.visits[node], 1))
+    count = t.count[node]
+    start = int(np.random.random() * count)
+    best, best_score = -1, -np.inf
+    for i in range(count):
+        child = t.first[node] + (start + i) % count
+        if t.status[child] == LOST:
+            continue
+        if t.visits[child] == 0:
+            return child
+        score = t.reward[child] / t.visits[child] + EXPLORATION * np.sqrt(log_visits / t.visits[child])
+        if score > best_score:
+            best, best_score = child, score
+    return best
+
+
+@njit(cache=True)
+def _rollout(board, x, o, side):
+    """The result of a uniformly random game from the position, `side` to move."""
+    empty = empty_mask(board, x, o)
+    left = _bits(empty)
+    while left > 0:
+        cell = random_move(empty, left)
+        bit = np.uint64(1) << np.uint64(cell)
+        if side == 0:
+            x |= bit
+            if wins(board, x, cell):
+                return X_WINS
+        else:
+            o |= bit
+            if wins(board, o, cell):
+                return O_WINS
+        empty &= ~bit
+        left -= 1
+        side = 1 - side
+    return DRAW
+
+
+@njit(cache=True)
+def _backup(t, path, depth, result):
+    """Add the simulation's result to the nodes on the path, and pass proofs up it."""
+    for i in range(depth, -1, -1):
+        node = path[i]
+        t.visits[node] += 1
+        t.reward[node] += 1.0 if result == t.mover[node] else 0.5 if result == DRAW else 0.0
+        if i == 0:
+            break
+        parent = path[i - 1]
+        if t.status[node] == WON:
+            t.status[parent] = LOST
+        elif t.status[node] == LOST and t.status[parent] == UNKNOWN:
+            every_reply_loses = True
+            for child in range(t.first[parent], t.first[parent] + t.count[parent]):
+                every_reply_loses &= t.status[child] == LOST
+            if every_reply_loses:
+                t.status[parent] = WON
+
+
+@njit(cache=True)
+def _search(board, t, simulations, x, o, side):
+    """Run the simulations from the position, `side` to move; the root is node 0."""
+    t.x[0], t.o[0], t.mover[0], t.cell[0], t.count[0] = x, o, 1 - side, -1, -1
+    t.visits[0], t.reward[0], t.status[0] = 0, 0.0, UNKNOWN
+    size = 1
+    path = np.empty(board.m * board.n + 1, np.int64)
+    path[0] = 0
+    for _ in range(simulations):
+        if t.status[0] != UNKNOWN:
+            break  # proven: nothing left to learn
+        node, depth = 0, 0
+        while t.count[node] > 0 and t.status[node] == UNKNOWN:
+            node = _select(t, node)
+            depth += 1
+            path[depth] = node
+        if t.status[node] == UNKNOWN:
+            size = _expand(board, t, node, size)
+        status = t.status[node]
+        if status == WON:
+            result = t.mover[node]
+        elif status == LOST:
+            result = 1 - t.mover[node]
+        elif status == DRAWN:
+            result = DRAW
+        else:
+            result = _rollout(board, t.x[node], t.o[node], 1 - t.mover[node])
+        _backup(t, path, depth, result)
+
+
+@njit(cache=True)
+def _mcts_move(board, t, simulations, x, o, side):
+    """A proven winning move if the search found one, else the most visited move not proven
+    to lose (the most visited of all when every move loses)."""
+    _search(board, t, simulations, x, o, side)
+    best, best_visits, losing, losing_visits = -1, -1, -1, -1
+    for child in range(t.first[0], t.first[0] + t.count[0]):
+        if t.status[child] == WON:
+            return t.cell[child]
+        if t.status[child] == LOST:
+            if t.visits[child] > losing_visits:
+                losing, losing_visits = child, t.visits[child]
+        elif t.visits[child] > best_visits:
+            best, best_visits = child, t.visits[child]
+    return t.cell[best if best >= 0 else losing]
+
+
+@njit(cache=True)
+def _move(board, t, kind, simulations, x, o, side):
+    """The cell bot `kind` plays with `side` (0 X, 1 O) to move."""
+    if kind == MCTS:
+        return _mcts_move(board, t, simulations, x, o, side)
+    return _rule_move(board, kind, x, o) if side == 0 else _rule_move(board, kind, o, x)
+
+
+@njit(cache=True)
+def _play(board, t, kinds, simulations, games, seed, tally):
+    np.random.seed(seed)
+    cells = board.m * board.n
+    for _ in range(games):
+        x, o = np.uint64(0), np.uint64(0)
+        result = DRAW
+        for ply in range(cells):
+            side = ply % 2
+            cell = _move(board, t, kinds[side], simulations[side], x, o, side)
+            bit = np.uint64(1) << np.uint64(cell)
+            if side == 0:
+                x |= bit
+            else:
+                o |= bit
+            if wins(board, x if side == 0 else o, cell):
+                result = side
+                break
+        tally[result] += 1
+
+
+def _checked(player: Bot) -> Bot:
+    """A Bot built by hand, checked as bot() checks a spec."""
+    return bot(player.name, player.simulations if player.name == "mcts" or player.simulations else None)
+
+
+def _checked_count(key, value, least):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{key} must be an integer >= {least}, got {value!r}")
+
+
+def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarray:
+    """Tally [X wins, O wins, draws] of `games` games on board `shape` (lab.mnk.board), x_bot
+    playing X and o_bot O; the same seed gives the same tally."""
+    _checked_count("games", games, 0)
+    _checked_count("seed", seed, 0)
+    bots = [_checked(b) for b in (x_bot, o_bot)]
+    kinds = np.array([NAMES.index(b.name) for b in bots], dtype=np.int64)
+    simulations = np.array([b.simulations for b in bots], dtype=np.int64)
+    tally = np.zeros(3, dtype=np.int64)
+    _play(shape, tree(shape, int(simulations.max())), kinds, simulations, games, seed, tally)
+    return tally
+
+
+@njit(cache=True)
+def _choose(board, t, kind, simulations, x, o, side, seed):
+    np.random.seed(seed)
+    return _move(board, t, kind, simulations, x, o, side)
+
+
+def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
+    """The cell `player` plays in the position with X's stones x and O's o (bit masks; X moves
+    when both have as many stones), drawn with the given seed."""
+    _checked_count("seed", seed, 0)
+    player = _checked(player)
+    side = bin(x).count("1") - bin(o).count("1")
+    if x & o or side not in (0, 1) or x | o >= int(shape.full):
+        raise ValueError("x and o must be a position with a move left: no shared or off-board cell, "
+                         "a free cell, X with as many stones as O or one more")
+    return int(_choose(shape, tree(shape, player.simulations), NAMES.index(player.name),
+                       player.simulations, np.uint64(x), np.uint64(o), side, seed))
+
+
+def outcome_rates(tally, seat: int) -> dict:
+    """The win/draw/loss shares, from seat `seat`'s side (1 X, 2 O), of a tally [X wins, O wins,
+    draws]: {evaluation: "games", games, win, win_low, win_high, draw, ..., loss, ...}, each
+    share with its 95% Wilson interval."""
+    if seat not in (1, 2):
+        raise ValueError(f"seat must be 1 (X) or 2 (O), got {seat!r}")
+    x_wins, o_wins, draws = (int(n) for n in tally)
+    games = x_wins + o_wins + draws
+    rates = {"evaluation": EVALUATION, "games": games}
+    counts = {"win": x_wins, "draw": draws, "loss": o_wins} if seat == 1 else \
+        {"win": o_wins, "draw": draws, "loss": x_wins}
+    for key, count in counts.items():
+        rates[key], rates[f"{key}_low"], rates[f"{key}_high"] = stats.wilson(count, games)
+    return rates
