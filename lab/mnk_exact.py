@@ -1,22 +1,21 @@
 """The exact pass on small m,n,k boards (4x4 included): every reachable position, solved, and the
 exact win/draw/loss of a policy against random, OneStep and a perfect player.
 
-lab.game indexes 3x3 by base-3 codes; 4x4 would need 3**16 (43 million) codes for its 9.7
-million reachable positions. Here the positions are indexed compactly, depth by depth (the
-number of stones): depth d holds the sorted uint64 keys `x | o << cells` of the positions
-reached after d moves (X first; play stops at a win or a full board), and a position is its
-index in its depth. `children[d][i, j]` is the index at depth d + 1 of the position after the
-j-th empty cell of position i (cells in increasing order), so the passes never search.
+lab.game indexes 3x3 by base-3 codes; 4x4 would need 3**16 (43 million) for its 9.7 million
+reachable positions. Here depth d (stones on the board) holds the sorted uint64 keys
+`x | o << cells` of the positions reached after d moves (X first; play stops at a win or a full
+board), a position is its index in its depth, and `children[d][i, j]` is the index at depth
+d + 1 after the j-th empty cell of position i, so the passes never search.
 
-- `solve(m, n, k)` enumerates (compiled move generation, numpy's sort for the duplicates) and
-  computes every position's minimax value by backward induction over the depths.
-- `exact(solved, policy, player)` propagates reach probabilities forward over the depths, the
-  policy in one seat and each of random, onestep (an immediate win if any, uniform among them,
-  else uniformly random; it never blocks) and perfect (uniform among the value-keeping moves) in
-  the other, and sums them at the terminal positions.
+- `solve(m, n, k)` enumerates (compiled moves, numpy's sort for the transpositions) and finds
+  every position's minimax value by backward induction over the depths.
+- `exact(solved, policy, player)` carries reach probabilities forward, depth by depth, over the
+  positions reached only, the policy in one seat and each of random, onestep (an immediate win if
+  any, uniform among them, else random; it never blocks) and perfect (uniform among the
+  value-keeping moves) in the other, and sums them where the games end.
 
-Cost on 4x4 k4 and why bigger boards are refused: docs/speed.md (Bigger boards), or run
-`python -m lab.mnk_exact`.
+Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
+lab.mnk_exact` measures them.
 """
 
 import argparse
@@ -127,7 +126,7 @@ def _enumerate(board: mnk.Board):
         after = np.sort(_child_keys(keys[depth], winner[depth], cells, depth), kind="stable")
         if after.size == 0:  # every position at this depth is a win
             break
-        # stable: timsort, which merges the sorted runs (np.unique took 10-25x longer: numpy 2.4)
+        # stable: timsort, which merges the runs (numpy 2.4's np.unique: 26x longer on 11M keys)
         following = after[np.concatenate(([True], after[1:] != after[:-1]))]
         children.append(_child_index(keys[depth], winner[depth], following, cells, depth))
         keys.append(following)
@@ -146,7 +145,7 @@ def _minimax(keys, winner, children) -> list:
     return value
 
 
-@functools.lru_cache(maxsize=1)  # one board's pass held in memory per process (4x4: ~0.5 GB)
+@functools.lru_cache(maxsize=1)  # one board's pass held per process (4x4: 0.3 GB)
 def solve(m: int, n: int, k: int) -> Solved:
     """Every reachable position of the m,n,k board (at most MAX_CELLS cells) and its value."""
     check_size(m, n, k)
@@ -172,26 +171,15 @@ def split(solved: Solved, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys & ((np.uint64(1) << cells) - np.uint64(1)), keys >> cells
 
 
-def _locate(solved: Solved, x: int, o: int) -> tuple[int, int]:
-    """(depth, index) of the position with X's stones x and O's o; ValueError if unreachable."""
-    depth = bin(x).count("1") + bin(o).count("1")
-    key = np.uint64(x | o << solved.cells)
-    if depth < len(solved.keys) and not x & o:
-        index = int(np.searchsorted(solved.keys[depth], key))
-        if index < len(solved.keys[depth]) and solved.keys[depth][index] == key:
-            return depth, index
-    raise ValueError(f"no reachable position has X on {x:#x} and O on {o:#x}")
-
-
-def value(solved: Solved, x: int, o: int) -> int:
-    """The minimax value (X's view) of the reachable position with X's stones x and O's o."""
-    depth, index = _locate(solved, x, o)
-    return int(solved.value[depth][index])
-
-
 def optimal_moves(solved: Solved, x: int, o: int) -> list[int]:
-    """The cells that keep the minimax value of the position (none if it is over): perfect play."""
-    depth, index = _locate(solved, x, o)
+    """The cells that keep the minimax value of the reachable position with X's stones x and O's
+    o (none if the game is over there): perfect play. ValueError if it is not reachable."""
+    depth = bin(x | o).count("1")
+    valid = not x & o and not (x | o) >> solved.cells and depth < len(solved.keys)
+    keys, key = (solved.keys[depth], x | o << solved.cells) if valid else (solved.keys[0][:0], 0)
+    index = int(np.searchsorted(keys, np.uint64(key)))
+    if keys[index:index + 1].tolist() != [key]:
+        raise ValueError(f"no reachable position has X on {x:#x} and O on {o:#x}")
     if depth == len(solved.children) or solved.winner[depth][index] != 0:
         return []
     empty = [c for c in range(solved.cells) if not (x | o) >> c & 1]
@@ -257,23 +245,23 @@ def _first_bad(rows, keys, cells):
 
 
 @njit(cache=True)
-def _spread(keys, winner, children, value, value_next, winner_next, cells, depth, mine, rows,
-            reach, reach_next):
-    """Carry the reach probability of each open position at `depth` to its children: column o
-    of reach is the game against OPPONENTS[o]. Where the policy moves (mine), `rows` holds its
-    move probabilities by cell at the open positions, in order; elsewhere the opponent moves.
-    The three games move together, edge by edge: one cache line per child, not three."""
+def _spread(frontier, reach, keys, winner, children, value, value_next, winner_next, cells,
+            depth, agent, rows, reach_next, reached):
+    """Carry the reach probability of the positions `frontier` (indices at `depth`, increasing)
+    to their children, marking in `reached` those that get some: column o of reach is the game
+    against OPPONENTS[o]. Where the policy moves, it is fixed player OPPONENTS[agent], or for
+    agent -1 `rows` holds its move probabilities by cell at the frontier's open positions, in
+    order. The games move together, edge by edge: one cache line per child, not three."""
     mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     mover, games = 1 if depth % 2 == 0 else -1, reach.shape[1]
     weights = np.empty((games, cells - depth))
     r = -1
-    for i in range(len(keys)):
+    for f in range(len(frontier)):
+        i = frontier[f]
         if winner[i] != 0:
             continue
         r += 1
-        if not np.any(reach[i] != 0.0):
-            continue
-        if mine:
+        if rows.shape[0]:
             empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & mask, 0
             for c in range(cells):
                 if (empty >> np.uint64(c)) & np.uint64(1):
@@ -281,21 +269,32 @@ def _spread(keys, winner, children, value, value_next, winner_next, cells, depth
                     j += 1
         else:
             for o in range(games):
-                _fixed_weights(o, children[i], mover, value[i], value_next, winner_next, weights[o])
+                _fixed_weights(o if agent < 0 else agent, children[i], mover, value[i], value_next,
+                               winner_next, weights[o])
         for j in range(cells - depth):
             child = children[i, j]
             for o in range(games):
-                reach_next[child, o] += reach[i, o] * weights[o, j]
+                carried = reach[f, o] * weights[o, j]
+                if carried > 0.0:
+                    reach_next[child, o] += carried
+                    reached[child] = True
 
 
 @njit(cache=True)
-def _collect(winner, reach, side, full, outcome):
-    """Add the reach of the positions that end the game here to outcome[:, win / draw / loss]
-    (from `side`'s view; a full board without a line is a draw)."""
-    for i in range(len(winner)):
-        if winner[i] != 0 or full:
-            result = 0 if winner[i] == side else 2 if winner[i] == -side else 1
-            outcome[:, result] += reach[i]
+def _collect(frontier, reach, winner, side, full, outcome):
+    """Add the reach of the frontier's positions that end the game to outcome[:, win / draw /
+    loss] (from `side`'s view; a full board without a line is a draw)."""
+    for f in range(len(frontier)):
+        w = winner[frontier[f]]
+        if w != 0 or full:
+            outcome[:, 0 if w == side else 2 if w == -side else 1] += reach[f]
+
+
+def _kind(name: str) -> int:
+    """The index of a fixed player in OPPONENTS; ValueError naming the allowed ones."""
+    if name not in OPPONENTS:
+        raise ValueError(f"unknown player {name!r}; allowed: {', '.join(OPPONENTS)}")
+    return OPPONENTS.index(name)
 
 
 def _side(player) -> int:
@@ -306,8 +305,6 @@ def _side(player) -> int:
 
 def _open_keys(solved: Solved, depth: int) -> np.ndarray:
     """The keys of the positions at `depth` where somebody still moves."""
-    if depth >= len(solved.children):
-        return solved.keys[depth][:0]
     return solved.keys[depth][solved.winner[depth] == 0]
 
 
@@ -326,49 +323,35 @@ def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
 def _fixed_table(solved: Solved, name: str, depth: int) -> np.ndarray:
     args = (solved.keys[depth], solved.winner[depth], solved.children[depth], solved.value[depth],
             solved.value[depth + 1], solved.winner[depth + 1], solved.cells, depth)
-    return _fixed_rows(OPPONENTS.index(name), *args)
+    return _fixed_rows(_kind(name), *args)
 
 
 def table(solved: Solved, name: str, player: int) -> np.ndarray:
     """The move table (rows: decisions(solved, player); columns: cells) of fixed player `name`."""
-    side = _side(player)
-    if name not in OPPONENTS:
-        raise ValueError(f"unknown player {name!r}; allowed: {', '.join(OPPONENTS)}")
-    return np.concatenate([_fixed_table(solved, name, d) for d in _seat_depths(solved, side)])
+    depths = _seat_depths(solved, _side(player))
+    return np.concatenate([_fixed_table(solved, name, d) for d in depths])
 
 
 def _policy_rows(solved: Solved, policy, side: int) -> Callable[[int, np.ndarray], np.ndarray]:
-    """(depth, reached) -> the policy's rows at the open positions of that depth, checked; a
-    function is asked only about the `reached` ones (its other rows stay 0, never read)."""
-    if isinstance(policy, str):
-        if policy not in OPPONENTS:
-            raise ValueError(f"unknown player {policy!r}; allowed: {', '.join(OPPONENTS)}")
-        return lambda depth, reached: _fixed_table(solved, policy, depth)
+    """(depth, open positions reached there) -> the policy's rows at them, checked."""
     if callable(policy):
-        return lambda depth, reached: _asked(solved, policy, depth, reached)
+        return lambda depth, at: _checked(solved, policy(*split(solved, solved.keys[depth][at])),
+                                          solved.keys[depth][at])
     if not isinstance(policy, np.ndarray):
         raise ValueError(f"a policy is one of {', '.join(OPPONENTS)}, a move table or a function "
                          f"(x, o) -> move probabilities, got {type(policy).__name__}")
-    sizes = [len(_open_keys(solved, d)) for d in _seat_depths(solved, side)]
+    sizes = [int((solved.winner[d] == 0).sum()) for d in _seat_depths(solved, side)]
     if policy.shape != (sum(sizes), solved.cells):
         raise ValueError(f"a move table for this seat has shape {(sum(sizes), solved.cells)} "
                          f"(rows: decisions()), got {policy.shape}")
     starts = dict(zip(_seat_depths(solved, side), np.cumsum([0] + sizes)))
-    return lambda depth, reached: _checked(solved, np.asarray(
-        policy[starts[depth]:starts[depth] + len(_open_keys(solved, depth))], dtype=np.float64),
-        _open_keys(solved, depth))
+    rank = lambda depth, at: starts[depth] + np.searchsorted(np.flatnonzero(solved.winner[depth] == 0), at)
+    return lambda depth, at: _checked(solved, policy[rank(depth, at)], solved.keys[depth][at])
 
 
-def _asked(solved: Solved, policy: Callable, depth: int, reached: np.ndarray) -> np.ndarray:
-    """The rows of a policy given as a function, asked about the reached open positions."""
-    keys = _open_keys(solved, depth)[reached]
-    rows = np.zeros((len(reached), solved.cells))
-    rows[reached] = _checked(solved, np.asarray(policy(*split(solved, keys)), dtype=np.float64), keys)
-    return rows
-
-
-def _checked(solved: Solved, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """rows, if they are move probabilities at the positions of keys; else ValueError."""
+def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
+    """rows as float64, if they are move probabilities at the positions of keys; else ValueError."""
+    rows = np.asarray(rows, dtype=np.float64)
     if rows.shape != (len(keys), solved.cells):
         raise ValueError(f"the policy gave move probabilities of shape {rows.shape} for "
                          f"{len(keys)} positions, expected {(len(keys), solved.cells)}")
@@ -392,37 +375,42 @@ def exact(solved: Solved, policy, player: int) -> dict:
 
     policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
     per cell, or a function (x, o) -> such rows for the positions given by their bitboards
-    (uint64 arrays), called once per depth where the seat moves, with the positions the game
-    reaches there: a greedy policy is asked about a fraction of the table's rows."""
-    side = _side(player)
-    rows_at = _policy_rows(solved, policy, side)
-    outcome = np.zeros((len(OPPONENTS), 3))
-    reach = np.ones((1, len(OPPONENTS)))
+    (uint64 arrays), called once per depth where the seat moves. Only the positions the games
+    reach are visited, so a function is asked (and a table checked) only there: for a greedy
+    policy, a fraction of the seat's positions."""
+    side, named = _side(player), isinstance(policy, str)
+    agent = _kind(policy) if named else -1
+    rows_at = None if named else _policy_rows(solved, policy, side)
+    outcome, no_rows = np.zeros((len(OPPONENTS), 3)), np.zeros((0, solved.cells))
+    frontier, reach = np.zeros(1, dtype=np.int64), np.ones((1, len(OPPONENTS)))
     for depth, winner in enumerate(solved.winner):
-        _collect(winner, reach, side, depth == solved.cells, outcome)
+        _collect(frontier, reach, winner, side, depth == solved.cells, outcome)
         if depth == len(solved.children):
             break
         mine = (depth % 2 == 0) == (side == 1)
-        rows = rows_at(depth, reach[winner == 0].any(axis=1)) if mine else np.zeros((0, solved.cells))
-        reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))
-        _spread(solved.keys[depth], winner, solved.children[depth], solved.value[depth],
-                solved.value[depth + 1], solved.winner[depth + 1], solved.cells, depth, mine,
-                rows, reach, reach_next)
-        reach = reach_next
+        rows = rows_at(depth, frontier[winner[frontier] == 0]) if mine and not named else no_rows
+        reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))  # pages touched: reached
+        reached = np.zeros(len(solved.keys[depth + 1]), dtype=np.bool_)
+        _spread(frontier, reach, solved.keys[depth], winner, solved.children[depth],
+                solved.value[depth], solved.value[depth + 1], solved.winner[depth + 1],
+                solved.cells, depth, agent if mine else -1, rows, reach_next, reached)
+        frontier = np.flatnonzero(reached)
+        reach = reach_next[frontier]
     return {f"{name}_{result}": float(outcome[o, r])
             for o, name in enumerate(OPPONENTS) for r, result in enumerate(RESULTS)}
 
 
 def _lowest_optimal(solved: Solved, player: int) -> Callable:
     """The perfect player that plays its lowest optimal cell, as a function of (x, o): a
-    deterministic policy, as a greedy agent's, asked only where the game reaches."""
+    deterministic policy, as a greedy agent's; policy.asked counts the positions asked about."""
     cell = {d: _fixed_table(solved, "perfect", d).argmax(axis=1)
             for d in _seat_depths(solved, _side(player))}
 
     def policy(x, o):
-        depth = bin(int(x[0] | o[0])).count("1")
+        depth, policy.asked = bin(int(x[0] | o[0])).count("1"), policy.asked + len(x)
         at = cell[depth][np.searchsorted(_open_keys(solved, depth), x | o << np.uint64(solved.cells))]
         return np.eye(solved.cells)[at]
+    policy.asked = 0
     return policy
 
 
@@ -433,22 +421,21 @@ def _report(m: int, n: int, k: int) -> str:
     solved = solve(m, n, k)
     seconds, found = time.perf_counter() - started, counts(solved)
     held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
-    lines = [f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in "
-             f"{seconds:.1f} s; arrays {held:.0f} MB, peak RSS {peak_mb():.0f} MB ({before:.0f} "
-             f"before)", f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
-             f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, "
-             f"{found['draws']:,} draws; value: {int(solved.value[0][0]):+d} (X's view)",
-             f"{'policy':<15} {'seat':<4} {'seconds':>7}  " + "  ".join(
-                 f"{name:>17}" for name in OPPONENTS) + "  (win/draw/loss %)"]
+    lines = [f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in {seconds:.1f} s; "
+             f"arrays {held:.0f} MB, peak RSS {peak_mb():.0f} MB ({before:.0f} before)",
+             f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
+             f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, {found['draws']:,} "
+             f"draws; value: {int(solved.value[0][0]):+d} (X's view)",
+             f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in OPPONENTS) + "  win/draw/loss %"]
     for name in (*OPPONENTS, "lowest optimal"):
         for player in (1, 2):
             policy = _lowest_optimal(solved, player) if name == "lowest optimal" else name
             started = time.perf_counter()
             result = exact(solved, policy, player)
-            seconds = time.perf_counter() - started
             shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in RESULTS) for o in OPPONENTS]
-            lines.append(f"{name:<15} {'XO'[player - 1]:<4} {seconds:7.2f}  "
-                         + "  ".join(f"{s:>17}" for s in shares))
+            lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
+                         + "".join(f"{s:>18}" for s in shares)
+                         + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))
     return "\n".join(lines + [f"peak RSS {peak_mb():.0f} MB"])
 
 

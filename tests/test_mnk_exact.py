@@ -162,8 +162,9 @@ def test_bad_policies_and_seats_are_refused_in_one_line(ttt):
 
 
 def test_unreachable_positions_are_refused(ttt):
-    with pytest.raises(ValueError, match="no reachable position has X on 0x3 and O on 0x0"):
-        mnk_exact.optimal_moves(ttt, 0b11, 0)
+    for x, o in ((0b11, 0), (1, 1), (1 << 9, 0), (1 << 70, 0)):  # two X, a shared cell, off the board
+        with pytest.raises(ValueError, match=f"^no reachable position has X on {x:#x} and O on {o:#x}$"):
+            mnk_exact.optimal_moves(ttt, x, o)
     assert mnk_exact.optimal_moves(ttt, 0b111, 0b11000) == []  # X has won: nothing to play
 
 
@@ -179,16 +180,19 @@ def test_4x4_counts_and_its_value_a_draw(four):
     for depth in range(7):  # no line before X's 4th stone: every placement is reachable
         assert found["by_depth"][depth] == comb(16, depth) * comb(depth, (depth + 1) // 2)
     assert (found["x_wins"], found["o_wins"], found["draws"]) == (401_096, 252_940, 5_356)
-    assert mnk_exact.value(four, 0, 0) == 0  # 4x4 with four in a row is a draw
+    assert four.value[0][0] == 0  # 4x4 with four in a row is a draw
     assert mnk_exact.optimal_moves(four, 0, 0) == list(range(16))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("player", [1, 2])
 def test_4x4_the_perfect_player_never_loses(four, player):
-    result = mnk_exact.exact(four, "perfect", player)
-    assert result["random_loss"] == result["onestep_loss"] == result["perfect_loss"] == 0.0
-    assert result["random_win"] > 0.5 and result["perfect_draw"] == pytest.approx(1.0, abs=1e-12)
+    deterministic = mnk_exact._lowest_optimal(four, player)  # a function, as a greedy agent's
+    for policy in ("perfect", deterministic):
+        result = mnk_exact.exact(four, policy, player)
+        assert result["random_loss"] == result["onestep_loss"] == result["perfect_loss"] == 0.0
+        assert result["random_win"] > 0.5 and result["perfect_draw"] == pytest.approx(1.0, abs=1e-12)
+    assert 0 < deterministic.asked < len(mnk_exact.decisions(four, player)[0]) / 100
 
 
 @pytest.mark.slow
