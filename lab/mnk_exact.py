@@ -303,11 +303,6 @@ def _side(player) -> int:
     return 1 if player == 1 else -1
 
 
-def _open_keys(solved: Solved, depth: int) -> np.ndarray:
-    """The keys of the positions at `depth` where somebody still moves."""
-    return solved.keys[depth][solved.winner[depth] == 0]
-
-
 def _seat_depths(solved: Solved, side: int) -> range:
     """The depths where `side` moves: X at the even ones."""
     return range(0 if side == 1 else 1, len(solved.children), 2)
@@ -316,8 +311,8 @@ def _seat_depths(solved: Solved, side: int) -> range:
 def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
     """The (x, o) bitboards of the positions where the seat moves, depth by depth, in key order:
     the rows of a move table for exact()."""
-    side = _side(player)
-    return split(solved, np.concatenate([_open_keys(solved, d) for d in _seat_depths(solved, side)]))
+    depths = _seat_depths(solved, _side(player))
+    return split(solved, np.concatenate([solved.keys[d][solved.winner[d] == 0] for d in depths]))
 
 
 def _fixed_table(solved: Solved, name: str, depth: int) -> np.ndarray:
@@ -345,8 +340,9 @@ def _policy_rows(solved: Solved, policy, side: int) -> Callable[[int, np.ndarray
         raise ValueError(f"a move table for this seat has shape {(sum(sizes), solved.cells)} "
                          f"(rows: decisions()), got {policy.shape}")
     starts = dict(zip(_seat_depths(solved, side), np.cumsum([0] + sizes)))
-    rank = lambda depth, at: starts[depth] + np.searchsorted(np.flatnonzero(solved.winner[depth] == 0), at)
-    return lambda depth, at: _checked(solved, policy[rank(depth, at)], solved.keys[depth][at])
+    rank = lambda depth, at: np.searchsorted(np.flatnonzero(solved.winner[depth] == 0), at)
+    return lambda depth, at: _checked(solved, policy[starts[depth] + rank(depth, at)],
+                                      solved.keys[depth][at])
 
 
 def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
@@ -388,8 +384,9 @@ def exact(solved: Solved, policy, player: int) -> dict:
         if depth == len(solved.children):
             break
         mine = (depth % 2 == 0) == (side == 1)
-        rows = rows_at(depth, frontier[winner[frontier] == 0]) if mine and not named else no_rows
-        reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))  # pages touched: reached
+        at = frontier[winner[frontier] == 0]  # the open positions reached
+        rows = rows_at(depth, at) if mine and not named and len(at) else no_rows
+        reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))  # touched if reached
         reached = np.zeros(len(solved.keys[depth + 1]), dtype=np.bool_)
         _spread(frontier, reach, solved.keys[depth], winner, solved.children[depth],
                 solved.value[depth], solved.value[depth + 1], solved.winner[depth + 1],
@@ -400,7 +397,7 @@ def exact(solved: Solved, policy, player: int) -> dict:
             for o, name in enumerate(OPPONENTS) for r, result in enumerate(RESULTS)}
 
 
-def _lowest_optimal(solved: Solved, player: int) -> Callable:
+def lowest_optimal(solved: Solved, player: int) -> Callable:
     """The perfect player that plays its lowest optimal cell, as a function of (x, o): a
     deterministic policy, as a greedy agent's; policy.asked counts the positions asked about."""
     cell = {d: _fixed_table(solved, "perfect", d).argmax(axis=1)
@@ -408,8 +405,9 @@ def _lowest_optimal(solved: Solved, player: int) -> Callable:
 
     def policy(x, o):
         depth, policy.asked = bin(int(x[0] | o[0])).count("1"), policy.asked + len(x)
-        at = cell[depth][np.searchsorted(_open_keys(solved, depth), x | o << np.uint64(solved.cells))]
-        return np.eye(solved.cells)[at]
+        keys = x | o << np.uint64(solved.cells)
+        at = np.searchsorted(solved.keys[depth][solved.winner[depth] == 0], keys)
+        return np.eye(solved.cells)[cell[depth][at]]
     policy.asked = 0
     return policy
 
@@ -421,18 +419,21 @@ def _report(m: int, n: int, k: int) -> str:
     solved = solve(m, n, k)
     seconds, found = time.perf_counter() - started, counts(solved)
     held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
-    lines = [f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in {seconds:.1f} s; "
-             f"arrays {held:.0f} MB, peak RSS {peak_mb():.0f} MB ({before:.0f} before)",
+    lines = [f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in "
+             f"{seconds:.1f} s; arrays {held:.0f} MB, peak RSS {peak_mb():.0f} MB "
+             f"({before:.0f} before)",
              f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
-             f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, {found['draws']:,} "
-             f"draws; value: {int(solved.value[0][0]):+d} (X's view)",
-             f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in OPPONENTS) + "  win/draw/loss %"]
+             f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, "
+             f"{found['draws']:,} draws; value: {int(solved.value[0][0]):+d} (X's view)",
+             f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in OPPONENTS)
+             + "  win/draw/loss %"]
     for name in (*OPPONENTS, "lowest optimal"):
         for player in (1, 2):
-            policy = _lowest_optimal(solved, player) if name == "lowest optimal" else name
+            policy = lowest_optimal(solved, player) if name == "lowest optimal" else name
             started = time.perf_counter()
             result = exact(solved, policy, player)
-            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in RESULTS) for o in OPPONENTS]
+            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in RESULTS)
+                      for o in OPPONENTS]
             lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
                          + "".join(f"{s:>18}" for s in shares)
                          + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))

@@ -187,7 +187,7 @@ def test_4x4_counts_and_its_value_a_draw(four):
 @pytest.mark.slow
 @pytest.mark.parametrize("player", [1, 2])
 def test_4x4_the_perfect_player_never_loses(four, player):
-    deterministic = mnk_exact._lowest_optimal(four, player)  # a function, as a greedy agent's
+    deterministic = mnk_exact.lowest_optimal(four, player)  # a function, as a greedy agent's
     for policy in ("perfect", deterministic):
         result = mnk_exact.exact(four, policy, player)
         assert result["random_loss"] == result["onestep_loss"] == result["perfect_loss"] == 0.0
@@ -204,3 +204,20 @@ def test_4x4_random_against_random_matches_sampled_games(four):
     sampled = mnk.random_games(4, 4, 4, games, seed=11) / games  # X wins, O wins, draws
     within = 4 * np.sqrt(shares * (1 - shares) / games)  # 4 standard errors: about 1 in 16,000 fails
     assert (abs(sampled - shares) < within).all(), (sampled, shares)
+
+
+def test_the_command_refuses_a_board_too_big_in_one_line(capsys):
+    with pytest.raises(SystemExit):
+        mnk_exact.main(["5", "5", "4"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m lab.mnk_exact: error: the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
+        "positions; 20 cells: up to 740 million), got m=5, n=5: 25")
+
+
+def test_the_command_reports_counts_value_and_timings(capsys):
+    mnk_exact.main(["3", "3", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("3x3 k3: 5,478 positions, enumerated and solved in ")
+    assert lines[2] == "terminal: 626 X wins, 316 O wins, 16 draws; value: +0 (X's view)"
+    assert lines[4].split()[:5] == ["random", "X", lines[4].split()[2], "58.5/12.7/28.8", "39.5/8.3/52.2"]
+    assert lines[-2].endswith("asked at 447 positions")
