@@ -5,13 +5,15 @@ the timing and provenance columns, floats rounded to 12 decimals, and its checkp
 exactly) stored in tests/golden_runs.json. Every way a run can be trained must give it: this
 process (pytest imports numpy before the lab), processes with BLAS threads set either way and
 either import order, a sweep's forks, a Ray worker, and a process that computes as an older CPU
-would (numpy's SIMD code and glibc's FMA variants off, numba compiling for a generic x86-64):
-so CI on a machine with another CPU catches drift. After a deliberate change of the numerics,
+would (numpy's SIMD code and glibc's FMA variants off, numba compiling for a generic x86-64),
+and a process on another CPU model, an Intel Westmere emulated by QEMU: so drift between CPUs
+shows on any one machine. After a deliberate change of the numerics,
 `python tests/test_same_rows.py --write` records the new fingerprints (say why in the commit).
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,13 +62,13 @@ def _stored(results_dir) -> dict[str, str]:
     return out
 
 
-def _in_a_process(env: dict, numpy_first: bool) -> dict[str, str]:
-    """fingerprints() in a new Python process with `env` added to this one's."""
+def _in_a_process(env: dict, numpy_first: bool, emulator: tuple = ()) -> dict[str, str]:
+    """fingerprints() in a new Python process with `env` added to this one's (run by `emulator`)."""
     code = ("import numpy\n" if numpy_first else "") + (
         f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "import test_same_rows; print(json.dumps(test_same_rows.fingerprints()))")
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run([*emulator, sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=1800)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -115,6 +117,26 @@ def test_an_emulated_older_cpu_gives_the_golden_runs(golden, tmp_path):
            "OPENBLAS_NUM_THREADS": "2", "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX",
            "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     assert _in_a_process(env, numpy_first=True) == golden
+
+
+QEMU = shutil.which("qemu-x86_64")
+OTHER_CPU = "Westmere"
+"""QEMU's model of an Intel Westmere: SSE4.2 without AVX, where this machine is an AMD EPYC with AVX2"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_another_cpu_model_gives_the_golden_runs(golden, tmp_path):
+    """The golden runs on another CPU model, emulated instruction by instruction by QEMU's user
+    mode: numba's LLVM compiles for that CPU, numpy and OpenBLAS pick their kernels for it."""
+    if QEMU is None:
+        pytest.fail("this test needs QEMU's user-mode emulator: apt-get install qemu-user (.ci/run installs it)")
+    emulator = (QEMU, "-cpu", OTHER_CPU)
+    seen = subprocess.run([*emulator, sys.executable, "-c", "import llvmlite.binding as b; print(b.get_host_cpu_name())"],
+                          capture_output=True, text=True, timeout=300)
+    assert seen.stdout.strip() == OTHER_CPU.lower(), seen.stderr  # numba sees the emulated CPU
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}  # kernels compiled for it, not this CPU's cache
+    assert _in_a_process(env, numpy_first=True, emulator=emulator) == golden
 
 
 if __name__ == "__main__":
