@@ -147,3 +147,17 @@ def test_a_4x4_sweep_runs_end_to_end_in_forks(tmp_path):
     assert (table[["m", "n", "k"]] == 4).all().all()
     assert set(table["evaluation"].dropna()) == {"exact"}
     assert pd.read_parquet(tmp_path / "out")["eval_p2_perfect_draw"].notna().sum() == 4
+
+
+def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_path):
+    from lab import summary
+
+    tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
+    for board in ("game=ttt", "game=mnk_4_4_4"):
+        results.save(run(job(compose(board, *tiny))), tmp_path)
+    names = summary.name_configurations(results.load(tmp_path))["config"].unique()
+    assert sorted(n.split("_player")[0] for n in names) == ["mnk_4_4_4", "ttt"]
+    best = summary.best_configurations(results.load(tmp_path))
+    on_board = best["config"].str.startswith("mnk_4_4_4")
+    assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
+    assert best["ceiling_win"].isna().tolist() == on_board.tolist()
