@@ -39,7 +39,12 @@ def checkpoint_opponent(value: str, player) -> str:
             f"a fixed opponent or a checkpoint file that exists ({path} does not)")
     try:
         agent = agents.load(path)
+        game_played = agents.game_of(agent)
+        require(game_played == TTT, "opponent", value, f"a checkpoint of a 3x3 agent ({path}'s "
+                f"plays m, n, k = {game_played}; bigger boards take no checkpoint opponents yet)")
         moves = agent.move_table()
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a foreign or damaged file, whatever its fault
         raise ConfigError(f"opponent={value!r} is not allowed: {path} is not a lab checkpoint "
                           f"({type(exc).__name__}: {exc})") from None

@@ -70,7 +70,7 @@ class Knobs:
 
 
 TTT = (3, 3, 3)
-"""(m, n, k) of tic-tac-toe, the default game: lab.game's tables, and run ids without the game keys"""
+"""(m, n, k) of tic-tac-toe, the default game: lab.game's tables, run ids without the game keys"""
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,8 @@ def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     machine, in any process, with any thread setting (tests/test_same_rows.py). The columns of
     bigger boards are left out where null, so a 3x3 run's fingerprint is what it was before them."""
     table = arrow_table(rows).drop_columns(list(CIRCUMSTANCES))
-    table = table.drop_columns([name for name in BOARD_COLUMNS if table[name].null_count == len(table)])
+    unused = [name for name in BOARD_COLUMNS if table[name].null_count == len(table)]
+    table = table.drop_columns(unused)
     digest = hashlib.sha256(table.to_pandas().round(12).to_csv(index=False).encode())
     if checkpoint is not None:
         with np.load(io.BytesIO(checkpoint), allow_pickle=False) as arrays:

@@ -148,7 +148,8 @@ def best_configurations(data) -> pd.DataFrame:
             seeds = runs[runs["config"] == name]
             top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
             # the ceilings are 3x3's (lab.evaluate.ceiling); none is computed for bigger boards yet
-            ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else {"win": np.nan, "loss": np.nan}
+            ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else \
+                {"win": np.nan, "loss": np.nan}
             rows.append({
                 "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
                 "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),

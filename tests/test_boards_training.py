@@ -161,3 +161,14 @@ def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_p
     on_board = best["config"].str.startswith("mnk_4_4_4")
     assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
     assert best["ceiling_win"].isna().tolist() == on_board.tolist()
+
+
+def test_a_board_agent_is_refused_where_only_3x3_agents_go(tmp_path):
+    from lab import play
+
+    path = tmp_path / "board.npz"
+    path.write_bytes(run(job(compose(*TINY_4X4))).checkpoint)
+    with pytest.raises(ConfigError, match=r"a checkpoint of a 3x3 agent .* plays m, n, k = \(4, 4, 4\)"):
+        job(compose(f"opponent={path}", "player=1"))
+    with pytest.raises(ValueError, match=r"plays m, n, k = \(4, 4, 4\); lab.play plays 3x3 agents only"):
+        play.load_checkpoint(path)

@@ -15,13 +15,15 @@ from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
 from lab.agents.base import Algorithm
+from lab.knobs import TTT
 
 REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
 BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA,)}
-"""The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and agent"""
+"""The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
+agent"""
 BOARD_ALGORITHMS = tuple(BOARDS)
 
 
@@ -36,6 +38,11 @@ def get(name: str, bigger_board: bool = False) -> Algorithm:
 def knob_names() -> tuple[str, ...]:
     """Every algorithm's knobs, each once, in registry order."""
     return tuple(dict.fromkeys(n for a in REGISTRY.values() for n in a.Config.names()))
+
+
+def game_of(agent) -> tuple[int, int, int]:
+    """(m, n, k) of the game a trained agent plays: 3x3's, or a bigger-board agent's `shape`."""
+    return getattr(agent, "shape", TTT)
 
 
 def load(path):

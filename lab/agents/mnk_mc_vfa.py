@@ -10,9 +10,9 @@ A separate module because 3x3's cannot be shared without changing its bits or it
 indexes afterstates by lab.game's 3**9 board codes (values cached per code in its kernel, returns
 summed by np.bincount over codes, move tables for its opponents), none of which exists beyond
 3x3. Here positions are lab.mnk's two uint64 bitboards, the opponents are lab.mnk_bots' compiled
-bots (random, onestep, block, mcts with `mcts_simulations`) and self-play gives each seat its own net,
-both playing in the compiled games (`play_games`). Afterstates are Python-int keys x | o << cells
-in a dict of [return sum, visits]. Not yet: symmetry folding (refused by lab.config).
+bots (random, onestep, block, mcts with `mcts_simulations`) and self-play gives each seat its own
+net, both playing in the compiled games (`play_games`). Afterstates are Python-int keys
+x | o << cells in a dict of [return sum, visits]. Not yet: symmetry folding (refused by lab.config).
 """
 
 import io
@@ -28,7 +28,7 @@ from lab.mnk import empty_mask, random_move, wins
 from lab.nets import MLP, forward
 
 NET = -1
-"""The kind, in `play_games`' kinds, of a seat played by its net (the others: lab.mnk_bots kinds)."""
+"""The kind, in `play_games`' kinds, of a seat played by its net (the others: lab.mnk_bots')."""
 
 
 @njit(cache=True)
@@ -153,7 +153,8 @@ class Agent:
 
     @classmethod
     def from_arrays(cls, arrays) -> "Agent":
-        other = MLP.from_arrays(arrays, base.OTHER) if f"{base.OTHER}linear_output" in arrays else None
+        selfplay = f"{base.OTHER}linear_output" in arrays
+        other = MLP.from_arrays(arrays, base.OTHER) if selfplay else None
         shape = tuple(int(v) for v in arrays["board"])
         return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
 
@@ -187,8 +188,8 @@ class Learner(base.Learner):
     def iterate(self) -> np.ndarray:
         nets = tuple(self.nets[seat if seat in self.nets else self.run.player].compiled()
                      for seat in (1, 2))
-        xs, os, plies, results = play_games(self.board, nets, self.kinds, self.simulations, self.tree,
-                                            self.run.episodes_per_update, self.epsilon)
+        xs, os, plies, results = play_games(self.board, nets, self.kinds, self.simulations,
+                                            self.tree, self.run.episodes_per_update, self.epsilon)
         for seat in self.run.seats:
             self._fit(seat, xs, os, plies, results)
         self.alpha *= self.knobs.alpha_decay_per_update
