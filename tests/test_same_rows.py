@@ -42,10 +42,10 @@ def _job(name: str, results_dir="results/golden"):
     return job(compose(f"algorithm={name}", *RUNS[name], f"results_dir={results_dir}"))
 
 
-def fingerprints() -> dict[str, str]:
-    """Every golden run trained in this process."""
+def fingerprints(names=tuple(RUNS)) -> dict[str, str]:
+    """The golden runs of the algorithms `names` trained in this process."""
     out = {}
-    for name in RUNS:
+    for name in names:
         result = run(_job(name))
         assert not result.failed, result.rows["error"].iloc[0]
         out[name] = results.fingerprint(result.rows, result.checkpoint)
@@ -62,11 +62,11 @@ def _stored(results_dir) -> dict[str, str]:
     return out
 
 
-def _in_a_process(env: dict, numpy_first: bool, emulator: tuple = ()) -> dict[str, str]:
-    """fingerprints() in a new Python process with `env` added to this one's (run by `emulator`)."""
+def _in_a_process(env: dict, numpy_first: bool, emulator: tuple = (), names=tuple(RUNS)) -> dict[str, str]:
+    """fingerprints(names) in a new Python process with `env` added to this one's (run by `emulator`)."""
     code = ("import numpy\n" if numpy_first else "") + (
         f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "import test_same_rows; print(json.dumps(test_same_rows.fingerprints()))")
+        f"import test_same_rows; print(json.dumps(test_same_rows.fingerprints({tuple(names)!r})))")
     done = subprocess.run([*emulator, sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
                           text=True, timeout=1800)
     assert done.returncode == 0, done.stderr
@@ -127,8 +127,11 @@ OTHER_CPU = "Westmere"
 @pytest.mark.slow
 @pytest.mark.integration
 def test_another_cpu_model_gives_the_golden_runs(golden, tmp_path):
-    """The golden runs on another CPU model, emulated instruction by instruction by QEMU's user
-    mode: numba's LLVM compiles for that CPU, numpy and OpenBLAS pick their kernels for it."""
+    """The golden runs of the net learners on another CPU model, emulated instruction by
+    instruction by QEMU's user mode: numba's LLVM compiles for that CPU, numpy and OpenBLAS pick
+    their kernels for it. The nets' sums, tanh and softmax are where CPUs could differ; the
+    tabular learners' updates are single IEEE operations (and all six run as an older CPU
+    computes them above). Emulated, the three take about four minutes, mostly compiling."""
     if QEMU is None:
         pytest.fail("this test needs QEMU's user-mode emulator: apt-get install qemu-user (.ci/run installs it)")
     emulator = (QEMU, "-cpu", OTHER_CPU)
@@ -136,7 +139,8 @@ def test_another_cpu_model_gives_the_golden_runs(golden, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert seen.stdout.strip() == OTHER_CPU.lower(), seen.stderr  # numba sees the emulated CPU
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}  # kernels compiled for it, not this CPU's cache
-    assert _in_a_process(env, numpy_first=True, emulator=emulator) == golden
+    nets = ("mc_vfa", "q_net", "alphazero")
+    assert _in_a_process(env, numpy_first=True, emulator=emulator, names=nets) == {k: golden[k] for k in nets}
 
 
 if __name__ == "__main__":
