@@ -17,8 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, opponents
-from lab.knobs import RUN_KEYS, SETTINGS, ConfigError, Knobs, RunConfig, is_kind, require
+from lab import agents, game, mnk, mnk_bots, mnk_exact, opponents, stats
+from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
+
+GAME_KEYS = ("m", "n", "k", "mcts_simulations", "eval_games")
+"""The run knobs bigger boards brought: a 3x3 run's identity leaves them out (`identity`), so its
+run id is the one it had before them"""
 
 
 def default_eval_every(iterations: int) -> int:
@@ -35,7 +39,12 @@ def checkpoint_opponent(value: str, player) -> str:
             f"a fixed opponent or a checkpoint file that exists ({path} does not)")
     try:
         agent = agents.load(path)
+        game_played = agents.game_of(agent)
+        require(game_played == TTT, "opponent", value, f"a checkpoint of a 3x3 agent ({path}'s "
+                f"plays m, n, k = {game_played}; bigger boards take no checkpoint opponents yet)")
         moves = agent.move_table()
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a foreign or damaged file, whatever its fault
         raise ConfigError(f"opponent={value!r} is not allowed: {path} is not a lab checkpoint "
                           f"({type(exc).__name__}: {exc})") from None
@@ -47,6 +56,35 @@ def checkpoint_opponent(value: str, player) -> str:
             f"a checkpoint of the other seat: its {agent.algorithm} agent was trained as player "
             f"{seat}, the seat player={player} gives the learner")
     return path
+
+
+def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[str]]:
+    """Validate m, n, k (lab.mnk.check_shape) and the algorithm on that board: the game and the
+    opponents allowed there (bigger boards: the lab.mnk_bots bots, and self-play)."""
+    m, n, k = (cfg.get(key) for key in ("m", "n", "k"))
+    try:
+        mnk.check_shape(m, n, k)
+    except ValueError as refused:
+        raise ConfigError(f"game m={m}, n={n}, k={k} is not allowed: {refused}") from None
+    if (m, n, k) == TTT:
+        return TTT, list(opponents.NAMES)
+    available = agents.BOARD_ALGORITHMS
+    require(algorithm in available, "algorithm", algorithm,
+            f"one of {', '.join(available)} on game m={m}, n={n}, k={k} (the others train on "
+            f"3x3 only, game=ttt, for now)")
+    return (m, n, k), list(mnk_bots.NAMES)
+
+
+def check_board_knobs(cfg: dict) -> tuple[int, int]:
+    """mcts_simulations (>= 1) and eval_games (null: 2-point intervals, lab.stats.games_needed)."""
+    simulations, eval_games = cfg.get("mcts_simulations"), cfg.get("eval_games")
+    require(is_kind(simulations, int) and simulations >= 1, "mcts_simulations", simulations,
+            "a positive integer (MCTS playouts per move)")
+    if eval_games is None:
+        eval_games = stats.games_needed(0.02)
+    require(is_kind(eval_games, int) and eval_games >= 1, "eval_games", eval_games,
+            "a positive integer, or null for 9,600 (95% intervals at most 2 points wide)")
+    return simulations, eval_games
 
 
 def parse(cfg) -> tuple[RunConfig, Knobs]:
@@ -62,13 +100,15 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     algorithm = cfg.get("algorithm")
     require(algorithm in agents.ALGORITHMS, "algorithm", algorithm, f"one of {', '.join(agents.ALGORITHMS)}")
     algo = agents.get(algorithm)
-    allowed_opponents = opponents.NAMES + (("self",) if algo.self_play else ())
-    if opponents.is_checkpoint(cfg.get("opponent")):
+    (m, n, k), fixed = check_game(cfg, algorithm)
+    bigger = (m, n, k) != TTT
+    allowed_opponents = tuple(fixed) + (("self",) if algo.self_play else ())
+    if opponents.is_checkpoint(cfg.get("opponent")) and not bigger:
         cfg["opponent"] = checkpoint_opponent(cfg["opponent"], cfg.get("player"))
     else:
         require(cfg.get("opponent") in allowed_opponents, "opponent", cfg.get("opponent"),
-                f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}, or a "
-                f"checkpoint file PATH.npz")
+                f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}"
+                + (f" on game m={m}, n={n}, k={k}" if bigger else ", or a checkpoint file PATH.npz"))
     require(cfg.get("player") in (1, 2) and is_kind(cfg.get("player"), int), "player", cfg.get("player"),
             "1 (X, moves first) or 2 (O)")
     for key in ("episodes_per_update", "iterations"):
@@ -79,15 +119,21 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
         eval_every = default_eval_every(cfg["iterations"])
     require(is_kind(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
             "a positive integer, or null for about 50 evaluations per run")
+    simulations, eval_games = check_board_knobs(cfg)
     # A self-play agent plays both seats: the seat knob does not change the run.
     player = None if cfg["opponent"] == "self" else cfg["player"]
-    run = RunConfig(**{k: cfg.get(k) for k in RUN_KEYS if k not in ("player", "eval_every")},
-                    player=player, eval_every=eval_every)
+    derived = ("player", "eval_every", "mcts_simulations", "eval_games")
+    run = RunConfig(**{key: cfg.get(key) for key in RUN_KEYS if key not in derived},
+                    player=player, eval_every=eval_every, mcts_simulations=simulations,
+                    eval_games=eval_games)
     names = algo.Config.names()
     missing = [n for n in names if n not in cfg]
     if missing:
         raise ConfigError(f"algorithm={algorithm} needs the knobs {', '.join(missing)}")
-    return run, algo.Config(**{n: cfg[n] for n in names})
+    knobs = algo.Config(**{n: cfg[n] for n in names})
+    require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
+            f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
+    return run, knobs
 
 
 ON_CODE_CHANGE = ("reuse", "rerun")
@@ -122,8 +168,14 @@ def check_settings(cfg) -> tuple[Path, bool, str]:
 
 
 def identity(run: RunConfig, knobs: Knobs) -> dict:
-    """Everything that determines what a run computes, and nothing else."""
-    return {**dataclasses.asdict(run), **dataclasses.asdict(knobs)}
+    """Everything that determines what a run computes, and nothing else: the game keys only where
+    they matter (m, n, k off 3x3, mcts_simulations against mcts, eval_games where evaluation is by
+    games), so a 3x3 run keeps the identity and run id it had before bigger boards."""
+    unused = {"mcts_simulations": run.opponent != "mcts",
+              "eval_games": not run.bigger_board or run.m * run.n <= mnk_exact.MAX_CELLS,
+              **dict.fromkeys(("m", "n", "k"), not run.bigger_board)}
+    return {**{key: value for key, value in dataclasses.asdict(run).items() if not unused.get(key)},
+            **dataclasses.asdict(knobs)}
 
 
 def run_id(run: RunConfig, knobs: Knobs) -> str:
@@ -149,7 +201,7 @@ class Job:
 
     @property
     def algorithm(self) -> agents.Algorithm:
-        return agents.get(self.run.algorithm)
+        return agents.get(self.run.algorithm, self.run.bigger_board)
 
     def identity(self) -> dict:
         return identity(self.run, self.knobs)

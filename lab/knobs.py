@@ -69,6 +69,10 @@ class Knobs:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+TTT = (3, 3, 3)
+"""(m, n, k) of tic-tac-toe, the default game: lab.game's tables, run ids without the game keys"""
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """The knobs every run has, whatever its algorithm."""
@@ -79,7 +83,8 @@ class RunConfig:
     opponent: str
     """who the agent trains against: random, onestep (wins if it can, never blocks), block (wins,
     else blocks), perfect (minimax), self (self-play), or PATH.npz: a checkpoint of any algorithm,
-    frozen, playing its greedy moves"""
+    frozen, playing its greedy moves; on bigger boards random, onestep, block, mcts (MCTS-Solver
+    of mcts_simulations playouts) or self"""
     player: int | None
     """the agent's seat: 1 = X (moves first), 2 = O; ignored in self-play, where the agent takes
     both seats (stored as null)"""
@@ -92,6 +97,30 @@ class RunConfig:
     eval_every: int
     """exact evaluation of the greedy agent every this many iterations and at the last; null =
     about 50 per run"""
+    m: int
+    """the board's columns (game=ttt: 3; game=mnk_4_4_4, mnk_5_5_4, or any m,n,k the engine
+    lab.mnk holds)"""
+    n: int
+    """the board's rows"""
+    k: int
+    """stones in a row that win"""
+    mcts_simulations: int
+    """MCTS playouts per move of opponent=mcts (bigger boards only)"""
+    eval_games: int
+    """games against each opponent at every evaluation by games (boards of more than 16 cells,
+    where the exact pass cannot enumerate); null = 9,600, which makes every 95% interval at most
+    2 points wide"""
+
+    @property
+    def game(self) -> tuple[int, int, int]:
+        """(m, n, k)"""
+        return self.m, self.n, self.k
+
+    @property
+    def bigger_board(self) -> bool:
+        """Whether the run plays an m,n,k game other than tic-tac-toe (3,3,3), on lab.mnk's
+        bitboards instead of lab.game's tables."""
+        return self.game != TTT
 
     @property
     def seats(self) -> tuple[int, ...]:

@@ -278,7 +278,7 @@ def _mcts_move(board, t, simulations, x, o, side):
 
 
 @njit(cache=True)
-def _move(board, t, kind, simulations, x, o, side):
+def bot_move(board, t, kind, simulations, x, o, side):
     """The cell bot `kind` plays with `side` (0 X, 1 O) to move."""
     if kind == MCTS:
         return _mcts_move(board, t, simulations, x, o, side)
@@ -294,7 +294,7 @@ def _play(board, t, kinds, simulations, games, seed, tally):
         result = DRAW
         for ply in range(cells):
             side = ply % 2
-            cell = _move(board, t, kinds[side], simulations[side], x, o, side)
+            cell = bot_move(board, t, kinds[side], simulations[side], x, o, side)
             bit = np.uint64(1) << np.uint64(cell)
             if side == 0:
                 x |= bit
@@ -332,7 +332,7 @@ def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarr
 @njit(cache=True)
 def _choose(board, t, kind, simulations, x, o, side, seed):
     np.random.seed(seed)
-    return _move(board, t, kind, simulations, x, o, side)
+    return bot_move(board, t, kind, simulations, x, o, side)
 
 
 def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import agents, game, opponents
+from lab.knobs import TTT
 
 MARKS = {1: "X", -1: "O"}
 
@@ -137,9 +138,13 @@ def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
 def load_checkpoint(path):
     """The agent in a checkpoint; ValueError with what went wrong."""
     try:
-        return agents.load(path)
+        agent = agents.load(path)
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
+    if agents.game_of(agent) != TTT:
+        raise ValueError(f"{path}: its agent plays m, n, k = {agents.game_of(agent)}; lab.play "
+                         "plays 3x3 agents only, for now")
+    return agent
 
 
 def opponent_table(name: str) -> np.ndarray:

@@ -57,14 +57,21 @@ def shown(value) -> str:
     return str(value)
 
 
+def _yaml(path: str) -> dict:
+    """A file of conf/ as compose reads it."""
+    return OmegaConf.to_container(OmegaConf.create(
+        importlib.resources.files(CONF_PACKAGE).joinpath(path).read_text()))
+
+
 def shared_defaults() -> dict:
-    """conf/config.yaml's own values, with its config-group choices (algorithm, opponent)."""
-    text = importlib.resources.files(CONF_PACKAGE).joinpath("config.yaml").read_text()
-    raw = OmegaConf.to_container(OmegaConf.create(text))  # the file compose reads
+    """conf/config.yaml's own values, with its config-group choices (algorithm, opponent) and the
+    knobs its game choice sets (m, n, k of game=ttt)."""
+    raw = _yaml("config.yaml")
     groups = {key: value for entry in raw.pop("defaults") if isinstance(entry, dict)
               for key, value in entry.items() if not key.startswith("override ")}
     raw.pop("hydra")
-    return {**groups, **raw}
+    game = _yaml(f"game/{groups.pop('game')}.yaml")
+    return {**groups, **game, **raw}
 
 
 def algorithm_defaults(name: str) -> dict:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lab import agents, evaluate, provenance
+from lab import agents, config, evaluate, mnk_evaluate, provenance
 from lab.files import write_atomic
 from lab.knobs import RunConfig
 
@@ -59,6 +59,13 @@ EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evalua
 """Exact evaluation (lab.evaluate.exact) of the agent in each seat, and with seats alternated
 (lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
+BOARDS = [("evaluation", pa.string())] + [
+    (evaluate.column(seat, key), _ARROW[kind]) for seat in (1, 2)
+    for key, kind in mnk_evaluate.KEYS.items() if key not in evaluate.KEYS]
+"""Evaluation on bigger m,n,k boards (lab.mnk_evaluate): "exact" or "games", and the columns
+3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
+BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS))
+"""The columns bigger boards brought: fingerprint leaves them out where null (3x3 runs)."""
 
 PBT = [("pbt_trial", pa.string())]
 """A population-based-training search's runs (lab.search.trial.PBT_TRIAL): the member that
@@ -97,6 +104,7 @@ def schema() -> pa.Schema:
     fields.update(METRICS)
     fields.update(TIMING)
     fields.update(EVALUATION)
+    fields.update(BOARDS)
     fields.update(PBT)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))
@@ -116,8 +124,11 @@ def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     """A short hash of what a run's configuration and seed determine: its rows (in the schema,
     the CIRCUMSTANCES columns left out, floats rounded to 12 decimals) and, if given, the arrays
     of its checkpoint (.npz bytes) exactly. Two runs of one job have the same fingerprint on any
-    machine, in any process, with any thread setting (tests/test_same_rows.py)."""
+    machine, in any process, with any thread setting (tests/test_same_rows.py). The columns of
+    bigger boards are left out where null, so a 3x3 run's fingerprint is what it was before them."""
     table = arrow_table(rows).drop_columns(list(CIRCUMSTANCES))
+    unused = [name for name in BOARD_COLUMNS if table[name].null_count == len(table)]
+    table = table.drop_columns(unused)
     digest = hashlib.sha256(table.to_pandas().round(12).to_csv(index=False).encode())
     if checkpoint is not None:
         with np.load(io.BytesIO(checkpoint), allow_pickle=False) as arrays:

@@ -3,7 +3,8 @@ per seat, and the best configuration of each algorithm against each opponent in 
 
 A *configuration* is a run's knobs without its seed: its seeds are repeats of one experiment.
 Its name follows write-up 000's legend (`ttt_player2_l5_n32_a0.01_e100_i1000`; `ttt_self_...` for
-self-play, parts of knobs the algorithm does not use left out), followed by every other knob
+self-play, parts of knobs the algorithm does not use left out; on a bigger board the game's name
+instead of ttt, `mnk_4_4_4_player2_...`), followed by every other knob
 that varies among the runs of its algorithm (` opponent=random`, ` memory=keep`), so a name is unique
 within its algorithm.
 
@@ -60,9 +61,17 @@ def _value(value) -> str:
     return _number(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else str(value)
 
 
+def game(row: pd.Series) -> str:
+    """The run's game as the `game` group names it: ttt (3x3 rows leave m, n, k null) or
+    mnk_<m>_<n>_<k>."""
+    if pd.isna(row.get("m")):
+        return "ttt"
+    return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
+
+
 def _name(row: pd.Series, extras: list[str]) -> str:
     side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
-    name = f"ttt_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
+    name = f"{game(row)}_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
                                    if pd.notna(row.get(key)))
     shown = [k for k in extras if not (k == "opponent" and side == "self")]
     return " ".join([name] + [f"{key}={_value(row[key])}" for key in shown])
@@ -70,7 +79,7 @@ def _name(row: pd.Series, extras: list[str]) -> str:
 
 def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with a `config` column: the name of each row's configuration (see module doc)."""
-    spelled = {"algorithm", "player", "seed", *(key for key, _ in NAME_PARTS)}
+    spelled = {"algorithm", "player", "seed", "m", "n", "k", *(key for key, _ in NAME_PARTS)}
     names = pd.Series(index=frame.index, dtype=object)
     for _, runs in frame.groupby("algorithm"):
         knobs = [k for k in knob_columns(runs) if k != "seed"]
@@ -137,8 +146,10 @@ def best_configurations(data) -> pd.DataFrame:
             best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
             name = best.name
             seeds = runs[runs["config"] == name]
-            ceiling = evaluate.ceiling(vs, seat)
             top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
+            # the ceilings are 3x3's (lab.evaluate.ceiling); none is computed for bigger boards yet
+            ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else \
+                {"win": np.nan, "loss": np.nan}
             rows.append({
                 "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
                 "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),

@@ -5,26 +5,34 @@ Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORI
 whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
-search.)
+search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards, each by its own
+module there (mnk_<name>.py).
 """
 
 import numpy as np
 
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
+from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
 from lab.agents.base import Algorithm
+from lab.knobs import TTT
 
 REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
+BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA,)}
+"""The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
+agent"""
+BOARD_ALGORITHMS = tuple(BOARDS)
 
 
-def get(name: str) -> Algorithm:
-    """The algorithm called `name`."""
-    if name not in REGISTRY:
-        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(ALGORITHMS)}")
-    return REGISTRY[name]
+def get(name: str, bigger_board: bool = False) -> Algorithm:
+    """The algorithm called `name` (its version for bigger m,n,k boards with bigger_board)."""
+    registry = BOARDS if bigger_board else REGISTRY
+    if name not in registry:
+        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(registry)}")
+    return registry[name]
 
 
 def knob_names() -> tuple[str, ...]:
@@ -32,14 +40,20 @@ def knob_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for a in REGISTRY.values() for n in a.Config.names()))
 
 
+def game_of(agent) -> tuple[int, int, int]:
+    """(m, n, k) of the game a trained agent plays: 3x3's, or a bigger-board agent's `shape`."""
+    return getattr(agent, "shape", TTT)
+
+
 def load(path):
     """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
     with np.load(path, allow_pickle=False) as archive:
         arrays = dict(archive)
     algorithm = str(arrays.pop("algorithm", ""))
-    if algorithm not in REGISTRY:
+    registry = BOARDS if "board" in arrays else REGISTRY  # agents of bigger boards save theirs
+    if algorithm not in registry:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
-    return REGISTRY[algorithm].Agent.from_arrays(arrays)
+    return registry[algorithm].Agent.from_arrays(arrays)
 
 
 opponents.read_checkpoints_with(lambda path: load(path).move_table())
