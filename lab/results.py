@@ -385,14 +385,17 @@ def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
     iteration, seat evaluated) with a `seat` column and the measures of lab.evaluate.exact under
     their plain keys (random_win, ..., optimal_move_rate), beside every other column.
 
-    The seat evaluated is the one the agent trained in (both in self-play)."""
-    columns = {seat: {evaluate.column(seat, key): key for key in evaluate.KEYS} for seat in (1, 2)}
+    The seat evaluated is the one the agent trained in (both in self-play). On bigger boards
+    the measures are lab.mnk_evaluate's, under their plain keys too."""
+    keys = [*evaluate.KEYS, *(key for key in mnk_evaluate.KEYS if key not in evaluate.KEYS)]
+    columns = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
+               for seat in (1, 2)}
     keep = [c for c in frame.columns if c not in {**columns[1], **columns[2]}]
     parts = []
     for seat, names in columns.items():
-        if not set(names) <= set(frame.columns):
+        if not set(evaluate.column(seat, key) for key in evaluate.KEYS) <= set(frame.columns):
             continue
-        evaluated = frame[next(iter(names))].notna()
+        evaluated = frame[evaluate.column(seat, "random_win")].notna()
         in_seat = (frame["opponent"] == "self") | (frame["player"] == seat)
         rows = frame.loc[evaluated & in_seat, keep + list(names)]
         parts.append(rows.rename(columns=names).assign(seat=seat))
