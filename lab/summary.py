@@ -223,7 +223,7 @@ def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
 
 
 COLUMN_NOTES = {
-    "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board); each game ranked apart",
+    "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board, no ceiling computed); each game ranked apart",
     "seat": "the agent's seat: X moves first",
     "evaluated_vs": "the opponent of the exact evaluation",
     "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",
@@ -232,7 +232,7 @@ COLUMN_NOTES = {
     "win_loss": "final exact win - loss, mean over seeds [95% bootstrap interval] (the ranking below)",
     "evaluation": "exact (every position) or games (lab.mnk_evaluate); win, draw, loss by games are shares of games",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
-    "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches (3x3 only)",
+    "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
     "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
     "win_sd": "seed spread: standard deviation of the final win rate over seeds",
     "losing_lines": "lines of play (every opponent reply) the agent loses, of total_lines; mean over seeds",
