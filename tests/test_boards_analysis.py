@@ -2,6 +2,7 @@
 3x3 run, two tiny 4x4 runs (exact evaluation) and a tiny 5x5 run (evaluation by games) goes
 through every view, split by game, while a 3x3-only results_dir keeps its file names and columns."""
 
+import io
 import shutil
 
 import pandas as pd
@@ -129,7 +130,19 @@ def test_report_groups_each_game_apart(dirs):
     assert report.write_report(dirs[0]).stat().st_size > 0
 
 
-def test_play_refuses_a_board_checkpoint_in_one_line(dirs, capsys):
-    assert play.main([str(dirs[2])]) == 2
+@pytest.mark.parametrize("seat", ["x", "o"])
+def test_play_a_board_checkpoint_in_the_terminal(dirs, seat):
+    out = io.StringIO()
+    cells = "".join(f"{cell}\n" for cell in range(1, 17))  # the first empty cell each turn
+    assert play.main([str(dirs[2]), "--seat", seat, "--seed", "0"], io.StringIO(cells + "n\n"), out) == 0
+    said = out.getvalue()
+    assert f"You play {seat.upper()}" in said and "\n 13 | 14 | 15 | 16\n" in said
+    assert said.count("the agent (") >= 3 and said.rstrip().endswith("bye")
+    assert any(end in said for end in ("You win!", "The agent wins.", "Draw."))
+
+
+def test_play_refuses_3x3_options_on_a_board_in_one_line(dirs, capsys):
+    assert play.main([str(dirs[2]), "--vs", "random"]) == 2
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); lab.play plays 3x3 agents only" in said
+    assert "no --vs, --start or --show-values" in said
