@@ -253,9 +253,11 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
              "chance that a seed of the best configuration ends above a seed of this one, with its "
              "interval (better when the whole interval is above 0.5). Every configuration is in "
              "configurations.csv; the knobs' rows in knobs.csv."]
-    for key, ranked in configs.groupby(GROUP, sort=True):
-        algorithm, seat, vs = key
-        lines += ["", f"### {algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
+    keys = ["game", *GROUP] if "game" in configs else GROUP  # bigger boards: each game apart
+    for key, ranked in configs.groupby(keys, sort=True):
+        algorithm, seat, vs = key[-3:]
+        game = f"{key[0]}: " if len(key) > len(GROUP) else ""
+        lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
                       f"{len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
                  _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
@@ -268,14 +270,14 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
         if len(ranked) > SHOWN:
             lines.append(f"\n{len(ranked) - SHOWN} more in configurations.csv.")
         lines += ["", verdict(ranked)]
-        lines += _knob_lines(effects, key, int(ranked["seeds"].min()))
+        lines += _knob_lines(effects, dict(zip(keys, key)), int(ranked["seeds"].min()))
     return "\n".join(lines) + "\n"
 
 
-def _knob_lines(effects: pd.DataFrame, key: tuple, seeds: int) -> list[str]:
+def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
     if effects.empty:
         return []
-    mine = effects[(effects[GROUP] == pd.Series(key, index=GROUP)).all(axis=1)]
+    mine = effects[(effects[list(key)] == pd.Series(key)).all(axis=1)]
     if mine.empty:
         return []
     lines = ["", "Knobs: the IQM of the final win - loss over every run with the value (each "

@@ -13,6 +13,9 @@
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
   through one axis per varying knob and a last axis of its win - loss, coloured by it, the best
   drawn last (on top).
+
+With bigger boards (a `game` column in lab.summary.comparisons' tables) both are drawn per game,
+their files named <algorithm>_<game>_knobs_... and <algorithm>_<game>_parallel_...
 """
 
 from pathlib import Path
@@ -127,11 +130,27 @@ def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, sc
     """knob_figure of each algorithm and seat of lab.compare.configurations / knob_effects
     tables, as <algorithm>_knobs_<X|O>.png in out_dir."""
     written = []
-    for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
-        chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)] if not effects.empty else effects
-        path = knob_figure(mine, chosen, out_dir / f"{algorithm}_knobs_{evaluate.SEATS[seat]}.png", scales)
-        written += [path] if path else []
+    for game, configs, effects in _per_game(configs, effects):
+        for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
+            chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)] if not effects.empty else effects
+            path = knob_figure(mine, chosen, out_dir / f"{algorithm}{game}_knobs_{evaluate.SEATS[seat]}.png", scales)
+            written += [path] if path else []
     return written
+
+
+def _per_game(configs: pd.DataFrame, effects: pd.DataFrame):
+    """(file-name part, configs, effects) of each game of lab.summary.comparisons' tables: the
+    whole tables and no part on 3x3 (its file names as they were), `_<game>` on bigger boards."""
+    if "game" not in configs:
+        yield "", configs, effects
+        return
+    for game, mine in configs.groupby("game"):
+        yield f"_{game}", mine, effects[effects["game"] == game] if not effects.empty else effects
+
+
+def _on(configs: pd.DataFrame) -> str:
+    """A title's prefix naming a bigger board's game (none on 3x3)."""
+    return f"{configs['game'].iloc[0]}, " if "game" in configs else ""
 
 
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
@@ -160,7 +179,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     seeds = configs["seeds"]
-    fig.suptitle(f"{algorithm}, agent as {evaluate.SEATS.get(seat, seat)}: the final objective against each knob "
+    fig.suptitle(f"{_on(configs)}{algorithm}, agent as {evaluate.SEATS.get(seat, seat)}: the final objective against each knob "
                  f"({configs['config'].nunique()} configurations, {seeds.min()}-{seeds.max()} seeds each)"
                  .replace(f"{seeds.min()}-{seeds.min()} ", f"{seeds.min()} "))
     return _save(fig, path)
@@ -168,6 +187,12 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
 
 def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
     """The parallel-coordinates figures (see module doc); `scales` as knob_figure's."""
+    return [path for game, mine, _ in _per_game(configs, pd.DataFrame())
+            for path in _parallel_figures(mine, out_dir, scales, game)]
+
+
+def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None, game: str) -> list[Path]:
+    """parallel_figure of one game; `game` the file-name part _per_game gives it."""
     written = []
     knobs = summary.compared_knobs(configs)
     for (algorithm, seat, vs), group in configs.groupby(compare.GROUP):
@@ -199,9 +224,9 @@ def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = 
         ax.set_xticks(range(len(columns)), [name for name, _ in ticks])
         sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(score.min(), score.max()))
         fig.colorbar(sm, ax=ax, label="final exact win - loss (seed mean)")
-        ax.set_title(f"{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
+        ax.set_title(f"{_on(group)}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
                      f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
-        written.append(_save(fig, out_dir / f"{algorithm}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
+        written.append(_save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
     return written
 
 

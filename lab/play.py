@@ -9,6 +9,9 @@ fixed opponent (random, onestep, block, perfect) or another checkpoint, and the 
 printed. Both players' greedy moves are move tables (lab.game), so thousands of games take
 well under a second.
 
+A bigger board's checkpoint (the `game` group) is played the same way, you against it, its cells
+numbered 1 to m * n (lab.mnk_play); --vs, --start and --show-values are 3x3's only.
+
 --start BOARD begins every game from a given position (write-up 004 played from openings): nine
 cells, row by row, each x, o or . (or -), such as `x...o....`. --show-values prints the agent's
 score of each legal move before it moves (higher is better for it).
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, opponents
+from lab import agents, game, mnk_play, opponents
 from lab.knobs import TTT
 
 MARKS = {1: "X", -1: "O"}
@@ -112,15 +115,16 @@ def one_game(agent, seat: int, read, write, rng, start: int = game.EMPTY,
 
 
 def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
-                show_values: bool = False) -> dict:
-    """Games from `start` until the person stops; the running score, from the person's side."""
+                show_values: bool = False, play_one=one_game) -> dict:
+    """Games from `start` until the person stops; the running score, from the person's side.
+    `play_one` plays one game (lab.mnk_play.one_game on a bigger board)."""
     person = 1 if seat == 1 else -1
     score = {"you": 0, "agent": 0, "draws": 0}
     first = "you move first" if game.TO_MOVE[start] == person else "the agent moves first"
     write(f"You play {MARKS[person]}; {first}.\n")
     try:
         while True:
-            winner = one_game(agent, seat, read, write, rng, start, show_values)
+            winner = play_one(agent, seat, read, write, rng, start, show_values)
             key = "draws" if winner == 0 else "you" if winner == person else "agent"
             score[key] += 1
             write({"draws": "Draw.", "you": "You win!", "agent": "The agent wins."}[key])
@@ -135,15 +139,17 @@ def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
     return score
 
 
-def load_checkpoint(path):
-    """The agent in a checkpoint; ValueError with what went wrong."""
+def load_checkpoint(path, board: bool = False):
+    """The agent in a checkpoint; ValueError with what went wrong. A bigger board's agent only
+    with `board` (played in the terminal: lab.mnk_play)."""
     try:
         agent = agents.load(path)
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
-    if agents.game_of(agent) != TTT:
+    if agents.game_of(agent) != TTT and not board:
         raise ValueError(f"{path}: its agent plays m, n, k = {agents.game_of(agent)}; lab.play "
-                         "plays 3x3 agents only, for now")
+                         "plays 3x3 agents only, for now, except you against it in the terminal "
+                         "(no --vs, --start or --show-values)")
     return agent
 
 
@@ -214,7 +220,7 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        agent = load_checkpoint(args.checkpoint)
+        agent = load_checkpoint(args.checkpoint, board=not (args.vs or args.start or args.show_values))
         other = opponent_table(args.vs) if args.vs else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -233,8 +239,9 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         stdout.write(text)
         stdout.flush()
 
+    on_board = agents.game_of(agent) != TTT  # a bigger board: lab.mnk_play
     play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start,
-                args.show_values)
+                args.show_values, mnk_play.one_game if on_board else one_game)
     return 0
 
 

@@ -15,6 +15,12 @@
 - knob and parallel-coordinates figures (lab.knob_figures): the final objective of every
   configuration against each knob that varies, with intervals (needs scipy, the `report` extra).
 
+Bigger boards (the `game` group, issue 26): every figure is drawn per game, never mixing boards
+in one panel; their files and titles name the game (`<algorithm>_mnk_4_4_4_player1...`, 3x3's
+keep `ttt`), they have no ceiling line (lab.evaluate's ceilings are 3x3's), their evaluation
+figures show win and loss against each opponent evaluated (perfect on 4x4, block or mcts by
+games), and a rate evaluated by games carries its 95% Wilson interval as a band.
+
 Each function takes a results directory or its already loaded table and returns the files it
 wrote. Figures with a line per configuration, and write-up 001's figure of each configuration, are
 drawn for at most PER_CONFIGURATION configurations (a figure's, a results directory's) unless
@@ -34,7 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import evaluate, knob_figures, results, summary  # noqa: E402
+from lab import evaluate, knob_figures, mnk_evaluate, results, summary  # noqa: E402
 from lab.search import saved  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
@@ -119,6 +125,11 @@ def _who(side: str, opponents) -> str:
     return f"agent as player {side[-1]} ({evaluate.SEATS[int(side[-1])]}) vs {', '.join(sorted(opponents))}"
 
 
+def _on(game: str) -> str:
+    """A title's prefix naming a bigger board's game (none on 3x3: its titles as they were)."""
+    return "" if game == "ttt" else f"{game}, "
+
+
 def _outputs(data, out_dir):
     # Learning curves include the runs a search stopped early (their lines end where it stopped
     # them); the comparison figure picks from finished runs only (lab.summary.best_configurations).
@@ -173,10 +184,10 @@ def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = Fals
     """Write-up 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
     `every` and `left_out`: see _drawn."""
     frame, out_dir = _outputs(data, out_dir)
-    frame = frame.assign(side=_side(frame))
+    frame = frame.assign(side=_side(frame), game=summary.games(frame))
     written = []
-    keys = ["algorithm", "side", "layers", "neurons"]
-    for (algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
+    keys = ["game", "algorithm", "side", "layers", "neurons"]
+    for (game, algorithm, side, layers, neurons), group in frame.groupby(keys, dropna=False):
         if not _drawn(group, every, left_out):
             continue
         fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
@@ -184,41 +195,66 @@ def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = Fals
             _draw(ax, curve, "p1_win_rate", smooth, label=name)
         net_file, net_title = _net(layers, neurons)
         smoothing = f", rolling mean over {smooth} iterations" if smooth > 1 else ""
-        ax.set(title=f"{algorithm}: {_who(side, group['opponent'].unique())}{net_title}\n"
+        ax.set(title=f"{_on(game)}{algorithm}: {_who(side, group['opponent'].unique())}{net_title}\n"
                      f"training games, {_seeds_note(group)}{smoothing}{_legend_or_title(ax, group)}",
                xlabel="training episodes", ylim=(0, 1),
                ylabel=f"player-1 (X) win rate per iteration\n({_better(side)})")
         ax.grid(alpha=0.3)
-        written.append(_save(fig, out_dir / f"{algorithm}_ttt_{side}{net_file}.png"))
+        written.append(_save(fig, out_dir / f"{algorithm}_{game}_{side}{net_file}.png"))
     return written
 
 
 PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs random"),
           ("onestep_win", "win rate vs OneStep"), ("onestep_loss", "loss rate vs OneStep"),
           ("optimal_move_rate", "optimal-move rate"), ("losing_share", "losing lines / all lines")]
-"""The panels of an exact figure: (column of summary.exact_curves, axis label)."""
+"""The panels of a 3x3 exact figure: (column of summary.exact_curves, axis label)."""
+BOARD_OPPONENTS = ("random", "onestep", "perfect", "block", "mcts")
+"""The opponents a bigger board's figure has a win and a loss panel of, where its runs were
+evaluated against them (lab.mnk_evaluate)."""
+
+
+def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
+    """3x3: PANELS. A bigger board: win and loss against each opponent its runs were evaluated
+    against (no optimal moves or lines: lab.mnk_exact does not count them)."""
+    if game == "ttt":
+        return PANELS
+    return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in BOARD_OPPONENTS
+            if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")]
+
+
+def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:
+    """By games: the seed mean of each evaluation's 95% Wilson interval of `column`, as a band."""
+    if f"{column}_low" not in curve or curve[f"{column}_low"].isna().all():
+        return
+    low, high = (summary.seed_mean(curve, f"{column}_{end}") for end in ("low", "high"))
+    ax.fill_between(low.index, low, high, alpha=0.18, lw=0, **style)
 
 
 def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
-    """Exact-evaluation figures (see module doc), one per (algorithm, side, seat, layers,
-    neurons); self-play runs get one per seat. None when the table has no evaluation columns."""
+    """Exact-evaluation figures (see module doc), one per (game, algorithm, side, seat, layers,
+    neurons); self-play runs get one per seat. None when the table has no evaluation columns.
+    A bigger board's: no ceiling, and where evaluated by games, each rate's interval as a band."""
     frame, out_dir = _outputs(data, out_dir)
     curves = summary.exact_curves(frame, stopped=True)
     if curves.empty:
         return []
-    curves = curves.assign(side=_side(curves),
+    curves = curves.assign(side=_side(curves), game=summary.games(curves),
                            losing_share=curves["losing_lines"] / curves["total_lines"])
     written = []
-    keys = ["algorithm", "side", "seat", "layers", "neurons"]
-    for (algorithm, side, seat, layers, neurons), group in curves.groupby(keys, dropna=False):
+    keys = ["game", "algorithm", "side", "seat", "layers", "neurons"]
+    for (game, algorithm, side, seat, layers, neurons), group in curves.groupby(keys, dropna=False):
         if not _drawn(group, every, left_out):
             continue
-        fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True, layout="constrained")
-        for ax, (column, ylabel) in zip(axes.flat, PANELS):
+        panels = _panels(group, game)
+        rows = -(-len(panels) // 2)
+        fig, axes = plt.subplots(rows, 2, figsize=(12, 10 * rows / 3),
+                                 sharex=True, squeeze=False, layout="constrained")
+        for ax, (column, ylabel) in zip(axes.flat, panels):
             for name, curve in group.groupby("config"):
-                _draw(ax, curve, column, label=name)
+                line = _draw(ax, curve, column, label=name)
+                _draw_interval(ax, curve, column, color=line.get_color())
             opponent, _, outcome = column.partition("_")
-            if opponent in evaluate.OPPONENTS:
+            if game == "ttt" and opponent in evaluate.OPPONENTS:
                 ax.axhline(evaluate.ceiling(opponent, seat)[outcome], color="k", ls="--", lw=1,
                            label="ceiling: perfect expectimax player")
             ax.set(ylabel=ylabel, ylim=(-0.02, 1.02))
@@ -230,24 +266,47 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                else _who(side, group["opponent"].unique()))
         configs = group["config"].unique()
         named = f"\n{configs[0]}" if len(configs) == 1 else ""
-        fig.suptitle(f"{algorithm}: {who}{net_title}\nexact evaluation of the greedy agent, "
+        fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{_evaluated(group, game)}, "
                      f"{_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
-        if len(configs) == 1:  # the name is in the title; the legend explains the dashed line
-            handles, labels = handles[1:], labels[1:]
-        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+        if len(configs) == 1:  # the name is in the title; on 3x3 the legend explains the dashed line
+            handles, labels = (handles[1:], labels[1:]) if game == "ttt" else ([], [])
+        if handles:
+            fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
-        written.append(_save(fig, out_dir / f"{algorithm}_exact_ttt_{side}{seat_file}{net_file}.png"))
+        kind = "exact" if game == "ttt" else _evaluation(group)
+        written.append(_save(fig, out_dir / f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"))
     return written
 
 
+def _evaluation(group: pd.DataFrame) -> str:
+    """How a bigger board's runs were evaluated: exact or games (lab.mnk_evaluate)."""
+    kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []
+    return kinds[0] if len(kinds) == 1 else "exact"
+
+
+def _evaluated(group: pd.DataFrame, game: str) -> str:
+    if game != "ttt" and _evaluation(group) == mnk_evaluate.GAMES:
+        return "the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
+    return "exact evaluation of the greedy agent"
+
+
 def comparison_figure(data, out_dir=None) -> list[Path]:
-    """All algorithms on one figure (see module doc); a list of the one file, or empty."""
+    """All algorithms on one figure per game (see module doc): the files written, or none."""
     frame, out_dir = _outputs(data, out_dir)
     curves = summary.exact_curves(frame)
     if curves.empty:
         return []
     best = summary.best_configurations(frame)
+    curves = curves.assign(game=summary.games(curves))
+    best = best if "game" in best else best.assign(game="ttt")
+    return [_comparison(curves[curves["game"] == game], best[best["game"] == game], game, out_dir)
+            for game in sorted(curves["game"].unique())]
+
+
+def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Path) -> Path:
+    """comparison_figure of one game: comparison_exact_win.png on 3x3, comparison_<game>_win.png
+    on a bigger board (no ceiling there)."""
     algorithms = sorted(curves["algorithm"].unique())
     colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algorithms)}
     seats = sorted(curves["seat"].unique())  # a row per seat some run was evaluated in
@@ -264,18 +323,20 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
                       label=f"{pick.algorithm}: {pick.config} ({seeds})")
-            ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
-                       label="ceiling: perfect expectimax player")
+            if game == "ttt":
+                ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
+                           label="ceiling: perfect expectimax player")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
-                   title=f"agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
+                   title=f"{_on(game)}agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
             ax.tick_params(labelbottom=True)  # every panel keeps its axis: legends sit below it
             ax.grid(alpha=0.3, which="both")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7.5, frameon=False)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7.5, frameon=False)
     for ax in axes[:, 0]:
-        ax.set_ylabel("exact win rate of the greedy agent")
-    fig.suptitle("Every algorithm's best configuration in each panel: the highest final exact "
-                 "win - loss against that opponent\n(lines: seed means; seed spread in the summary table)")
-    return [_save(fig, out_dir / "comparison_exact_win.png")]
+        ax.set_ylabel("exact win rate of the greedy agent" if game == "ttt" else "win rate of the greedy agent")
+    fig.suptitle(f"{_on(game)}Every algorithm's best configuration in each panel: the highest final "
+                 "exact win - loss against that opponent\n(lines: seed means; seed spread in the summary table)")
+    return _save(fig, out_dir / ("comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"))
 
 
 def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
@@ -334,15 +395,19 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = F
 
 _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
 
-- <algorithm>_ttt_<player1|player2|self>[_l<L>_n<N>].png: write-up 000's figure, the player-1 win
+- <algorithm>_<game>_<player1|player2|self>[_l<L>_n<N>].png (game: ttt, mnk_4_4_4, ...): write-up 000's figure, the player-1 win
   rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
 - <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
-  OneStep with the ceilings dashed, optimal-move rate, share of lines lost);
-- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x;
+  OneStep with the ceilings dashed, optimal-move rate, share of lines lost); on a bigger board
+  <algorithm>_<exact|games>_<game>_...png: win and loss rates against each opponent evaluated,
+  no ceiling, by games with 95% Wilson bands;
+- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x (a
+  bigger board's: comparison_<game>_win.png);
 - <algorithm>_outcomes_<configuration>.png: write-up 001's figure, mean outcome, wins/draws/losses
   and epsilon per iteration of training games (runs whose epsilon decays);
 - <algorithm>_knobs_<X|O>.png: the final exact win - loss of each configuration against each
-  knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (these two
+  knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (a bigger
+  board's: <algorithm>_<game>_knobs_..., <algorithm>_<game>_parallel_...; these two
   need scipy: pip install 'tictactoe-lab[report]').
 
 Figures of more than 16 configurations (a line each, or a figure each) are left out unless

@@ -105,7 +105,8 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
 
 
 def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict) -> dict:
-    """One algorithm and seat: its configurations' table, curves and the two knob views."""
+    """One algorithm and seat (of one game, on bigger boards): its configurations' table, curves
+    and the two knob views."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]].sort_values("config").reset_index(drop=True)
@@ -121,12 +122,15 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
         table[vs] = {name: _rounded(rows[column]) for column, name in STATISTIC_COLUMNS.items()}
         mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
                        & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
+        if "game" in configs and not mine.empty:
+            mine = mine[mine["game"] == configs["game"].iloc[0]]
         views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors, scales).to_json()),
                      "parallel": json.loads(parallel_view(rows, factors, vs, scales).to_json()),
                      "verdict": compare.verdict(rows.sort_values("rank")),
                      "sentences": [compare.knob_sentence(effect, int(rows["seeds"].min()))
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
-    return {"label": f"{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
+    game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
+    return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "table": table, "views": views,
             "curves": [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]}
 
@@ -207,13 +211,14 @@ def page(data: dict) -> str:
 
 
 def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dir) -> dict:
-    """Everything the page shows, aggregated: one entry per (algorithm, seat), the one with most
-    configurations first."""
+    """Everything the page shows, aggregated: one entry per (algorithm, seat), per game where the
+    results hold bigger boards, the one with most configurations first."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
     scales = saved.scales(results_dir)
-    groups = [_group(mine, effects, all_curves, scales) for _, mine in configs.groupby(["algorithm", "seat"])]
+    keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
+    groups = [_group(mine, effects, all_curves, scales) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = results.runs(frame)["status"].value_counts()
     return {"results_dir": str(Path(results_dir).resolve()),

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, evaluate, results
+from lab import agents, evaluate, mnk_evaluate, results, stats
 from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
@@ -69,6 +69,30 @@ def game(row: pd.Series) -> str:
     return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
 
 
+def games(frame: pd.DataFrame) -> pd.Series:
+    """`game` of every row of a table (ttt where it has no m, n, k columns)."""
+    if "m" not in frame:
+        return pd.Series("ttt", index=frame.index, dtype=object)
+    sizes = frame[["m", "n", "k"]].astype("Float64")
+    spelled = "mnk_" + sizes["m"].astype("Int64").astype(str) + "_" + sizes["n"].astype("Int64").astype(str) \
+        + "_" + sizes["k"].astype("Int64").astype(str)
+    return spelled.astype(object).where(sizes["m"].notna(), "ttt")
+
+
+def with_game(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with a `game` column, or as it is when all its runs are 3x3: the summary, the
+    comparisons and the figures of a 3x3 results directory keep the columns and names they had
+    before bigger boards, and on boards every view is split by game."""
+    if frame.empty or (games(frame) == "ttt").all():
+        return frame
+    return frame.assign(game=games(frame))
+
+
+def by_game(frame: pd.DataFrame) -> list[str]:
+    """The grouping key that keeps games apart: ["game"] when the table has that column."""
+    return ["game"] if "game" in frame else []
+
+
 def _name(row: pd.Series, extras: list[str]) -> str:
     side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
     name = f"{game(row)}_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
@@ -81,7 +105,7 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with a `config` column: the name of each row's configuration (see module doc)."""
     spelled = {"algorithm", "player", "seed", "m", "n", "k", *(key for key, _ in NAME_PARTS)}
     names = pd.Series(index=frame.index, dtype=object)
-    for _, runs in frame.groupby("algorithm"):
+    for _, runs in frame.groupby(["algorithm", games(frame)]):  # a board's extras its own
         knobs = [k for k in knob_columns(runs) if k != "seed"]
         extras = [k for k in knobs if k not in spelled and runs[k].nunique(dropna=False) > 1]
         # each distinct configuration named once (a big sweep has a million rows, a few thousand names)
@@ -95,8 +119,9 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
     """The evaluation points of the finished runs (and with `stopped` of the stopped ones: see
     `table`) (lab.results.evaluations) with their configuration names; empty when the table has
-    no exact-evaluation columns."""
-    return results.evaluations(table(data, stopped))
+    no exact-evaluation columns. With a `game` column where the table has bigger boards
+    (with_game)."""
+    return with_game(results.evaluations(table(data, stopped)))
 
 
 def final_evaluations(data) -> pd.DataFrame:
@@ -107,9 +132,11 @@ def final_evaluations(data) -> pd.DataFrame:
     if curves.empty:
         return pd.DataFrame()
     last = curves[curves["episodes"] == curves.groupby(["run_id", "seat"])["episodes"].transform("max")]
-    return pd.concat([last.assign(evaluated_vs=vs, win=last[f"{vs}_win"], loss=last[f"{vs}_loss"],
-                                  score=last[f"{vs}_win"] - last[f"{vs}_loss"])
-                      for vs in evaluate.OPPONENTS], ignore_index=True)
+    final = pd.concat([last.assign(evaluated_vs=vs, win=last[f"{vs}_win"], loss=last[f"{vs}_loss"],
+                                   score=last[f"{vs}_win"] - last[f"{vs}_loss"])
+                       for vs in evaluate.OPPONENTS], ignore_index=True)
+    # by games, a board run plays random and its own opponent only: no onestep rates to compare
+    return final[final["win"].notna()].reset_index(drop=True)
 
 
 def seed_mean(curves: pd.DataFrame, column: str) -> pd.Series:
@@ -127,53 +154,84 @@ def episodes_to_reach(curves: pd.DataFrame, column: str, level: float) -> float:
 def best_configurations(data) -> pd.DataFrame:
     """Per (algorithm, evaluation opponent, seat) the best configuration (see module doc) with
     its final exact rates (seed means), the ceiling, the episodes at which the seed-mean win rate
-    first reached 95% of the ceiling's, losing lines, training seconds and the seed spread."""
+    first reached 95% of the ceiling's, losing lines, training seconds and the seed spread.
+    With bigger boards, per game too (a `game` column first), and where a board is evaluated
+    by games, the 95% Wilson interval of the win rate over the games of all its seeds."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
     last = curves.groupby(["run_id", "seat"])["episodes"].transform("max")
     final = curves[curves["episodes"] == last]
     rows = []
-    for (algorithm, seat), runs in final.groupby(["algorithm", "seat"]):
+    for key, runs in final.groupby([*by_game(final), "algorithm", "seat"]):
         for vs in evaluate.OPPONENTS:
-            win, draw, loss = f"{vs}_win", f"{vs}_draw", f"{vs}_loss"
-            per_config = runs.assign(score=runs[win] - runs[loss]).groupby("config").agg(
-                score=("score", "mean"), win=(win, "mean"), draw=(draw, "mean"), loss=(loss, "mean"),
-                win_sd=(win, "std"), seeds=("run_id", "nunique"), episodes=("episodes", "max"),
-                losing_lines=("losing_lines", "mean"), total_lines=("total_lines", "mean"),
-                optimal_move_rate=("optimal_move_rate", "mean"), train_seconds=("train_seconds", "mean"))
-            per_config = per_config.assign(fewer_episodes=-per_config["episodes"])
-            best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
-            name = best.name
-            seeds = runs[runs["config"] == name]
-            top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
-            # the ceilings are 3x3's (lab.evaluate.ceiling); none is computed for bigger boards yet
-            ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else \
-                {"win": np.nan, "loss": np.nan}
-            rows.append({
-                "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
-                "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
-                "episodes": int(best["episodes"]),
-                "win": best["win"], "draw": best["draw"], "loss": best["loss"],
-                "ceiling_win": ceiling["win"], "ceiling_loss": ceiling["loss"],
-                "episodes_to_95": episodes_to_reach(
-                    curves[(curves["config"] == name) & (curves["seat"] == seat)
-                           & (curves["algorithm"] == algorithm)], win, 0.95 * ceiling["win"]),
-                "win_sd": best["win_sd"],
-                "losing_lines": best["losing_lines"], "total_lines": best["total_lines"],
-                "optimal_move_rate": best["optimal_move_rate"],
-                "train_seconds": best["train_seconds"], "best_run": top_run["run_id"],
-            })
-    return pd.DataFrame(rows)
+            if runs[f"{vs}_win"].notna().any():
+                rows.append(_best(curves, runs, vs) | ({"game": key[0]} if by_game(final) else {}))
+    best = pd.DataFrame(rows)
+    if by_game(final):  # the game first, the intervals beside the rates
+        order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "win_low", "win_high"]
+        best = best[order + [c for c in best.columns if c not in order]]
+    return best
+
+
+def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
+    """best_configurations' row of one (game, algorithm, seat) and evaluation opponent."""
+    algorithm, seat = runs["algorithm"].iloc[0], runs["seat"].iloc[0]
+    runs = runs[runs[f"{vs}_win"].notna()]
+    win, draw, loss = f"{vs}_win", f"{vs}_draw", f"{vs}_loss"
+    per_config = runs.assign(score=runs[win] - runs[loss]).groupby("config").agg(
+        score=("score", "mean"), win=(win, "mean"), draw=(draw, "mean"), loss=(loss, "mean"),
+        win_sd=(win, "std"), seeds=("run_id", "nunique"), episodes=("episodes", "max"),
+        losing_lines=("losing_lines", "mean"), total_lines=("total_lines", "mean"),
+        optimal_move_rate=("optimal_move_rate", "mean"), train_seconds=("train_seconds", "mean"))
+    per_config = per_config.assign(fewer_episodes=-per_config["episodes"])
+    best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
+    name = best.name
+    seeds = runs[runs["config"] == name]
+    top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
+    # the ceilings are 3x3's (lab.evaluate.ceiling); none is computed for bigger boards yet
+    ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else {"win": np.nan, "loss": np.nan}
+    row = {
+        "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
+        "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
+        "episodes": int(best["episodes"]),
+        "win": best["win"], "draw": best["draw"], "loss": best["loss"],
+        "ceiling_win": ceiling["win"], "ceiling_loss": ceiling["loss"],
+        "episodes_to_95": episodes_to_reach(
+            curves[(curves["config"] == name) & (curves["seat"] == seat)
+                   & (curves["algorithm"] == algorithm)], win, 0.95 * ceiling["win"]),
+        "win_sd": best["win_sd"],
+        "losing_lines": best["losing_lines"], "total_lines": best["total_lines"],
+        "optimal_move_rate": best["optimal_move_rate"],
+        "train_seconds": best["train_seconds"], "best_run": top_run["run_id"],
+    }
+    if "game" not in runs:
+        return row
+    evaluated = top_run.get("evaluation")
+    return row | {"evaluation": evaluated if pd.notna(evaluated) else mnk_evaluate.EXACT} \
+        | _pooled_interval(seeds, vs)
+
+
+def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
+    """The 95% Wilson interval of the win rate over the games of every seed (by games only)."""
+    games = seeds.get(f"{vs}_games", pd.Series(dtype=float)).dropna()
+    if games.empty:
+        return {"win_low": np.nan, "win_high": np.nan}
+    wins = int(round((seeds.loc[games.index, f"{vs}_win"] * games).sum()))
+    _, low, high = stats.wilson(wins, int(games.sum()))
+    return {"win_low": low, "win_high": high}
 
 
 COLUMN_NOTES = {
+    "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board, no ceiling computed); each game ranked apart",
     "seat": "the agent's seat: X moves first",
     "evaluated_vs": "the opponent of the exact evaluation",
     "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",
     "trained_vs": "the opponent it trained against",
     "win, draw, loss": "final exact rates, mean over seeds",
     "win_loss": "final exact win - loss, mean over seeds [95% bootstrap interval] (the ranking below)",
+    "evaluation": "exact (every position) or games (lab.mnk_evaluate); win, draw, loss by games are shares of games",
+    "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
     "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
     "win_sd": "seed spread: standard deviation of the final win rate over seeds",
@@ -186,8 +244,10 @@ COLUMN_NOTES = {
 def format_table(best: pd.DataFrame) -> pd.DataFrame:
     """The summary with rounded numbers as strings, ready to print."""
     shown = best.copy()
-    for column in ("win", "draw", "loss", "ceiling_win", "ceiling_loss", "win_sd", "optimal_move_rate"):
-        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    for column in ("win", "draw", "loss", "win_low", "win_high", "ceiling_win", "ceiling_loss", "win_sd",
+                   "optimal_move_rate"):
+        if column in shown:
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
     shown["episodes_to_95"] = shown["episodes_to_95"].map(lambda v: "not reached" if pd.isna(v) else f"{v:.0f}")
     for column in ("losing_lines", "total_lines"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
@@ -199,11 +259,15 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
     return shown.astype(str)
 
 
+OPTIONAL_COLUMNS = ("game", "evaluation", "win_low", "win_loss")
+"""Columns COLUMN_NOTES explains only where the table has them."""
+
+
 def markdown(shown: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
     lines += ["| " + " | ".join(row) + " |" for row in shown.itertuples(index=False)]
     notes = [f"- `{key}`: {note}" for key, note in COLUMN_NOTES.items()
-             if key != "win_loss" or key in shown]
+             if key.split(",")[0] not in OPTIONAL_COLUMNS or key.split(",")[0] in shown]
     return "\n".join(lines + [""] + notes) + "\n"
 
 
@@ -227,15 +291,21 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     final = final_evaluations(data)
     if final.empty:
         return pd.DataFrame(), pd.DataFrame()
-    knobs = compared_knobs(final)
-    return compare.configurations(final, knobs), compare.knob_effects(final, knobs)
+    if not by_game(final):
+        knobs = compared_knobs(final)
+        return compare.configurations(final, knobs), compare.knob_effects(final, knobs)
+    # each game compared apart, its tables with a `game` column (a board's rates are not 3x3's)
+    tables = [(compare.configurations(mine, compared_knobs(mine)).assign(game=name),
+               compare.knob_effects(mine, compared_knobs(mine)).assign(game=name))
+              for name, mine in final.groupby("game")]
+    return tuple(pd.concat(parts, ignore_index=True) for parts in zip(*tables))
 
 
 def compared_knobs(frame: pd.DataFrame) -> list[str]:
     """The knobs configurations of one algorithm and seat can differ in: not the seed (the
     repeats), the algorithm or the seat (the group), nor `player`, which follows from the
     opponent there (missing in self-play)."""
-    return [k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player")]
+    return [k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player", "game")]
 
 
 def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:

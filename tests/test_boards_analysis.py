@@ -1,0 +1,148 @@
+"""Figures, summary, report and play on bigger boards (issue 26): a results_dir holding a tiny
+3x3 run, two tiny 4x4 runs (exact evaluation) and a tiny 5x5 run (evaluation by games) goes
+through every view, split by game, while a 3x3-only results_dir keeps its file names and columns."""
+
+import io
+import shutil
+
+import pandas as pd
+import pytest
+
+from lab import knob_figures, plots, play, report, results, stats, summary
+from lab.compose import compose
+from lab.config import job
+from lab.run import run
+
+TINY = ("layers=1", "neurons=8", "episodes_per_update=5", "eval_every=2", "iterations=4")
+RUNS = {
+    "ttt": TINY,
+    "4x4": ("game=mnk_4_4_4", *TINY),
+    "4x4 alpha": ("game=mnk_4_4_4", "alpha=0.1", *TINY),
+    "5x5": ("game=mnk_5_5_4", "player=1", "opponent=random", "eval_games=100", *TINY[:-1], "iterations=2"),
+}
+TTT_FIGURES = {"mc_vfa_ttt_player2_l1_n8.png", "mc_vfa_exact_ttt_player2_l1_n8.png", "comparison_exact_win.png",
+               "mc_vfa_outcomes_ttt_player2_l1_n8_a0.0154_e5_i4.png"}
+"""The figures of the tiny 3x3 run, named as before bigger boards"""
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    """(mixed results_dir, 3x3-only results_dir, a 4x4 checkpoint)"""
+    mixed, ttt = tmp_path_factory.mktemp("mixed"), tmp_path_factory.mktemp("ttt")
+    for name, overrides in RUNS.items():
+        result = run(job(compose(*overrides)))
+        assert not result.failed, result.rows["error"].iloc[0]
+        path = results.save(result, mixed)
+        if name == "ttt":
+            shutil.copy(path, ttt)
+        elif name == "4x4":
+            checkpoint = mixed / "board.npz"
+            checkpoint.write_bytes(result.checkpoint)
+    return mixed, ttt, checkpoint
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """{file name: figure} of every figure saved, kept open to be looked at."""
+    figures = {}
+
+    def keep(fig, path):
+        figures[path.name] = fig
+        return path
+    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(knob_figures, "_save", keep)
+    return figures
+
+
+def _titles(fig) -> str:
+    return " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes])
+
+
+def _dashed(fig) -> int:
+    return sum(line.get_linestyle() == "--" for ax in fig.axes for line in ax.lines)
+
+
+def test_figures_of_each_game_apart_named_after_it(dirs, drawn, tmp_path):
+    plots.all_figures(dirs[0], tmp_path)
+    assert TTT_FIGURES <= set(drawn)
+    board = {"mc_vfa_mnk_4_4_4_player2_l1_n8.png", "mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png",
+             "comparison_mnk_4_4_4_win.png", "mc_vfa_mnk_5_5_4_player1_l1_n8.png",
+             "mc_vfa_games_mnk_5_5_4_player1_l1_n8.png", "comparison_mnk_5_5_4_win.png"}
+    assert board <= set(drawn)
+    if stats.available():
+        assert "mc_vfa_mnk_4_4_4_knobs_O.png" in drawn and "mc_vfa_knobs_O.png" not in drawn
+    for name, fig in drawn.items():
+        titles, on = _titles(fig), name.split("_knobs")[0]
+        for game in ("mnk_4_4_4", "mnk_5_5_4"):  # a board's figure names its game and no other
+            assert (game in titles) == (game in on), (name, titles)
+        if "ttt" in on or name == "comparison_exact_win.png":
+            assert "mnk_" not in titles, name
+    assert _dashed(drawn["mc_vfa_exact_ttt_player2_l1_n8.png"]) == 4  # 3x3's ceilings: win and loss vs random and onestep
+    assert _dashed(drawn["mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png"]) == 0
+    assert _dashed(drawn["comparison_mnk_4_4_4_win.png"]) == 0
+    exact = [ax.get_ylabel() for ax in drawn["mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png"].axes]
+    assert "loss rate vs perfect" in exact and "optimal-move rate" not in exact
+    by_games = drawn["mc_vfa_games_mnk_5_5_4_player1_l1_n8.png"]
+    assert [ax.get_ylabel() for ax in by_games.axes] == ["win rate vs random", "loss rate vs random"]
+    assert all(ax.collections for ax in by_games.axes)  # the Wilson bands of one seed
+
+
+def test_a_3x3_results_dir_draws_the_figures_it_drew(dirs, drawn, tmp_path):
+    plots.all_figures(dirs[1], tmp_path)
+    assert set(drawn) == TTT_FIGURES
+
+
+def test_summary_ranks_each_game_apart_with_intervals_by_games(dirs, tmp_path):
+    best, written = summary.write_summary(dirs[0], tmp_path)
+    assert list(best.columns[:2]) == ["game", "algorithm"]
+    assert set(best["game"]) == {"ttt", "mnk_4_4_4", "mnk_5_5_4"}
+    for _, row in best.iterrows():
+        assert row["config"].startswith(row["game"] + "_")
+    five = best[best["game"] == "mnk_5_5_4"].iloc[0]
+    assert five["evaluated_vs"] == "random" and five["evaluation"] == "games"
+    assert five["win_low"] < five["win"] < five["win_high"]
+    assert best.loc[best["game"] == "mnk_4_4_4", "evaluation"].eq("exact").all()
+    assert best["ceiling_win"].notna().tolist() == (best["game"] == "ttt").tolist()
+    text = (tmp_path / "summary.md").read_text()
+    assert "`win_low, win_high`" in text
+    if stats.available():
+        assert "### mnk_4_4_4: mc_vfa, agent as O, evaluated against random: 2 configurations" in text
+        assert "### ttt: mc_vfa, agent as O, evaluated against random: 1 configuration" in text
+        assert set(pd.read_csv(tmp_path / "configurations.csv")["game"]) == set(best["game"])
+
+
+def test_a_3x3_summary_keeps_its_columns(dirs, tmp_path):
+    best, _ = summary.write_summary(dirs[1], tmp_path)
+    assert not {"game", "evaluation", "win_low", "win_high"} & set(best.columns)
+    text = (tmp_path / "summary.md").read_text()
+    assert "`game`" not in text and "`evaluation`" not in text and "mnk_" not in text
+
+
+@pytest.mark.skipif(not stats.available(), reason="the report needs the report extra (scipy)")
+def test_report_groups_each_game_apart(dirs):
+    frame = summary.name_configurations(results.load(dirs[0]))
+    groups = report.build(frame, summary.comparisons(frame), dirs[0])["groups"]
+    labels = sorted(group["label"] for group in groups)
+    assert labels == ["mnk_4_4_4: mc_vfa, agent as O", "mnk_5_5_4: mc_vfa, agent as X", "ttt: mc_vfa, agent as O"]
+    for group in groups:
+        game = group["label"].split(":")[0]
+        assert all(name.startswith(game + "_") for name in group["table"]["config"])
+    assert report.write_report(dirs[0]).stat().st_size > 0
+
+
+@pytest.mark.parametrize("seat", ["x", "o"])
+def test_play_a_board_checkpoint_in_the_terminal(dirs, seat):
+    out = io.StringIO()
+    cells = "".join(f"{cell}\n" for cell in range(1, 17))  # the first empty cell each turn
+    assert play.main([str(dirs[2]), "--seat", seat, "--seed", "0"], io.StringIO(cells + "n\n"), out) == 0
+    said = out.getvalue()
+    assert f"You play {seat.upper()}" in said and "\n 13 | 14 | 15 | 16\n" in said
+    assert said.count("the agent (") >= 3 and said.rstrip().endswith("bye")
+    assert any(end in said for end in ("You win!", "The agent wins.", "Draw."))
+
+
+def test_play_refuses_3x3_options_on_a_board_in_one_line(dirs, capsys):
+    assert play.main([str(dirs[2]), "--vs", "random"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); lab.play plays 3x3 agents only" in said
+    assert "no --vs, --start or --show-values" in said
