@@ -9,6 +9,7 @@ board, pit an agent against the bots with lab.mnk_bots (docs/boards.md).
 import numpy as np
 
 from lab import mnk
+from lab.terminal import ask
 
 MARKS = {1: "X", 2: "O"}
 
@@ -23,8 +24,6 @@ def draw(m: int, n: int, x: int, o: int) -> str:
 
 def ask_move(m: int, n: int, x: int, o: int, read, write) -> int:
     """The person's move as a cell index, asked again until it is an empty cell."""
-    from lab.play import ask  # lab.play imports this module: asked the same way as on 3x3
-
     cells = m * n
     while True:
         line = ask(f"your move (1-{cells}, q quits): ", read, write)

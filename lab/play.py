@@ -25,12 +25,9 @@ import numpy as np
 
 from lab import agents, game, mnk_play, opponents
 from lab.knobs import TTT
+from lab.terminal import Quit, ask
 
 MARKS = {1: "X", -1: "O"}
-
-
-class Quit(Exception):
-    """The person typed q or closed standard input."""
 
 
 def draw(board) -> str:
@@ -38,19 +35,6 @@ def draw(board) -> str:
     cells = [MARKS.get(int(v), str(i + 1)) for i, v in enumerate(board)]
     rows = [" " + " | ".join(cells[r:r + 3]) for r in (0, 3, 6)]
     return "\n---+---+---\n".join(rows)
-
-
-def ask(prompt: str, read, write) -> str:
-    """One stripped line of input; Quit on end of input or q."""
-    write(prompt)
-    line = read()
-    if not line:  # end of input
-        write("\n")
-        raise Quit
-    line = line.strip().lower()
-    if line in ("q", "quit", "exit"):
-        raise Quit
-    return line
 
 
 def ask_move(board, read, write) -> int:

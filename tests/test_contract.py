@@ -107,7 +107,7 @@ def test_imports_point_only_down():
     for i, module in enumerate(chain):
         assert not below(module) & set(chain[i + 1:]), module
     assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
-    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.knobs",
+    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.mnk_evaluate", "lab.knobs",
                                   "lab.agents", "lab.knob_figures", "lab.search.saved", "lab"}
     # the statistics know nothing of results, sweeps or figures
     assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.game", "lab.opponents", "lab"}
