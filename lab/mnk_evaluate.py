@@ -23,6 +23,8 @@ EXACT = "exact"
 """The `evaluation` column of a row evaluated by lab.mnk_exact (GAMES: by games)"""
 GAMES = mnk_bots.EVALUATION
 RESULTS = ("win", "draw", "loss")
+OPPONENTS = tuple(dict.fromkeys((*mnk_exact.OPPONENTS, *mnk_bots.NAMES)))
+"""Whom an agent on a bigger board can be measured against: exactly (mnk_exact) or by games (the bots)"""
 KEYS = {**{f"{o}_{r}": float for o in mnk_exact.OPPONENTS for r in RESULTS},
         **{f"{bot}_{key}": kind for bot in mnk_bots.NAMES
            for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS

@@ -208,17 +208,15 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
           ("onestep_win", "win rate vs OneStep"), ("onestep_loss", "loss rate vs OneStep"),
           ("optimal_move_rate", "optimal-move rate"), ("losing_share", "losing lines / all lines")]
 """The panels of a 3x3 exact figure: (column of summary.exact_curves, axis label)."""
-BOARD_OPPONENTS = ("random", "onestep", "perfect", "block", "mcts")
-"""The opponents a bigger board's figure has a win and a loss panel of, where its runs were
-evaluated against them (lab.mnk_evaluate)."""
 
 
 def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
     """3x3: PANELS. A bigger board: win and loss against each opponent its runs were evaluated
-    against (no optimal moves or lines: lab.mnk_exact does not count them)."""
+    against, of lab.mnk_evaluate.OPPONENTS (no optimal moves or lines: lab.mnk_exact does not
+    count them)."""
     if game == "ttt":
         return PANELS
-    return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in BOARD_OPPONENTS
+    return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in mnk_evaluate.OPPONENTS
             if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")]
 
 
