@@ -133,6 +133,8 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     knobs = algo.Config(**{n: cfg[n] for n in names})
     require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
             f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
+    require(not (bigger and getattr(knobs, "head", None) == "mse12"), "head", "mse12",
+            f"softmax_value on game m={m}, n={n}, k={k}: write-up 002's 12 outputs are 3x3's")
     return run, knobs
 
 
