@@ -11,13 +11,15 @@ symmetries (8 on a square board, 4 otherwise).
 Where the net is read differs. 3x3 computes its priors and values once per net at all 4,520
 positions; a bigger board has too many (4x4: 9.7 million), so here the compiled search
 (`search`) calls the net (lab.nets.forward, one row) at each new leaf, on lab.mnk's bitboards.
-Leaves the rules decide get their exact value instead (no net call): lost (-1, for the side to
-move) if the previous move completed a line, drawn on a full board, won (+1) if the side to move
-can complete a line, lost if the opponent can complete two (the side to move blocks one at
-most). So the search sees a move that leaves an immediate win or a double threat as lost at its
-first visit. At the root an immediate win is played without searching (the counts all on the
-winning cells). Without noise the search is deterministic: the agent's most visited move is a
-function of the position.
+Positions the rules decide get their exact value instead (no net call): lost (-1, for the side
+to move) if the previous move completed a line, drawn on a full board, won (+1) if the side to
+move can complete a line, lost if the opponent can complete two (the side to move blocks one at
+most). Where the opponent can complete exactly one, the search only plays the block there (any
+other move loses at once), which spends the simulations on the lines that matter. So a move that
+leaves an immediate win or a double threat is seen as lost at its first visit. At the root, a
+win to take or a single threat to block is played without searching (the counts all on those
+cells). Without noise the search is deterministic: the agent's most visited move is a function of
+the position.
 
 Its games are compiled too (`play_games`): each seat either searches with its net or is a
 lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`). head=mse12 (write-up
@@ -103,6 +105,9 @@ class Tree(NamedTuple):
     """(nodes, cells) W(s, a): the values backed up through the move, its mover's view"""
     priors: np.ndarray
     """(nodes, cells) P(s, a), with the noise at the root"""
+    moves: np.ndarray
+    """the cells the search may play (uint64): a win to take, else a single threat to block,
+    else every empty cell; any other move loses at once"""
     exact: np.ndarray
     """whether `value` is the game's (the rules decide it), not the net's"""
     value: np.ndarray
@@ -113,36 +118,54 @@ def new_tree(cells: int, simulations: int) -> Tree:
     size = simulations + 1
     return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros((size, cells), np.int64),
                 np.zeros((size, cells)), np.zeros((size, cells)), np.zeros((size, cells)),
-                np.zeros(size, np.bool_), np.zeros(size))
+                np.zeros(size, np.uint64), np.zeros(size, np.bool_), np.zeros(size))
+
+
+@njit(cache=True)
+def _forks(board, mine, empty):
+    """The empty cells where a stone added to `mine` makes two cells that complete a line (a
+    double threat), as a mask."""
+    found = np.uint64(0)
+    for cell in range(board.m * board.n):
+        bit = np.uint64(1) << np.uint64(cell)
+        if empty & bit and _bits(_winning_cells(board, mine | bit, empty & ~bit)) >= 2:
+            found |= bit
+    return found
 
 
 @njit(cache=True)
 def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
     """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by the other side's
-    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's
-    with its priors; the root gets the net's priors whatever its value."""
+    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's,
+    and the cells the search may play there (a win to take, else a single threat to block, else
+    every empty cell). The net is read unless the value is exact, and at a root whose moves the
+    rules leave open (its priors)."""
     weights, biases, hidden, output = net
-    xs, os, children, visits, totals, priors, exact, value = tree
-    cells = board.m * board.n
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
     xs[node], os[node] = x, o
     children[node, :] = -1
     visits[node, :] = 0.0
     totals[node, :] = 0.0
     mine, theirs = (x, o) if side == 0 else (o, x)
     empty = empty_mask(board, x, o)
-    exact[node] = True
+    moves[node], exact[node], value[node] = empty, True, 0.0
     if not root and wins(board, theirs, cell):
         value[node] = -1.0
-    elif empty == 0:
-        value[node] = 0.0
-    elif _winning_cells(board, mine, empty):
-        value[node] = 1.0
-    elif _bits(_winning_cells(board, theirs, empty)) >= 2:
-        value[node] = -1.0
-    else:
-        exact[node] = False
-    if root or not exact[node]:
-        for j in range(cells):
+    elif empty != 0:
+        chances = _winning_cells(board, mine, empty)
+        threats = _winning_cells(board, theirs, empty)
+        if chances:
+            moves[node], value[node] = chances, 1.0
+        elif _bits(threats) >= 2:
+            value[node] = -1.0
+        elif threats:
+            exact[node], moves[node] = False, threats
+        else:
+            forks = _forks(board, mine, empty)
+            exact[node] = forks != 0
+            moves[node], value[node] = (forks, 1.0) if forks else (empty, 0.0)
+    if not exact[node] or (root and moves[node] == empty):
+        for j in range(board.m * board.n):
             bit = np.uint64(1) << np.uint64(j)
             inputs[0, j] = 1.0 if mine & bit else -1.0 if theirs & bit else 0.0
         net_value = _head(forward(weights, biases, hidden, output, inputs)[0], inputs[0], priors[node])
@@ -152,13 +175,13 @@ def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
 
 @njit(cache=True)
 def _select(board, tree, node, c_puct):
-    """The empty cell of highest Q + c_puct P sqrt(max(N, 1)) / (1 + n), Q = 0 unvisited."""
-    xs, os, children, visits, totals, priors, exact, value = tree
-    empty = empty_mask(board, xs[node], os[node])
+    """The allowed cell (Tree.moves) of highest Q + c_puct P sqrt(max(N, 1)) / (1 + n), Q = 0 unvisited."""
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
+    allowed = moves[node]
     sqrt_visits = np.sqrt(max(visits[node].sum(), 1.0))
     best, best_score = -1, -np.inf
     for m in range(board.m * board.n):
-        if empty >> np.uint64(m) & np.uint64(1):
+        if allowed >> np.uint64(m) & np.uint64(1):
             n = visits[node, m]
             q = totals[node, m] / n if n > 0 else 0.0
             score = q + c_puct * priors[node, m] * sqrt_visits / (1.0 + n)
@@ -172,16 +195,15 @@ def search(board, net, x, o, side, params, tree, inputs):
     """The root's visit counts (cells,) of a PUCT search of params.simulations from the position
     (x, o), `side` to move, guided by `net` (a CompiledNet) in work space `tree` (new_tree);
     inputs: scratch (1, cells) in the net's precision."""
-    xs, os, children, visits, totals, priors, exact, value = tree
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
     cells = board.m * board.n
     counts = np.zeros(cells)
     empty = empty_mask(board, x, o)
-    winning = _winning_cells(board, x if side == 0 else o, empty)
-    if winning:  # an immediate win: no search
-        for m in range(cells):
-            counts[m] = 1.0 if winning >> np.uint64(m) & np.uint64(1) else 0.0
-        return counts
     _leaf(board, net, tree, 0, x, o, side, -1, inputs, True)
+    if moves[0] != empty:  # the rules narrowed the moves (a win, a single threat): no search
+        for m in range(cells):
+            counts[m] = 1.0 if moves[0] >> np.uint64(m) & np.uint64(1) else 0.0
+        return counts
     if params.dirichlet_weight > 0.0:
         noise = np.zeros(cells)
         for m in range(cells):
