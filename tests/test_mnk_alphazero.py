@@ -125,3 +125,16 @@ def test_symmetries_are_the_board_s_flips_and_turns():
 def test_the_12_output_head_is_refused_off_3x3():
     with pytest.raises(ConfigError, match="head='mse12' is not allowed: head must be softmax_value"):
         job(compose("algorithm=alphazero", "game=mnk_5_5_4", "head=mse12"))
+
+
+def test_500_self_play_games_learn_to_hold_mcts_as_o():
+    """Measured (seed 0, alphazero.yaml's knobs, 5 iterations of 100 games, about 4 s): as O
+    against MCTS with 200 simulations the agent loses 7 of 100 games (untrained: 35) and as X wins
+    97 (untrained: 84)."""
+    trained = job(compose("algorithm=alphazero", "game=mnk_5_5_4", "iterations=5"))
+    learner = mnk_alphazero.Learner(trained.knobs, trained.run)
+    for _ in range(5):
+        learner.iterate()
+    agent, mcts = learner.agent(), mnk_bots.bot("mcts", 200)
+    as_x, as_o = agent.play(mcts, 1, 100, seed=0), agent.play(mcts, 2, 100, seed=0)
+    assert as_o[mnk_bots.X_WINS] <= 15 and as_x[mnk_bots.X_WINS] >= 90
