@@ -200,7 +200,7 @@ def search(board, net, x, o, side, params, tree, inputs):
     counts = np.zeros(cells)
     empty = empty_mask(board, x, o)
     _leaf(board, net, tree, 0, x, o, side, -1, inputs, True)
-    if moves[0] != empty:  # the rules narrowed the moves (a win, a single threat): no search
+    if moves[0] != empty:  # the rules chose (a win, a block, a double threat to make): no search
         for m in range(cells):
             counts[m] = 1.0 if moves[0] >> np.uint64(m) & np.uint64(1) else 0.0
         return counts
