@@ -13,13 +13,12 @@ positions; a bigger board has too many (4x4: 9.7 million), so here the compiled 
 (`search`) calls the net (lab.nets.forward, one row) at each new leaf, on lab.mnk's bitboards.
 Positions the rules decide get their exact value instead (no net call): lost (-1, for the side
 to move) if the previous move completed a line, drawn on a full board, won (+1) if the side to
-move can complete a line, lost if the opponent can complete two (the side to move blocks one at
-most). Where the opponent can complete exactly one, the search only plays the block there (any
-other move loses at once), which spends the simulations on the lines that matter. So a move that
-leaves an immediate win or a double threat is seen as lost at its first visit. At the root, a
-win to take or a single threat to block is played without searching (the counts all on those
-cells). Without noise the search is deterministic: the agent's most visited move is a function of
-the position.
+move can complete a line or, with no threat against it, make two winning cells at once (a double
+threat: the opponent blocks one at most), lost if the opponent has two already. Where the
+opponent has exactly one, the search only plays the block (any other move loses at once), so it
+spends its simulations on the lines that matter. At the root, a win, a forced block or a double
+threat is played without searching (the counts all on those cells). Without noise the search is
+deterministic: the agent's most visited move is a function of the position.
 
 Its games are compiled too (`play_games`): each seat either searches with its net or is a
 lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`). head=mse12 (write-up
@@ -106,8 +105,8 @@ class Tree(NamedTuple):
     priors: np.ndarray
     """(nodes, cells) P(s, a), with the noise at the root"""
     moves: np.ndarray
-    """the cells the search may play (uint64): a win to take, else a single threat to block,
-    else every empty cell; any other move loses at once"""
+    """the cells to play (uint64): the wins, the block of a single threat, the double threats
+    to make, else every empty cell"""
     exact: np.ndarray
     """whether `value` is the game's (the rules decide it), not the net's"""
     value: np.ndarray
@@ -136,10 +135,8 @@ def _forks(board, mine, empty):
 @njit(cache=True)
 def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
     """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by the other side's
-    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's,
-    and the cells the search may play there (a win to take, else a single threat to block, else
-    every empty cell). The net is read unless the value is exact, and at a root whose moves the
-    rules leave open (its priors)."""
+    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's
+    (with its priors, which a root the rules leave open gets too), and the cells to play there."""
     weights, biases, hidden, output = net
     xs, os, children, visits, totals, priors, moves, exact, value = tree
     xs[node], os[node] = x, o
