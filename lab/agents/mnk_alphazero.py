@@ -362,7 +362,7 @@ class Agent:
 
 
 class Learner(base.Learner):
-    DERIVED = ("board", "kinds", "simulations", "images")
+    DERIVED = ("board", "kinds", "bot_simulations", "images")
 
     def __init__(self, knobs: alphazero.Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -376,7 +376,7 @@ class Learner(base.Learner):
         self.self_play = run.opponent == "self"
         kind = NET if self.self_play else mnk_bots.NAMES.index(run.opponent)
         self.kinds = np.array([NET if seat in run.seats else kind for seat in (1, 2)], np.int64)
-        self.simulations = np.full(2, run.mcts_simulations, np.int64)
+        self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
         self.images = symmetries(run.m, run.n)
         self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0
@@ -391,7 +391,7 @@ class Learner(base.Learner):
         tree = new_tree(self.cells, self.knobs.simulations)
         bot_tree = mnk_bots.tree(self.board, self.run.mcts_simulations if self.run.opponent == "mcts" else 1)
         return play_games(self.board, tuple(net.compiled() for net in nets), kinds, params,
-                          self.simulations, tree, bot_tree, n, record)
+                          self.bot_simulations, tree, bot_tree, n, record)
 
     def iterate(self) -> np.ndarray:
         played = self._play((self.best, self.best), self.kinds, self.training,
