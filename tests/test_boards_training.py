@@ -65,7 +65,9 @@ def test_game_keys_join_the_identity_only_where_they_matter():
     assert "mcts_simulations" not in four and "eval_games" not in four  # exact, no mcts
     five = job(compose("game=mnk_5_5_4", "opponent=mcts")).identity()
     assert five["mcts_simulations"] == 1000 and five["eval_games"] == 9600
-    assert job(compose("m=4", "n=4", "k=4", "symmetry=false")).run_id == job(compose("game=mnk_4_4_4")).run_id
+    # game=mnk_4_4_4 is its knobs, plus mc_vfa's budget on that board (conf/board/mnk_4_4_4_mc_vfa.yaml)
+    by_knobs = compose("m=4", "n=4", "k=4", "symmetry=false", "iterations=30000", "eval_every=3000")
+    assert job(by_knobs).run_id == job(compose("game=mnk_4_4_4")).run_id
 
 
 def test_a_4x4_run_is_evaluated_exactly_and_says_so():
