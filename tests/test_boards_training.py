@@ -41,8 +41,9 @@ def test_3x3_rows_carry_no_game_columns():
     (("game=mnk_4_4_4", "algorithm=q_table"),
      "algorithm='q_table' is not allowed: algorithm must be one of mc_vfa on game m=4, n=4, k=4"),
     (("game=mnk_5_5_4", "algorithm=alphazero"), "one of mc_vfa on game m=5, n=5, k=4"),
-    (("game=mnk_4_4_4", "opponent=perfect"),
-     "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self"),
+    (("game=mnk_5_5_4", "opponent=perfect"),
+     "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self on "
+     "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),
     (("game=mnk_4_4_4", "opponent=/tmp/agent.npz"), "opponent must be one of random, onestep"),
     (("game=mnk_4_4_4", "symmetry=true"), "symmetry=True is not allowed: symmetry must be false"),
     (("opponent=mcts",), "opponent='mcts' is not allowed"),
