@@ -1,11 +1,13 @@
 """The perfect bot on the boards the lab solves (lab.mnk_bots, from lab.mnk_exact's solution): its
 moves are the value-keeping ones, it never loses, its games agree with the exact pass; a learner
-trains against it through the bots' route; boards it cannot play on refuse it in one line."""
+trains against it through the bots' route; boards it cannot play on refuse it in one line. The
+ceiling on those boards (lab.mnk_ceiling): 3x3's through mnk_exact's engine is lab.evaluate's,
+4x4's stored figures are the computed ones. 3x3 first, then 4x4: the solve is one board at a time."""
 
 import numpy as np
 import pytest
 
-from lab import mnk, mnk_bots, mnk_evaluate, mnk_exact, results
+from lab import evaluate, mnk, mnk_bots, mnk_ceiling, mnk_evaluate, mnk_exact, results
 from lab.compose import compose
 from lab.config import job
 from lab.mnk_bots import bot, choose, outcome_rates, play_match
@@ -30,6 +32,22 @@ def test_it_draws_its_moves_uniformly_among_the_optimal_ones():
     x, o = 0b000010000, 0  # X in the centre: O's only value-keeping moves are the four corners
     drawn = {choose(mnk.board(3, 3, 3), bot("perfect"), x, o, seed) for seed in range(40)}
     assert drawn == {0, 2, 6, 8}
+
+
+def test_the_3x3_ceiling_through_the_exact_pass_is_lab_evaluates():
+    computed = mnk_ceiling.computed(3, 3, 3)
+    for opponent in evaluate.OPPONENTS:
+        for seat in (1, 2):
+            assert computed[(opponent, seat)] == pytest.approx(evaluate.ceiling(opponent, seat), abs=1e-12)
+    assert computed[("random", 1)]["win"] == pytest.approx(191 / 192, abs=1e-12)  # win 0.99479
+    for seat in (1, 2):  # against perfect play, the game's value: a draw
+        assert computed[("perfect", seat)] == pytest.approx({"win": 0, "draw": 1, "loss": 0})
+
+
+def test_a_ceiling_only_where_the_lab_solves_the_board():
+    assert mnk_ceiling.ceiling((5, 5, 4), "random", 1) is None
+    assert mnk_ceiling.ceiling((4, 4, 4), "block", 1) is None
+    assert mnk_ceiling.ceiling((4, 4, 4), "random", 2) == mnk_ceiling.KNOWN[(4, 4, 4)][("random", 2)]
 
 
 def test_on_4x4_it_draws_itself_never_loses_and_matches_the_exact_pass():
@@ -64,3 +82,12 @@ def test_mc_vfa_trains_against_it_on_4x4():
     last = rows.iloc[-1]
     assert last["evaluation"] == "exact" and last["eval_p1_perfect_win"] == 0
     assert np.isclose(last[[f"eval_p1_random_{r}" for r in ("win", "draw", "loss")]].sum(), 1)
+
+
+@pytest.mark.slow
+def test_the_stored_4x4_ceilings_are_the_computed_ones():
+    """About 10 s: 4x4 solved (shared with the tests above) and six backward passes."""
+    computed, known = mnk_ceiling.computed(4, 4, 4), mnk_ceiling.KNOWN[(4, 4, 4)]
+    assert computed.keys() == known.keys()
+    for key, rates in known.items():
+        assert computed[key] == pytest.approx(rates, abs=1e-12), key
