@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import evaluate, knob_figures, mnk_ceiling, mnk_evaluate, results, summary  # noqa: E402
+from lab import evaluate, knob_figures, mnk_evaluate, results, summary  # noqa: E402
 from lab.search import saved  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
@@ -221,14 +221,6 @@ def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
             if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")]
 
 
-def _ceiling(game: str, opponent: str, seat: int) -> dict | None:
-    """The ceiling {win, draw, loss} against `opponent`: lab.evaluate's on 3x3, lab.mnk_ceiling's
-    on a bigger board the lab solves; None where there is none (any other opponent or board)."""
-    if game == "ttt":
-        return evaluate.ceiling(opponent, seat) if opponent in evaluate.OPPONENTS else None
-    return mnk_ceiling.ceiling(tuple(int(v) for v in game.split("_")[1:]), opponent, seat)
-
-
 def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:
     """By games: the seed mean of each evaluation's 95% Wilson interval of `column`, as a band."""
     if f"{column}_low" not in curve or curve[f"{column}_low"].isna().all():
@@ -262,7 +254,7 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                 line = _draw(ax, curve, column, label=name)
                 _draw_interval(ax, curve, column, color=line.get_color())
             opponent, _, outcome = column.partition("_")
-            ceiling = _ceiling(game, opponent, seat)
+            ceiling = summary.ceiling(game, opponent, seat)
             if ceiling is not None:
                 ax.axhline(ceiling[outcome], color="k", ls="--", lw=1,
                            label="ceiling: perfect expectimax player")
@@ -279,7 +271,7 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                      f"{_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
         if len(configs) == 1:  # the name is in the title; the legend explains a dashed line
-            dashed = _ceiling(game, panels[0][0].partition("_")[0], seat) is not None
+            dashed = summary.ceiling(game, panels[0][0].partition("_")[0], seat) is not None
             handles, labels = (handles[1:], labels[1:]) if dashed else ([], [])
         if handles:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
@@ -333,7 +325,7 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
                       label=f"{pick.algorithm}: {pick.config} ({seeds})")
-            ceiling = _ceiling(game, opponent, seat)
+            ceiling = summary.ceiling(game, opponent, seat)
             if ceiling is not None:
                 ax.axhline(ceiling["win"], color="k", ls="--", lw=1,
                            label="ceiling: perfect expectimax player")

@@ -150,8 +150,8 @@ def test_a_4x4_sweep_runs_end_to_end_in_forks(tmp_path):
     assert pd.read_parquet(tmp_path / "out")["eval_p2_perfect_draw"].notna().sum() == 4
 
 
-def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_path):
-    from lab import summary
+def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
+    from lab import evaluate, mnk_ceiling, summary
 
     tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
     for board in ("game=ttt", "game=mnk_4_4_4"):
@@ -161,7 +161,11 @@ def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_p
     best = summary.best_configurations(results.load(tmp_path))
     on_board = best["config"].str.startswith("mnk_4_4_4")
     assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
-    assert best["ceiling_win"].isna().tolist() == on_board.tolist()
+    for row in best.itertuples():  # 4x4's ceilings are lab.mnk_ceiling's, not 3x3's
+        seat = 1 if row.seat == "X" else 2
+        expected = mnk_ceiling.KNOWN[(4, 4, 4)][(row.evaluated_vs, seat)] if row.config.startswith("mnk_4_4_4") \
+            else evaluate.ceiling(row.evaluated_vs, seat)
+        assert (row.ceiling_win, row.ceiling_loss) == (expected["win"], expected["loss"])
 
 
 def test_a_board_agent_is_refused_where_only_3x3_agents_go(tmp_path):
