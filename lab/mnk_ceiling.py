@@ -6,7 +6,8 @@ player keeps the minimax value (a perfect player never gives a result away) and 
 plays the one maximising its expected (win - loss) under the opponent's moves, then the higher
 win (within lab.evaluate.TIE_TOLERANCE), then the lowest cell; the opponent plays as lab.mnk_exact
 has it play. One backward pass over the solved depths per opponent and seat, keeping the outcomes
-of one depth at a time.
+of one depth at a time. Against onestep the ceiling is random's: a player that keeps the value
+never leaves the opponent an immediate win, so onestep only plays its random moves.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
 (tests/test_mnk_perfect.py computes them again); `python -m lab.mnk_ceiling [m n k]` computes and
