@@ -63,8 +63,11 @@ def test_a_board_it_cannot_play_on_refuses_it_in_one_line():
     with pytest.raises(ValueError, match=r"^the perfect bot plays only on boards the lab solves "
                                          r"\(at most 16 cells\), got m=5, n=5$"):
         play_match(mnk.board(5, 5, 4), bot("perfect"), bot("random"), 1, 0)
-    assert mnk_bots.tree(mnk.board(5, 5, 4), 1).solved_keys.size == 0  # nothing solved there
+    five = mnk.board(5, 5, 4)
+    assert mnk_bots.tree(five, 1).solved_keys.size == 0  # nothing solved there
     assert mnk_bots.tree(FOUR, 1, perfect=False).solved_keys.size == 0
+    with pytest.raises(ValueError, match="^the perfect bot needs the board solved"):  # a learner's route
+        mnk_bots.bot_move(five, mnk_bots.tree(five, 1), mnk_bots.PERFECT, 0, np.uint64(0), np.uint64(0), 0)
 
 
 def test_evaluation_columns_gain_nothing_from_it():
