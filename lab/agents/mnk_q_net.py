@@ -176,16 +176,21 @@ class Learner(base.Learner):
         return x, o, moves, targets[played]
 
     def _fit(self, seat: int, x, o, moves, targets) -> None:
-        """`epochs` full-batch gradient steps on 1/2 mean (Q(s, a) - target)^2: one net pass per
-        distinct position, each sample's error on its move's output."""
+        """`epochs` full-batch gradient steps on 1/2 mean (Q(s, a) - target)^2, as 3x3's: over
+        distinct (position, move) pairs weighted by their count, towards their mean target (the
+        same gradient); one net pass per distinct position, the error on the move's output."""
         positions, row = np.unique(np.stack([x, o], axis=1), axis=0, return_inverse=True)
-        row = row.reshape(-1)
+        pairs, inverse, counts = np.unique(row.reshape(-1) * self.cells + moves,
+                                           return_inverse=True, return_counts=True)
+        mean_targets = np.bincount(inverse, targets) / counts
+        weights = counts / len(targets)
+        rows, moves = pairs // self.cells, pairs % self.cells
         net = self.nets[seat]
         inputs = cell_inputs(positions[:, 0], positions[:, 1], self.cells, net.weights[0].dtype)
         for _ in range(self.knobs.epochs):
             acts = net.activations(inputs)
             error = np.zeros_like(acts[-1])
-            np.add.at(error, (row, moves), (acts[-1][row, moves] - targets) / len(targets))
+            error[rows, moves] = weights * (acts[-1][rows, moves] - mean_targets)
             net.descend(net.gradients(acts, error), self.knobs.alpha)
 
     def agent(self) -> Agent:
