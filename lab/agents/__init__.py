@@ -14,6 +14,7 @@ import numpy as np
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
+from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
 from lab.agents.base import Algorithm
 from lab.knobs import TTT
 
@@ -21,7 +22,7 @@ REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
-BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA,)}
+BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, MNK_Q_NET)}
 """The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
 agent"""
 BOARD_ALGORITHMS = tuple(BOARDS)

@@ -109,6 +109,8 @@ class Agent:
     self-play it holds a net per seat (`net` for seat `player`, `other` for the other one)."""
 
     algorithm = "mc_vfa"
+    games = staticmethod(play_games)
+    """the compiled games `play` plays (each bigger-board algorithm's own, same arguments)"""
 
     def __init__(self, net: MLP, player: int, shape: tuple, other: MLP | None = None):
         self.net, self.player, self.shape, self.other = net, player, tuple(shape), other
@@ -142,8 +144,8 @@ class Agent:
         net = self.seat_net(seat).compiled()
         before = kernel_stream()
         game.seed_kernels(seed)
-        _, _, _, results = play_games(self.board, (net, net), kinds, simulations,
-                                      mnk_bots.tree(self.board, opponent.simulations), games, 0.0)
+        results = self.games(self.board, (net, net), kinds, simulations,
+                             mnk_bots.tree(self.board, opponent.simulations), games, 0.0)[-1]
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 
