@@ -202,5 +202,6 @@ def check_fits(run: RunConfig, algorithm: str, depths, width: int) -> None:
         f"iterations={run.iterations!r} is not allowed: iterations must be at most {iterations:,} "
         f"with episodes_per_update={run.episodes_per_update} for algorithm={algorithm} on game "
         f"m={run.m}, n={run.n}, k={run.k}: its table of visited positions could reach {bound:,} "
-        f"entries, {needed / 2**30:,.1f} GiB, over the {MEMORY_LIMIT / 2**30:g} GiB limit "
+        f"entries, a table of {needed / 2**30:,.1f} GiB (at most half full), over the "
+        f"{MEMORY_LIMIT / 2**30:g} GiB limit "
         f"(lab.mnk_table.MEMORY_LIMIT)")
