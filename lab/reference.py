@@ -68,7 +68,7 @@ def shared_defaults() -> dict:
     knobs its game choice sets (m, n, k of game=ttt)."""
     raw = _yaml("config.yaml")
     groups = {key: value for entry in raw.pop("defaults") if isinstance(entry, dict)
-              for key, value in entry.items() if not key.startswith("override ")}
+              for key, value in entry.items() if not key.startswith(("override ", "optional "))}
     raw.pop("hydra")
     game = _yaml(f"game/{groups.pop('game')}.yaml")
     return {**groups, **game, **raw}
