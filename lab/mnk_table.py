@@ -188,19 +188,24 @@ def bytes_for(entries: int, width: int) -> int:
 
 
 def check_fits(run: RunConfig, algorithm: str, depths, width: int) -> None:
-    """Refuse, in one line naming `iterations`, a run whose table could need more than
-    MEMORY_LIMIT bytes: its entries bounded by min(positions_bound, games x len(depths)), a
-    table holding positions with a number of stones in `depths` and `width` values each."""
+    """Refuse, in one line naming `iterations` (`episodes_per_update` when one update's games
+    could not fit), a run whose table could need more than MEMORY_LIMIT bytes: its entries
+    bounded by min(positions_bound, games x len(depths)), a table holding positions with a
+    number of stones in `depths` and `width` values each."""
     per_game, cells = len(depths), run.m * run.n
     bound = min(positions_bound(cells, depths), run.episodes_per_update * run.iterations * per_game)
     needed = bytes_for(bound + per_game, width)
     if needed <= MEMORY_LIMIT:
         return
     capacity = 2 ** ((MEMORY_LIMIT // (KEY_BYTES + 8 * width)).bit_length() - 1)
-    iterations = (capacity // 2 - per_game) // (run.episodes_per_update * per_game)
+    games = (capacity // 2 - per_game) // per_game
+    key, value, most = "iterations", run.iterations, games // run.episodes_per_update
+    per_update = f" with episodes_per_update={run.episodes_per_update}"
+    if most < 1:  # one update's games already could not fit
+        key, value, most, per_update = "episodes_per_update", run.episodes_per_update, games, ""
     raise ConfigError(
-        f"iterations={run.iterations!r} is not allowed: iterations must be at most {iterations:,} "
-        f"with episodes_per_update={run.episodes_per_update} for algorithm={algorithm} on game "
+        f"{key}={value!r} is not allowed: {key} must be at most {most:,}{per_update} "
+        f"for algorithm={algorithm} on game "
         f"m={run.m}, n={run.n}, k={run.k}: its table of visited positions could reach {bound:,} "
         f"entries, a table of {needed / 2**30:,.1f} GiB (at most half full), over the "
         f"{MEMORY_LIMIT / 2**30:g} GiB limit "

@@ -119,6 +119,13 @@ def test_a_run_whose_table_could_outgrow_memory_is_refused_in_one_line(algorithm
     job(compose("game=mnk_5_5_4", f"algorithm={algorithm}", *allowed))  # the most it names runs
 
 
+def test_an_update_whose_games_alone_could_outgrow_memory_names_episodes_per_update():
+    with pytest.raises(ConfigError, match=r"^episodes_per_update=10000000 is not allowed: "
+                       r"episodes_per_update must be at most 2,796,201 for algorithm=td_value"):
+        job(compose("game=mnk_5_5_4", "algorithm=td_value", "opponent=self",
+                    "episodes_per_update=10000000", "iterations=1"))
+
+
 @pytest.mark.parametrize("algorithm, opponent, games", [
     ("q_table", "random", 50_000), ("td_value", "random", 20_000), ("negamax_q", "self", 20_000)])
 def test_on_3x3_each_learns_what_its_3x3_module_learns(algorithm, opponent, games):
