@@ -66,10 +66,11 @@ def test_each_trains_on_4x4_with_exact_evaluation_and_its_table_in_the_rows(algo
     assert str(table.schema.field("table_bytes").type) == "int64"
 
 
-@pytest.mark.parametrize("algorithm, opponent", [("q_table", "block"), ("td_value", "self"),
+@pytest.mark.parametrize("algorithm, opponent", [("q_table", "mcts"), ("td_value", "self"),
                                                  ("negamax_q", "self")])
 def test_a_run_is_the_same_resumed_or_repeated_and_its_checkpoint_plays_alike(algorithm, opponent, tmp_path):
-    one = job(compose(*TINY_5X5, f"algorithm={algorithm}", f"opponent={opponent}", "player=2"))
+    one = job(compose(*TINY_5X5, f"algorithm={algorithm}", f"opponent={opponent}", "player=2",
+                      "mcts_simulations=5"))
     whole, again = run(one), run(one)
     fingerprint = results.fingerprint(whole.rows, whole.checkpoint)
     assert results.fingerprint(again.rows, again.checkpoint) == fingerprint
