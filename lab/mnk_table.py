@@ -33,8 +33,10 @@ FREE = np.uint64(2**64 - 1)
 """The x key of a free slot: X never holds every cell (O holds at least one after X's first)"""
 INITIAL_CAPACITY = 1024
 MEMORY_LIMIT = 4 * 2**30
-"""Bytes a run's table may need at the most (a sixth of the development machine's 23 GB, so that
-two runs in parallel and the 4x4 exact pass fit beside each other); `check_fits` refuses beyond"""
+"""Bytes a run's table may need at the most; `check_fits` refuses beyond. A run's peak memory is
+about 2.4 times its table's: the agent evaluated and checkpointed is a copy (5x5 negamax_q with a
+3.4 GiB table peaked at 8.0 GiB), so a run at the limit stays under half the development
+machine's 23 GB."""
 KEY_BYTES = 16
 """Bytes of a slot's key: the two uint64 bitboards"""
 
