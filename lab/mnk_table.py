@@ -154,15 +154,6 @@ def full(t, per_game):
 
 
 @njit(cache=True)
-def find_many(t, xs, os):
-    """`find` of every position given by the uint64 arrays xs, os."""
-    out = np.empty(len(xs), np.int64)
-    for i in range(len(xs)):
-        out[i] = find(t, xs[i], os[i])
-    return out
-
-
-@njit(cache=True)
 def _copy(old, new):
     for slot in range(len(old.x)):
         if old.x[slot] != FREE:

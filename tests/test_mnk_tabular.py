@@ -10,7 +10,7 @@ from lab import agents, mnk_bots, mnk_evaluate, mnk_exact, mnk_table, results
 from lab.compose import compose
 from lab.config import job, parse
 from lab.knobs import ConfigError
-from lab.mnk_table import FREE, Table, find, find_many, full, insert
+from lab.mnk_table import FREE, Table, find, full, insert
 from lab.run import Training, run
 
 TABULAR = ("q_table", "td_value", "negamax_q")
@@ -35,12 +35,13 @@ def test_the_table_inserts_finds_and_keeps_its_entries_as_it_grows():
         table.values[slot] = [i, -i, 2 * i]
     assert table.entries == 3000 and len(table.x) == 8192  # doubled while never over half full
     assert table.nbytes == 8192 * (16 + 3 * 8) == table.columns()["table_bytes"]
-    slots = find_many(table.view(), xs, os)
+    slots = [find(table.view(), x, o) for x, o in zip(xs, os)]
     np.testing.assert_array_equal(table.values[slots][:, 0], np.arange(3000))
     assert insert(table.view(), xs[5], os[5]) == slots[5] and table.entries == 3000  # no duplicate
     assert find(table.view(), np.uint64(1) << np.uint64(40), np.uint64(0)) == -1
     again = Table.from_entries(**table.compact(), default=0.5)
-    np.testing.assert_array_equal(again.values[find_many(again.view(), xs, os)], table.values[slots])
+    np.testing.assert_array_equal(again.values[[find(again.view(), x, o) for x, o in zip(xs, os)]],
+                                  table.values[slots])
     assert (table.x != FREE).sum() == 3000
 
 
