@@ -10,9 +10,10 @@ A separate module because 3x3's cannot be shared without changing its bits or it
 indexes afterstates by lab.game's 3**9 board codes (values cached per code in its kernel, returns
 summed by np.bincount over codes, move tables for its opponents), none of which exists beyond
 3x3. Here positions are lab.mnk's two uint64 bitboards, the opponents are lab.mnk_bots' compiled
-bots (random, onestep, block, mcts with `mcts_simulations`) and self-play gives each seat its own
-net, both playing in the compiled games (`play_games`). Afterstates are Python-int keys
-x | o << cells in a dict of [return sum, visits]. Not yet: symmetry folding (refused by lab.config).
+bots (random, onestep, block, mcts with `mcts_simulations`, perfect on boards the lab solves) and
+self-play gives each seat its own net, both playing in the compiled games (`play_games`).
+Afterstates are Python-int keys x | o << cells in a dict of [return sum, visits]. Not yet:
+symmetry folding (refused by lab.config).
 """
 
 import io
