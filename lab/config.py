@@ -138,6 +138,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     knobs = algo.Config(**{n: cfg[n] for n in names})
     require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
             f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
+    agents.get(algorithm, bigger).Learner.check_run(knobs, run)
     return run, knobs
 
 
