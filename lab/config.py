@@ -72,7 +72,12 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
     require(algorithm in available, "algorithm", algorithm,
             f"one of {', '.join(available)} on game m={m}, n={n}, k={k} (the others train on "
             f"3x3 only, game=ttt, for now)")
-    return (m, n, k), list(mnk_bots.NAMES)
+    solved = m * n <= mnk_exact.MAX_CELLS
+    others = [*mnk_bots.ANY_BOARD, *(["self"] if agents.get(algorithm).self_play else [])]
+    require(solved or cfg.get("opponent") != "perfect", "opponent", "perfect",
+            f"one of {', '.join(others)} on game m={m}, n={n}, k={k}: perfect plays only where "
+            f"the lab solves the board (at most {mnk_exact.MAX_CELLS} cells, here {m * n})")
+    return (m, n, k), list(mnk_bots.NAMES if solved else mnk_bots.ANY_BOARD)
 
 
 def check_board_knobs(cfg: dict) -> tuple[int, int]:
@@ -133,8 +138,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     knobs = algo.Config(**{n: cfg[n] for n in names})
     require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
             f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
-    require(not (bigger and getattr(knobs, "head", None) == "mse12"), "head", "mse12",
-            f"softmax_value on game m={m}, n={n}, k={k}: write-up 002's 12 outputs are 3x3's")
+    agents.get(algorithm, bigger).Learner.check_run(knobs, run)
     return run, knobs
 
 

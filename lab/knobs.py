@@ -84,7 +84,8 @@ class RunConfig:
     """who the agent trains against: random, onestep (wins if it can, never blocks), block (wins,
     else blocks), perfect (minimax), self (self-play), or PATH.npz: a checkpoint of any algorithm,
     frozen, playing its greedy moves; on bigger boards random, onestep, block, mcts (MCTS-Solver
-    of mcts_simulations playouts) or self"""
+    of mcts_simulations playouts), perfect where the lab solves the board (at most 16 cells) or
+    self"""
     player: int | None
     """the agent's seat: 1 = X (moves first), 2 = O; ignored in self-play, where the agent takes
     both seats (stored as null)"""

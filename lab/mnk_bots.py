@@ -12,14 +12,18 @@ The bots, each chosen by a spec (`bot(name, simulations)`):
   mover once one reply wins, won once every reply loses). A proven node is not searched again,
   a proven winning move is played at once, and a proven losing move only when all lose. Every
   node expanded is checked for an immediate win, so one is always taken.
+- perfect: uniform among the moves that keep the position's minimax value, looked up in the
+  board's solution (lab.mnk_exact): only on boards of at most 16 cells (4x4), as lab.opponents'
+  3x3 perfect and lab.mnk_exact's.
 
 The first three mean what lab.opponents' 3x3 move tables mean (there they are exact over every
 position; here a move is drawn as the game reaches the position). All bots draw from the compiled
 kernels' random stream, seeded per call: the same seed gives the same moves and tallies.
 
-The search tree is preallocated arrays (`Tree`), one node per position reached, a node's children
-contiguous. A simulation expands at most one node, with a child per legal move, so a search of S
-simulations needs at most 1 + S * cells nodes.
+What the bots need besides the board is one `Tree`, passed to `bot_move` with the bot's kind: the
+search tree, preallocated arrays with one node per position reached, a node's children
+contiguous (a simulation expands at most one node, with a child per legal move, so a search of S
+simulations needs at most 1 + S * cells nodes); and perfect's table, where the board is solved.
 
 Evaluation is sampled: `play_match` plays games between two bots and tallies them;
 `outcome_rates` turns a tally into win/draw/loss shares of one seat, each with its 95% Wilson
@@ -27,18 +31,22 @@ interval (lab.stats), marked `evaluation: "games"` (lab.evaluate's 3x3 figures a
 `lab.stats.games_needed(0.02)` = 9,600 games make every interval at most 2 points wide.
 """
 
+import functools
 from math import sqrt
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from lab import stats
+from lab import mnk_exact, stats
 from lab.mnk import empty_mask, random_move, wins
 
-NAMES = ("random", "onestep", "block", "mcts")
-"""The bots, in the order of their kind codes in the compiled kernels."""
-RANDOM, ONESTEP, BLOCK, MCTS = range(len(NAMES))
+ANY_BOARD = ("random", "onestep", "block", "mcts")
+"""The bots that play on every board (evaluation by games plays them)."""
+NAMES = (*ANY_BOARD, "perfect")
+"""The bots, in the order of their kind codes in the compiled kernels; perfect plays only on the
+boards lab.mnk_exact solves (at most mnk_exact.MAX_CELLS cells)."""
+RANDOM, ONESTEP, BLOCK, MCTS, PERFECT = range(len(NAMES))
 UNKNOWN, WON, LOST, DRAWN = 0, 1, 2, 3
 """A node's status, for the player who moved into it: not proven, won, lost, a full board drawn."""
 X_WINS, O_WINS, DRAW = 0, 1, 2
@@ -55,7 +63,7 @@ class Bot(NamedTuple):
     """Which bot plays a seat: a name of NAMES, and for mcts its simulations per move."""
 
     name: str
-    """random, onestep, block or mcts"""
+    """random, onestep, block, mcts or perfect"""
     simulations: int = 0
     """MCTS playouts per move (0 for the other bots)"""
 
@@ -78,7 +86,8 @@ def bot(name: str, simulations: int | None = None) -> Bot:
 
 
 class Tree(NamedTuple):
-    """The MCTS tree as arrays, a node per index (0 the root)."""
+    """What the bots need: the MCTS tree as arrays, a node per index (0 the root), and perfect's
+    table (empty where the board is not solved)."""
 
     x: np.ndarray
     """X's stones (uint64)"""
@@ -98,14 +107,61 @@ class Tree(NamedTuple):
     """their reward summed for the mover: 1 a win, 1/2 a draw"""
     status: np.ndarray
     """UNKNOWN, WON, LOST (proven for the mover) or DRAWN (a full board)"""
+    solved_keys: np.ndarray
+    """perfect's table: the keys x | o << cells of the solved board's open positions, sorted within
+    each depth (stones on the board), depth after depth"""
+    solved_moves: np.ndarray
+    """the cells that keep each one's minimax value, as a bit mask (uint16: at most 16 cells)"""
+    solved_starts: np.ndarray
+    """depth d's positions are solved_keys[solved_starts[d]:solved_starts[d + 1]]"""
 
 
-def tree(shape, simulations: int) -> Tree:
-    """A tree big enough for a search of `simulations` on board `shape`."""
+def tree(shape, simulations: int, perfect: bool = True) -> Tree:
+    """What the bots need on board `shape`: a tree big enough for a search of `simulations` and,
+    where lab.mnk_exact solves the board (at most 16 cells) and `perfect` is true, perfect's
+    table. The table comes from the solve that the exact evaluation shares (one board per
+    process; 4x4: about 3 s and 0.3 GB, the table 86 MB more); perfect=False leaves it out, for
+    games without the perfect bot."""
     size = 1 + max(simulations, 1) * shape.m * shape.n
+    solvable = perfect and shape.m * shape.n <= mnk_exact.MAX_CELLS
+    table = perfect_table(shape.m, shape.n, shape.k) if solvable else \
+        (np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(1, np.int64))
     return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros(size, np.int8),
                 np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
-                np.zeros(size, np.int64), np.zeros(size, np.float64), np.zeros(size, np.int8))
+                np.zeros(size, np.int64), np.zeros(size, np.float64), np.zeros(size, np.int8), *table)
+
+
+@njit(cache=True)
+def _optimal_masks(keys, winner, children, value, value_next, cells):
+    """The open positions' keys among `keys` (one depth), and each one's value-keeping cells as a
+    bit mask."""
+    full = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
+    open_keys = keys[winner == 0]
+    moves = np.zeros(len(open_keys), np.uint16)
+    r = 0
+    for i in range(len(keys)):
+        if winner[i] != 0:
+            continue
+        empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & full, 0
+        for c in range(cells):
+            if (empty >> np.uint64(c)) & np.uint64(1):
+                if value_next[children[i, j]] == value[i]:
+                    moves[r] |= np.uint16(1 << c)
+                j += 1
+        r += 1
+    return open_keys, moves
+
+
+@functools.lru_cache(maxsize=1)
+def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """perfect's table of the m,n,k board (Tree.solved_keys, solved_moves, solved_starts), from
+    lab.mnk_exact.solve (cached there), built once per process (the last board asked)."""
+    solved = mnk_exact.solve(m, n, k)
+    parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
+                            solved.value[d + 1], solved.cells) for d in range(len(solved.children))]
+    starts = np.cumsum([0] + [len(keys) for keys, _ in parts]).astype(np.int64)
+    return (np.concatenate([keys for keys, _ in parts]), np.concatenate([moves for _, moves in parts]),
+            starts)
 
 
 @njit(cache=True)
@@ -278,10 +334,29 @@ def _mcts_move(board, t, simulations, x, o, side):
 
 
 @njit(cache=True)
+def _perfect_move(board, t, x, o):
+    """A uniformly random move among those that keep the position's minimax value."""
+    depth = _bits(x | o)
+    if depth + 1 >= len(t.solved_starts):
+        raise ValueError("the perfect bot needs the board solved: at most 16 cells, and a tree "
+                         "built with its table (tree(shape, simulations))")
+    start, stop = t.solved_starts[depth], t.solved_starts[depth + 1]
+    key = x | (o << np.uint64(board.m * board.n))
+    i = start + np.searchsorted(t.solved_keys[start:stop], key)
+    if i == stop or t.solved_keys[i] != key:
+        raise ValueError("the perfect bot was asked to move in a position the game cannot reach "
+                         "or that is over")
+    moves = np.uint64(t.solved_moves[i])
+    return random_move(moves, _bits(moves))
+
+
+@njit(cache=True)
 def bot_move(board, t, kind, simulations, x, o, side):
     """The cell bot `kind` plays with `side` (0 X, 1 O) to move."""
     if kind == MCTS:
         return _mcts_move(board, t, simulations, x, o, side)
+    if kind == PERFECT:
+        return _perfect_move(board, t, x, o)
     return _rule_move(board, kind, x, o) if side == 0 else _rule_move(board, kind, o, x)
 
 
@@ -306,8 +381,11 @@ def _play(board, t, kinds, simulations, games, seed, tally):
         tally[result] += 1
 
 
-def _checked(player: Bot) -> Bot:
-    """A Bot built by hand, checked as bot() checks a spec."""
+def _checked(player: Bot, shape) -> Bot:
+    """A Bot built by hand, checked as bot() checks a spec, and able to play on board `shape`."""
+    if player.name == "perfect" and shape.m * shape.n > mnk_exact.MAX_CELLS:
+        raise ValueError(f"the perfect bot plays only on boards the lab solves (at most "
+                         f"{mnk_exact.MAX_CELLS} cells), got m={shape.m}, n={shape.n}")
     return bot(player.name, player.simulations if player.name == "mcts" or player.simulations else None)
 
 
@@ -321,11 +399,12 @@ def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarr
     playing X and o_bot O; the same seed gives the same tally."""
     _checked_count("games", games, 0)
     _checked_count("seed", seed, 0)
-    bots = [_checked(b) for b in (x_bot, o_bot)]
+    bots = [_checked(b, shape) for b in (x_bot, o_bot)]
     kinds = np.array([NAMES.index(b.name) for b in bots], dtype=np.int64)
     simulations = np.array([b.simulations for b in bots], dtype=np.int64)
     tally = np.zeros(3, dtype=np.int64)
-    _play(shape, tree(shape, int(simulations.max())), kinds, simulations, games, seed, tally)
+    t = tree(shape, int(simulations.max()), perfect=PERFECT in kinds)
+    _play(shape, t, kinds, simulations, games, seed, tally)
     return tally
 
 
@@ -339,13 +418,14 @@ def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
     """The cell `player` plays in the position with X's stones x and O's o (bit masks; X moves
     when both have as many stones), drawn with the given seed."""
     _checked_count("seed", seed, 0)
-    player = _checked(player)
+    player = _checked(player, shape)
     side = bin(x).count("1") - bin(o).count("1")
     if x & o or side not in (0, 1) or x | o >= int(shape.full):
         raise ValueError("x and o must be a position with a move left: no shared or off-board cell, "
                          "a free cell, X with as many stones as O or one more")
-    return int(_choose(shape, tree(shape, player.simulations), NAMES.index(player.name),
-                       player.simulations, np.uint64(x), np.uint64(o), side, seed))
+    t = tree(shape, player.simulations, perfect=player.name == "perfect")
+    return int(_choose(shape, t, NAMES.index(player.name), player.simulations, np.uint64(x),
+                       np.uint64(o), side, seed))
 
 
 def outcome_rates(tally, seat: int) -> dict:

@@ -26,7 +26,7 @@ RESULTS = ("win", "draw", "loss")
 OPPONENTS = tuple(dict.fromkeys((*mnk_exact.OPPONENTS, *mnk_bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (mnk_exact) or by games (the bots)"""
 KEYS = {**{f"{o}_{r}": float for o in mnk_exact.OPPONENTS for r in RESULTS},
-        **{f"{bot}_{key}": kind for bot in mnk_bots.NAMES
+        **{f"{bot}_{key}": kind for bot in mnk_bots.ANY_BOARD  # perfect: where evaluation is exact
            for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
                                                 for end in ("", "_low", "_high")]}}
 """The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""

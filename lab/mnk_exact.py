@@ -34,6 +34,9 @@ MAX_CELLS = 16
 20 cells would have up to 740 million, 25 cells (5x5) up to 1.6e11."""
 OPPONENTS = ("random", "onestep", "perfect")
 """The fixed players exact() measures against (and a policy may be named as)."""
+POLICY_BATCH = 65_536
+"""Positions a policy function is asked about at once: its scratch arrays (a net's afterstates,
+cells x cells floats a position) stay small when a policy of ties reaches millions of positions"""
 RESULTS = ("win", "draw", "loss")
 
 
@@ -371,7 +374,7 @@ def exact(solved: Solved, policy, player: int) -> dict:
 
     policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
     per cell, or a function (x, o) -> such rows for the positions given by their bitboards
-    (uint64 arrays), called once per depth where the seat moves. Only the positions the games
+    (uint64 arrays), called at the depths where the seat moves, POLICY_BATCH positions at a time. Only the positions the games
     reach are visited, so a function is asked (and a table checked) only there: for a greedy
     policy, a fraction of the seat's positions."""
     side, named = _side(player), isinstance(policy, str)
@@ -385,7 +388,8 @@ def exact(solved: Solved, policy, player: int) -> dict:
             break
         mine = (depth % 2 == 0) == (side == 1)
         at = frontier[winner[frontier] == 0]  # the open positions reached
-        rows = rows_at(depth, at) if mine and not named and len(at) else no_rows
+        rows = np.concatenate([rows_at(depth, at[i:i + POLICY_BATCH]) for i in range(0, len(at), POLICY_BATCH)]) \
+            if mine and not named and len(at) else no_rows
         reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))  # touched if reached
         reached = np.zeros(len(solved.keys[depth + 1]), dtype=np.bool_)
         _spread(frontier, reach, solved.keys[depth], winner, solved.children[depth],

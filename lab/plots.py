@@ -17,9 +17,10 @@
 
 Bigger boards (the `game` group, issue 26): every figure is drawn per game, never mixing boards
 in one panel; their files and titles name the game (`<algorithm>_mnk_4_4_4_player1...`, 3x3's
-keep `ttt`), they have no ceiling line (lab.evaluate's ceilings are 3x3's), their evaluation
-figures show win and loss against each opponent evaluated (perfect on 4x4, block or mcts by
-games), and a rate evaluated by games carries its 95% Wilson interval as a band.
+keep `ttt`), their ceiling is lab.mnk_ceiling's where the lab solves the board (at most 16 cells:
+against random, onestep and perfect) and none elsewhere, their evaluation figures show win and
+loss against each opponent evaluated (perfect on 4x4, block or mcts by games), and a rate
+evaluated by games carries its 95% Wilson interval as a band.
 
 Each function takes a results directory or its already loaded table and returns the files it
 wrote. Figures with a line per configuration, and write-up 001's figure of each configuration, are
@@ -231,7 +232,8 @@ def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:
 def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Exact-evaluation figures (see module doc), one per (game, algorithm, side, seat, layers,
     neurons); self-play runs get one per seat. None when the table has no evaluation columns.
-    A bigger board's: no ceiling, and where evaluated by games, each rate's interval as a band."""
+    A bigger board's: a ceiling where the lab solves it, and where evaluated by games, each
+    rate's interval as a band."""
     frame, out_dir = _outputs(data, out_dir)
     curves = summary.exact_curves(frame, stopped=True)
     if curves.empty:
@@ -252,8 +254,9 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                 line = _draw(ax, curve, column, label=name)
                 _draw_interval(ax, curve, column, color=line.get_color())
             opponent, _, outcome = column.partition("_")
-            if game == "ttt" and opponent in evaluate.OPPONENTS:
-                ax.axhline(evaluate.ceiling(opponent, seat)[outcome], color="k", ls="--", lw=1,
+            ceiling = summary.ceiling(game, opponent, seat)
+            if ceiling is not None:
+                ax.axhline(ceiling[outcome], color="k", ls="--", lw=1,
                            label="ceiling: perfect expectimax player")
             ax.set(ylabel=ylabel, ylim=(-0.02, 1.02))
             ax.grid(alpha=0.3)
@@ -267,8 +270,9 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
         fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{_evaluated(group, game)}, "
                      f"{_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
-        if len(configs) == 1:  # the name is in the title; on 3x3 the legend explains the dashed line
-            handles, labels = (handles[1:], labels[1:]) if game == "ttt" else ([], [])
+        if len(configs) == 1:  # the name is in the title; the legend explains a dashed line
+            dashed = summary.ceiling(game, panels[0][0].partition("_")[0], seat) is not None
+            handles, labels = (handles[1:], labels[1:]) if dashed else ([], [])
         if handles:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
@@ -304,7 +308,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
 
 def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Path) -> Path:
     """comparison_figure of one game: comparison_exact_win.png on 3x3, comparison_<game>_win.png
-    on a bigger board (no ceiling there)."""
+    on a bigger board (a ceiling where the lab solves it)."""
     algorithms = sorted(curves["algorithm"].unique())
     colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algorithms)}
     seats = sorted(curves["seat"].unique())  # a row per seat some run was evaluated in
@@ -321,8 +325,9 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
                       label=f"{pick.algorithm}: {pick.config} ({seeds})")
-            if game == "ttt":
-                ax.axhline(evaluate.ceiling(opponent, seat)["win"], color="k", ls="--", lw=1,
+            ceiling = summary.ceiling(game, opponent, seat)
+            if ceiling is not None:
+                ax.axhline(ceiling["win"], color="k", ls="--", lw=1,
                            label="ceiling: perfect expectimax player")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
                    title=f"{_on(game)}agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
@@ -398,7 +403,7 @@ _CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULT
 - <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
   OneStep with the ceilings dashed, optimal-move rate, share of lines lost); on a bigger board
   <algorithm>_<exact|games>_<game>_...png: win and loss rates against each opponent evaluated,
-  no ceiling, by games with 95% Wilson bands;
+  the ceilings dashed where the lab solves the board (4x4), by games with 95% Wilson bands;
 - comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x (a
   bigger board's: comparison_<game>_win.png);
 - <algorithm>_outcomes_<configuration>.png: write-up 001's figure, mean outcome, wins/draws/losses

@@ -64,7 +64,11 @@ BOARDS = [("evaluation", pa.string())] + [
     for key, kind in mnk_evaluate.KEYS.items() if key not in evaluate.KEYS]
 """Evaluation on bigger m,n,k boards (lab.mnk_evaluate): "exact" or "games", and the columns
 3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
-BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS))
+TABLES = [("table_entries", pa.int64()), ("table_bytes", pa.int64())]
+"""The memory of a tabular learner's table of visited positions on a bigger board
+(lab.mnk_table): its positions and the bytes its arrays take, on every evaluated row; null
+elsewhere (3x3's tables are fixed arrays, nets have none)."""
+BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS + TABLES))
 """The columns bigger boards brought: fingerprint leaves them out where null (3x3 runs)."""
 
 PBT = [("pbt_trial", pa.string())]
@@ -105,6 +109,7 @@ def schema() -> pa.Schema:
     fields.update(TIMING)
     fields.update(EVALUATION)
     fields.update(BOARDS)
+    fields.update(TABLES)
     fields.update(PBT)
     fields.update(PROVENANCE)
     return pa.schema(list(fields.items()))

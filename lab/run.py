@@ -198,7 +198,7 @@ class Training:
         if evaluated:
             with self.evaluating:
                 measure = mnk_evaluate.evaluation if run_cfg.bigger_board else evaluation
-                self.rows[-1].update(measure(self.learner.agent(), run_cfg))
+                self.rows[-1].update(measure(self.learner.agent(), run_cfg), **self.learner.memory())
         self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
         return evaluated
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, evaluate, mnk_evaluate, results, stats
+from lab import agents, evaluate, mnk_ceiling, mnk_evaluate, results, stats
 from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
@@ -67,6 +67,15 @@ def game(row: pd.Series) -> str:
     if pd.isna(row.get("m")):
         return "ttt"
     return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
+
+
+def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
+    """The ceiling {win, draw, loss} of seat `seat` against `opponent` in game `game_name` (as
+    `game` names it): lab.evaluate's on 3x3, lab.mnk_ceiling's on a bigger board the lab solves
+    (4x4); None for any other opponent or board."""
+    if game_name == "ttt":
+        return evaluate.ceiling(opponent, seat) if opponent in evaluate.OPPONENTS else None
+    return mnk_ceiling.ceiling(tuple(int(v) for v in game_name.split("_")[1:]), opponent, seat)
 
 
 def games(frame: pd.DataFrame) -> pd.Series:
@@ -189,17 +198,16 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     name = best.name
     seeds = runs[runs["config"] == name]
     top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
-    # the ceilings are 3x3's (lab.evaluate.ceiling); none is computed for bigger boards yet
-    ceiling = evaluate.ceiling(vs, seat) if game(top_run) == "ttt" else {"win": np.nan, "loss": np.nan}
+    reached = ceiling(game(top_run), vs, seat) or {"win": np.nan, "loss": np.nan}
     row = {
         "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
         "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
         "episodes": int(best["episodes"]),
         "win": best["win"], "draw": best["draw"], "loss": best["loss"],
-        "ceiling_win": ceiling["win"], "ceiling_loss": ceiling["loss"],
+        "ceiling_win": reached["win"], "ceiling_loss": reached["loss"],
         "episodes_to_95": episodes_to_reach(
             curves[(curves["config"] == name) & (curves["seat"] == seat)
-                   & (curves["algorithm"] == algorithm)], win, 0.95 * ceiling["win"]),
+                   & (curves["algorithm"] == algorithm)], win, 0.95 * reached["win"]),
         "win_sd": best["win_sd"],
         "losing_lines": best["losing_lines"], "total_lines": best["total_lines"],
         "optimal_move_rate": best["optimal_move_rate"],
@@ -223,7 +231,7 @@ def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
 
 
 COLUMN_NOTES = {
-    "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board, no ceiling computed); each game ranked apart",
+    "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board, a ceiling where the lab solves it, 4x4); each game ranked apart",
     "seat": "the agent's seat: X moves first",
     "evaluated_vs": "the opponent of the exact evaluation",
     "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",

@@ -38,11 +38,9 @@ def test_3x3_rows_carry_no_game_columns():
 
 
 @pytest.mark.parametrize("overrides, says", [
-    (("game=mnk_4_4_4", "algorithm=q_table"),
-     "algorithm='q_table' is not allowed: algorithm must be one of mc_vfa, alphazero on game m=4, n=4, k=4"),
-    (("game=mnk_5_5_4", "algorithm=q_net"), "one of mc_vfa, alphazero on game m=5, n=5, k=4"),
-    (("game=mnk_4_4_4", "opponent=perfect"),
-     "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self"),
+    (("game=mnk_5_5_4", "opponent=perfect"),
+     "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self on "
+     "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),
     (("game=mnk_4_4_4", "opponent=/tmp/agent.npz"), "opponent must be one of random, onestep"),
     (("game=mnk_4_4_4", "symmetry=true"), "symmetry=True is not allowed: symmetry must be false"),
     (("opponent=mcts",), "opponent='mcts' is not allowed"),
@@ -65,7 +63,9 @@ def test_game_keys_join_the_identity_only_where_they_matter():
     assert "mcts_simulations" not in four and "eval_games" not in four  # exact, no mcts
     five = job(compose("game=mnk_5_5_4", "opponent=mcts")).identity()
     assert five["mcts_simulations"] == 1000 and five["eval_games"] == 9600
-    assert job(compose("m=4", "n=4", "k=4", "symmetry=false")).run_id == job(compose("game=mnk_4_4_4")).run_id
+    # game=mnk_4_4_4 is its knobs, plus mc_vfa's budget on that board (conf/board/mnk_4_4_4_mc_vfa.yaml)
+    by_knobs = compose("m=4", "n=4", "k=4", "symmetry=false", "iterations=30000", "eval_every=3000")
+    assert job(by_knobs).run_id == job(compose("game=mnk_4_4_4")).run_id
 
 
 def test_a_4x4_run_is_evaluated_exactly_and_says_so():
@@ -149,8 +149,8 @@ def test_a_4x4_sweep_runs_end_to_end_in_forks(tmp_path):
     assert pd.read_parquet(tmp_path / "out")["eval_p2_perfect_draw"].notna().sum() == 4
 
 
-def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_path):
-    from lab import summary
+def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
+    from lab import evaluate, mnk_ceiling, summary
 
     tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
     for board in ("game=ttt", "game=mnk_4_4_4"):
@@ -160,7 +160,11 @@ def test_the_summary_keeps_boards_apart_and_claims_no_3x3_ceiling_for_them(tmp_p
     best = summary.best_configurations(results.load(tmp_path))
     on_board = best["config"].str.startswith("mnk_4_4_4")
     assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
-    assert best["ceiling_win"].isna().tolist() == on_board.tolist()
+    for row in best.itertuples():  # 4x4's ceilings are lab.mnk_ceiling's, not 3x3's
+        seat = 1 if row.seat == "X" else 2
+        expected = mnk_ceiling.KNOWN[(4, 4, 4)][(row.evaluated_vs, seat)] if row.config.startswith("mnk_4_4_4") \
+            else evaluate.ceiling(row.evaluated_vs, seat)
+        assert (row.ceiling_win, row.ceiling_loss) == (expected["win"], expected["loss"])
 
 
 def test_a_board_agent_is_refused_where_only_3x3_agents_go(tmp_path):

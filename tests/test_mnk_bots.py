@@ -188,7 +188,7 @@ def test_the_same_seed_gives_the_same_tally():
 
 
 @pytest.mark.parametrize("name, simulations, message", [
-    ("alphabeta", None, "unknown bot 'alphabeta'; allowed: random, onestep, block, mcts"),
+    ("alphabeta", None, "unknown bot 'alphabeta'; allowed: random, onestep, block, mcts, perfect"),
     ("mcts", 0, "simulations (MCTS playouts per move) must be an integer >= 1, got 0"),
     ("mcts", None, "simulations (MCTS playouts per move) must be an integer >= 1, got None"),
     ("mcts", 2.5, "simulations (MCTS playouts per move) must be an integer >= 1, got 2.5"),

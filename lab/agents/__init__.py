@@ -6,7 +6,7 @@ whose fields each have a one-line docstring; defaults live in `conf/algorithm/<n
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
 search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards, each by its own
-module there (mnk_<name>.py).
+module there (mnk_<name>.py; mnk_tabular.py is what the tabular ones share).
 """
 
 import numpy as np
@@ -15,6 +15,10 @@ from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
 from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
+from lab.agents.mnk_negamax_q import ALGORITHM as MNK_NEGAMAX_Q
+from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
+from lab.agents.mnk_q_table import ALGORITHM as MNK_Q_TABLE
+from lab.agents.mnk_td_value import ALGORITHM as MNK_TD_VALUE
 from lab.agents.base import Algorithm
 from lab.knobs import TTT
 
@@ -22,7 +26,8 @@ REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
-BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, MNK_ALPHAZERO)}
+BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, MNK_Q_TABLE, MNK_TD_VALUE,
+                                                     MNK_NEGAMAX_Q, MNK_Q_NET, MNK_ALPHAZERO)}
 """The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
 agent"""
 BOARD_ALGORITHMS = tuple(BOARDS)

@@ -89,6 +89,17 @@ class Learner(abc.ABC):
     def agent(self) -> Agent:
         """The current greedy agent as a snapshot: later training never changes it."""
 
+    @classmethod
+    def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
+        """Refuse, with a one-line ConfigError naming the key, a run this learner could not
+        hold, before anything runs (lab.config.parse): here none is refused; bigger boards'
+        tabular learners refuse runs whose tables could outgrow memory (lab.mnk_table)."""
+
+    def memory(self) -> dict:
+        """Run-table columns of the memory its tables take, added to every evaluated row: none
+        here; bigger boards' tabular learners give table_entries and table_bytes."""
+        return {}
+
     def exploration(self) -> float | None:
         """The epsilon of the last `iterate`'s training games (its last game's where epsilon
         decays per game); None for a learner that does not explore epsilon-greedily. This base

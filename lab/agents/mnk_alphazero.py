@@ -21,11 +21,10 @@ threat is played without searching (the counts all on those cells). Without nois
 deterministic: the agent's most visited move is a function of the position.
 
 Its games are compiled too (`play_games`): each seat either searches with its net or is a
-lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`). head=mse12 (write-up
-002's 12 outputs) is 3x3's only (refused by lab.config).
+lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect where the lab
+solves the board). head=mse12 (write-up 002's 12 outputs) is 3x3's only (refused by `check_run`).
 """
 
-import io
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +35,7 @@ from lab.agents import alphazero, base
 from lab.agents.mnk_mc_vfa import cell_inputs
 from lab.agents.puct import Params
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.knobs import RunConfig
+from lab.knobs import RunConfig, require
 from lab.mnk import empty_mask, wins
 from lab.mnk_bots import _bits, _winning_cells
 from lab.nets import MLP, forward
@@ -342,7 +341,8 @@ class Agent:
         results = play_games(self.board, (net, net), kinds, self.params,
                              np.full(2, opponent.simulations, np.int64),
                              new_tree(self.board.m * self.board.n, self.simulations),
-                             mnk_bots.tree(self.board, opponent.simulations), games, False)[-1]
+                             mnk_bots.tree(self.board, opponent.simulations,
+                                           perfect=opponent.name == "perfect"), games, False)[-1]
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 
@@ -355,14 +355,16 @@ class Agent:
         shape = tuple(int(v) for v in arrays["board"])
         return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]), shape)
 
-    def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
-        return buffer.getvalue()
+    to_bytes = base.Agent.to_bytes  # a checkpoint as every agent's: algorithm + arrays, .npz
 
 
 class Learner(base.Learner):
     DERIVED = ("board", "kinds", "bot_simulations", "images")
+
+    @classmethod
+    def check_run(cls, knobs: alphazero.Config, run: RunConfig) -> None:
+        require(knobs.head == "softmax_value", "head", knobs.head, f"softmax_value on game "
+                f"m={run.m}, n={run.n}, k={run.k}: write-up 002's 12 outputs are 3x3's")
 
     def __init__(self, knobs: alphazero.Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -377,6 +379,8 @@ class Learner(base.Learner):
         kind = NET if self.self_play else mnk_bots.NAMES.index(run.opponent)
         self.kinds = np.array([NET if seat in run.seats else kind for seat in (1, 2)], np.int64)
         self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
+        self.bot_tree = mnk_bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
+                                      perfect=run.opponent == "perfect")
         self.images = symmetries(run.m, run.n)
         self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0
@@ -388,10 +392,9 @@ class Learner(base.Learner):
         self.game_ids = np.empty(0, np.int64)
 
     def _play(self, nets: tuple, kinds, params: Params, n: int, record: bool):
-        tree = new_tree(self.cells, self.knobs.simulations)
-        bot_tree = mnk_bots.tree(self.board, self.run.mcts_simulations if self.run.opponent == "mcts" else 1)
         return play_games(self.board, tuple(net.compiled() for net in nets), kinds, params,
-                          self.bot_simulations, tree, bot_tree, n, record)
+                          self.bot_simulations, new_tree(self.cells, self.knobs.simulations),
+                          self.bot_tree, n, record)
 
     def iterate(self) -> np.ndarray:
         played = self._play((self.best, self.best), self.kinds, self.training,

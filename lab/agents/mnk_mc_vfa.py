@@ -10,9 +10,10 @@ A separate module because 3x3's cannot be shared without changing its bits or it
 indexes afterstates by lab.game's 3**9 board codes (values cached per code in its kernel, returns
 summed by np.bincount over codes, move tables for its opponents), none of which exists beyond
 3x3. Here positions are lab.mnk's two uint64 bitboards, the opponents are lab.mnk_bots' compiled
-bots (random, onestep, block, mcts with `mcts_simulations`) and self-play gives each seat its own
-net, both playing in the compiled games (`play_games`). Afterstates are Python-int keys
-x | o << cells in a dict of [return sum, visits]. Not yet: symmetry folding (refused by lab.config).
+bots (random, onestep, block, mcts with `mcts_simulations`, perfect on boards the lab solves) and
+self-play gives each seat its own net, both playing in the compiled games (`play_games`).
+Afterstates are Python-int keys x | o << cells in a dict of [return sum, visits]. Not yet:
+symmetry folding (refused by lab.config).
 """
 
 import io
@@ -108,6 +109,8 @@ class Agent:
     self-play it holds a net per seat (`net` for seat `player`, `other` for the other one)."""
 
     algorithm = "mc_vfa"
+    games = staticmethod(play_games)
+    """the compiled games `play` plays (each bigger-board algorithm's own, same arguments)"""
 
     def __init__(self, net: MLP, player: int, shape: tuple, other: MLP | None = None):
         self.net, self.player, self.shape, self.other = net, player, tuple(shape), other
@@ -141,8 +144,8 @@ class Agent:
         net = self.seat_net(seat).compiled()
         before = kernel_stream()
         game.seed_kernels(seed)
-        _, _, _, results = play_games(self.board, (net, net), kinds, simulations,
-                                      mnk_bots.tree(self.board, opponent.simulations), games, 0.0)
+        results = self.games(self.board, (net, net), kinds, simulations,
+                             mnk_bots.tree(self.board, opponent.simulations), games, 0.0)[-1]
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 

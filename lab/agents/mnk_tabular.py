@@ -1,0 +1,207 @@
+"""What the tabular learners on bigger m,n,k boards share: reading a move's score off a table of
+visited positions (lab.mnk_table), greedy play on it, and the trained agent.
+
+mnk_q_table, mnk_td_value and mnk_negamax_q differ in what their rows hold, which `Reading` says:
+a Q value per cell of the position to move from (q_table; negamax_q with `members` tables side by
+side in a row, the greedy reading their sum), or one value per afterstate (td_value: the position
+after the move; a move that completes a line is worth 1 and one that fills the board without a
+line `draw_value`, fixed, as in 3x3's table, so finished positions are never stored).
+"""
+
+import io
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from lab import game, mnk, mnk_bots
+from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.mnk import empty_mask, wins
+from lab.mnk_table import Table, find
+
+TABLE = -1
+"""The kind, beside lab.mnk_bots' bot kinds, of a seat played from the table"""
+
+
+class Reading(NamedTuple):
+    """How a table's rows score the moves of a position."""
+
+    afterstates: bool
+    """a move scores the one value of the position after it (else: the position's row, a Q value
+    per cell)"""
+    draw_value: float
+    """afterstates: the fixed value of a move that fills the board without a line (a line: 1)"""
+    members: int
+    """Q rows: tables side by side in a row, cells values each; the greedy score is their sum"""
+
+
+@njit(cache=True)
+def place(board, x, o, side, cell):
+    """The stones after `side` (0 X, 1 O) plays `cell`, and whether that completes a line."""
+    bit = np.uint64(1) << np.uint64(cell)
+    if side == 0:
+        return x | bit, o, wins(board, x | bit, cell)
+    return x, o | bit, wins(board, o | bit, cell)
+
+
+@njit(cache=True)
+def scores_at(board, t, reading, x, o, side, member, out):
+    """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o); the
+    other cells are left as they are. Q rows: member `member`'s, or their sum if member < 0."""
+    cells = board.m * board.n
+    empty = empty_mask(board, x, o)
+    if reading.afterstates:
+        for cell in range(cells):
+            bit = np.uint64(1) << np.uint64(cell)
+            if empty & bit:
+                after_x, after_o, won = place(board, x, o, side, cell)
+                if won:
+                    out[cell] = 1.0
+                elif empty == bit:
+                    out[cell] = reading.draw_value
+                else:
+                    slot = find(t, after_x, after_o)
+                    out[cell] = t.values[slot, 0] if slot >= 0 else t.default
+        return
+    slot = find(t, x, o)
+    first, last = (0, reading.members) if member < 0 else (member, member + 1)
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)):
+            total = 0.0
+            for m in range(first, last):
+                total += t.values[slot, m * cells + cell] if slot >= 0 else t.default
+            out[cell] = total
+
+
+@njit(cache=True)
+def best_cell(scores, empty, cells):
+    """An empty cell of the highest score, ties broken uniformly at random."""
+    best = -np.inf
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] > best:
+            best = scores[cell]
+    ties = 0
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
+            ties += 1
+    pick = int(np.random.random() * ties)
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
+            if pick == 0:
+                return cell
+            pick -= 1
+    return -1
+
+
+@njit(cache=True)
+def greedy_rows(board, t, reading, xs, os, side):
+    """(len(xs), cells) probabilities of the greedy moves at each position, tied best moves
+    sharing: the policy lab.mnk_exact.exact takes."""
+    cells = board.m * board.n
+    rows = np.zeros((len(xs), cells))
+    scores = np.empty(cells)
+    for i in range(len(xs)):
+        empty = empty_mask(board, xs[i], os[i])
+        scores_at(board, t, reading, xs[i], os[i], side, -1, scores)
+        best = -np.inf
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] > best:
+                best = scores[cell]
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
+                rows[i, cell] = 1.0
+        rows[i] /= rows[i].sum()
+    return rows
+
+
+@njit(cache=True)
+def play_games(board, t, reading, kinds, simulations, tree, n):
+    """Tally [X wins, O wins, draws] of n games, seat s played greedily from the table if
+    kinds[s] == TABLE, else by that lab.mnk_bots bot."""
+    cells = board.m * board.n
+    tally = np.zeros(3, np.int64)
+    scores = np.empty(cells)
+    for _ in range(n):
+        x, o = np.uint64(0), np.uint64(0)
+        result = mnk_bots.DRAW
+        for ply in range(cells):
+            side = ply % 2
+            if kinds[side] == TABLE:
+                scores_at(board, t, reading, x, o, side, -1, scores)
+                cell = best_cell(scores, empty_mask(board, x, o), cells)
+            else:
+                cell = mnk_bots.bot_move(board, tree, kinds[side], simulations[side], x, o, side)
+            x, o, won = place(board, x, o, side, cell)
+            if won:
+                result = side
+                break
+        tally[result] += 1
+    return tally
+
+
+class Agent:
+    """Plays greedily from its table of visited positions on the board `shape` (m, n, k), in
+    either seat; subclasses name the algorithm."""
+
+    algorithm = ""
+
+    def __init__(self, table: Table, shape: tuple, reading: Reading):
+        self.table, self.shape, self.reading = table, tuple(shape), reading
+        self.board = mnk.board(*self.shape)
+
+    def policy(self, seat: int):
+        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
+        move probabilities per cell, tied best moves sharing."""
+        return lambda x, o: greedy_rows(self.board, self.table.view(), self.reading,
+                                        np.asarray(x, np.uint64), np.asarray(o, np.uint64), seat - 1)
+
+    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
+        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
+        kinds = np.array([mnk_bots.NAMES.index(opponent.name)] * 2, np.int64)
+        kinds[seat - 1] = TABLE
+        simulations = np.full(2, opponent.simulations, np.int64)
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        tally = play_games(self.board, self.table.view(), self.reading, kinds, simulations,
+                           mnk_bots.tree(self.board, opponent.simulations), games)
+        set_kernel_stream(before)
+        return tally
+
+    def arrays(self) -> dict:
+        return {**self.table.compact(), "default": np.array(self.table.default),
+                **{name: np.array(value) for name, value in self.reading._asdict().items()},
+                "board": np.array(self.shape)}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "Agent":
+        table = Table.from_entries(arrays["x"], arrays["o"], arrays["values"], float(arrays["default"]))
+        reading = Reading(bool(arrays["afterstates"]), float(arrays["draw_value"]),
+                          int(arrays["members"]))
+        return cls(table, tuple(int(v) for v in arrays["board"]), reading)
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
+        return buffer.getvalue()
+
+
+def opponents(run) -> tuple[np.ndarray, np.ndarray, mnk_bots.Tree]:
+    """(kinds, simulations, tree) of a run's seats for the compiled loops: TABLE in the seats it
+    trains in, else the kind of its lab.mnk_bots opponent, with the MCTS tree it needs."""
+    bot = None if run.opponent == "self" else mnk_bots.bot(
+        run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
+    kinds = np.array([TABLE if seat in run.seats else mnk_bots.NAMES.index(bot.name)
+                      for seat in (1, 2)], np.int64)
+    board = mnk.board(*run.game)
+    return kinds, np.full(2, run.mcts_simulations, np.int64), mnk_bots.tree(
+        board, run.mcts_simulations if run.opponent == "mcts" else 1)
+
+
+def in_batches(table: Table, per_game: int, games: int, play) -> None:
+    """Have `play(view, games_left)` play `games` games in all: it returns how many it played
+    before its next game could take the table over half full, and the table grows in between."""
+    played = 0
+    while played < games:
+        table.make_room(per_game)
+        played += play(table.view(), games - played)

@@ -1,0 +1,135 @@
+"""The ceiling on the m,n,k boards the lab solves (lab.mnk_exact: at most 16 cells, 4x4 included):
+the best win/draw/loss a perfect player reaches against random, onestep and perfect, per seat.
+
+The same criterion as 3x3's (lab.evaluate.ceiling and best_response): at its own positions the
+player keeps the minimax value (a perfect player never gives a result away) and among those moves
+plays the one maximising its expected (win - loss) under the opponent's moves, then the higher
+win (within lab.evaluate.TIE_TOLERANCE), then the lowest cell; the opponent plays as lab.mnk_exact
+has it play. One backward pass over the solved depths per opponent and seat, keeping the outcomes
+of one depth at a time. Against onestep the ceiling is random's: a player that keeps the value
+never leaves the opponent an immediate win, so onestep only plays its random moves.
+
+4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
+(tests/test_mnk_perfect.py computes them again); `python -m lab.mnk_ceiling [m n k]` computes and
+times any board's.
+"""
+
+import argparse
+import functools
+import resource
+import time
+
+import numpy as np
+from numba import njit
+
+from lab import evaluate, mnk_exact
+
+RESULTS = mnk_exact.RESULTS
+KNOWN = {
+    (4, 4, 4): {
+        ("random", 1): {"win": 0.9928649128649131, "draw": 0.007135087135087135, "loss": 0.0},
+        ("random", 2): {"win": 0.9745892237103172, "draw": 0.02541077628968253, "loss": 0.0},
+        ("onestep", 1): {"win": 0.9928649128649131, "draw": 0.007135087135087135, "loss": 0.0},
+        ("onestep", 2): {"win": 0.9745892237103172, "draw": 0.02541077628968253, "loss": 0.0},
+        ("perfect", 1): {"win": 0.0, "draw": 0.9999999999999997, "loss": 0.0},
+        ("perfect", 2): {"win": 0.0, "draw": 0.9999999999999999, "loss": 0.0},
+    },
+}
+"""Computed ceilings (`python -m lab.mnk_ceiling 4 4 4`): {(opponent, seat): {win, draw, loss}}"""
+
+
+@njit(cache=True)
+def _outcomes(kind, side, mover, winner, children, value, value_next, winner_next, after, tolerance):
+    """The (win, draw, loss) of the positions of one depth, from `side`'s view, given `after`,
+    those of the next depth: terminal ones by their winner, the player's by its best
+    value-keeping move, the opponent's (OPPONENTS[kind], `mover` here) by its move weights."""
+    out = np.zeros((len(winner), 3))
+    weights = np.empty(children.shape[1])
+    for i in range(len(winner)):
+        if winner[i] != 0:
+            out[i, 0 if winner[i] == side else 2] = 1.0
+            continue
+        row = children[i]
+        if mover == side:
+            best_score = -np.inf
+            for j in range(len(row)):
+                if value_next[row[j]] == value[i]:
+                    best_score = max(best_score, after[row[j], 0] - after[row[j], 2])
+            best, best_win = -1, -np.inf
+            for j in range(len(row)):
+                child = row[j]
+                if value_next[child] == value[i] and after[child, 0] - after[child, 2] >= \
+                        best_score - tolerance and after[child, 0] > best_win:
+                    best, best_win = child, after[child, 0]
+            out[i] = after[best]
+        else:
+            # the exact pass's own move weights, so the opponents mean the same here
+            mnk_exact._fixed_weights(kind, row, mover, value[i], value_next, winner_next, weights)
+            for j in range(len(row)):
+                out[i] += weights[j] * after[row[j]]
+    return out
+
+
+def _ceiling(solved: mnk_exact.Solved, opponent: str, player: int) -> dict:
+    side, last = (1 if player == 1 else -1), len(solved.winner) - 1
+    winner = solved.winner[last]  # every position is over: a line, or a full board drawn
+    after = np.stack([winner == side, winner == 0, winner == -side], axis=1).astype(np.float64)
+    for depth in range(len(solved.children) - 1, -1, -1):
+        after = _outcomes(mnk_exact.OPPONENTS.index(opponent), side, 1 if depth % 2 == 0 else -1,
+                          solved.winner[depth], solved.children[depth], solved.value[depth],
+                          solved.value[depth + 1], solved.winner[depth + 1], after,
+                          evaluate.TIE_TOLERANCE)
+    return dict(zip(RESULTS, after[0].tolist()))
+
+
+@functools.lru_cache(maxsize=4)
+def ceilings(m: int, n: int, k: int) -> dict:
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of mnk_exact.OPPONENTS and
+    seat (1 X, 2 O): KNOWN's if stored, else computed from the board's solution."""
+    if (m, n, k) in KNOWN:
+        return KNOWN[(m, n, k)]
+    return computed(m, n, k)
+
+
+def computed(m: int, n: int, k: int) -> dict:
+    """ceilings() computed (lab.mnk_exact.solve, cached there, and a pass per opponent and seat)."""
+    solved = mnk_exact.solve(m, n, k)
+    return {(opponent, player): _ceiling(solved, opponent, player)
+            for opponent in mnk_exact.OPPONENTS for player in (1, 2)}
+
+
+def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
+    """The ceiling {win, draw, loss} of seat `player` against `opponent` on board game = (m, n, k),
+    or None where there is none (a board the lab does not solve, an opponent it does not model)."""
+    m, n, k = game
+    if m * n > mnk_exact.MAX_CELLS or opponent not in mnk_exact.OPPONENTS:
+        return None
+    return ceilings(m, n, k)[(opponent, player)]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lab.mnk_ceiling", description=(
+        "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
+        "of a perfect player against random, onestep and perfect, per seat; timed."))
+    for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):
+        parser.add_argument(key, type=int, nargs="?", default=4, help=f"{meaning} (default 4)")
+    args = parser.parse_args(argv)
+    try:
+        mnk_exact.check_size(args.m, args.n, args.k)
+    except ValueError as refused:
+        parser.error(str(refused))
+    peak_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    started = time.perf_counter()
+    mnk_exact.solve(args.m, args.n, args.k)
+    solved_at = time.perf_counter()
+    found = computed(args.m, args.n, args.k)
+    print(f"{args.m}x{args.n} k{args.k}: solved in {solved_at - started:.1f} s, ceilings in "
+          f"{time.perf_counter() - solved_at:.1f} s; peak RSS {peak_mb():.0f} MB")
+    print(f"{'opponent':<9} {'seat':<6} {'win':>19} {'draw':>22} {'loss':>22}")
+    for (opponent, player), c in found.items():
+        print(f"{opponent:<9} {evaluate.SEATS[player]} ({player})  "
+              + " ".join(f"{c[r]!r:>22}" for r in RESULTS))
+
+
+if __name__ == "__main__":
+    main()
