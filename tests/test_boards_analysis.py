@@ -3,7 +3,10 @@
 through every view, split by game, while a 3x3-only results_dir keeps its file names and columns."""
 
 import io
+import importlib.util
 import shutil
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,6 +23,7 @@ RUNS = {
     "4x4 alpha": ("game=mnk_4_4_4", "alpha=0.1", *TINY),
     "5x5": ("game=mnk_5_5_4", "player=1", "opponent=random", "eval_games=100", *TINY[:-1], "iterations=2"),
 }
+REPO = Path(__file__).resolve().parents[1]
 TTT_FIGURES = {"mc_vfa_ttt_player2_l1_n8.png", "mc_vfa_exact_ttt_player2_l1_n8.png", "comparison_exact_win.png",
                "mc_vfa_outcomes_ttt_player2_l1_n8_a0.0154_e5_i4.png"}
 """The figures of the tiny 3x3 run, named as before bigger boards"""
@@ -151,3 +155,24 @@ def test_play_refuses_3x3_options_on_a_board_in_one_line(dirs, capsys):
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); lab.play plays 3x3 agents only" in said
     assert "no --vs, --start or --show-values" in said
+
+
+def test_the_boards_table_ranks_each_board_apart(dirs, monkeypatch, capsys):
+    """analysis/boards_table.py (docs/boards.md's table of the board sweeps): 4x4 exact with its
+    ceiling, 5x5 by games with the win's Wilson interval over the run's games, 3x3 left out."""
+    spec = importlib.util.spec_from_file_location("boards_table", REPO / "analysis" / "boards_table.py")
+    boards_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(boards_table)
+    monkeypatch.setattr(sys, "argv", ["boards_table.py", str(dirs[0])])
+    boards_table.main()
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    assert lines[0].startswith("| game | seat | against | algorithm |") and len(lines) == 2 + 3
+    four = [line.split(" | ") for line in lines[2:] if line.startswith("| mnk_4_4_4")]
+    assert len(four) == 2 and all(row[9] == "0.975 / 0.000" for row in four)  # O's ceiling vs onestep
+    assert float(four[0][8]) >= float(four[1][8])  # ranked by win - loss
+    (five,) = [line.split(" | ") for line in lines if line.startswith("| mnk_5_5_4")]
+    rates = results.load(dirs[0]).query("m == 5").dropna(subset=["evaluation"]).iloc[-1]
+    share, low, high = stats.wilson(round(rates["eval_p1_random_win"] * 100), 100)
+    assert five[5] == f"{share:.3f} [{low:.3f}, {high:.3f}]" and five[9] == ""
+    assert "ttt" not in shown

@@ -106,7 +106,8 @@ def test_every_sweep_shown_runs_as_a_dry_run(page, argv, comment, empty_dir):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", ["smoke", "writeup_mc_vfa", "writeup_q_table", "writeup_alphazero",
-                                  "writeup_td_value", "writeup_negamax_q", "all_algorithms"])
+                                  "writeup_td_value", "writeup_negamax_q", "all_algorithms",
+                                  "boards_4x4", "boards_5x5"])
 def test_the_named_sweep_tables_give_the_runs_a_sweep_plans(name, empty_dir):
     """README.md and docs/sweeps.md list the named sweeps with their runs: what a dry run plans."""
     planned = planned_runs(dry_run((f"+sweeps={name}",), empty_dir))
