@@ -38,9 +38,6 @@ def test_3x3_rows_carry_no_game_columns():
 
 
 @pytest.mark.parametrize("overrides, says", [
-    (("game=mnk_4_4_4", "algorithm=alphazero"),
-     "algorithm='alphazero' is not allowed: algorithm must be one of mc_vfa, q_table, td_value, "
-     "negamax_q, q_net on game m=4, n=4, k=4"),
     (("game=mnk_5_5_4", "opponent=perfect"),
      "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self on "
      "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),

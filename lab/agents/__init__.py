@@ -13,6 +13,7 @@ import numpy as np
 
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
+from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
 from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
 from lab.agents.mnk_negamax_q import ALGORITHM as MNK_NEGAMAX_Q
 from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
@@ -26,7 +27,7 @@ REGISTRY: dict[str, Algorithm] = {
 }
 ALGORITHMS = tuple(REGISTRY)
 BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, MNK_Q_TABLE, MNK_TD_VALUE,
-                                                     MNK_NEGAMAX_Q, MNK_Q_NET)}
+                                                     MNK_NEGAMAX_Q, MNK_Q_NET, MNK_ALPHAZERO)}
 """The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
 agent"""
 BOARD_ALGORITHMS = tuple(BOARDS)
