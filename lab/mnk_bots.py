@@ -165,7 +165,8 @@ def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @njit(cache=True)
-def _bits(mask):
+def cells_in(mask):
+    """The number of cells in a bitboard mask (its set bits)."""
     count = 0
     while mask:
         mask &= mask - np.uint64(1)
@@ -174,7 +175,7 @@ def _bits(mask):
 
 
 @njit(cache=True)
-def _winning_cells(board, stones, empty):
+def winning_cells(board, stones, empty):
     """The empty cells where a stone added to `stones` completes a line, as a mask."""
     found = np.uint64(0)
     for cell in range(board.m * board.n):
@@ -189,14 +190,14 @@ def _rule_move(board, kind, mine, theirs):
     """The move of random, onestep or block, with stones `mine` to move against `theirs`."""
     empty = empty_mask(board, mine, theirs)
     if kind != RANDOM:
-        chances = _winning_cells(board, mine, empty)
+        chances = winning_cells(board, mine, empty)
         if chances:
-            return random_move(chances, _bits(chances))
+            return random_move(chances, cells_in(chances))
         if kind == BLOCK:
-            threats = _winning_cells(board, theirs, empty)
+            threats = winning_cells(board, theirs, empty)
             if threats:
-                return random_move(threats, _bits(threats))
-    return random_move(empty, _bits(empty))
+                return random_move(threats, cells_in(threats))
+    return random_move(empty, cells_in(empty))
 
 
 @njit(cache=True)
@@ -248,7 +249,7 @@ def _select(t, node):
 def _rollout(board, x, o, side):
     """The result of a uniformly random game from the position, `side` to move."""
     empty = empty_mask(board, x, o)
-    left = _bits(empty)
+    left = cells_in(empty)
     while left > 0:
         cell = random_move(empty, left)
         bit = np.uint64(1) << np.uint64(cell)
@@ -336,7 +337,7 @@ def _mcts_move(board, t, simulations, x, o, side):
 @njit(cache=True)
 def _perfect_move(board, t, x, o):
     """A uniformly random move among those that keep the position's minimax value."""
-    depth = _bits(x | o)
+    depth = cells_in(x | o)
     if depth + 1 >= len(t.solved_starts):
         raise ValueError("the perfect bot needs the board solved: at most 16 cells, and a tree "
                          "built with its table (tree(shape, simulations))")
@@ -347,7 +348,7 @@ def _perfect_move(board, t, x, o):
         raise ValueError("the perfect bot was asked to move in a position the game cannot reach "
                          "or that is over")
     moves = np.uint64(t.solved_moves[i])
-    return random_move(moves, _bits(moves))
+    return random_move(moves, cells_in(moves))
 
 
 @njit(cache=True)

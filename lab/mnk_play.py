@@ -1,7 +1,7 @@
 """lab.play on a bigger m,n,k board: you against a trained bigger-board agent in the terminal.
 
 The board is drawn with each empty cell's number (1 top left, m * n bottom right, row by row);
-the agent plays its greedy policy (lab.agents.mnk_mc_vfa's `policy`), tied best moves drawn at
+the agent plays its greedy policy (its Agent's `policy`, as lab.mnk_evaluate takes it), tied best moves drawn at
 random. --vs, --start and --show-values are 3x3's only (lab.play refuses them here): on a bigger
 board, pit an agent against the bots with lab.mnk_bots (docs/boards.md).
 """

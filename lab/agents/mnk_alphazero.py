@@ -37,7 +37,7 @@ from lab.agents.puct import Params
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig, require
 from lab.mnk import empty_mask, wins
-from lab.mnk_bots import _bits, _winning_cells
+from lab.mnk_bots import cells_in, winning_cells
 from lab.nets import MLP, forward
 
 NET = -1
@@ -126,7 +126,7 @@ def _forks(board, mine, empty):
     found = np.uint64(0)
     for cell in range(board.m * board.n):
         bit = np.uint64(1) << np.uint64(cell)
-        if empty & bit and _bits(_winning_cells(board, mine | bit, empty & ~bit)) >= 2:
+        if empty & bit and cells_in(winning_cells(board, mine | bit, empty & ~bit)) >= 2:
             found |= bit
     return found
 
@@ -148,11 +148,11 @@ def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
     if not root and wins(board, theirs, cell):
         value[node] = -1.0
     elif empty != 0:
-        chances = _winning_cells(board, mine, empty)
-        threats = _winning_cells(board, theirs, empty)
+        chances = winning_cells(board, mine, empty)
+        threats = winning_cells(board, theirs, empty)
         if chances:
             moves[node], value[node] = chances, 1.0
-        elif _bits(threats) >= 2:
+        elif cells_in(threats) >= 2:
             value[node] = -1.0
         elif threats:
             exact[node], moves[node] = False, threats
@@ -301,7 +301,7 @@ def most_visited(board, net, xs, os, params, tree):
     out = np.zeros((xs.shape[0], cells))
     inputs = np.empty((1, cells), dtype=net[0][0].dtype)
     for i in range(xs.shape[0]):
-        side = 0 if _bits(xs[i]) == _bits(os[i]) else 1
+        side = 0 if cells_in(xs[i]) == cells_in(os[i]) else 1
         counts = search(board, net, xs[i], os[i], side, params, tree, inputs)
         best = counts == counts.max()
         out[i] = best / best.sum()
