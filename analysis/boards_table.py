@@ -36,7 +36,7 @@ def _win(runs: pd.DataFrame, vs: str) -> str:
         return f"{win:.3f}"
     games = runs[f"{vs}_games"]
     _, low, high = stats.wilson(int((runs[f"{vs}_win"] * games).round().sum()), int(games.sum()))
-    return f"{win:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{win:.4f} [{low:.4f}, {high:.4f}]"  # 9,600 games: a point's interval is 0.0004 wide at 0 or 1
 
 
 def rows(curves: pd.DataFrame) -> pd.DataFrame:

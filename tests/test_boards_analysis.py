@@ -174,5 +174,5 @@ def test_the_boards_table_ranks_each_board_apart(dirs, monkeypatch, capsys):
     (five,) = [line.split(" | ") for line in lines if line.startswith("| mnk_5_5_4")]
     rates = results.load(dirs[0]).query("m == 5").dropna(subset=["evaluation"]).iloc[-1]
     share, low, high = stats.wilson(round(rates["eval_p1_random_win"] * 100), 100)
-    assert five[5] == f"{share:.3f} [{low:.3f}, {high:.3f}]" and five[9] == ""
+    assert five[5] == f"{share:.4f} [{low:.4f}, {high:.4f}]" and five[9] == ""
     assert "ttt" not in shown
