@@ -9,6 +9,8 @@ search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards, e
 module there (mnk_<name>.py; mnk_tabular.py is what the tabular ones share).
 """
 
+import functools
+
 import numpy as np
 
 from lab import opponents
@@ -41,6 +43,7 @@ def get(name: str, bigger_board: bool = False) -> Algorithm:
     return registry[name]
 
 
+@functools.cache  # asked once per configuration a sweep plans
 def knob_names() -> tuple[str, ...]:
     """Every algorithm's knobs, each once, in registry order."""
     return tuple(dict.fromkeys(n for a in REGISTRY.values() for n in a.Config.names()))
