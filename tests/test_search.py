@@ -190,3 +190,17 @@ def test_the_search_draws_and_reports_in_another_process_than_its_driver(tmp_pat
     assert "DRIVER IMPORTED []" in done.stdout
     assert "search figures in" in done.stdout and (tmp_path / "results" / results.SEARCH / "knobs.png").exists()
     assert f"report in {tmp_path / 'results' / '_report' / 'index.html'}" in done.stdout
+
+
+def test_a_search_runs_on_a_bigger_board(tmp_path):
+    """Issue 26: the search works on every game: its trials are 4x4 runs, evaluated exactly."""
+    done = sweep(["--multirun", "hydra/sweeper=search", "hydra.sweeper.num_samples=2",
+                  "hydra.sweeper.objective=random", "game=mnk_4_4_4", "algorithm=q_net", "opponent=random",
+                  "player=1", "iterations=20", "eval_every=10", "alpha=interval(0.05,0.2)",
+                  "hydra.launcher.parallel=false", "results_dir=results"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trained = rows(tmp_path / "results")
+    assert trained["run_id"].nunique() == 2 and (trained[["m", "n", "k"]] == 4).all().all()
+    assert set(trained["evaluation"].dropna()) == {"exact"}
+    best = yaml.safe_load((tmp_path / "results" / "_search" / "best.yaml").read_text())
+    assert best["m"] == 4 and {"override /algorithm": "q_net"} in best["defaults"]
