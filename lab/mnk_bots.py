@@ -32,7 +32,6 @@ interval (lab.stats), marked `evaluation: "games"` (lab.evaluate's 3x3 figures a
 """
 
 import functools
-from math import sqrt
 from typing import NamedTuple
 
 import numpy as np
