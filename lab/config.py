@@ -176,12 +176,14 @@ def check_settings(cfg) -> tuple[Path, bool, str]:
 def identity(run: RunConfig, knobs: Knobs) -> dict:
     """Everything that determines what a run computes, and nothing else: the game keys only where
     they matter (m, n, k off 3x3, mcts_simulations against mcts, eval_games where evaluation is by
-    games), so a 3x3 run keeps the identity and run id it had before bigger boards."""
+    games), so a 3x3 run keeps the identity and run id it had before bigger boards; likewise an
+    algorithm's knob added later, at the value runs had before it (its Config's ADDED)."""
     unused = {"mcts_simulations": run.opponent != "mcts",
               "eval_games": not run.bigger_board or run.m * run.n <= mnk_exact.MAX_CELLS,
               **dict.fromkeys(("m", "n", "k"), not run.bigger_board)}
     return {**{key: value for key, value in dataclasses.asdict(run).items() if not unused.get(key)},
-            **dataclasses.asdict(knobs)}
+            **{key: value for key, value in dataclasses.asdict(knobs).items()
+               if key not in knobs.ADDED or value != knobs.ADDED[key]}}
 
 
 def run_id(run: RunConfig, knobs: Knobs) -> str:

@@ -50,6 +50,8 @@ class Knobs:
     """Base of every algorithm's Config: checks each field's type and the shared rules, stores
     each value in its field's type (canonical: 1 and 1.0 are one float), then runs `check`."""
 
+    ADDED = {}  # knobs added after runs were stored -> the value those runs had (lab.config.identity)
+
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):

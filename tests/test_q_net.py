@@ -3,12 +3,12 @@ import pytest
 
 from lab import game
 from lab.compose import compose
-from lab.config import parse
+from lab.config import job, parse
 from lab.knobs import ConfigError
 from lab.evaluate import exact
 
 
-NOTEBOOK = ("neurons=32", "alpha=0.3", "gamma=0.8", "epsilon_final=0.01", "epochs=10",
+NOTEBOOK = ("neurons=32", "alpha=0.3", "gamma=0.8", "loss_reward=-1", "epsilon_final=0.01", "epochs=10",
             "symmetry=false")
 """q_net's defaults before issue 12's search: the notebook's net, gamma and final epsilon"""
 
@@ -30,7 +30,7 @@ def _board(*moves):
 
 def test_td_targets_signs_and_ends(make_learner):
     """The seed notebook's sample builder had sign and off-by-one defects: check each target."""
-    learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8")
+    learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-1")
     learner.q[:] = 0.5  # every Q(next) reads 0.5
     x_wins = _board(0, 3, 1, 4, 2)  # X takes the top row on its 3rd move
     o_wins = _board(0, 3, 1, 4, 8, 5)  # O takes the middle row after X's 3rd move
@@ -44,13 +44,44 @@ def test_td_targets_signs_and_ends(make_learner):
     # r + gamma Q(next) while the agent moves again; the final reward (X's view) when it does not
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -1.0])
 
-    as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8")
+    as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8", "loss_reward=-1")
     as_o.q[:] = 0.5
     states, actions, targets = as_o._samples(trajectories, moves, winners)
     assert states.tolist() == [x_wins[1], x_wins[3], o_wins[1], o_wins[3], o_wins[5]]
     assert actions.tolist() == [3, 4, 3, 4, 5]
     # O's view: X's win after O's move is -1, O's own win +1
     assert targets.tolist() == pytest.approx([0.4, -1.0, 0.4, 0.4, 1.0])
+
+
+def test_a_loss_is_worth_loss_reward(make_learner):
+    """loss_reward replaces the -1 of a lost game's final target, nothing else."""
+    learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-3")
+    learner.q[:] = 0.5
+    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
+    trajectories[0, :5], trajectories[1, :6] = _board(0, 3, 1, 4, 2)[1:], _board(0, 3, 1, 4, 8, 5)[1:]
+    moves[0, :5], moves[1, :6] = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
+    _, _, targets = learner._samples(trajectories, moves, np.array([1, -1]))
+    assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -3.0])
+
+
+def test_loss_reward_at_minus_one_keeps_the_run_ids_from_before_the_knob():
+    """A run at -1 (what q_net computed before loss_reward was a knob) leaves it out of its
+    identity: the ids are the ones main gave these runs before the knob existed."""
+    assert job(compose("algorithm=q_net", "opponent=onestep")).run_id == "6ed1938bb6866712"
+    before = job(compose("algorithm=q_net", "opponent=random", "player=2", "gamma=0.858", "loss_reward=-1"))
+    assert before.run_id == "a40182823e35d0d5" and "loss_reward" not in before.identity()
+    assert job(compose("algorithm=q_net", "opponent=random")).identity()["loss_reward"] == -3.0
+
+
+def test_against_random_the_defaults_are_loss_averse():
+    """conf/matchup/ttt_q_net_random.yaml: against random only, on 3x3 only; the command line wins."""
+    def knobs(*overrides):
+        cfg = compose("algorithm=q_net", *overrides)
+        return cfg["gamma"], cfg["loss_reward"]
+    assert knobs("opponent=random") == (0.9, -3.0)
+    assert knobs("opponent=onestep") == knobs("opponent=self") == (0.858, -1.0)
+    assert knobs("opponent=random", "game=mnk_4_4_4") == (0.858, -1.0)
+    assert knobs("opponent=random", "loss_reward=-1", "gamma=0.95") == (0.95, -1.0)
 
 
 def test_recorded_moves_are_the_moves_played(make_learner):
@@ -73,6 +104,8 @@ def test_epsilon_decays_geometrically_to_its_final_value(make_learner):
 def test_bad_knobs_are_refused():
     with pytest.raises(ConfigError, match="epsilon_final"):
         parse(compose("algorithm=q_net", "epsilon_final=0"))
+    with pytest.raises(ConfigError, match=r"loss_reward=0\.0 is not allowed: loss_reward must be negative"):
+        parse(compose("algorithm=q_net", "loss_reward=0"))
     assert parse(compose("algorithm=q_net", "opponent=self"))[0].seats == (1, 2)  # self-play
 
 
@@ -115,7 +148,6 @@ def test_self_play_fits_each_net_on_its_own_seats_moves(make_learner):
 
 def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
     """The rows measured before self-play existed (commit 58fe5a8), with the defaults of then."""
-    from lab.config import job
     from lab.run import run
     rows = run(job(compose("algorithm=q_net", *NOTEBOOK, "player=1", "opponent=random",
                            "episodes_per_update=50", "iterations=10", "seed=3"))).rows

@@ -28,7 +28,8 @@ from lab.run import run
 GOLDEN = Path(__file__).with_name("golden_runs.json")
 RUNS = {
     "mc_vfa": ["iterations=200", "episodes_per_update=10", "eval_every=50"],
-    "q_net": ["opponent=random", "player=1", "iterations=40", "episodes_per_update=100", "eval_every=10"],
+    "q_net": ["opponent=random", "player=1", "iterations=40", "episodes_per_update=100", "eval_every=10",
+              "gamma=0.858", "loss_reward=-1"],
     "alphazero": ["iterations=3", "episodes_per_update=20", "eval_every=1"],
     "q_table": ["iterations=20", "episodes_per_update=100", "eval_every=5", "alpha=0.28", "epsilon_decay_per_game=0.99985"],
     "td_value": ["iterations=20", "episodes_per_update=100", "eval_every=5"],

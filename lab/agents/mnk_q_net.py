@@ -4,8 +4,8 @@ The algorithm is lab.agents.q_net's (its knobs, its `Config`): between updates t
 fixed and the `episodes_per_update` games of an iteration are played with it, epsilon-greedy;
 each agent move (s, a) gets the on-policy TD target gamma Q(s', a'), where (s', a') is the
 agent's next position and move in that game, with Q from the net that played the games, or the
-final reward alone (+1 win, -1 loss, 0 draw, from the agent's side) when the game ends at that
-move or at the opponent's reply. The net then takes `epochs` full-batch gradient steps on the
+final reward alone (+1 win, `loss_reward` loss, 0 draw, from the agent's side) when the game
+ends at that move or at the opponent's reply. The net then takes `epochs` full-batch gradient steps on the
 mean squared TD error, distinct (position, move) samples weighted by their count (the same
 gradient). Epsilon decays geometrically from `epsilon` at the first iteration to
 `epsilon_final` at the last. In self-play (`opponent=self`) each seat has its own net, the net
@@ -171,7 +171,8 @@ class Learner(base.Learner):
         taken = np.zeros(played.shape)
         taken[played] = net(cell_inputs(x, o, self.cells, net.weights[0].dtype))[np.arange(len(moves)), moves]
         next_q = np.hstack([taken[:, 1:], np.zeros((n, 1))])
-        reward = np.where(results == seat - 1, 1.0, np.where(results == mnk_bots.DRAW, 0.0, -1.0))
+        reward = np.where(results == seat - 1, 1.0,
+                          np.where(results == mnk_bots.DRAW, 0.0, self.knobs.loss_reward))
         targets = np.where(continues, self.knobs.gamma * next_q, reward[:, None])
         return x, o, moves, targets[played]
 

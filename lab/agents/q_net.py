@@ -2,7 +2,8 @@
 
 The agent plays seat `player` against a fixed opponent. A net of `layers` x `neurons` tanh units
 with a linear output maps 18 inputs, the 9 cells (1 X, -1 O, 0 empty) and the move one-hot, to
-Q(board, move): the expected discounted result from the agent's side (+1 win, -1 loss, 0 draw).
+Q(board, move): the expected discounted result from the agent's side (+1 win, `loss_reward` (-1)
+loss, 0 draw).
 
 Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
 played as one batch, move by move, with one vectorised net pass per move over the new positions
@@ -35,6 +36,8 @@ MOVES = np.eye(9)
 
 @dataclass(frozen=True)
 class Config(Knobs):
+    ADDED = {"loss_reward": -1.0}  # a run at -1 keeps the run id it had before the knob
+
     layers: int
     """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the write-up's first net)"""
     neurons: int
@@ -43,6 +46,9 @@ class Config(Knobs):
     """gradient step size (on the mean squared TD error of a batch)"""
     gamma: float
     """discount of the TD target r + gamma Q(next)"""
+    loss_reward: float
+    """reward of a lost game (a win is +1, a draw 0): -1 values a loss like a win's opposite; below -1
+    the agent gives up some wins to lose less (at -1 left out of the run id and the results)"""
     epsilon: float
     """probability of a random move at the first iteration"""
     epsilon_final: float
@@ -57,6 +63,7 @@ class Config(Knobs):
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
         require(0 < self.epsilon_final <= 1, "epsilon_final", self.epsilon_final, "in (0, 1]")
         require(self.epochs >= 1, "epochs", self.epochs, "a positive integer")
+        require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative (a loss is worse than a draw)")
 
 
 def q_inputs(codes: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
@@ -174,7 +181,8 @@ class Learner(base.Learner):
         next_states, next_actions = before[:, columns + 2], moves[:, columns + 2]
         played = afters >= 0
         continues = before[:, columns + 3] >= 0  # the agent moves again in this episode
-        reward = np.broadcast_to((side(seat) * winners)[:, None], played.shape)
+        result = side(seat) * winners
+        reward = np.broadcast_to(np.where(result < 0, self.knobs.loss_reward, result)[:, None], played.shape)
         next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
         targets = np.where(continues, self.knobs.gamma * next_q, reward)
         return states[played], actions[played], targets[played]
