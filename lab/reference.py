@@ -114,6 +114,18 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
              f"`conf/algorithm/{name}.yaml`.", "", *_table(rows), ""]
     if changed:
         lines += [f"Its yaml also sets {', '.join(changed)}.", ""]
+    return lines + _matchup_lines(name)
+
+
+def _matchup_lines(name: str) -> list[str]:
+    """What conf/matchup/<game>_<name>_<opponent>.yaml sets against one opponent, a line a file."""
+    folder = importlib.resources.files(CONF_PACKAGE).joinpath("matchup")
+    lines = []
+    for file in sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name):
+        game, _, opponent = file.name.removesuffix(".yaml").partition(f"_{name}_")
+        if opponent:
+            knobs = ", ".join(f"`{key}={shown(value)}`" for key, value in _yaml(f"matchup/{file.name}").items())
+            lines += [f"Against `opponent={opponent}` on `game={game}` (`conf/matchup/{file.name}`): {knobs}.", ""]
     return lines
 
 
