@@ -26,7 +26,7 @@ CASES = {
                   "draw_value=0", "episodes_per_update=10000"], 200_000),
     "negamax_q": (["algorithm=negamax_q", "opponent=random", "player=1", "episodes_per_update=10000"], 200_000),
     "q_net": (["algorithm=q_net", "opponent=random", "player=1", "episodes_per_update=100",
-               "neurons=32", "alpha=0.3", "gamma=0.8", "epsilon_final=0.01", "epochs=10",
+               "neurons=32", "alpha=0.3", "gamma=0.8", "loss_reward=-1", "epsilon_final=0.01", "epochs=10",
                "symmetry=false"], 20_000),
 }
 
