@@ -75,8 +75,9 @@ def shared_defaults() -> dict:
 
 
 def algorithm_defaults(name: str) -> dict:
-    """The configuration `python -m lab.sweep algorithm=NAME` runs (results_dir aside)."""
-    return compose(f"algorithm={name}")
+    """The configuration `python -m lab.sweep algorithm=NAME` runs (results_dir aside), without
+    the knobs conf/matchup sets against its opponent (listed apart, `_matchup_lines`)."""
+    return compose(f"algorithm={name}", "~matchup")
 
 
 def _table(rows) -> list[str]:

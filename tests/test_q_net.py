@@ -67,21 +67,23 @@ def test_a_loss_is_worth_loss_reward(make_learner):
 def test_loss_reward_at_minus_one_keeps_the_run_ids_from_before_the_knob():
     """A run at -1 (what q_net computed before loss_reward was a knob) leaves it out of its
     identity: the ids are the ones main gave these runs before the knob existed."""
-    assert job(compose("algorithm=q_net", "opponent=onestep")).run_id == "6ed1938bb6866712"
+    before_matchup = ("alpha=0.15", "gamma=0.858", "epsilon_final=0.016", "epochs=20")  # the knobs of then
+    assert job(compose("algorithm=q_net", "opponent=onestep", *before_matchup)).run_id == "6ed1938bb6866712"
     before = job(compose("algorithm=q_net", "opponent=random", "player=2", "gamma=0.858", "loss_reward=-1"))
     assert before.run_id == "a40182823e35d0d5" and "loss_reward" not in before.identity()
     assert job(compose("algorithm=q_net", "opponent=random")).identity()["loss_reward"] == -3.0
 
 
-def test_against_random_the_defaults_are_loss_averse():
-    """conf/matchup/ttt_q_net_random.yaml: against random only, on 3x3 only; the command line wins."""
+def test_the_matchup_files_apply_to_their_opponent_on_3x3_only():
+    """conf/matchup/ttt_q_net_random.yaml (loss-averse) and ttt_q_net_onestep.yaml (a longer fit):
+    against that opponent, on 3x3; the command line wins."""
     def knobs(*overrides):
         cfg = compose("algorithm=q_net", *overrides)
-        return cfg["gamma"], cfg["loss_reward"]
-    assert knobs("opponent=random") == (0.9, -3.0)
-    assert knobs("opponent=onestep") == knobs("opponent=self") == (0.858, -1.0)
-    assert knobs("opponent=random", "game=mnk_4_4_4") == (0.858, -1.0)
-    assert knobs("opponent=random", "loss_reward=-1", "gamma=0.95") == (0.95, -1.0)
+        return cfg["gamma"], cfg["loss_reward"], cfg["epochs"]
+    assert knobs("opponent=random") == (0.9, -3.0, 20)
+    assert knobs("opponent=onestep") == (0.889, -1.0, 40)
+    assert knobs("opponent=self") == knobs("opponent=random", "game=mnk_4_4_4") == (0.858, -1.0, 20)
+    assert knobs("opponent=random", "loss_reward=-1", "gamma=0.95") == (0.95, -1.0, 20)
 
 
 def test_recorded_moves_are_the_moves_played(make_learner):
