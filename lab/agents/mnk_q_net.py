@@ -5,9 +5,9 @@ fixed and the `episodes_per_update` games of an iteration are played with it, ep
 each agent move (s, a) gets the on-policy TD target gamma Q(s', a'), where (s', a') is the
 agent's next position and move in that game, with Q from the net that played the games, or the
 final reward alone (+1 win, `loss_reward` loss, 0 draw, from the agent's side) when the game
-ends at that move or at the opponent's reply. The net then takes `epochs` full-batch gradient steps on the
-mean squared TD error, distinct (position, move) samples weighted by their count (the same
-gradient). Epsilon decays geometrically from `epsilon` at the first iteration to
+ends at that move or at the opponent's reply. The net then takes `epochs` full-batch gradient
+steps on the mean squared TD error, distinct (position, move) samples weighted by their count
+(the same gradient). Epsilon decays geometrically from `epsilon` at the first iteration to
 `epsilon_final` at the last. In self-play (`opponent=self`) each seat has its own net, the net
 of the side to move plays, and each net fits its own seat's moves.
 
