@@ -4,6 +4,7 @@ sampler seeded per trial, and the journal that waits in memory until a trial end
 import numpy as np
 import optuna
 import pytest
+import yaml
 
 from lab.search import study
 from lab.search.settings import Settings
@@ -69,3 +70,19 @@ def test_the_journal_waits_in_memory_until_flushed(tmp_path):
     assert [t.value for t in s.get_trials()] == [0.5, 0.7]
     store.flush()
     assert len(optuna.load_study(study_name=study.STUDY, storage=reader).get_trials()) == 2
+
+
+def test_best_yaml_sets_a_knob_the_run_id_leaves_out(tmp_path):
+    """q_net's loss_reward at -1 is not in the run's identity (Config.ADDED), yet against random a
+    matchup file makes it -3: best.yaml must say -1, or running it again trains another run."""
+    from lab.compose import compose
+    from lab.config import job
+    from lab.search import outcome
+    base = compose("algorithm=q_net", "opponent=random", "loss_reward=-1", "iterations=10")
+    best = outcome.Configuration("trial 0", {"alpha": 0.2}, "finished", [[10, [0.5]]], ["r"])
+    again = outcome.write_best(best, base, Settings(seeds=1), tmp_path)
+    assert "loss_reward=-1.0" in again.split()
+    knobs = yaml.safe_load((tmp_path / "_search" / outcome.BEST).read_text())
+    overrides = [f"{k}={v}" for k, v in knobs.items() if k != "defaults"]
+    assert knobs["loss_reward"] == -1.0
+    assert job(compose("algorithm=q_net", "opponent=random", *overrides)).run_id == job({**base, "alpha": 0.2}).run_id

@@ -79,6 +79,8 @@ def write_best(best: Configuration, base: dict, settings: Settings, results_dir:
     job = config.job({**base, **best.params})
     derived = ("eval_every",) if base.get("eval_every") is None else ()  # else set as the search set it
     knobs = {k: v for k, v in job.identity().items() if k not in ("seed", *derived) and v is not None}
+    # a knob the identity leaves out at its old value is still set: a matchup file may change it
+    knobs.update({k: getattr(job.knobs, k) for k in job.knobs.ADDED})
     groups = {k: knobs.pop(k) for k in ("algorithm", "opponent")}
     again = " ".join(f"{k}={v}" for k, v in {**groups, **knobs}.items())
     values = ", ".join(f"{v:.4f}" for v in best.curve[-1][1])
