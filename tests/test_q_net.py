@@ -28,16 +28,24 @@ def _board(*moves):
     return codes
 
 
+X_WINS, O_WINS = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
+"""X takes the top row on its 3rd move; O takes the middle row after X's 3rd move"""
+
+
+def _two_games():
+    """(trajectories, moves, winners) of the games X_WINS and O_WINS, as a batch of episodes."""
+    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
+    for g, game_moves in enumerate((X_WINS, O_WINS)):
+        trajectories[g, :len(game_moves)], moves[g, :len(game_moves)] = _board(*game_moves)[1:], game_moves
+    return trajectories, moves, np.array([1, -1])
+
+
 def test_td_targets_signs_and_ends(make_learner):
     """The seed notebook's sample builder had sign and off-by-one defects: check each target."""
     learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-1")
     learner.q[:] = 0.5  # every Q(next) reads 0.5
-    x_wins = _board(0, 3, 1, 4, 2)  # X takes the top row on its 3rd move
-    o_wins = _board(0, 3, 1, 4, 8, 5)  # O takes the middle row after X's 3rd move
-    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
-    trajectories[0, :5], trajectories[1, :6] = x_wins[1:], o_wins[1:]
-    moves[0, :5], moves[1, :6] = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
-    winners = np.array([1, -1])
+    x_wins, o_wins = _board(*X_WINS), _board(*O_WINS)
+    trajectories, moves, winners = _two_games()
     states, actions, targets = learner._samples(trajectories, moves, winners)
     assert states.tolist() == [0, x_wins[2], x_wins[4], 0, o_wins[2], o_wins[4]]
     assert actions.tolist() == [0, 1, 2, 0, 1, 8]
@@ -57,10 +65,7 @@ def test_a_loss_is_worth_loss_reward(make_learner):
     """loss_reward replaces the -1 of a lost game's final target, nothing else."""
     learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-3")
     learner.q[:] = 0.5
-    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
-    trajectories[0, :5], trajectories[1, :6] = _board(0, 3, 1, 4, 2)[1:], _board(0, 3, 1, 4, 8, 5)[1:]
-    moves[0, :5], moves[1, :6] = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
-    _, _, targets = learner._samples(trajectories, moves, np.array([1, -1]))
+    _, _, targets = learner._samples(*_two_games())
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -3.0])
 
 
