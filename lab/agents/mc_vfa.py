@@ -8,9 +8,9 @@ need once, when first needed, with the compiled forward pass of lab.nets (the ga
 iteration meet about a fifth of the agent's 2,700 afterstates; a numpy pass over all of them took
 half of the iteration's time). After them every afterstate the agent produced gets the
 every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, `loss_reward` (-1)
-loss, 0 otherwise) and the net takes one full-batch gradient step towards those means. `play_episodes` is the
-compiled batch of games; `reference_train` states the whole algorithm one game at a time in plain
-Python (against a fixed opponent).
+loss, 0 otherwise; `targets`) and the net takes one full-batch gradient step towards those means.
+`play_episodes` is the compiled batch of games; `reference_train` states the whole algorithm one
+game at a time in plain Python (against a fixed opponent).
 
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning from
 the same games: X's net plays in the compiled games as above, and O's, whose policy is just as
@@ -65,7 +65,8 @@ class Config(Knobs):
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
-        require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative (a loss is worse than a draw)")
+        require(self.loss_reward < 0, "loss_reward", self.loss_reward,
+                "negative (a loss is worse than a draw)")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
         require(self.precision in PRECISIONS, "precision", self.precision,
                 f"one of {', '.join(PRECISIONS)}")
