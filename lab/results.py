@@ -101,10 +101,14 @@ def schema() -> pa.Schema:
     fields = {"run_id": pa.string()}
     for key, kind in typing.get_type_hints(RunConfig).items():
         fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
-    for algorithm in agents.REGISTRY.values():
-        for key, kind in typing.get_type_hints(algorithm.Config).items():
-            if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
-                raise TypeError(f"knob {key!r} has two types across algorithms")
+    # A knob an algorithm added later (its Config's ADDED) comes after the others: where another
+    # algorithm has it already, the column keeps its place, so files and fingerprints keep theirs.
+    knobs = [(key, kind) for added in (False, True) for algorithm in agents.REGISTRY.values()
+             for key, kind in typing.get_type_hints(algorithm.Config).items()
+             if (key in algorithm.Config.ADDED) == added]
+    for key, kind in knobs:
+        if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
+            raise TypeError(f"knob {key!r} has two types across algorithms")
     fields.update(METRICS)
     fields.update(TIMING)
     fields.update(EVALUATION)

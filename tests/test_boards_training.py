@@ -13,11 +13,14 @@ from lab.knobs import ConfigError
 from lab.run import Training, run
 from sweeping import clean_env, sweep
 
+MC_VFA_BEFORE_MATCHUP = ("loss_reward=-1", "gamma=0.95", "alpha=0.0154", "iterations=10000",
+                         "epsilon_decay_per_update=0.99957")
+"""mc_vfa's knobs against random before conf/matchup/ttt_mc_vfa_random.yaml"""
 TTT_RUN_IDS = {
     (): "202402c9e2cef9f0",
     ("algorithm=q_table",): "7ccc597959d2b226",
     ("algorithm=alphazero",): "9c0884f7345383e7",
-    ("opponent=random", "player=1", "layers=2"): "900f8c5995478cc5",
+    ("opponent=random", "player=1", "layers=2", *MC_VFA_BEFORE_MATCHUP): "900f8c5995478cc5",
     ("opponent=self",): "dd12d66752441967",
     ("algorithm=td_value", "opponent=block"): "e541b28f52d0e0c4",
 }

@@ -168,6 +168,39 @@ def test_self_play_with_decaying_epsilon_learns_both_seats(make_learner):
 
 
 
+def test_a_loss_is_worth_loss_reward_and_the_targets_stay_inside_tanh():
+    from lab.agents.mc_vfa import targets
+    results = np.array([1, 0, -1, -1, 1])
+    assert targets(results, -1.0).tolist() == [1.0, 0.0, -1.0, -1.0, 1.0]
+    assert targets(results, -0.5).tolist() == [1.0, 0.0, -0.5, -0.5, 1.0]
+    # below -1 every reward is divided by 3: a win 1/3, a loss -1, the order of values kept
+    assert targets(results, -3.0).tolist() == pytest.approx([1 / 3, 0.0, -1.0, -1.0, 1 / 3])
+
+
+def test_loss_averse_monte_carlo_returns(make_learner):
+    """The first iteration's games depend on the seed alone, so each afterstate's return sum is
+    W + r L for a loss reward r (W the discounted wins, L the discounted losses): two runs give W
+    and L, and at -3 the net fits (W - 3 L) / 3."""
+    sums = {}
+    for loss_reward in (-1, -0.5, -3):
+        learner = make_learner("mc_vfa", f"loss_reward={loss_reward}", "memory=keep", "epsilon=0.5",
+                               "episodes_per_update=200", "seed=4")
+        learner.iterate()
+        sums[loss_reward] = learner.return_sums[2]
+    losses = 2 * (sums[-0.5] - sums[-1])
+    wins = sums[-1] + losses
+    assert (wins > 0).sum() > 20 and (losses > 0).sum() > 20
+    np.testing.assert_allclose(sums[-3], (wins - 3 * losses) / 3, atol=1e-12)
+
+
+def test_loss_reward_at_minus_one_is_left_out_of_the_identity():
+    """A run at -1 keeps the id it had before the knob (tests/test_boards_training.py's ids)."""
+    assert "loss_reward" not in job(compose("algorithm=mc_vfa")).identity()
+    assert job(compose("algorithm=mc_vfa", "opponent=random")).identity()["loss_reward"] == -2.17
+    with pytest.raises(ValueError, match="loss_reward=0.5 is not allowed: loss_reward must be negative"):
+        job(compose("algorithm=mc_vfa", "loss_reward=0.5"))
+
+
 def test_symmetry_keeps_one_monte_carlo_mean_per_symmetry_class(make_learner):
     learner = make_learner("mc_vfa", "symmetry=true", "memory=keep", "layers=2", "neurons=8",
                            "epsilon=0.5", "episodes_per_update=200", "seed=5")

@@ -23,7 +23,7 @@ def test_help_lists_exactly_the_labs_groups(tmp_path):
     assert listed == ["algorithm", "board", "game", "matchup", "members", "net", "opponent", "sweeps"]
     assert "game: mnk_4_4_4, mnk_5_5_4, ttt" in groups
     assert "board: mnk_4_4_4_alphazero, mnk_4_4_4_mc_vfa," in groups  # chosen by game and algorithm
-    assert "matchup: ttt_q_net_onestep, ttt_q_net_random" in groups  # chosen by game, algorithm and opponent
+    assert "matchup: ttt_mc_vfa_random, ttt_q_net_onestep, ttt_q_net_random" in groups  # chosen by game, algorithm and opponent
     assert ("sweeps: all_algorithms, boards_4x4, boards_5x5, search_alphazero, search_mc_vfa, search_negamax_q, search_q_net, "
             "search_q_table, search_td_value, smoke, writeup_alphazero, writeup_mc_vfa, writeup_negamax_q, "
             "writeup_q_table, writeup_td_value"

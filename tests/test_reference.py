@@ -50,17 +50,19 @@ def test_every_key_of_an_algorithm_yaml_is_a_knob_it_has(name):
 
 @pytest.mark.parametrize("path", sorted((REPO / "conf" / "matchup").glob("*.yaml")), ids=lambda p: p.stem)
 def test_a_matchup_file_is_a_game_an_algorithm_and_an_opponent_and_sets_their_knobs(path):
-    """conf/matchup/<game>_<algorithm>_<opponent>.yaml: Hydra picks it by name only, so a misspelt
-    name or key would be silently ignored; here it is not."""
+    """conf/matchup/<game>_<algorithm>_<opponent>.yaml sets the algorithm's knobs (and, like its
+    yaml, the run's budget): Hydra picks it by name only, so a misspelt name or key would be
+    silently ignored; here it is not."""
     games, opponents = ({p.stem for p in (REPO / "conf" / group).glob("*.yaml")} for group in ("game", "opponent"))
     named = [(game, name, opponent) for name in agents.ALGORITHMS
              for game, _, opponent in [path.stem.partition(f"_{name}_")] if game in games and opponent in opponents]
     assert len(named) == 1, f"{path.name} is not <game>_<algorithm>_<opponent>.yaml"
     game, name, opponent = named[0]
     raw = OmegaConf.to_container(OmegaConf.load(path))
-    assert set(raw) <= set(agents.get(name).Config.names()), f"{path.name} sets knobs {name} has not"
+    knobs = set(agents.get(name).Config.names())
+    assert set(raw) <= knobs | set(RUN_KEYS), f"{path.name} sets knobs {name} has not"
     composed = config.job(compose(f"game={game}", f"algorithm={name}", f"opponent={opponent}"))
-    assert {key: getattr(composed.knobs, key) for key in raw} == raw
+    assert {key: getattr(composed.knobs if key in knobs else composed.run, key) for key in raw} == raw
 
 
 def test_every_key_of_config_yaml_is_a_knob():

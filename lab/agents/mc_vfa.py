@@ -7,10 +7,10 @@ iteration are played as one batch by a compiled kernel that values each aftersta
 need once, when first needed, with the compiled forward pass of lab.nets (the games of one
 iteration meet about a fifth of the agent's 2,700 afterstates; a numpy pass over all of them took
 half of the iteration's time). After them every afterstate the agent produced gets the
-every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, -1 loss, 0 otherwise)
-and the net takes one full-batch gradient step towards those means. `play_episodes` is the
-compiled batch of games; `reference_train` states the whole algorithm one game at a time in plain
-Python (against a fixed opponent).
+every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, `loss_reward` (-1)
+loss, 0 otherwise; `targets`) and the net takes one full-batch gradient step towards those means.
+`play_episodes` is the compiled batch of games; `reference_train` states the whole algorithm one
+game at a time in plain Python (against a fixed opponent).
 
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning from
 the same games: X's net plays in the compiled games as above, and O's, whose policy is just as
@@ -34,6 +34,8 @@ from lab.nets import MLP, forward
 
 @dataclass(frozen=True)
 class Config(Knobs):
+    ADDED = {"loss_reward": -1.0}  # a run at -1 keeps the run id it had before the knob
+
     layers: int
     """hidden layers of the value net"""
     neurons: int
@@ -42,6 +44,10 @@ class Config(Knobs):
     """gradient step size"""
     gamma: float
     """discount of the Monte Carlo returns"""
+    loss_reward: float
+    """reward of a lost game (a win is +1, a draw 0); below -1 the agent gives up some wins to lose
+    less, and the net fits the returns divided by -loss_reward, inside its tanh output's (-1, 1)
+    (at -1 left out of the run id and the results)"""
     memory: str
     """'clear': fit the last episodes_per_update episodes' afterstates, then forget them (the
     seed's program); 'keep': fit every afterstate seen so far (the write-up's article)"""
@@ -59,11 +65,20 @@ class Config(Knobs):
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
+        require(self.loss_reward < 0, "loss_reward", self.loss_reward,
+                "negative (a loss is worse than a draw)")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
         require(self.precision in PRECISIONS, "precision", self.precision,
                 f"one of {', '.join(PRECISIONS)}")
         for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
+
+
+def targets(results, loss_reward: float):
+    """The reward the net fits for each game's result from the agent's side (+1 won, 0 draw, -1
+    lost): 1, 0 or loss_reward, divided by -loss_reward when that is below -1 (a tanh output
+    cannot reach below -1; scaling all rewards alike keeps the order of the moves' values)."""
+    return np.where(np.asarray(results) < 0, loss_reward, results) / max(1.0, -loss_reward)
 
 
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
@@ -205,7 +220,7 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
                 code = game.AFTER[code, move]
                 if game.TO_MOVE[code] != me:  # the agent just moved: an afterstate of its own
                     afterstates.append(fold[code])
-            reward, g = me * game.WINNER[code], 0.0  # +1 the agent won, -1 it lost, 0 a draw
+            reward, g = targets(me * game.WINNER[code], knobs.loss_reward), 0.0
             for k, afterstate in enumerate(reversed(afterstates)):
                 g = (reward if k == 0 else 0.0) + knobs.gamma * g
                 counts[afterstate] = counts.get(afterstate, 0) + 1
@@ -258,14 +273,15 @@ class Learner(base.Learner):
 
     def _fit(self, seat: int, trajectories, winners) -> None:
         """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
-        returns r * gamma^(K-1-k), r its result; one full-batch step towards the means."""
+        returns r * gamma^(K-1-k), r its result's target; one full-batch step towards the means."""
         sums, visits = self.return_sums[seat], self.visits[seat]
         mine = trajectories[:, seat - 1 :: 2]  # the columns of the seat's moves
         played = mine >= 0
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
         # gamma^k as products, not numpy's power (CPU-specific code): the same bits everywhere
         discounts = np.cumprod(np.r_[1.0, np.full(mine.shape[1], self.knobs.gamma)])
-        returns = (side(seat) * winners)[:, None] * discounts[np.maximum(steps_to_end, 0)]
+        rewards = targets(side(seat) * winners, self.knobs.loss_reward)
+        returns = rewards[:, None] * discounts[np.maximum(steps_to_end, 0)]
         afterstates = mine[played]
         if self.knobs.symmetry:
             afterstates = FOLD[afterstates]

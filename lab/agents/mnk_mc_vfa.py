@@ -2,9 +2,9 @@
 
 The algorithm is lab.agents.mc_vfa's (its knobs, its `Config`): the agent plays the move whose
 afterstate its net values most, epsilon-greedy; after `episodes_per_update` games every afterstate
-it produced gets the every-visit Monte Carlo mean of its returns (G = r + gamma G, +1 win, -1
-loss, 0 draw) and the net takes one full-batch gradient step towards those means. The net's
-inputs are the board's m * n cells (+1 X, -1 O, 0 empty).
+it produced gets the every-visit Monte Carlo mean of its returns (G = r + gamma G, the rewards of
+mc_vfa.targets: +1 win, `loss_reward` loss, 0 draw) and the net takes one full-batch gradient step
+towards those means. The net's inputs are the board's m * n cells (+1 X, -1 O, 0 empty).
 
 A separate module because 3x3's cannot be shared without changing its bits or its speed: it
 indexes afterstates by lab.game's 3**9 board codes (values cached per code in its kernel, returns
@@ -202,12 +202,13 @@ class Learner(base.Learner):
 
     def _fit(self, seat: int, xs, os, plies, results) -> None:
         """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
-        returns r * gamma^(K-1-k), r its result; one full-batch step towards the means."""
+        returns r * gamma^(K-1-k), r its result's target; one full-batch step towards the means."""
         columns = np.arange(seat - 1, self.cells, 2)  # the plies of the seat's moves
         played = columns[None, :] < plies[:, None]
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(len(columns))
         discounts = np.cumprod(np.r_[1.0, np.full(len(columns), self.knobs.gamma)])
-        reward = np.where(results == seat - 1, 1.0, np.where(results == mnk_bots.DRAW, 0.0, -1.0))
+        result = np.where(results == seat - 1, 1, np.where(results == mnk_bots.DRAW, 0, -1))
+        reward = mc_vfa.targets(result, self.knobs.loss_reward)
         returns = (reward[:, None] * discounts[np.maximum(steps_to_end, 0)])[played]
         table = self.returns[seat]
         for x, o, g in zip(xs[:, columns][played].tolist(), os[:, columns][played].tolist(),
