@@ -247,6 +247,7 @@ class Learner(base.Learner):
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
         self.opponent = opponents.for_training(run.opponent)
         self.rules = FOLDED_RULES if knobs.symmetry else game.RULES
+        self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
         self.return_sums = {seat: np.zeros(game.N_CODES) for seat in run.seats}
         self.visits = {seat: np.zeros(game.N_CODES) for seat in run.seats}
 
@@ -280,7 +281,7 @@ class Learner(base.Learner):
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
         # gamma^k as products, not numpy's power (CPU-specific code): the same bits everywhere
         discounts = np.cumprod(np.r_[1.0, np.full(mine.shape[1], self.knobs.gamma)])
-        rewards = targets(side(seat) * winners, self.knobs.loss_reward)
+        rewards = self.rewards[side(seat) * winners + 1]
         returns = rewards[:, None] * discounts[np.maximum(steps_to_end, 0)]
         afterstates = mine[played]
         if self.knobs.symmetry:
