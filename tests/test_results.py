@@ -89,15 +89,15 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
 
 def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(5)]
-    size = results.arrow_table(run(jobs[0]).rows).nbytes
-    monkeypatch.setattr(results, "PART_BYTES", 2.5 * size)  # a part every third run
+    rows = len(run(jobs[0]).records)
+    monkeypatch.setattr(results, "PART_ROWS", 2.5 * rows)  # a part every third run
     with results.Writer(tmp_path) as writer:
         for j in jobs:
             writer.save(run(j))
     assert len(_parts(tmp_path, "table")) == 2 and len(_parts(tmp_path, "stored")) == 2
     reads = []
-    read = results._read
-    monkeypatch.setattr(results, "_read", lambda *a, **k: reads.append(a) or read(*a, **k))
+    read = results.read_run
+    monkeypatch.setattr(results, "read_run", lambda *a, **k: reads.append(a) or read(*a, **k))
     frame = results.load(tmp_path)
     assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
     assert not reads  # every run came from the index
@@ -117,7 +117,7 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     for part in _parts(tmp_path, "stored"):
         part.unlink()
 
-    def refused(path, data, durable):  # what a read-only results_dir does (chmod does not stop root)
+    def refused(path, data):  # what a read-only results_dir does (chmod does not stop root)
         raise PermissionError(f"read-only: {path}")
 
     monkeypatch.setattr(results, "write_atomic", refused)
