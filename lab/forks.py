@@ -135,7 +135,7 @@ class Forks:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _die_with_the_driver() -> None:
+def die_with_the_driver() -> None:
     """Linux: this process gets SIGKILL when the driver that forked it dies (a killed sweep must
     leave nothing training, nor writing into its results_dir)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -145,7 +145,7 @@ def _die_with_the_driver() -> None:
 def _train(queue: Queue, code: dict, stop, folder: Path, token: str | None) -> None:
     from lab.sweep import store  # the execution layer's worker side (lab.sweep imports this module)
 
-    _die_with_the_driver()
+    die_with_the_driver()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     while not stop.is_set() and (batch := queue.take(by_fork=True)) is not None:

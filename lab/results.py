@@ -158,11 +158,13 @@ def table_of(records: list[dict]) -> pa.Table:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
-    """A run table as a Parquet file's bytes. Without the Arrow schema in its metadata: the
-    schema's types read back the same from Parquet's own (tests/test_results.py), and it was a
-    third of a short run's file and of its encoding time."""
+    """A run table as a Parquet file's bytes, written as cheaply as a worker can (issue 34): the
+    Arrow schema is left out of the metadata, since the schema's types read back the same from
+    Parquet's own (tests/test_results.py), and it was a third of a short run's file; no dictionary
+    encoding, which cost a fifth of the time and made files bigger but for runs of thousands of
+    rows (snappy's compression finds the repeated strings)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, store_schema=False)
+    pq.write_table(table, sink, store_schema=False, use_dictionary=False)
     return sink.getvalue().to_pybytes()
 
 

@@ -54,7 +54,13 @@ def test_the_driver_killed_at_any_moment_loses_nothing_reported_and_the_same_com
         with open(log, "w") as out:
             proc = subprocess.Popen(command(GRID), cwd=cwd, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            time.sleep(chosen.uniform(0.0, whole))
+            if kill % 2:  # half of the kills while runs are being stored: after the first is reported
+                deadline = time.monotonic() + 60
+                while "finished" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(chosen.uniform(0.0, whole / 3))
+            else:  # anywhere from start to end
+                time.sleep(chosen.uniform(0.0, whole))
             forks = descendants(proc.pid)
             proc.send_signal(signal.SIGKILL)  # the driver alone: its forks must follow it
             proc.wait()

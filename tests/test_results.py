@@ -1,7 +1,11 @@
 """Reading a results directory: every file, in parallel, with the clear error naming a bad file, and
 integer and boolean columns that stay integers and booleans beside failed runs."""
 
+import os
+from pathlib import Path
+
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from lab import results
@@ -124,3 +128,28 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert len(results.load(tmp_path)) == 3
     assert not _parts(tmp_path, "stored") and not _parts(tmp_path, "table")
+
+
+def test_a_stored_run_reads_back_in_the_schema_with_the_rows_pandas_would_have_written(mixed, tmp_path):
+    # the file carries no Arrow schema (lab.results.parquet_bytes): Parquet's own types give it back
+    out, _ = mixed
+    for path in results.run_files(out):
+        table = pq.read_table(path)
+        assert table.schema.equals(results.schema())
+    result = run(job(compose("algorithm=q_table", *TINY, "eval_every=2", "seed=3")))
+    stored = pq.read_table(results.save(result, tmp_path))
+    assert stored.equals(results.arrow_table(result.rows))  # the worker's table: pandas' conversion, exactly
+    assert results.fingerprint(stored.to_pandas()) == results.fingerprint(result.rows)
+
+
+def test_a_group_commit_stores_every_run_whole_checkpoint_first(tmp_path, monkeypatch):
+    runs = [results.pack(run(job(compose(*TINY, f"seed={s}")))) for s in range(3)]
+    renamed = []
+    replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: renamed.append(Path(b).name) or replace(a, b))
+    written = results.commit(tmp_path, runs)
+    assert [Path(p).suffix for p in renamed] == [".npz"] * 3 + [".parquet"] * 3  # each table after its checkpoint
+    assert [w.key for w in written] == [results.index_key(tmp_path / f"{r.run_id}.parquet") for r in runs]
+    assert all(w.parquet is None and w.checkpoint is None for w in written)  # only the tables stay, for the index
+    assert results.statuses(tmp_path) == {r.run_id: "finished" for r in runs}
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no temporary file left
