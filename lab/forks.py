@@ -11,7 +11,7 @@ batches, no more processes train than Ray has CPUs. A sweep too short for Ray's 
 (under 30 s of predicted work a core, lab.sweep.mode) trains in forks alone, one per core.
 
 A fork shares the driver's results_dir: it stores each batch it trains there itself, with one
-flush to the disk (lab.sweep.store), and leaves the batch's tables in a file that the driver reads
+flush to the disk (lab.batch), and leaves the batch's tables in a file that the driver reads
 for its index; the rows are the ones a Ray task or the driver itself would give. A fork dies with
 the driver (Linux: the parent-death signal), so a killed sweep leaves nothing training.
 """
@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from lab import batch as batch_
 from lab.config import Job
 from lab.files import write_atomic
 from lab.results import Packed
@@ -62,7 +63,7 @@ class Queue:
 
 class Forks:
     """`processes` forks that train batches from `queue` until it is empty or `stop()`. Each
-    stores every batch it finishes (lab.sweep.store.train with the driver's `token`) and leaves
+    stores every batch it finishes (lab.batch.train with the driver's `token`) and leaves
     the batch's packed runs as a file in `folder`, where `results()` reads it: the driver may be
     busy starting Ray meanwhile, and a pipe would stall the fork until it reads (a batch's tables
     are bigger than a pipe's buffer)."""
@@ -143,11 +144,9 @@ def die_with_the_driver() -> None:
 
 
 def _train(queue: Queue, code: dict, stop, folder: Path, token: str | None) -> None:
-    from lab.sweep import store  # the execution layer's worker side (lab.sweep imports this module)
-
     die_with_the_driver()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     while not stop.is_set() and (batch := queue.take(by_fork=True)) is not None:
-        packs = store.train(queue.batches[batch], code, token)
+        packs = batch_.train(queue.batches[batch], code, token)
         write_atomic(folder / f"{batch}.batch", pickle.dumps(packs))

@@ -9,7 +9,7 @@ import pytest
 
 from lab import results, sweep
 from lab.run import run
-from lab.sweep import store
+from lab import batch
 from sweeping import SERIAL, TINY, cli, snapshot
 
 
@@ -46,7 +46,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
         printed_before_training.append(sys.stdout.getvalue())
         return run(job)
 
-    monkeypatch.setattr(store, "run", watched_run)
+    monkeypatch.setattr(batch, "run", watched_run)
     done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
     assert done.returncode == 0, done.stderr
     assert printed_before_training[0] == ("3 configurations, 1 runs to train\n"

@@ -15,6 +15,7 @@ from lab import sweep as sweep_module
 from lab.compose import grid
 from lab.config import job
 from lab.run import run
+from lab import batch
 from lab.sweep import store
 from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values
 
@@ -76,7 +77,7 @@ def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_fail
             os._exit(3)  # as a crash would: nothing sent, no goodbye
         return run(job_, code)
 
-    monkeypatch.setattr(store, "run", run_or_die)  # the fork inherits it
+    monkeypatch.setattr(batch, "run", run_or_die)  # the fork inherits it
     with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
         trainers = forks.Forks(forks.Queue([[j] for j in jobs]), code={}, processes=1, token=kept.token)
         trainers.finish(kept)
@@ -176,7 +177,7 @@ def test_when_every_fork_died_the_driver_trains_what_none_took(tmp_path, monkeyp
             os._exit(3)
         return run(job_, code)
 
-    monkeypatch.setattr(store, "run", run_or_die)
+    monkeypatch.setattr(batch, "run", run_or_die)
     done = sweep_module.execute(jobs, num_cpus=1, parallel="processes").done
     assert [(o.run_id, o.failed) for o in done] == [(jobs[0].run_id, False), (doomed.run_id, True),
                                                     (jobs[2].run_id, False), (jobs[3].run_id, False)]

@@ -1,14 +1,13 @@
 """Scheduling (lab.schedule) and the timing a run and a sweep report about themselves."""
 
-import pandas as pd
 import pytest
 
 from lab import forks, results, schedule, sweep
-from lab.sweep import on_ray
+from lab.batch import train
 from lab.compose import compose, grid
 from lab.config import job
 from lab.run import run
-from lab.sweep.store import train
+from lab.sweep import on_ray
 from sweeping import TINY, TINY_RUNS
 
 

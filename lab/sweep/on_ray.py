@@ -5,8 +5,9 @@ import time
 
 from lab import forks, schedule
 from lab.config import Job
+from lab.batch import train
 from lab.sweep import placement, ray_connection
-from lab.sweep import store as storing
+from lab.sweep.store import Store
 
 RETRIES = 3
 """Times a task is sent again after Ray lost it with its worker or node (`lost_with_its_node`); a
@@ -23,7 +24,7 @@ def lost_with_its_node(exc: Exception) -> bool:
                             exceptions.OutOfMemoryError))
 
 
-def on_ray(jobs: list[Job], code: dict, store: storing.Store, address, num_cpus,
+def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus,
            dashboard: bool = False) -> tuple[int, int]:
     """Run the jobs as Ray tasks (RayTasks), handing each task's runs to `store` as it ends.
     Returns the CPUs the runs had and how many runs were sent again after their worker or node
@@ -64,7 +65,7 @@ class RayTasks:
     This process retries lost tasks itself (up to RETRIES times; Ray's own retries are off) so
     that it can count them and say so: a run comes back once, from whichever node trained it."""
 
-    def __init__(self, jobs: list[Job], code: dict, store: storing.Store, early_forks: forks.Forks | None):
+    def __init__(self, jobs: list[Job], code: dict, store: Store, early_forks: forks.Forks | None):
         import ray
 
         self.code, self.store, self.progress, self.early_forks = code, store, store.progress, early_forks
@@ -72,7 +73,7 @@ class RayTasks:
         """the cluster's CPUs, read again as nodes join"""
         self.queue = (early_forks.queue if early_forks is not None
                       else forks.Queue(list(schedule.batches(jobs, self.slots))))
-        self.remote = ray.remote(num_cpus=1, max_retries=0)(storing.train)
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(train)
         self.pending = {}
         """task -> (its batch, times sent before)"""
         self.in_flight = 0
