@@ -3,6 +3,8 @@ planned per second, resuming a finished grid, reading a results directory of tho
 and the driver's memory as finished runs add up."""
 
 import contextlib
+import dataclasses
+import os
 import subprocess
 import sys
 import tempfile
@@ -94,15 +96,16 @@ ABSORB_ROWS = 50
 """The absorption benchmark's runs: 50 rows each (a run evaluated 50 times, or of 50 updates)."""
 
 
-def _packed_runs(runs: int, results_dir, checkpoints: bool) -> tuple[list, list]:
-    """`runs` jobs of the driver grid into results_dir and a packed run for each, as workers
-    hand them over: the rows of one real run of ABSORB_ROWS iterations under each run's id, with
-    its checkpoint or without (packed before the clock: that is the workers' part)."""
+def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
+    """`runs` jobs of the driver grid and a packed run for each, as workers hand them over: the
+    rows of one real run of ABSORB_ROWS iterations under each run's id, with its checkpoint or
+    without (packed before the clock: that is the workers' part)."""
     from lab import sweep
     from lab.run import run
 
-    composer, jobs = grid(*_driver_grid(runs, results_dir, iterations=ABSORB_ROWS))
-    planned = sweep.plan(composer(o) for o in jobs).train
+    with tempfile.TemporaryDirectory() as out:
+        composer, jobs = grid(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
+        planned = sweep.plan(composer(o) for o in jobs).train
     model = results.pack(run(planned[0]))
     ids = model.table.schema.get_field_index("run_id")
     packs = []
@@ -113,7 +116,7 @@ def _packed_runs(runs: int, results_dir, checkpoints: bool) -> tuple[list, list]
     return planned, packs
 
 
-def runs_absorbed_per_second(runs: int, checkpoints: bool, together: int, written: bool) -> float:
+def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bool) -> float:
     """Finished runs per second the driver's Store (lab.sweep.store) takes in: `together` runs
     arriving at once (a batch of a worker, or every batch a cluster finished meanwhile), each
     stored and indexed, progress reported. `written`: the workers stored them already (they
@@ -121,13 +124,14 @@ def runs_absorbed_per_second(runs: int, checkpoints: bool, together: int, writte
     from lab.sweep import Progress
     from lab.sweep.store import Store
 
+    runs = len(jobs)
     with tempfile.TemporaryDirectory() as out:
-        jobs, packs = _packed_runs(runs, out, checkpoints)
+        jobs = [dataclasses.replace(job, results_dir=Path(out)) for job in jobs]
         if written:
             packs = [packed for i in range(0, runs, together)
                      for packed in results.commit(out, packs[i:i + together])]
         arrivals = [list(zip(jobs[i:i + together], packs[i:i + together])) for i in range(0, runs, together)]
-        with open("/dev/null", "w") as quiet, contextlib.redirect_stderr(quiet):
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):
             start = time.perf_counter()
             with Store(jobs, Progress(runs)) as store:
                 for arrived in arrivals:
@@ -143,9 +147,10 @@ def absorption_lines(quick: bool) -> list[str]:
     lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(results.schema())} columns; "
              "target 1,000 runs/s without checkpoints, 300 with):"]
     for checkpoints in (False, True):
+        jobs, packs = _packed_runs(runs, checkpoints)
         for together, what in ((13, "a batch at a time (2 cores)"), (1_300, "100 nodes' batches at once")):
-            sent = runs_absorbed_per_second(runs, checkpoints, together, written=False)
-            shared = runs_absorbed_per_second(runs, checkpoints, together, written=True)
+            sent = runs_absorbed_per_second(jobs, packs, together, written=False)
+            shared = runs_absorbed_per_second(jobs, packs, together, written=True)
             lines.append(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
                          f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
     return lines
