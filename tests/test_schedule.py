@@ -116,7 +116,8 @@ def test_the_sweep_reports_core_utilisation_and_fixed_cost():
     # two cores, 10 s of sweep; runs of 6 s and 8 s that ran from t=1 to t=9
     outcomes = [sweep.Outcome("a", False, None, 6.0, 1007.0), sweep.Outcome("b", False, None, 8.0, 1009.0)]
     line = sweep.Execution(outcomes, cores=2, seconds=10.0).efficiency()
-    assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving)"
+    assert line == ("70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving); "
+                    "88% busy while runs trained")
 
 
 def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):

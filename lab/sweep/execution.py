@@ -34,13 +34,14 @@ class Execution:
 
     def efficiency(self) -> str:
         """Core utilisation (the runs' wall seconds on their workers, storing them included, over
-        cores x the sweep's) and the fixed cost
-        (the sweep's wall time before the first run began and after the last one ended)."""
+        cores x the sweep's), the fixed cost (the sweep's wall time before the first run began and
+        after the last one ended), and the utilisation between those two moments."""
         busy = sum(o.wall_seconds for o in self.done)
         span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
         return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
                 f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
-                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving)")
+                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving); "
+                f"{busy / (self.cores * max(span, 1e-9)):.0%} busy while runs trained")
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
