@@ -91,13 +91,33 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def _interval(point, low, high, digits: int = 3) -> str:
+ONE_SEED = "1 seed: run `seed=0,1,2,...` for an interval"
+"""What a number without an interval lacks, where it is shown."""
+DIGITS = {"score": 3, "iqm": 3, "improvement": 2}
+"""Decimals of each kind of number, the same in summary.md and the report (rounded once, here)."""
+
+
+def rounded(value, digits: int) -> float | None:
+    """A number as it is shown: `digits` decimals (None for missing). The report writes these, so
+    that it prints the digits summary.md prints, never a rounding of a rounding."""
+    return None if value is None or pd.isna(value) else float(f"{float(value):.{digits}f}")
+
+
+def interval_text(point, low, high, digits: int = 3) -> str:
+    """`point [low, high]`; without an interval (one seed) `point (1 seed)`."""
+    if pd.isna(point):
+        return ""
+    if pd.isna(low) or pd.isna(high):
+        return f"{point:.{digits}f} (1 seed)"
     return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+_interval = interval_text
 
 
 def improvement_text(row) -> str:
     """`P [low, high]` of a configurations() row."""
-    return _interval(row["improvement"], row["improvement_low"], row["improvement_high"], 2)
+    return interval_text(row["improvement"], row["improvement_low"], row["improvement_high"], 2)
 
 
 def _pooled_sd(first, second) -> float:
@@ -114,8 +134,8 @@ def verdict(ranked: pd.DataFrame) -> str:
     first, second = ranked.iloc[0], ranked.iloc[1]
     seeds = int(min(first["seeds"], second["seeds"]))
     if seeds < 2:
-        return ("With one seed nothing says whether the best configuration is better than the "
-                "second: train more seeds (seed=range(0,5)).")
+        return ("With 1 seed per configuration nothing says whether the best configuration is better "
+                f"than the second: no interval, no verdict ({ONE_SEED}).")
     if second["improvement_low"] > 0.5:
         few = (f" (every seed of the best ends above every seed of the second: with {seeds} seeds, a "
                "hint more than a proof)" if second["improvement_low"] == 1 and seeds < FEW_SEEDS else "")
@@ -214,21 +234,38 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
 
 
 def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:
-    """What one factor's rows of knob_effects() say, in a sentence."""
+    """What one factor's rows of knob_effects() say, in a sentence: a verdict only where the
+    probability of improvement has an interval (2 seeds or more in every pair compared)."""
     best, compared = effect.iloc[0], effect.iloc[1:]
     compared = compared[compared["pairs"] > 0]
     head = f"{best['knob']}: {best['value']} has the highest IQM"
     if compared.empty:
         return f"{head}; no two configurations differ only in it, so no probability of improvement."
     low, high = compared["improvement_low"], compared["improvement_high"]
+    if low.isna().all():
+        return f"{head}; with 1 seed no value can be said to beat another ({ONE_SEED})."
     tied, apart = (low <= 0.5) & (high >= 0.5), compared["iqm_high"] < best["iqm_low"]
     clauses = [(low > 0.5, "it beats {}"),
                (tied & apart, "its IQM is above that of {}, yet neither wins more often in the pairs of "
                               "configurations that differ only in this knob: its effect depends on the others"),
                (tied & ~apart, f"cannot be told apart from {{}} with {seeds} seeds"),
-               (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob")]
+               (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob"),
+               (low.isna(), f"no verdict on {{}}: pairs with 1 seed ({ONE_SEED})")]
     said = [text.format(_listing(compared.loc[where, "value"].tolist())) for where, text in clauses if where.any()]
     return f"{head}; " + "; ".join(said) + "."
+
+
+def _improvement_cell(row) -> str:
+    """knobs' P(best value > this) cell: with its interval, or saying why it has none."""
+    if not row["pairs"]:
+        return ""
+    if pd.isna(row["improvement_low"]):
+        return f"{row['improvement']:.2f}, no interval ({pairs_text(row['pairs'])} with 1 seed)"
+    return f"{improvement_text(row)} ({pairs_text(row['pairs'])})"
+
+
+def pairs_text(count: int) -> str:
+    return f"{count} pair{'s' * (count != 1)}"
 
 
 def _listing(values: list[str]) -> str:
@@ -284,7 +321,7 @@ def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
                  "configuration's seeds resampled on their own); P(best value > this) over the pairs of "
                  "configurations that differ only in that knob.", ""]
     rows = [[r["knob"], r["value"], str(r["configurations"]), _interval(r["iqm"], r["iqm_low"], r["iqm_high"]),
-             improvement_text(r) + f" ({r['pairs']} pairs)" if r["pairs"] else ""]
+             _improvement_cell(r)]
             for _, r in mine.iterrows()]
     lines += _table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
     lines.append("")

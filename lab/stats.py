@@ -86,11 +86,12 @@ def _bootstrap(samples, statistic, **options):
 def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of `values` (configurations x seeds, every row as many seeds): the statistic
     and its 95% percentile-bootstrap interval, each row resampled on its own. With one seed
-    there is nothing to resample: the interval is the value."""
+    nothing says how far another seed would land: the interval is NaN (no interval), never the
+    value itself, which would read as certainty."""
     values = np.asarray(values, dtype=float)
     point = STATISTICS[statistic](values, axis=-1)
     if values.shape[-1] < 2:
-        return point, point.copy(), point.copy()
+        return point, np.full_like(point, np.nan), np.full_like(point, np.nan)
     # One call for every row: scipy draws each resample's seeds once for all rows, which leaves
     # each row's interval a plain bootstrap of that row.
     low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1)
@@ -104,29 +105,28 @@ def _within(end, point):
 
 
 def _resampled(strata: list[np.ndarray], statistic):
-    """Bootstrap `statistic(*strata)` resampling each stratum of 2+ seeds on its own; strata of
-    one seed cannot vary and enter every resample as they are. Returns (point, low, high)."""
+    """Bootstrap `statistic(*strata)` resampling each stratum on its own. Returns (point, low,
+    high); low and high are NaN when a stratum has one seed: held fixed, its seed would enter
+    every resample as it is and the interval would leave its seed-to-seed spread out (with one
+    seed everywhere it would have zero width)."""
     strata = [np.asarray(s, dtype=float) for s in strata]
     point = float(statistic(*strata, axis=-1))
-    varying = [i for i, s in enumerate(strata) if len(s) > 1]
-    if not varying:
-        return point, point, point
+    if min(len(s) for s in strata) < 2:
+        return point, np.nan, np.nan
 
-    def with_fixed(*resampled, axis=-1):
-        samples = list(strata)
-        for i, sample in zip(varying, resampled):
-            samples[i] = sample
+    def broadcast(*resampled, axis=-1):  # scipy may hand strata of different batch shapes
         shape = np.broadcast_shapes(*(s.shape[:-1] for s in resampled))
-        return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in samples), axis=axis)
+        return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in resampled), axis=axis)
 
-    ends = _bootstrap([strata[i] for i in varying], with_fixed, paired=False)
+    ends = _bootstrap(strata, broadcast, paired=False)
     low, high = (float(_within(end, point)) for end in ends)
     return point, low, high
 
 
 def pooled(strata: list, statistic: str = "iqm") -> tuple[float, float, float]:
     """The statistic over every seed of several strata (configurations) together, with its
-    stratified-bootstrap interval: (point, low, high)."""
+    stratified-bootstrap interval: (point, low, high); no interval (NaN ends) when a stratum
+    has one seed."""
 
     def of_all(*samples, axis=-1):
         return STATISTICS[statistic](np.concatenate(samples, axis=axis), axis=axis)
@@ -146,7 +146,8 @@ def _improvement(*samples, axis=-1):
 
 def probability_of_improvement(xs: list, ys: list) -> tuple[float, float, float]:
     """P(X > Y) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i (for a
-    configuration against another, one task each: [x], [y]). Returns (P, low, high)."""
+    configuration against another, one task each: [x], [y]). Returns (P, low, high); no
+    interval (NaN ends) when a task has one seed of X or of Y."""
     if len(xs) != len(ys) or not xs:
         raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
     return _resampled([*xs, *ys], _improvement)

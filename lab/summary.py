@@ -261,7 +261,9 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
     shown["train_seconds"] = shown["train_seconds"].map(lambda v: f"{v:.2f}")
     if "win_loss" in shown:
-        shown["win_loss"] = [f"{v:.3f} [{low:.3f}, {high:.3f}]" for v, low, high
+        from lab import compare  # the one spelling of an interval, "(1 seed)" where there is none
+
+        shown["win_loss"] = [compare.interval_text(v, low, high) for v, low, high
                              in zip(best["win_loss"], best["win_loss_low"], best["win_loss_high"])]
         shown = shown.drop(columns=["win_loss_low", "win_loss_high"])
     return shown.astype(str)

@@ -13,9 +13,9 @@ import pytest
 
 import browser as chromium
 import sweeping
-from lab import plots, report, summary
+from lab import compare, plots, report, summary
 from sweeping import REPO, clean_env
-from test_compare import WINS, _runs
+from test_compare import ALPHAS, WINS, _runs
 
 
 class _Tags(HTMLParser):
@@ -62,6 +62,19 @@ def test_the_page_is_one_offline_file_holding_every_configuration(tmp_path):
     assert knobs["layout"]["xaxis2"]["type"] == "log"
     assert [d["label"] for d in group["views"]["onestep"]["parallel"]["data"][0]["dimensions"]] == \
         ["layers x neurons", "alpha (log)", "win - loss vs OneStep"]
+
+
+def test_one_seed_has_no_interval_and_no_verdict_in_the_report_where_four_seeds_do(tmp_path):
+    for seeds in (1, 4):
+        frame = _runs({k: v[:seeds] for k, v in ALPHAS.items()})
+        (group,) = _data(report.write_report(tmp_path / str(seeds), frame=frame).read_text())["groups"]
+        onestep, views = group["table"]["onestep"], group["views"]["onestep"]
+        words = views["verdict"] + " ".join(views["sentences"])
+        if seeds == 1:
+            assert set(onestep["mean_low"] + onestep["iqm_high"] + onestep["p_low"]) == {None}
+            assert "it beats" not in words and "better than the second with" not in words and compare.ONE_SEED in words
+        else:
+            assert None not in onestep["mean_low"] and "it beats 0.3 and 0.1" in words
 
 
 def _long_runs(seeds: int, iterations: int) -> pd.DataFrame:
