@@ -1,8 +1,9 @@
 """Which configurations are better, and whether the difference is real (lab.stats's estimators).
 
-Everything here starts from the final exact evaluations of the finished runs
-(lab.summary.final_evaluations: one row per run, seat evaluated and evaluation opponent, with
-`win`, `loss` and `score` = win - loss, the objective the ceilings maximise) and compares
+Everything here starts from the final evaluations of the finished runs, exact or by games on
+boards too big to enumerate (lab.summary.final_evaluations: one row per run, seat evaluated and
+evaluation opponent, with `win`, `loss` and `score` = win - loss, the objective the ceilings
+maximise, and `games` where measured by games) and compares
 within a *group*: one algorithm, one seat, one evaluation opponent.
 
 - `configurations`: per configuration the mean and the IQM of win, loss and score over its
@@ -48,7 +49,8 @@ def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
 def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
     """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure: the
     measures' seed matrices stacked, and configurations with equal seed counts, are bootstrapped
-    in one call per statistic."""
+    in one call per statistic. Configurations evaluated by games get stats.by_games's intervals
+    instead, which add the games' sampling noise to the seeds'."""
     matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
     matrix, counts = np.vstack(matrices), np.concatenate(counts)
     for statistic in stats.STATISTICS:
@@ -60,6 +62,25 @@ def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
             part = columns[:, i * len(table):(i + 1) * len(table)]
             for suffix, values in zip(("", "_low", "_high"), part):
                 table[f"{measure}_{statistic}{suffix}"] = values
+    if "games" in final and final["games"].notna().any():
+        _with_games_intervals(table, final)
+
+
+def _with_games_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
+    """Replace the seeds-only intervals of the configurations evaluated by games (every seed
+    with a game count) by stats.by_games's."""
+    shares = {m: _seed_matrix(final, m)[0] for m in ("win", "draw", "loss", "games")}
+    counts = _seed_matrix(final, "games")[1]
+    have = ~np.isnan(shares["games"])
+    by_games = have.sum(axis=1) == counts
+    for statistic in stats.STATISTICS:
+        for n in np.unique(counts[by_games]):
+            rows = by_games & (counts == n)
+            found = stats.by_games(*(shares[m][rows, :n] for m in ("win", "draw", "loss", "games")), statistic)
+            for measure, (point, low, high) in found.items():
+                table.loc[rows, [f"{measure}_{statistic}_low", f"{measure}_{statistic}_high"]] = np.c_[low, high]
+    # the fewest games a seed of the configuration played: what its labels say ("by N games")
+    table["games"] = np.where(by_games, np.where(have, shares["games"], np.inf).min(axis=1), np.nan)
 
 
 def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
@@ -285,8 +306,10 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     """summary.md's sections on every group: its configurations ranked with intervals, the
     verdict, and the knobs' effects with a sentence per knob."""
     lines = ["## Configurations ranked", "",
-             "Per algorithm, seat and evaluation opponent, the final exact win - loss over seeds: mean "
-             "and interquartile mean (IQM) with 95% stratified-bootstrap intervals; P(best > this): the "
+             "A configuration is a run's knobs without its seed; its runs are its seeds. Per algorithm, "
+             "seat and evaluation opponent, the final win - loss of every configuration (exact, or by N "
+             "games per run where the heading says so, the interval then resampling the seeds and each "
+             "seed's games): mean and interquartile mean (IQM) over its runs with 95% stratified-bootstrap intervals; P(best > this): the "
              "chance that a seed of the best configuration ends above a seed of this one, with its "
              "interval (better when the whole interval is above 0.5). Every configuration is in "
              "configurations.csv; the knobs' rows in knobs.csv."]
@@ -294,8 +317,8 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     for key, ranked in configs.groupby(keys, sort=True):
         algorithm, seat, vs = key[-3:]
         game = f"{key[0]}: " if len(key) > len(GROUP) else ""
-        lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
-                      f"{len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
+        lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]} "
+                      f"{measured(ranked)}: {len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
                  _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
                  _interval(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
@@ -309,6 +332,13 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
         lines += ["", verdict(ranked)]
         lines += _knob_lines(effects, dict(zip(keys, key)), int(ranked["seeds"].min()))
     return "\n".join(lines) + "\n"
+
+
+def measured(configs: pd.DataFrame) -> str:
+    """How a group's numbers were obtained: `exactly`, or `by N games` (per run, the fewest any
+    run played) where configurations() found a game count."""
+    games = configs["games"].min() if "games" in configs else np.nan
+    return "exactly" if pd.isna(games) else f"by {int(games):,} games"
 
 
 def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:

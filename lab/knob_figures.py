@@ -1,6 +1,6 @@
 """How each knob moves the outcome, as PNGs (from lab.compare's tables, or a search's).
 
-- knob_figure, one per (algorithm, seat): the final exact win - loss against each evaluation
+- knob_figure, one per (algorithm, seat): the final win - loss (exact or by games) against each evaluation
   opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
   together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
   at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
@@ -175,7 +175,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
         chosen = effects[effects["evaluated_vs"] == vs] if not effects.empty else effects
         for col, factor in enumerate(factor_list):
             _panel(axes[row, col], group, chosen, factor, scales, point)
-        axes[row, 0].set_ylabel(f"final exact win - loss\nvs {evaluate.OPPONENT_TITLES[vs]}")
+        axes[row, 0].set_ylabel(f"final win - loss, {compare.measured(group)}\nvs {evaluate.OPPONENT_TITLES[vs]}")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     seeds = configs["seeds"]
@@ -223,7 +223,7 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
         ax.set(xlim=(-0.2, len(columns) - 0.6), ylim=(-0.05, 1.05), yticks=[])
         ax.set_xticks(range(len(columns)), [name for name, _ in ticks])
         sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(score.min(), score.max()))
-        fig.colorbar(sm, ax=ax, label="final exact win - loss (seed mean)")
+        fig.colorbar(sm, ax=ax, label=f"final win - loss, {compare.measured(group)} (seed mean)")
         ax.set_title(f"{_on(group)}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
                      f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
         written.append(_save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))

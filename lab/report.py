@@ -2,11 +2,13 @@
 opens offline in a browser (Plotly's script and the data inlined; nothing fetched).
 
 For each group (an algorithm and a seat) it shows:
-- a table of its configurations: knobs, seeds, and per evaluation opponent the final exact
-  win - loss (mean and IQM with 95% bootstrap intervals), rank and P(best > this)
-  (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
+- a table of its configurations (a configuration: a run's knobs without its seed): knobs,
+  seeds, and per evaluation opponent the final win - loss, exact or by N games on a board too
+  big to enumerate, as every label says (mean and IQM with 95% bootstrap intervals), rank and
+  P(best > this) (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
 - the curves of the first configurations of the table as it is sorted and filtered: the
-  agent's win rate in its training games and its exact win - loss against random and OneStep,
+  agent's win rate in its training games and its win - loss against each opponent it was
+  evaluated against (no empty panel for one it was not),
   each the seed mean with a band (the 95% interval of the mean from 3 seeds; the two seeds'
   range with 2), a name on hover, shown or hidden by a click on the legend;
 - the knob effects (each configuration's objective against each varying knob, lab.knob_figures'
@@ -130,9 +132,21 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
                      "sentences": [compare.knob_sentence(effect, int(rows["seeds"].min()))
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
     game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
+    measured = {vs: compare.measured(configs[configs["evaluated_vs"] == vs]) for vs in opponents}
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
+            "measured": measured, "objective": _default_objective(first, opponents),
             "table": table, "views": views,
             "curves": [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]}
+
+
+def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
+    """The objective the page opens on: the opponent most of the group's runs trained against,
+    where they were evaluated against it (else OneStep, else the first)."""
+    trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
+    for vs in [*trained, "onestep", opponents[0]]:
+        if vs in opponents:
+            return vs
+    return opponents[0]
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
@@ -165,7 +179,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
         axis = ({"type": "category", "categoryorder": "array", "categoryarray": labels} if kind == "category"
                 else {"type": "log", "dtick": 1} if kind == "log" else {"type": kind})  # log: decades only
         fig.update_xaxes(row=1, col=col, **axis)
-    fig.update_yaxes(title_text="final exact win - loss", row=1, col=1)
+    fig.update_yaxes(title_text=f"final win - loss, {compare.measured(rows)}", row=1, col=1)
     fig.update_layout(dragmode="select", height=380, margin={"t": 40, "b": 40, "l": 60, "r": 20})
     return fig
 

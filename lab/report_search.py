@@ -90,7 +90,7 @@ def trials_view(table: pd.DataFrame, objective: str):
     fig.add_trace(go.Scatter(x=table["number"], y=table["best"], mode="lines", name="best so far",
                              line={"shape": "hv", "color": "#d62728", "width": 1.5}, hoverinfo="skip"))
     fig.update_layout(height=360, margin={"t": 30, "b": 40, "l": 60, "r": 20},
-                      xaxis_title="trial", yaxis_title=f"final exact win - loss vs {evaluate.OPPONENT_TITLES[objective]}",
+                      xaxis_title="trial", yaxis_title=f"final win - loss vs {evaluate.OPPONENT_TITLES[objective]}",
                       legend={"orientation": "h", "y": 1.08})
     return fig
 
@@ -122,7 +122,7 @@ def view(results_dir) -> dict | None:
     counts = table["status"].value_counts()
     seeds = f"{settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else "one seed"
     title = (f"{settings.search} search, scheduler {settings.scheduler}, {len(table)} trials "
-             f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: exact win - loss against "
+             f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: win - loss against "
              f"{settings.objective} ({seeds}), stopped trials at their last evaluation")
     return {"title": title, "trials": json.loads(trials_view(table, settings.objective).to_json()),
             "importance": json.loads(importance_view(shares).to_json()) if shares else None,

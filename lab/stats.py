@@ -28,7 +28,9 @@ of their means' resamples, and it is narrower than a 95% interval should be (it 
 for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
 
 Where the game is too big to enumerate (lab.mnk_bots on m,n,k boards), results are sampled by
-playing games instead: a share of the games (wins, say) gets the Wilson score interval (`wilson`),
+playing games instead, and the seeds are no longer the whole sample: a configuration's interval
+there (`by_games`) resamples the seeds and then each seed's games. One run's share of the games
+(wins, say) gets the Wilson score interval (`wilson`),
 which keeps its 95% coverage near 0 and 1 where the normal-approximation (Wald) interval collapses
 to a point; `games_needed` says how many games make every such interval narrow enough.
 """
@@ -151,6 +153,50 @@ def probability_of_improvement(xs: list, ys: list) -> tuple[float, float, float]
     if len(xs) != len(ys) or not xs:
         raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
     return _resampled([*xs, *ys], _improvement)
+
+
+GAMES_RESAMPLES = 2_000
+"""Resamples of the two-level bootstrap (`by_games`): seeds, then each seed's games."""
+
+
+def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
+    """Per row of the seed matrices (configurations x seeds, every row as many seeds) of the
+    shares of games won, drawn and lost and the games played: {"score", "win", "loss": (point,
+    low, high)} with a 95% interval of a two-level (hierarchical) percentile bootstrap: each
+    resample draws the seeds again with replacement, then each drawn seed's games again with
+    replacement (a multinomial draw of its game count at its shares), so the interval holds the
+    games' sampling noise as well as the seeds' and widens when fewer games are played. With one
+    seed, no interval (NaN): the seeds' spread is unknown."""
+    shares = {"win": np.asarray(win, float), "draw": np.asarray(draw, float), "loss": np.asarray(loss, float)}
+    games = np.asarray(games, dtype=np.int64)
+    rows, seeds = games.shape
+    points = {m: STATISTICS[statistic](v, axis=-1) for m, v in
+              (("score", shares["win"] - shares["loss"]), ("win", shares["win"]), ("loss", shares["loss"]))}
+    ends = {m: np.full((2, rows), np.nan) for m in points}
+    if seeds < 2:
+        return {m: (points[m], *ends[m]) for m in points}
+    rng = np.random.default_rng(SEED)
+    chunk = max(1, 8_000_000 // (GAMES_RESAMPLES * seeds))  # rows per pass: about 200 MB of draws
+    for start in range(0, rows, chunk):
+        part = slice(start, min(rows, start + chunk))
+        resampled = _games_resample(rng, {k: v[part] for k, v in shares.items()}, games[part])
+        for measure, values in resampled.items():
+            ends[measure][:, part] = np.percentile(STATISTICS[statistic](values, axis=-1),
+                                                   [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2], axis=0)
+    return {m: (points[m], *ends[m]) for m in points}
+
+
+def _games_resample(rng, shares: dict, games: np.ndarray) -> dict:
+    """One pass of by_games: (resamples, rows, seeds) arrays of win, loss and score shares."""
+    rows, seeds = games.shape
+    picked = rng.integers(0, seeds, (GAMES_RESAMPLES, rows, seeds))
+    at = (np.arange(rows)[None, :, None], picked)
+    p = np.stack([shares[k][at] for k in ("win", "draw", "loss")], axis=-1)
+    p = np.clip(p, 0, None) / np.clip(p, 0, None).sum(axis=-1, keepdims=True)  # rounding in stored shares
+    n = games[at]
+    counts = rng.multinomial(n, p)
+    won, lost = counts[..., 0] / n, counts[..., 2] / n
+    return {"score": won - lost, "win": won, "loss": lost}
 
 
 POWER = 0.8

@@ -115,8 +115,10 @@ def test_summary_ranks_each_game_apart_with_intervals_by_games(dirs, tmp_path):
     text = (tmp_path / "summary.md").read_text()
     assert "`win_low, win_high`" in text
     if stats.available():
-        assert "### mnk_4_4_4: mc_vfa, agent as O, evaluated against random: 2 configurations" in text
-        assert "### ttt: mc_vfa, agent as O, evaluated against random: 1 configuration" in text
+        assert "### mnk_4_4_4: mc_vfa, agent as O, evaluated against random exactly: 2 configurations" in text
+        assert "### ttt: mc_vfa, agent as O, evaluated against random exactly: 1 configuration" in text
+        assert "### mnk_5_5_4: mc_vfa, agent as X, evaluated against random by 100 games: 1 configuration" in text
+        assert "| by 100 games | 100 |" in text
         assert set(pd.read_csv(tmp_path / "configurations.csv")["game"]) == set(best["game"])
 
 

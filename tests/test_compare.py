@@ -149,7 +149,7 @@ def test_summary_md_ranks_every_group_with_intervals(tmp_path):
     assert [p.name for p in written] == ["summary.csv", "summary.md", "configurations.csv", "knobs.csv"]
     text = (tmp_path / summary.SUMMARY / "summary.md").read_text()
     assert text.startswith("| algorithm | seat | evaluated_vs |")
-    assert "### mc_vfa, agent as O, evaluated against OneStep: 4 configurations" in text
+    assert "### mc_vfa, agent as O, evaluated against OneStep exactly: 4 configurations" in text
     assert "- alpha: 0.01 has the highest IQM; it beats 0.001." in text
     assert "The top 3 configurations cannot be told apart with 4 seeds" in text
     row = best[best["evaluated_vs"] == "onestep"].iloc[0]
@@ -224,3 +224,34 @@ def test_single_seed_strata_give_no_interval():
     assert np.isnan(stats.pooled([np.array([0.1, 0.3]), np.array([0.5])])[1])
     point, low, high = stats.intervals(np.array([[0.2], [0.4]]))
     assert point.tolist() == [0.2, 0.4] and np.isnan(low).all() and np.isnan(high).all()
+
+
+CLOSE = {(2, 8, 0.01): (0.50, 0.52, 0.53, 0.55), (2, 8, 0.001): (0.40, 0.41, 0.43, 0.44)}
+"""Seeds that end close together, as a bigger board's often do: the games' noise matters."""
+
+
+def _by_games(games: int) -> pd.DataFrame:
+    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.mnk_evaluate)."""
+    frame = _runs(CLOSE).assign(m=5, n=5, k=4, evaluation="games")
+    for vs in evaluate.OPPONENTS:
+        frame[evaluate.column(2, f"{vs}_games")] = games
+    return frame
+
+
+def test_by_games_intervals_hold_the_games_noise_and_every_label_says_by_how_many(tmp_path):
+    widths = {}
+    for games in (400, 9600):
+        configs, _ = summary.comparisons(_by_games(games))
+        widths[games] = (configs["score_mean_high"] - configs["score_mean_low"]).to_numpy()
+        assert (configs["games"] == games).all()
+        summary.write_summary(tmp_path / str(games), frame=_by_games(games))
+        text = (tmp_path / str(games) / summary.SUMMARY / "summary.md").read_text()
+        sections = text.split("## Configurations ranked")[1]
+        assert f"evaluated against random by {games:,} games: 2 configurations" in sections
+        assert "exactly" not in sections
+        assert f"| by {games:,} games | {games} |" in text.split("## Configurations ranked")[0]
+    exact, _ = summary.comparisons(_runs(CLOSE))
+    seeds_only = (exact["score_mean_high"] - exact["score_mean_low"]).to_numpy()
+    assert (widths[400] > widths[9600]).all() and (widths[400] > seeds_only).all()
+    assert (widths[400] > 1.5 * widths[9600]).all()
+    assert widths[9600] == pytest.approx(seeds_only, rel=0.25)  # 9,600 games: little beyond the seeds

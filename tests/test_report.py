@@ -15,7 +15,7 @@ import browser as chromium
 import sweeping
 from lab import compare, plots, report, summary
 from sweeping import REPO, clean_env
-from test_compare import ALPHAS, WINS, _runs
+from test_compare import ALPHAS, WINS, _by_games, _runs
 
 
 class _Tags(HTMLParser):
@@ -75,6 +75,20 @@ def test_one_seed_has_no_interval_and_no_verdict_in_the_report_where_four_seeds_
             assert "it beats" not in words and "better than the second with" not in words and compare.ONE_SEED in words
         else:
             assert None not in onestep["mean_low"] and "it beats 0.3 and 0.1" in words
+
+
+def test_a_board_by_games_says_so_everywhere_and_opens_on_the_opponent_it_trained_against(tmp_path):
+    frame = _by_games(400).assign(opponent="random")  # evaluated by games against random only
+    frame[[c for c in frame if c.startswith("eval_p2_onestep_")]] = np.nan
+    html = report.write_report(tmp_path, frame=frame).read_text()
+    (group,) = _data(html)["groups"]
+    assert group["opponents"] == ["random"] and group["objective"] == "random"
+    assert group["measured"] == {"random": "by 400 games"}
+    assert group["views"]["random"]["knobs"]["layout"]["yaxis"]["title"]["text"] == "final win - loss, by 400 games"
+    assert "final exact" not in html.split('id="data"')[0]
+    trained_random = _runs().assign(opponent="random")
+    (group,) = _data(report.write_report(tmp_path / "ttt", frame=trained_random).read_text())["groups"]
+    assert group["objective"] == "random" and group["measured"] == {"onestep": "exactly", "random": "exactly"}
 
 
 def _long_runs(seeds: int, iterations: int) -> pd.DataFrame:
