@@ -106,6 +106,11 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
 """lab.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
 
 
+def _digits(column: str) -> int:
+    """Decimals of a statistics column as lab.compare shows it (the page prints them as they come)."""
+    return 0 if column == "rank" else compare.DIGITS["improvement" if column.startswith("improvement") else "score"]
+
+
 def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict) -> dict:
     """One algorithm and seat (of one game, on bigger boards): its configurations' table, curves
     and the two knob views."""
@@ -121,7 +126,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     views = {}
     for vs in opponents:
         rows = configs[configs["evaluated_vs"] == vs].set_index("config").loc[first["config"]].reset_index()
-        table[vs] = {name: _rounded(rows[column]) for column, name in STATISTIC_COLUMNS.items()}
+        table[vs] = {name: [compare.rounded(v, _digits(column)) for v in rows[column]]
+                     for column, name in STATISTIC_COLUMNS.items()}
         mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
                        & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
         if "game" in configs and not mine.empty:

@@ -265,7 +265,7 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
     shown["episodes_to_95"] = shown["episodes_to_95"].map(lambda v: "not reached" if pd.isna(v) else f"{v:.0f}")
     for column in ("losing_lines", "total_lines"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
-    shown["train_seconds"] = shown["train_seconds"].map(lambda v: f"{v:.2f}")
+    shown["train_seconds"] = shown["train_seconds"].map(seconds_text)
     if "win_loss" in shown:
         from lab import compare  # the one spelling of an interval, "(1 seed)" where there is none
 
@@ -273,6 +273,21 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
                              in zip(best["win_loss"], best["win_loss_low"], best["win_loss_high"])]
         shown = shown.drop(columns=["win_loss_low", "win_loss_high"])
     return shown.astype(str)
+
+
+def seconds_text(value) -> str:
+    """Seconds to 2 decimals, or 2 significant digits below 1 s: a run of 4 ms is 0.004, not 0.00."""
+    if pd.isna(value):
+        return ""
+    return f"{value:.2f}" if value >= 1 or value == 0 else f"{value:.2g}"
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    """A table as CSV the way every table of the summary is written: seats as X and O (as
+    summary.csv has them), and no column that is empty in every row (another algorithm's knobs)."""
+    if "seat" in table and table["seat"].isin(evaluate.SEATS).all():
+        table = table.assign(seat=table["seat"].map(evaluate.SEATS))
+    table.dropna(axis=1, how="all").to_csv(path, index=False)
 
 
 OPTIONAL_COLUMNS = ("game", "evaluation", "games", "win_low", "win_loss")
@@ -355,11 +370,11 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
 
         configs, effects = compared
         best = _with_interval(best, configs)
-        configs.to_csv(out_dir / "configurations.csv", index=False)
-        effects.to_csv(out_dir / "knobs.csv", index=False)
+        write_csv(configs, out_dir / "configurations.csv")
+        write_csv(effects, out_dir / "knobs.csv")
         written += [out_dir / "configurations.csv", out_dir / "knobs.csv"]
         sections = compare.markdown(configs, effects)
-    best.to_csv(csv, index=False)
+    write_csv(best, csv)
     note = stopped_note(stopped_runs(frame))
     head = markdown(format_table(best)) if not best.empty else "No evaluations in these results.\n"
     md.write_text(head + ("\n" + note if note else "") + ("\n" + sections if not best.empty else ""))

@@ -217,6 +217,42 @@ def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
     assert [r for r in browser.requests() if not r.startswith("file:")] == []
 
 
+AGREE = {(2, 8, 0.01): (0.5, 0.613, 0.613996, 0.7),  # IQM 0.563498 after the loss: 0.563, never 0.564
+         (2, 8, 0.001): (0.40, 0.52, 0.66, 0.71), (3, 16, 0.01): (0.63, 0.70, 0.71, 0.90)}
+
+
+def _cells(b, keys) -> list[list[str]]:
+    """The report table's texts in the columns of `keys`, a list per row."""
+    return b.run(f"(() => {{ const keys = {json.dumps(keys)}, th = [...document.querySelectorAll('#table th')];"
+                 " const at = keys.map(k => th.findIndex(h => h.dataset.key === k));"
+                 " return [...document.querySelectorAll('#table tbody tr')].map(tr => at.map(i => tr.children[i].textContent)); })()")
+
+
+@pytest.mark.integration
+def test_the_report_summary_md_and_the_csvs_agree_to_the_digit(tmp_path, browser):
+    frame = _runs(AGREE).assign(train_seconds=0.004)
+    summary.write_summary(tmp_path, frame=frame)
+    browser.open(report.write_report(tmp_path, frame=frame))
+    _ready(browser)
+    shown = {row[0]: row[1:] for row in _cells(browser, ["config", "mean", "iqm", "p"])}
+    text = (tmp_path / summary.SUMMARY / "summary.md").read_text()
+    section = text.split("evaluated against OneStep exactly")[1].split("\n\n")[1]
+    in_md = {cells[1]: [cells[3], cells[4], cells[7]] for cells in  # configuration, mean, IQM, P
+             ([c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines()[2:])}
+    csv = pd.read_csv(tmp_path / summary.SUMMARY / "configurations.csv")
+    csv = csv[csv["evaluated_vs"] == "onestep"]
+    in_csv = {r["config"]: [compare.interval_text(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
+                            compare.interval_text(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
+                            compare.interval_text(r["improvement"], r["improvement_low"], r["improvement_high"], 2)]
+              for _, r in csv.iterrows()}
+    assert shown == in_md == in_csv and len(shown) == 3
+    assert shown["ttt_player2_l2_n8_a0.01_e10_i1"][1].startswith("0.563 [")
+    # one encoding per column, no empty column, short runs' seconds not 0.00
+    assert set(csv["seat"]) == {"O"} and not csv.isna().all().any() and "memory" not in csv
+    assert set(pd.read_csv(tmp_path / summary.SUMMARY / "summary.csv")["seat"]) == {"O"}
+    assert "| 0.004 |" in text and "| 0.00 |" not in text
+
+
 def _drag(b, start, end, steps=10):
     def mouse(kind, x, y, buttons=1):
         b.call("Input.dispatchMouseEvent", session=True, type=kind, x=x, y=y, button="left",
