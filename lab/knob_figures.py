@@ -18,6 +18,7 @@ With bigger boards (a `game` column in lab.summary.comparisons' tables) both are
 their files named <algorithm>_<game>_knobs_... and <algorithm>_<game>_parallel_...
 """
 
+import functools
 from pathlib import Path
 
 import matplotlib
@@ -35,6 +36,20 @@ LOG_SPAN = 10
 BARS_UP_TO = 500
 """Configurations whose intervals a panel draws; past that the bars are a solid smear that takes
 seconds to draw: points only (the report has the intervals)."""
+
+
+def closing(draw):
+    """Close every figure `draw` opened and left open, when it returns or fails midway: pyplot
+    keeps each open figure (and warns past 20), and _save closes only the figures it saves."""
+    @functools.wraps(draw)
+    def closed(*args, **kwargs):
+        before = set(plt.get_fignums())
+        try:
+            return draw(*args, **kwargs)
+        finally:
+            for number in set(plt.get_fignums()) - before:
+                plt.close(number)
+    return closed
 
 
 def axis_of(values: pd.Series) -> str:
@@ -153,6 +168,7 @@ def _on(configs: pd.DataFrame) -> str:
     return f"{configs['game'].iloc[0]}, " if "game" in configs else ""
 
 
+@closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
     """The knob figure (see module doc) of one algorithm and seat: `configs` has a row per
@@ -185,6 +201,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
     return _save(fig, path)
 
 
+@closing
 def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
     """The parallel-coordinates figures (see module doc); `scales` as knob_figure's."""
     return [path for game, mine, _ in _per_game(configs, pd.DataFrame())
