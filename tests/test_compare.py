@@ -255,3 +255,14 @@ def test_by_games_intervals_hold_the_games_noise_and_every_label_says_by_how_man
     assert (widths[400] > widths[9600]).all() and (widths[400] > seeds_only).all()
     assert (widths[400] > 1.5 * widths[9600]).all()
     assert widths[9600] == pytest.approx(seeds_only, rel=0.25)  # 9,600 games: little beyond the seeds
+
+
+def test_knob_importance_is_the_share_of_variance_between_a_knobs_values():
+    rng = np.random.default_rng(1)
+    alpha, memory = np.repeat(["a", "b", "c"], 4), np.tile(["keep", "clear"], 6)
+    y = np.select([alpha == "a", alpha == "b"], [0.8, 0.5], 0.1) + 0.05 * rng.normal(size=12)
+    found = stats.importance({"alpha": alpha, "memory": memory}, y)
+    means = pd.Series(y).groupby(alpha).transform("mean")
+    assert found["alpha"][0] == pytest.approx(((means - y.mean()) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+    assert list(found) == ["alpha", "memory"] and found["alpha"][1] <= found["alpha"][0] <= found["alpha"][2]
+    assert stats.importance({"alpha": alpha[:7]}, y[:7]) == {}  # too few configurations

@@ -2,6 +2,7 @@
 behaves in a real browser (headless Chromium, no network) on a real small sweep."""
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 import browser as chromium
 import sweeping
-from lab import compare, plots, report, summary
+from lab import compare, plots, report, report_runs, summary
 from sweeping import REPO, clean_env
 from test_compare import ALPHAS, WINS, _by_games, _runs
 
@@ -215,6 +216,72 @@ def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
     assert means == sorted(means, reverse=True) and len(means) == 4
     assert browser.errors() == []
     assert [r for r in browser.requests() if not r.startswith("file:")] == []
+    _reproduce(tmp_path, _data(page.read_text())["groups"][0])
+
+
+def _reproduce(tmp_path, group):
+    """A configuration's reproduce command trains its runs again, to the same final numbers."""
+    entry = group["runs"][0]
+    argv = shlex.split(entry["command"])
+    assert argv[:4] == ["python", "-m", "lab.sweep", "--multirun"] and argv[-1] == "results_dir=reproduced"
+    done = subprocess.run([sys.executable, *argv[1:], "hydra.launcher.parallel=false"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    again = summary.final_evaluations(tmp_path / "reproduced")
+    before = summary.final_evaluations(tmp_path / "out")
+    before = before[before["run_id"].isin([run["id"] for run in entry["runs"]])]
+    columns = ["seed", "evaluated_vs", "win", "loss"]
+    assert len(again) == len(before) == 2 * len(entry["runs"])
+    pd.testing.assert_frame_equal(again[columns].sort_values(columns[:2], ignore_index=True),
+                                  before[columns].sort_values(columns[:2], ignore_index=True))
+
+
+@pytest.mark.integration
+def test_a_row_drills_down_to_its_runs_and_the_table_downloads_as_csv(tmp_path, browser):
+    frame = _runs()
+    browser.open(report.write_report(tmp_path, frame=frame))
+    _ready(browser)
+    assert browser.run("document.getElementById('runsBox').hidden")
+    best = "ttt_player2_l2_n8_a0.01_e10_i1"
+    browser.run(f"[...document.querySelectorAll('#table tbody tr')].find(tr => tr.textContent.includes({json.dumps(best)})).children[1].click()")
+    time.sleep(0.5)
+    assert not browser.run("document.getElementById('runsBox').hidden")
+    traces = browser.run("document.getElementById('runCurves').data.map(t => [t.name, t.xaxis])")
+    assert sorted(set(name for name, _ in traces)) == ["seed 0", "seed 1", "seed 2", "seed 3"]
+    assert len(traces) == 4 * 3  # each seed: its training win rate, its win - loss vs random and OneStep
+    runs = summary.table(frame)
+    assert browser.run("document.getElementById('command').textContent") == \
+        report_runs.command(runs[runs["config"] == best])
+    listed = browser.run("[...document.querySelectorAll('#runList a')].map(a => a.textContent)")
+    assert listed == [f"{tmp_path.resolve()}/_checkpoints/l2a0.01s{seed}.npz" for seed in range(4)]
+    lines = browser.run("window.tableCsv()").splitlines()
+    assert lines[0].startswith("rank,configuration,layers,neurons,alpha,seeds,episodes,")
+    assert len(lines) == 5 and lines[1].startswith(f"1,{best},2,8,0.01,4,10,")
+    # the metric menu changes what the curves show
+    titles = "document.getElementById('curves').layout.annotations.map(a => a.text)"
+    assert browser.run(titles)[1:] == ["win - loss vs OneStep, exactly", "win - loss vs random, exactly"]
+    first = browser.run("document.getElementById('curves').data[3].y")
+    browser.run("(() => { const m = document.getElementById('metric'); m.value = 'loss'; m.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.5)
+    assert browser.run(titles)[1:] == ["loss rate vs OneStep, exactly", "loss rate vs random, exactly"]
+    assert browser.run("document.getElementById('curves').data[3].y") != first
+    assert [o for o in browser.run("[...document.getElementById('metric').options].map(o => o.text)")] == \
+        ["win - loss", "win rate", "draw rate", "loss rate", "optimal-move rate", "losing lines"]
+    browser.run("(() => { const m = document.getElementById('metric'); m.value = 'losing_lines'; m.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.5)
+    assert browser.run(titles)[1:] == ["losing lines, exactly"]
+    # 4 configurations: no knob importance, and the words say why
+    assert "too few configurations (4; it needs at least 8)" in browser.run("document.getElementById('gridImportanceNote').textContent")
+    assert browser.errors() == []
+
+
+def test_a_grid_of_enough_configurations_ranks_its_knobs_importance_with_intervals(tmp_path):
+    wins = {(layers, 8, alpha): tuple(0.2 + 0.6 * (alpha == 0.1) + 0.01 * layers + 0.02 * s for s in range(3))
+            for layers in (1, 2, 3, 4) for alpha in (0.1, 0.01, 0.001)}  # alpha decides, layers a little
+    (group,) = _data(report.write_report(tmp_path, frame=_runs(wins)).read_text())["groups"]
+    found = group["views"]["onestep"]["importance"]
+    assert found["knobs"] == ["alpha", "layers"]
+    assert found["low"][0] > 0.9 and found["share"][1] < 0.05 and found["low"][1] <= found["share"][1] <= found["high"][1]
 
 
 AGREE = {(2, 8, 0.01): (0.5, 0.613, 0.613996, 0.7),  # IQM 0.563498 after the loss: 0.563, never 0.564
