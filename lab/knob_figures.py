@@ -223,19 +223,17 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
             x = np.log10(x) if kind == "log" else x
             low, high = np.nanmin(x), np.nanmax(x)
             columns.append((x - low) / (high - low) if high > low else np.full_like(x, 0.5))
-            ticks.append((" x ".join(factor), labels if kind == "category" else
-                          [compare.value_text(v) for v in ((10 ** low, 10 ** high) if kind == "log" else (low, high))]))
+            ticks.append((" x ".join(factor), _axis_ticks(x, kind, labels)))
         score = group["score_mean"].to_numpy(float)
         columns.append((score - score.min()) / (np.ptp(score) or 1))
-        ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [f"{score.min():.3f}", f"{score.max():.3f}"]))
+        ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [(0, f"{score.min():.3f}"), (1, f"{score.max():.3f}")]))
         fig, ax = plt.subplots(figsize=(max(9, 2 + 2.2 * len(columns)), 5), layout="constrained")
         lines = np.stack([np.tile(np.arange(len(columns)), (len(group), 1)), np.column_stack(columns)], axis=-1)
         colours = plt.get_cmap("viridis")((score - score.min()) / (np.ptp(score) or 1))
         ax.add_collection(LineCollection(lines, colors=colours, linewidths=1.2, alpha=0.8))
         for i, (name, labels) in enumerate(ticks):
             ax.axvline(i, color="k", lw=0.8)
-            spots = np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5]
-            for spot, label in zip(spots, labels):
+            for spot, label in labels:
                 ax.text(i + 0.03, spot, label, fontsize=8, va="center")
         ax.set(xlim=(-0.2, len(columns) - 0.6), ylim=(-0.05, 1.05), yticks=[])
         ax.set_xticks(range(len(columns)), [name for name, _ in ticks])
@@ -245,6 +243,19 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
                      f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
         written.append(_save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
     return written
+
+
+def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float, str]]:
+    """(height 0..1, text) of a parallel axis's labels: every value where a knob has at most
+    compare.MAX_VALUES of them (a grid's), else its two ends (a search's continuous knob)."""
+    if kind == "category":
+        return list(zip(np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5], labels))
+    low, high = np.nanmin(x), np.nanmax(x)
+    values = np.unique(x[~np.isnan(x)])
+    values = values if len(values) <= compare.MAX_VALUES else np.array([low, high])
+    spots = (values - low) / (high - low) if high > low else np.full_like(values, 0.5)
+    shown = 10 ** values if kind == "log" else values
+    return [(float(spot), compare.value_text(float(f"{v:.4g}"))) for spot, v in zip(spots, shown)]
 
 
 def _save(fig, path: Path) -> Path:

@@ -228,7 +228,8 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
         if len(mine):
             fig.add_trace(go.Scatter(
                 x=mine["value"] if kind == "category" else pd.to_numeric(mine["value"]), y=mine["iqm"],
-                mode="markers", marker={"symbol": "diamond", "size": 10, "color": "black"},
+                # open diamonds: the configurations' points at the same value stay visible inside
+                mode="markers", marker={"symbol": "diamond-open", "size": 12, "color": "black", "line": {"width": 2}},
                 error_y={"type": "data", "array": mine["iqm_high"] - mine["iqm"], "arrayminus": mine["iqm"] - mine["iqm_low"]},
                 hovertemplate="IQM of every run with %{x}: %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
         axis = ({"type": "category", "categoryorder": "array", "categoryarray": labels} if kind == "category"

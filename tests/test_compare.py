@@ -266,3 +266,14 @@ def test_knob_importance_is_the_share_of_variance_between_a_knobs_values():
     assert found["alpha"][0] == pytest.approx(((means - y.mean()) ** 2).sum() / ((y - y.mean()) ** 2).sum())
     assert list(found) == ["alpha", "memory"] and found["alpha"][1] <= found["alpha"][0] <= found["alpha"][2]
     assert stats.importance({"alpha": alpha[:7]}, y[:7]) == {}  # too few configurations
+
+
+def test_the_parallel_png_labels_every_value_of_a_grids_knob(tmp_path, monkeypatch):
+    from lab import knob_figures
+
+    drawn = {}
+    monkeypatch.setattr(knob_figures, "_save", lambda fig, path: drawn.setdefault(path.name, fig) and path)
+    configs, _ = summary.comparisons(_runs(ALPHAS))
+    knob_figures.parallel_figure(configs, tmp_path)
+    texts = {t.get_text() for t in drawn["mc_vfa_parallel_O_onestep.png"].axes[0].texts}
+    assert {"0.1", "0.3", "0.5"} <= texts  # the middle value too, not only the ends

@@ -61,6 +61,7 @@ def test_the_page_is_one_offline_file_holding_every_configuration(tmp_path):
     knobs = group["views"]["onestep"]["knobs"]
     assert [a["text"] for a in knobs["layout"]["annotations"]] == ["layers x neurons", "alpha"]
     assert knobs["layout"]["xaxis2"]["type"] == "log"
+    assert {t["marker"].get("symbol") for t in knobs["data"]} == {None, "diamond-open"}  # IQMs hide no point
     assert [d["label"] for d in group["views"]["onestep"]["parallel"]["data"][0]["dimensions"]] == \
         ["layers x neurons", "alpha (log)", "win - loss vs OneStep"]
 
