@@ -51,8 +51,9 @@ from lab.search import saved
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
 CURVE_POINTS = 50
-CURVE_NUMBERS = 1_500_000
-"""The curves' numbers in one report at most (about 8 MB of JSON)."""
+CURVE_NUMBERS = 450_000
+"""The curves' numbers in one report at most (about 3 MB of JSON): with the runs' curves
+(lab.report_runs.RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
 WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
 

@@ -15,8 +15,8 @@ import pandas as pd
 
 from lab import evaluate, results, summary
 
-RUN_NUMBERS = 1_000_000
-"""The runs' curves' numbers in one report at most (about 6 MB of JSON)."""
+RUN_NUMBERS = 200_000
+"""The runs' curves' numbers in one report at most (about 1.5 MB of JSON)."""
 FEWEST_POINTS, MOST_POINTS = 4, 50
 REPRODUCED = "reproduced"
 """The results_dir the reproduce command writes to (a new one, beside the original's runs)."""
