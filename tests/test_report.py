@@ -285,6 +285,35 @@ def test_a_grid_of_enough_configurations_ranks_its_knobs_importance_with_interva
     assert found["low"][0] > 0.9 and found["share"][1] < 0.05 and found["low"][1] <= found["share"][1] <= found["high"][1]
 
 
+def _grid_of_3000_runs() -> pd.DataFrame:
+    """750 configurations (5 nets x 150 alphas) x 4 seeds, 200 iterations each, evaluated every 4."""
+    rng = np.random.default_rng(0)
+    wins = {(layers, neurons, alpha): tuple(rng.uniform(0.3, 0.9, 4))
+            for layers, neurons in ((1, 8), (2, 8), (3, 16), (4, 32), (5, 32)) for alpha in np.geomspace(1e-4, 0.5, 150)}
+    runs = _runs(wins)
+    frame = runs.loc[runs.index.repeat(200)].reset_index(drop=True)
+    frame["iteration"] = np.tile(np.arange(1, 201), len(runs))
+    frame["episodes"] = frame["iteration"] * 10
+    frame["p2_win_rate"] = rng.random(len(frame))
+    evaluated = [c for c in frame if c.startswith("eval_p2")]
+    frame[evaluated] = frame[evaluated].where(frame["iteration"] % 4 == 0)
+    return summary.name_configurations(frame)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_the_report_of_3000_runs_is_written_in_10_s_under_10_mb_and_drawn_in_3_s(tmp_path, browser):
+    frame = _grid_of_3000_runs()
+    compared = summary.comparisons(frame)  # the summary's, which the sweep hands the report
+    start = time.monotonic()
+    path = report.write_report(tmp_path, frame=frame, compared=compared)
+    assert time.monotonic() - start < 10
+    assert path.stat().st_size < 10e6
+    browser.open(path)
+    _ready(browser)
+    assert browser.run("window.reportReady") < 3000  # ms from the page's start to everything drawn
+
+
 AGREE = {(2, 8, 0.01): (0.5, 0.613, 0.613996, 0.7),  # IQM 0.563498 after the loss: 0.563, never 0.564
          (2, 8, 0.001): (0.40, 0.52, 0.66, 0.71), (3, 16, 0.01): (0.63, 0.70, 0.71, 0.90)}
 
