@@ -16,7 +16,8 @@ For each group (an algorithm and a seat) it shows:
   second, filters the table and so the curves.
 
 A metric menu picks what the curves show (win - loss, win, draw or loss against each opponent, or
-the agent's optimal-move rate or losing lines); a click on a row drills down to its runs
+the agent's optimal-move rate or losing lines), smoothed on request; a two-knob heatmap shows how
+two knobs act together; a click on a row drills down to its runs
 (lab.report_runs: each seed's curves, run ids, checkpoints, the command that trains them again);
 the table downloads as CSV; the knobs' importance (lab.stats.importance) has its interval, or
 the words "too few configurations".
@@ -169,6 +170,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     metrics = [[m, label] for m, label in METRICS.items() if m in PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
+            "factors": factors,
             "table": table, "views": views,
             "curves": mine,
             "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}

@@ -16,7 +16,7 @@ import browser as chromium
 import sweeping
 from lab import compare, plots, report, report_runs, summary
 from sweeping import REPO, clean_env
-from test_compare import ALPHAS, WINS, _by_games, _runs
+from test_compare import ALPHAS, LOSS, WINS, _by_games, _runs
 
 
 class _Tags(HTMLParser):
@@ -190,6 +190,14 @@ def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
     after = _curves_picture(browser, tmp_path / "filtered.png")
     assert before.shape == after.shape and np.abs(before - after).mean() > 0.002
     _filter(browser, "")
+    # smoothing: the trailing mean of 5 points
+    line = "document.getElementById('curves').data[1].y"
+    raw = browser.run(line)
+    browser.run("(() => { const s = document.getElementById('smooth'); s.value = '5'; s.dispatchEvent(new Event('input')); })()")
+    time.sleep(0.3)
+    assert browser.run(line)[4] == pytest.approx(np.mean(raw[:5]), abs=1e-9) and browser.run(line) != raw
+    browser.run("(() => { const s = document.getElementById('smooth'); s.value = '1'; s.dispatchEvent(new Event('input')); })()")
+    time.sleep(0.3)
     # brushing the parallel coordinates (drawn once scrolled into view): the first axis, alpha, around 0.1
     browser.run("document.getElementById('parallel').scrollIntoView()")
     deadline = time.monotonic() + 30
@@ -216,7 +224,8 @@ def test_the_report_of_a_real_sweep_in_headless_chromium(tmp_path, browser):
                         " return [...document.querySelectorAll('#table tbody tr')].map(tr => parseFloat(tr.children[i].textContent)); })()")
     assert means == sorted(means, reverse=True) and len(means) == 4
     assert browser.errors() == []
-    assert [r for r in browser.requests() if not r.startswith("file:")] == []
+    # data: never leaves the page (Plotly draws the heatmap as a data: image)
+    assert [r for r in browser.requests() if not r.startswith(("file:", "data:"))] == []
     _reproduce(tmp_path, _data(page.read_text())["groups"][0])
 
 
@@ -271,6 +280,14 @@ def test_a_row_drills_down_to_its_runs_and_the_table_downloads_as_csv(tmp_path, 
     browser.run("(() => { const m = document.getElementById('metric'); m.value = 'losing_lines'; m.dispatchEvent(new Event('change')); })()")
     time.sleep(0.5)
     assert browser.run(titles)[1:] == ["losing lines, exactly"]
+    # the two-knob view holds the mean of each pair of values
+    browser.run("(() => { const m = document.getElementById('metric'); m.value = 'score'; m.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.3)
+    browser.run("(() => { const s = document.getElementById('smooth'); s.value = '1'; s.dispatchEvent(new Event('input')); })()")
+    time.sleep(0.3)
+    heat = browser.run("(() => { const d = document.getElementById('interaction').data[0]; return [d.y, d.x, d.z]; })()")
+    assert heat[:2] == [["2", "3"], ["0.001", "0.01"]]  # layers (of layers x neurons) by alpha
+    assert heat[2][0][1] == pytest.approx(round(np.mean(WINS[2, 8, 0.01]) - LOSS, 3), abs=1e-9)
     # 4 configurations: no knob importance, and the words say why
     assert "too few configurations (4; it needs at least 8)" in browser.run("document.getElementById('gridImportanceNote').textContent")
     assert browser.errors() == []
@@ -422,4 +439,5 @@ def test_the_report_of_a_search_shows_its_trials_and_knob_importance_in_headless
     drawn = picture[max(0, top):top + int(box[3]), int(box[0]):int(box[0] + box[2]), :3]
     assert (drawn.max(axis=-1) - drawn.min(axis=-1) > 0.2).mean() > 0.002  # coloured points and the line
     assert browser.errors() == []
-    assert [r for r in browser.requests() if not r.startswith("file:")] == []
+    # data: never leaves the page (Plotly draws the heatmap as a data: image)
+    assert [r for r in browser.requests() if not r.startswith(("file:", "data:"))] == []
