@@ -77,7 +77,8 @@ def _binned(points: pd.DataFrame, value: str, bins: int) -> pd.DataFrame:
 
 
 METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss": "loss rate",
-           "optimal_move_rate": "optimal-move rate", "losing_lines": "losing lines"}
+           "optimal_move_rate": "optimal-move rate", "losing_lines": "losing lines",
+           "train_seconds": "training seconds"}
 """The measures the page's metric menu offers for the curves, with their labels."""
 PER_OPPONENT = ("score", "win", "draw", "loss")
 """Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
@@ -88,7 +89,7 @@ def curve_kinds(exact: pd.DataFrame) -> dict[str, str]:
     and the agent's own measures where the results have them (exact on 3x3)."""
     kinds = {vs if m == "score" else f"{vs}_{m}": "score" if m == "score" else f"{vs}_{m}"
              for vs in evaluate.OPPONENTS for m in PER_OPPONENT}
-    return kinds | {m: m for m in METRICS if m not in PER_OPPONENT and m in exact and exact[m].notna().any()}
+    return kinds | {m: m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()}
 
 
 def curves(frame: pd.DataFrame, configurations: int) -> dict:
@@ -98,7 +99,7 @@ def curves(frame: pd.DataFrame, configurations: int) -> dict:
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
     kinds = curve_kinds(exact)
-    bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 1) * 3), 8, CURVE_POINTS))
+    bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {}
     for kind, column in kinds.items():
         vs = kind.split("_")[0]
@@ -107,6 +108,9 @@ def curves(frame: pd.DataFrame, configurations: int) -> dict:
     training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
         seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
     parts["train"] = _binned(pd.concat(training), "agent_win_rate", bins)
+    if "train_seconds" in named:  # cumulative to each iteration: the time the curves took
+        parts["train_seconds"] = _binned(pd.concat(training).assign(train_seconds=named["train_seconds"]),
+                                         "train_seconds", bins)
     out: dict = {}
     for kind, table in parts.items():
         table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)

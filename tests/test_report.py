@@ -276,10 +276,14 @@ def test_a_row_drills_down_to_its_runs_and_the_table_downloads_as_csv(tmp_path, 
     assert browser.run(titles)[1:] == ["loss rate vs OneStep, exactly", "loss rate vs random, exactly"]
     assert browser.run("document.getElementById('curves').data[3].y") != first
     assert [o for o in browser.run("[...document.getElementById('metric').options].map(o => o.text)")] == \
-        ["win - loss", "win rate", "draw rate", "loss rate", "optimal-move rate", "losing lines"]
+        ["win - loss", "win rate", "draw rate", "loss rate", "optimal-move rate", "losing lines", "training seconds"]
     browser.run("(() => { const m = document.getElementById('metric'); m.value = 'losing_lines'; m.dispatchEvent(new Event('change')); })()")
     time.sleep(0.5)
     assert browser.run(titles)[1:] == ["losing lines, exactly"]
+    browser.run("(() => { const m = document.getElementById('metric'); m.value = 'train_seconds'; m.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.5)
+    assert browser.run(titles)[1:] == ["training seconds (cumulative)"]
+    assert browser.run("document.getElementById('curves').data[3].y") == [1.0]  # _runs' train_seconds
     # the two-knob view holds the mean of each pair of values
     browser.run("(() => { const m = document.getElementById('metric'); m.value = 'score'; m.dispatchEvent(new Event('change')); })()")
     time.sleep(0.3)
@@ -324,11 +328,13 @@ def test_the_report_of_3000_runs_is_written_in_10_s_under_10_mb_and_drawn_in_3_s
     compared = summary.comparisons(frame)  # the summary's, which the sweep hands the report
     start = time.monotonic()
     path = report.write_report(tmp_path, frame=frame, compared=compared)
-    assert time.monotonic() - start < 10
-    assert path.stat().st_size < 10e6
+    written = time.monotonic() - start
+    assert written < 10, f"written in {written:.1f} s"
+    assert path.stat().st_size < 10e6, f"{path.stat().st_size / 1e6:.1f} MB"
     browser.open(path)
     _ready(browser)
-    assert browser.run("window.reportReady") < 3000  # ms from the page's start to everything drawn
+    drawn = browser.run("window.reportReady")  # ms from the page's start to everything drawn
+    assert drawn < 3000, f"drawn in {drawn:.0f} ms (about 2,100 on 2 idle cores: a loaded machine can pass 3 s)"
 
 
 AGREE = {(2, 8, 0.01): (0.5, 0.613, 0.613996, 0.7),  # IQM 0.563498 after the loss: 0.563, never 0.564
