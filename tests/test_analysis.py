@@ -181,7 +181,7 @@ def test_notebook_runs_headless(sweep_dir):
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 20
     assert any("ttt_self_a0.08_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
     # the same comparisons as summary.md, and the report
-    assert any("### td_value, agent as O, evaluated against OneStep: 2 configurations"
+    assert any("### td_value, agent as O, evaluated against OneStep exactly: 2 configurations"
                in o.get("data", {}).get("text/markdown", "") for o in outputs)
     assert any(str(out / report.REPORT / "index.html") in o.get("text", "") for o in outputs)
 
