@@ -120,13 +120,9 @@ def schema() -> pa.Schema:
 
 
 def arrow_table(rows: pd.DataFrame) -> pa.Table:
-    """The rows in the schema: the columns they have converted, the others typed nulls (a
-    column of NaN cannot become a timestamp or a string)."""
-    have = [field for field in schema() if field.name in rows.columns]
-    table = pa.Table.from_pandas(rows[[f.name for f in have]], schema=pa.schema(have),
-                                 preserve_index=False)
-    return pa.table([table[f.name] if f.name in rows.columns else pa.nulls(len(rows), f.type)
-                     for f in schema()], schema=schema())
+    """The rows of a DataFrame in the schema (`table_of` of its records: pandas' own conversion
+    reads the timezone-aware columns through a call pandas deprecates)."""
+    return table_of(rows.to_dict("records"))
 
 
 def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
