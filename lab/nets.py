@@ -106,7 +106,8 @@ class MLP:
 
     def descend(self, grads: list, alpha: float) -> None:
         """One gradient step of size alpha; refuses to write non-finite parameters."""
-        new = [(p - alpha * g).astype(p.dtype) for p, g in zip(self.params, grads)]
+        with np.errstate(over="ignore", invalid="ignore"):  # non-finite results are refused below
+            new = [(p - alpha * g).astype(p.dtype) for p, g in zip(self.params, grads)]
         if not all(np.isfinite(p).all() for p in new):
             raise FloatingPointError("network diverged: a gradient step produced NaN or inf")
         n = len(self.weights)

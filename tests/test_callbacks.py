@@ -73,9 +73,14 @@ def assert_heard_every_run_once(heard: list[dict], results_dir: Path, driver_pid
     assert sorted(e["run_id"] for e in ends) == sorted(final.index)  # once per run
     for end in ends:
         assert end["status"] == "COMPLETED" and f"seed={end['seed']}" in end["overrides"]
-        assert end["value"] and set(end["value"]) <= {c for c, _ in results.EVALUATION}
-        for column, value in end["value"].items():
+        evaluated = {c: v for c, v in end["value"].items() if not c.endswith("_win_minus_loss")}
+        assert evaluated and set(evaluated) <= {c for c, _ in results.EVALUATION}
+        for column, value in evaluated.items():
             assert value == pytest.approx(float(final.loc[end["run_id"], column]))
+        for column, value in end["value"].items():  # the objective beside them (lab.export.final)
+            if column.endswith("_win_minus_loss"):
+                stem = column[:-len("win_minus_loss")]
+                assert value == pytest.approx(evaluated[stem + "win"] - evaluated[stem + "loss"])
 
 
 def test_callbacks_hear_every_run_trained_in_this_process_and_none_skipped(tmp_path):

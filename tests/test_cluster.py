@@ -90,18 +90,18 @@ def _start_cluster(root, temp_root, nodes) -> dict:
               f"--object-store-memory={200 * 2**20}"]
     head_dir, node2_dir = root / "head", root / "node2"
     head_dir.mkdir(), node2_dir.mkdir()
-    nodes.append(subprocess.Popen(
-        [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(node_ports[:6]),
-         "--include-dashboard=true", f"--dashboard-host={host}", f"--dashboard-port={dashboard}",
-         f"--ray-client-server-port={client}"],
-        cwd=head_dir, env=env, start_new_session=True,
-        stdout=open(root / "head.log", "w"), stderr=subprocess.STDOUT))
+    with open(root / "head.log", "w") as log:  # the child keeps its own copy of the descriptor
+        nodes.append(subprocess.Popen(
+            [BIN / "ray", "start", "--head", f"--port={gcs}", "--num-cpus=0", *common, *_node_ports(node_ports[:6]),
+             "--include-dashboard=true", f"--dashboard-host={host}", f"--dashboard-port={dashboard}",
+             f"--ray-client-server-port={client}"],
+            cwd=head_dir, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
     _wait_for(host, gcs, nodes[0], root, temp_dir)
-    nodes.append(subprocess.Popen(
-        [BIN / "ray", "start", f"--address={host}:{gcs}", "--num-cpus=2",
-         '--resources={"node2": 1}', *common, *_node_ports(node_ports[6:])],
-        cwd=node2_dir, env=env, start_new_session=True,
-        stdout=open(root / "node2.log", "w"), stderr=subprocess.STDOUT))
+    with open(root / "node2.log", "w") as log:
+        nodes.append(subprocess.Popen(
+            [BIN / "ray", "start", f"--address={host}:{gcs}", "--num-cpus=2",
+             '--resources={"node2": 1}', *common, *_node_ports(node_ports[6:])],
+            cwd=node2_dir, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
     _wait_for(host, dashboard, nodes[0], root, temp_dir)
     return {"address": f"{host}:{gcs}", "dashboard": f"http://{host}:{dashboard}",
             "env": env, "node2_dir": node2_dir}

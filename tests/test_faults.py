@@ -191,6 +191,7 @@ def test_a_process_killed_while_writing_never_leaves_a_partial_table(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()
     (partial,) = [p for p in results_dir.iterdir() if p.name.startswith(f".{path.name}.")]
     assert 0 < partial.stat().st_size < len(whole)  # the kill really hit mid-write
     assert path.read_bytes() == whole  # the stored table is the complete earlier one

@@ -93,6 +93,7 @@ def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
             proc.wait()
     log.seek(0)
     output = log.read()
+    log.close()
     assert "interrupted:" in output and "the same command resumes the search" in output, output
     assert output.count("\n", output.index("interrupted:")) == 1  # one line
     ended = [t for t in study.load(tmp_path / "results").get_trials() if t.state.is_finished()]
