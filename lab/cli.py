@@ -1,0 +1,92 @@
+"""The one rule every command follows when it cannot do what was asked: one line on stderr that
+names what was wrong and what is allowed, and an exit status that tells whose fault it was.
+
+MISTAKE (2): the command line or its inputs (a misspelled knob, a missing folder, a damaged
+file): nothing is written. FAULT (1): the machine (a folder it cannot write, a full disk).
+
+It imports the lab's error types only when a command fails, so any module may use it.
+"""
+
+import difflib
+import errno
+import functools
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+MISTAKE, FAULT = 2, 1
+
+
+def fail(message: str, status: int = MISTAKE) -> NoReturn:
+    """Print `error: message` (its first line only) on stderr and exit with `status`."""
+    print(f"error: {first_line(message)}", file=sys.stderr)
+    sys.exit(status)
+
+
+def first_line(message) -> str:
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return lines[0] if lines else type(message).__name__
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean `x`?)' for the closest of choices, or '' if none is close."""
+    word = str(word)
+
+    def closeness(choice: str) -> tuple[float, int]:  # ties go to the longer shared start
+        return difflib.SequenceMatcher(None, word, choice).ratio(), len(os.path.commonprefix([word, choice]))
+
+    scored = sorted(((closeness(str(c)), str(c)) for c in choices if str(c) != word), reverse=True)
+    return f" (did you mean `{scored[0][1]}`?)" if scored and scored[0][0][0] >= 0.6 else ""
+
+
+def os_error(exc: OSError) -> tuple[str, int]:
+    """An OSError as one line and its status: a path that does not exist (or is a file where a
+    folder is needed) is the user's mistake; anything else (permissions, a full disk) the machine's."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    status = MISTAKE if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)) else FAULT
+    return f"{where}{exc.strerror or exc}", status
+
+
+def mistakes():
+    """The exceptions a command answers as a user's mistake (exit 2): bad knobs, unreadable results."""
+    from lab.knobs import ConfigError
+    from lab.results import ResultsError
+
+    return ConfigError, ResultsError
+
+
+def one_line(main):
+    """Decorate a command's main(): its mistakes (lab.knobs.ConfigError, lab.results.ResultsError)
+    and the machine's faults (OSError) end in one line and exit 2 or 1, never a traceback."""
+
+    @functools.wraps(main)
+    def wrapped(*args, **kwargs):
+        try:
+            return main(*args, **kwargs)
+        except mistakes() as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(*os_error(exc))
+
+    return wrapped
+
+
+def require_writable(folder) -> None:
+    """Exit 1 in one line if `folder` (existing or to be created) cannot be written: checked by
+    writing, since permission bits say nothing for root or a read-only or full disk. Creates
+    nothing that is not removed again."""
+    folder = Path(folder).absolute()
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        fail(f"results_dir {folder} cannot be created: {existing} is a file")
+    try:
+        with tempfile.TemporaryDirectory(dir=existing, prefix=".lab-probe-") as probe:
+            with open(os.path.join(probe, "probe"), "wb") as f:
+                f.write(b"\0" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        fail(f"results_dir {folder} cannot be written ({existing}: {reason})", FAULT)
