@@ -13,7 +13,7 @@ import argparse
 
 import pandas as pd
 
-from lab import results, stats, summary
+from lab import cli, results, stats, summary
 
 LEVEL = 0.9
 """The win rate whose first evaluation point at or above it is the "episodes to" column"""
@@ -65,7 +65,7 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dirs", nargs="+", help="results directories of board sweeps")
     args = parser.parse_args()
     curves = pd.concat([summary.exact_curves(results.load(d)) for d in args.results_dirs], ignore_index=True)

@@ -7,6 +7,7 @@ file): nothing is written. FAULT (1): the machine (a folder it cannot write, a f
 It imports the lab's error types only when a command fails, so any module may use it.
 """
 
+import argparse
 import difflib
 import errno
 import functools
@@ -41,6 +42,29 @@ def did_you_mean(word: str, choices) -> str:
     return f" (did you mean `{scored[0][1]}`?)" if scored and scored[0][0][0] >= 0.6 else ""
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line (argparse prints its usage first), with
+    the closest flag for a misspelled one."""
+
+    def error(self, message: str) -> NoReturn:
+        flags = [f for action in self._actions for f in action.option_strings]
+        unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
+        flag = next((a for a in unknown if a.startswith("-")), None)
+        hint = did_you_mean(flag.split("=")[0], flags) if flag else ""
+        fail(f"{self.prog}: {message}{hint} (see {self.prog} --help)")
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 run', '2 runs' (nouns with a plain plural only)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def results_dir_argument(path) -> None:
+    """Exit 2 if a command's RESULTS_DIR argument names a file (a run table, say), not its folder."""
+    if Path(path).is_file():
+        fail(f"{path} is a file: give the results_dir that holds it ({Path(path).parent})")
+
+
 def os_error(exc: OSError) -> tuple[str, int]:
     """An OSError as one line and its status: a path that does not exist (or is a file where a
     folder is needed) is the user's mistake; anything else (permissions, a full disk) the machine's."""
@@ -73,14 +97,14 @@ def one_line(main):
     return wrapped
 
 
-def require_writable(folder) -> None:
+def require_writable(folder, what: str = "results_dir") -> None:
     """Exit 1 in one line if `folder` (existing or to be created) cannot be written: checked by
     writing, since permission bits say nothing for root or a read-only or full disk. Creates
     nothing that is not removed again."""
     folder = Path(folder).absolute()
     existing = next(p for p in (folder, *folder.parents) if p.exists())
     if not existing.is_dir():
-        fail(f"results_dir {folder} cannot be created: {existing} is a file")
+        fail(f"{what} {folder} cannot be created: {existing} is a file")
     try:
         with tempfile.TemporaryDirectory(dir=existing, prefix=".lab-probe-") as probe:
             with open(os.path.join(probe, "probe"), "wb") as f:
@@ -89,4 +113,4 @@ def require_writable(folder) -> None:
                 os.fsync(f.fileno())
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        fail(f"results_dir {folder} cannot be written ({existing}: {reason})", FAULT)
+        fail(f"{what} {folder} cannot be written ({existing}: {reason})", FAULT)

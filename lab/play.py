@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, mnk_play, opponents
+from lab import agents, cli, game, mnk_play, opponents
 from lab.knobs import TTT
 from lab.terminal import Quit, ask
 
@@ -185,7 +185,7 @@ def format_tallies(result: dict, games: int, opponent: str) -> str:
 
 def main(argv=None, stdin=None, stdout=None) -> int:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m lab.play", description=__doc__,
+    parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a trained agent: RESULTS_DIR/_checkpoints/<run_id>.npz")
     parser.add_argument("--seat", choices=("x", "o"), default="x",

@@ -3,6 +3,7 @@
 import argparse
 
 import lab.bench
+from lab import cli
 from lab.bench.boards import boards_section
 from lab.bench.cluster import cluster_section
 from lab.bench.driver import driver_section
@@ -14,7 +15,7 @@ from lab.bench.throughput import (CASES, alphazero_seconds_to_never_losing, engi
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
+    parser = cli.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
     parser.add_argument("--driver", action="store_true", help="only the driver section")
