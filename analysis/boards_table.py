@@ -64,6 +64,7 @@ def markdown(table: pd.DataFrame) -> str:
                       *("| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False))])
 
 
+@cli.one_line(results.ResultsError)
 def main() -> None:
     parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dirs", nargs="+", help="results directories of board sweeps")
@@ -71,7 +72,7 @@ def main() -> None:
     curves = pd.concat([summary.exact_curves(results.load(d)) for d in args.results_dirs], ignore_index=True)
     curves = curves[curves["game"].fillna("ttt") != "ttt"] if "game" in curves else curves.iloc[:0]
     if curves.empty:
-        raise SystemExit("no bigger-board runs in " + ", ".join(args.results_dirs))
+        cli.fail("no bigger-board runs in " + ", ".join(args.results_dirs))
     print(markdown(rows(curves)))
 
 

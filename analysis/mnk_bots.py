@@ -40,6 +40,7 @@ def board_table(m: int, n: int, k: int, games: int, mcts_games: int, seed: int) 
     return "\n".join(lines)
 
 
+@cli.one_line()
 def main() -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=stats.games_needed(0.02),

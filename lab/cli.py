@@ -4,7 +4,7 @@ names what was wrong and what is allowed, and an exit status that tells whose fa
 MISTAKE (2): the command line or its inputs (a misspelled knob, a missing folder, a damaged
 file): nothing is written. FAULT (1): the machine (a folder it cannot write, a full disk).
 
-It imports the lab's error types only when a command fails, so any module may use it.
+It imports nothing of the lab, so any module may use it.
 """
 
 import argparse
@@ -73,28 +73,24 @@ def os_error(exc: OSError) -> tuple[str, int]:
     return f"{where}{exc.strerror or exc}", status
 
 
-def mistakes():
-    """The exceptions a command answers as a user's mistake (exit 2): bad knobs, unreadable results."""
-    from lab.knobs import ConfigError
-    from lab.results import ResultsError
+def one_line(*mistakes: type[Exception]):
+    """Decorate a command's main(): `mistakes` (say lab.results.ResultsError, lab.knobs.ConfigError:
+    passed in, as this module imports nothing of the lab) end in one line and exit 2, the
+    machine's faults (OSError) in one line and exit 1 (2 for a path that does not exist)."""
 
-    return ConfigError, ResultsError
+    def decorate(main):
+        @functools.wraps(main)
+        def wrapped(*args, **kwargs):
+            try:
+                return main(*args, **kwargs)
+            except mistakes as exc:
+                fail(str(exc))
+            except OSError as exc:
+                fail(*os_error(exc))
 
+        return wrapped
 
-def one_line(main):
-    """Decorate a command's main(): its mistakes (lab.knobs.ConfigError, lab.results.ResultsError)
-    and the machine's faults (OSError) end in one line and exit 2 or 1, never a traceback."""
-
-    @functools.wraps(main)
-    def wrapped(*args, **kwargs):
-        try:
-            return main(*args, **kwargs)
-        except mistakes() as exc:
-            fail(str(exc))
-        except OSError as exc:
-            fail(*os_error(exc))
-
-    return wrapped
+    return decorate
 
 
 def require_writable(folder, what: str = "results_dir") -> None:

@@ -300,7 +300,7 @@ def _ceiling_table() -> str:
     return "\n".join(lines)
 
 
-@cli.one_line  # a full disk or a closed pipe on stdout: one line
+@cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
     """`python -m lab.evaluate`: the ceiling table; it takes no arguments."""
     cli.ArgumentParser(prog="python -m lab.evaluate", description="Print the exact ceiling table.").parse_args(argv)

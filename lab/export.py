@@ -321,7 +321,7 @@ def main() -> None:
           f"(runs exported before are kept)")
 
 
-@one_line  # a results_dir that is not one: exit 2; a folder it cannot write: exit 1
+@one_line(results.ResultsError)  # a results_dir that is not one: exit 2; a folder it cannot write: exit 1
 def _export(args) -> int:
     results_dir_argument(args.results_dir)
     try:

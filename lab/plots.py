@@ -420,7 +420,7 @@ Figures of more than 16 configurations (a line each, or a figure each) are left 
     lab-plot RESULTS_DIR [--out DIR] [--smooth N] [--all]"""
 
 
-@one_line
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-plot RESULTS_DIR ...`."""
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -154,7 +154,7 @@ def markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-@cli.one_line  # a full disk or a closed pipe on stdout: one line
+@cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
     """`python -m lab.reference`: docs/knobs.md on stdout; it takes no arguments."""
     cli.ArgumentParser(prog="python -m lab.reference", description="Print docs/knobs.md.").parse_args(argv)

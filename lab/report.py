@@ -290,7 +290,7 @@ effects and parallel coordinates (selecting in either filters the table).
     lab-report RESULTS_DIR [--out FILE]     (default: RESULTS_DIR/_report/index.html)"""
 
 
-@one_line
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-report RESULTS_DIR ...`."""
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)

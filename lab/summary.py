@@ -366,7 +366,7 @@ spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary
     lab-summary RESULTS_DIR [--out DIR]"""
 
 
-@one_line
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-summary RESULTS_DIR ...`."""
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)

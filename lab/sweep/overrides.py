@@ -33,9 +33,9 @@ def check(argv: list[str]) -> None:
 
 def _arguments(argv):
     """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
-    from hydra._internal.utils import get_args_parser
+    from lab.compat.hydra import args_parser
 
-    parser = get_args_parser()
+    parser = args_parser()
     flags = [f for action in parser._actions for f in action.option_strings]  # noqa: SLF001
 
     def refuse(message: str):
