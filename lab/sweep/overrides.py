@@ -123,12 +123,13 @@ def _check_swept_key(master, override) -> None:
     from hydra.core.override_parser.types import OverrideType
 
     from lab import agents
+    from lab.search.space import ALIASES
 
     if not override.is_sweep_override() or override.type is not OverrideType.CHANGE:
         return
     key = override.key_or_group
-    if OmegaConf.select(master, key, default=_ABSENT) is not _ABSENT or key in agents.knob_names():
-        return  # a key of the configuration, or a knob of another algorithm
+    if OmegaConf.select(master, key, default=_ABSENT) is not _ABSENT or key in agents.knob_names() or key in ALIASES:
+        return  # a key of the configuration, a knob of another algorithm, or a search's alias of one
     fail(_unknown_key(master, override))
 
 
