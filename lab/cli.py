@@ -8,11 +8,14 @@ It imports nothing of the lab, so any module may use it.
 """
 
 import argparse
+import contextlib
 import difflib
 import errno
 import functools
 import os
+import signal
 import sys
+import time
 import tempfile
 from pathlib import Path
 from typing import NoReturn
@@ -110,3 +113,67 @@ def require_writable(folder, what: str = "results_dir") -> None:
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
         fail(f"{what} {folder} cannot be written ({existing}: {reason})", FAULT)
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM (`timeout`, `kill`, a batch scheduler) does what Ctrl-C does in this process, so
+    the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
+    A fork of this process keeps the default: it dies."""
+    owner = os.getpid()
+
+    def handle(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        ctrl_c = signal.getsignal(signal.SIGINT)
+        if callable(ctrl_c):  # SIG_IGN: a Ctrl-C is being handled already
+            ctrl_c(signal.SIGINT, frame)
+
+    signal.signal(signal.SIGTERM, handle)
+
+
+def stop_children_first(seconds: float = 60) -> None:
+    """Ctrl-C or SIGTERM in a command that runs others (the benchmark's sweeps): each child is
+    asked to stop (SIGTERM, which a sweep takes as Ctrl-C) and given `seconds` to stop what it
+    started, before KeyboardInterrupt unwinds this process (its temporary folders removed);
+    otherwise subprocess.run would kill the child at once, leaving its local Ray behind."""
+    owner = os.getpid()
+
+    def handle(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # once: a second signal changes nothing
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        children = _children(owner)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + seconds
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of pid (Linux's /proc; none elsewhere)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -186,7 +186,7 @@ def format_tallies(result: dict, games: int, opponent: str) -> str:
 def main(argv=None, stdin=None, stdout=None) -> int:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a trained agent: RESULTS_DIR/_checkpoints/<run_id>.npz")
     parser.add_argument("--seat", choices=("x", "o"), default="x",
                         help="your seat: x moves first (default), o moves second")

@@ -1,0 +1,74 @@
+"""Whatever a command starts is gone when it is stopped (issue 36): SIGTERM (`timeout`, `kill`)
+does what Ctrl-C does, and the benchmark, stopped while one of its sweeps runs, leaves no
+process and no temporary folder behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lab import cli
+from sweeping import REPO, clean_env, descendants, title
+
+
+@pytest.fixture
+def handlers():
+    kept = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGTERM, kept[0])
+    signal.signal(signal.SIGINT, kept[1])
+
+
+def test_sigterm_does_what_ctrl_c_does(handlers):
+    cli.terminate_as_interrupt()
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # the handler runs here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C being handled: a SIGTERM changes nothing
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stop_when(proc, started, seconds=300) -> set[int]:
+    """Watch proc's descendants until `started(titles)` holds, then SIGTERM its process group as
+    `timeout` does; every descendant seen."""
+    seen, deadline = set(), time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids = descendants(proc.pid)
+        seen |= set(kids)
+        if started([title(p) for p in kids]):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the command ended before it could be stopped"
+    os.killpg(proc.pid, signal.SIGTERM)
+    return seen
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_benchmark_stopped_by_timeout_leaves_nothing_behind(tmp_path):
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "lab.bench", "--quick", "--parallel"], cwd=REPO,
+                            env=clean_env(TMPDIR=str(tmp_path / "tmp")), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = _stop_when(proc, lambda titles: any("raylet" in t for t in titles))  # a sweep on Ray
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(1)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted:"), err
+    assert [p for p in seen if _alive(p)] == []
+    assert [p.name for p in (tmp_path / "tmp").iterdir() if p.name != "ray"] == []  # Ray keeps its logs
