@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab import config, results
+from lab.cli import plural
 from lab.search.settings import Settings
 
 BEST = "best.yaml"
@@ -57,7 +58,7 @@ def finish(configurations: list[Configuration], base: dict, settings: Settings, 
     or not (a diverged network is an outcome); 1 when none finished or a worker died."""
     counts = {s: sum(c.status == s for c in configurations) for s in ("finished", "stopped", "failed")}
     episodes = sum(_episodes(base, c, settings.seeds) for c in configurations)
-    print(f"{len(configurations)} trials: {counts['finished']} finished, {counts['stopped']} stopped early, "
+    print(f"{plural(len(configurations), 'trial')}: {counts['finished']} finished, {counts['stopped']} stopped early, "
           f"{counts['failed']} failed; {episodes:,} training episodes in all")
     for line in failures(configurations):
         print(line)
@@ -80,7 +81,7 @@ def failures(configurations: list[Configuration]) -> list[str]:
     for c in configurations:
         if c.status == "failed":
             failed.setdefault(c.error or "no reason recorded", []).append(c.name)
-    return [f"{len(names)} {'trial' if len(names) == 1 else 'trials'} failed: {reason} (first: {names[0]})"
+    return [f"{plural(len(names), 'trial')} failed: {reason} (first: {names[0]})"
             for reason, names in failed.items()]
 
 

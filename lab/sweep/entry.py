@@ -11,7 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lab import callbacks, results
-from lab.cli import require_writable
+from lab.cli import plural, require_writable
 from lab.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
@@ -43,7 +43,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if not dry_run:  # before Ray starts or a run trains
             for folder in sorted({j.results_dir for j in p.train}):
                 require_writable(folder)
-        print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
+        print(f"{plural(len(job_overrides), 'configuration')}, {plural(len(p.train), 'run')} to train")
         for note in p.notes:
             print(note)
         where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
