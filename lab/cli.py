@@ -57,6 +57,17 @@ class ArgumentParser(argparse.ArgumentParser):
         fail(f"{self.prog}: {message}{hint} (see {self.prog} --help)")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer (else argparse's one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def plural(count: int, noun: str) -> str:
     """'1 run', '2 runs' (nouns with a plain plural only)."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

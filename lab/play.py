@@ -192,7 +192,7 @@ def main(argv=None, stdin=None, stdout=None) -> int:
                         help="your seat: x moves first (default), o moves second")
     parser.add_argument("--vs", metavar="OPPONENT",
                         help=f"play the agent against {', '.join(opponents.NAMES)} or another CHECKPOINT")
-    parser.add_argument("--games", type=int, default=1000, help="games in each seat with --vs (default 1000)")
+    parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--start", metavar="BOARD", help="begin every game here: nine cells of x, o "
                         "or ., row by row (e.g. x...o....)")

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from lab import evaluate, knob_figures, mnk_evaluate, results, summary  # noqa: E402
-from lab.cli import ArgumentParser, one_line, results_dir_argument  # noqa: E402
+from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
 from lab.search import saved  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
@@ -426,7 +426,7 @@ def main() -> None:
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
-    parser.add_argument("--smooth", type=int, default=SMOOTH,
+    parser.add_argument("--smooth", type=positive_int, default=SMOOTH,
                         help=f"rolling mean over N iterations of the training-game win rates "
                              f"(default {SMOOTH}; 1 = raw, as write-up 000)")
     parser.add_argument("--all", action="store_true",

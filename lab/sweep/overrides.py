@@ -21,6 +21,9 @@ def check(argv: list[str]) -> None:
         loader = GlobalHydra.instance().config_loader()
         overrides = _parsed(loader, args.overrides)
         for override in overrides:
+            if override.is_sweep_override() and override.is_hydra_override():
+                fail(f"{override.input_line}: Hydra's own settings take one value; a grid sweeps knobs "
+                     "(key=a,b), a named sweep's grid is its hydra.sweeper.params")
             _check_choice(loader, override)
         master = _master(loader, args.overrides, overrides)
         for override in overrides:
