@@ -2,6 +2,8 @@
 option or named sweep with several lines (and exit 1); the lab answers each in one line naming
 what is allowed, with the closest match, and exit 2 (lab.cli), before anything is written."""
 
+import os
+
 from omegaconf import OmegaConf
 
 from lab.cli import did_you_mean, fail, first_line
@@ -14,6 +16,10 @@ def check(argv: list[str]) -> None:
     args = _arguments(argv)
     if args is None or not args.overrides or args.help or args.hydra_help or args.cfg or args.info:
         return  # Hydra's own commands, or nothing to check
+    if args.config_dir and not os.path.isdir(args.config_dir):
+        fail(f"--config-dir {args.config_dir}: no such folder (a search's results_dir holds _search/best.yaml)")
+    if args.config_dir or args.config_path or args.config_name:
+        return  # configs beyond the lab's: Hydra composes them
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
@@ -102,6 +108,9 @@ def _composition_error(loader, exc, lines, overrides) -> str:
     from hydra.types import RunMode
 
     bad = next((o for o in overrides if str(exc).startswith(f"Could not override '{o.key_or_group}'")), None)
+    merging = "Error merging override "
+    if str(exc).startswith(merging) and exc.__cause__ is not None:  # the value's fault, in the cause
+        return f"{first_line(exc)[len(merging):]}: {first_line(exc.__cause__)}"
     if bad is None:
         return first_line(exc)
     others = [line for line in lines if line != bad.input_line]
