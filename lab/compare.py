@@ -1,8 +1,9 @@
 """Which configurations are better, and whether the difference is real (lab.stats's estimators).
 
-Everything here starts from the final exact evaluations of the finished runs
-(lab.summary.final_evaluations: one row per run, seat evaluated and evaluation opponent, with
-`win`, `loss` and `score` = win - loss, the objective the ceilings maximise) and compares
+Everything here starts from the final evaluations of the finished runs, exact or by games on
+boards too big to enumerate (lab.summary.final_evaluations: one row per run, seat evaluated and
+evaluation opponent, with `win`, `loss` and `score` = win - loss, the objective the ceilings
+maximise, and `games` where measured by games) and compares
 within a *group*: one algorithm, one seat, one evaluation opponent.
 
 - `configurations`: per configuration the mean and the IQM of win, loss and score over its
@@ -48,7 +49,8 @@ def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
 def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
     """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure: the
     measures' seed matrices stacked, and configurations with equal seed counts, are bootstrapped
-    in one call per statistic."""
+    in one call per statistic. Configurations evaluated by games get stats.by_games's intervals
+    instead, which add the games' sampling noise to the seeds'."""
     matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
     matrix, counts = np.vstack(matrices), np.concatenate(counts)
     for statistic in stats.STATISTICS:
@@ -60,6 +62,25 @@ def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
             part = columns[:, i * len(table):(i + 1) * len(table)]
             for suffix, values in zip(("", "_low", "_high"), part):
                 table[f"{measure}_{statistic}{suffix}"] = values
+    if "games" in final and final["games"].notna().any():
+        _with_games_intervals(table, final)
+
+
+def _with_games_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
+    """Replace the seeds-only intervals of the configurations evaluated by games (every seed
+    with a game count) by stats.by_games's."""
+    shares = {m: _seed_matrix(final, m)[0] for m in ("win", "draw", "loss", "games")}
+    counts = _seed_matrix(final, "games")[1]
+    have = ~np.isnan(shares["games"])
+    by_games = have.sum(axis=1) == counts
+    for statistic in stats.STATISTICS:
+        for n in np.unique(counts[by_games]):
+            rows = by_games & (counts == n)
+            found = stats.by_games(*(shares[m][rows, :n] for m in ("win", "draw", "loss", "games")), statistic)
+            for measure, (point, low, high) in found.items():
+                table.loc[rows, [f"{measure}_{statistic}_low", f"{measure}_{statistic}_high"]] = np.c_[low, high]
+    # the fewest games a seed of the configuration played: what its labels say ("by N games")
+    table["games"] = np.where(by_games, np.where(have, shares["games"], np.inf).min(axis=1), np.nan)
 
 
 def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
@@ -91,13 +112,33 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def _interval(point, low, high, digits: int = 3) -> str:
+ONE_SEED = "1 seed: run `seed=0,1,2,...` for an interval"
+"""What a number without an interval lacks, where it is shown."""
+DIGITS = {"score": 3, "iqm": 3, "improvement": 2}
+"""Decimals of each kind of number, the same in summary.md and the report (rounded once, here)."""
+
+
+def rounded(value, digits: int) -> float | None:
+    """A number as it is shown: `digits` decimals (None for missing). The report writes these, so
+    that it prints the digits summary.md prints, never a rounding of a rounding."""
+    return None if value is None or pd.isna(value) else float(f"{float(value):.{digits}f}")
+
+
+def interval_text(point, low, high, digits: int = 3) -> str:
+    """`point [low, high]`; without an interval (one seed) `point (1 seed)`."""
+    if pd.isna(point):
+        return ""
+    if pd.isna(low) or pd.isna(high):
+        return f"{point:.{digits}f} (1 seed)"
     return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+_interval = interval_text
 
 
 def improvement_text(row) -> str:
     """`P [low, high]` of a configurations() row."""
-    return _interval(row["improvement"], row["improvement_low"], row["improvement_high"], 2)
+    return interval_text(row["improvement"], row["improvement_low"], row["improvement_high"], 2)
 
 
 def _pooled_sd(first, second) -> float:
@@ -114,8 +155,8 @@ def verdict(ranked: pd.DataFrame) -> str:
     first, second = ranked.iloc[0], ranked.iloc[1]
     seeds = int(min(first["seeds"], second["seeds"]))
     if seeds < 2:
-        return ("With one seed nothing says whether the best configuration is better than the "
-                "second: train more seeds (seed=range(0,5)).")
+        return ("With 1 seed per configuration nothing says whether the best configuration is better "
+                f"than the second: no interval, no verdict ({ONE_SEED}).")
     if second["improvement_low"] > 0.5:
         few = (f" (every seed of the best ends above every seed of the second: with {seeds} seeds, a "
                "hint more than a proof)" if second["improvement_low"] == 1 and seeds < FEW_SEEDS else "")
@@ -214,21 +255,38 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
 
 
 def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:
-    """What one factor's rows of knob_effects() say, in a sentence."""
+    """What one factor's rows of knob_effects() say, in a sentence: a verdict only where the
+    probability of improvement has an interval (2 seeds or more in every pair compared)."""
     best, compared = effect.iloc[0], effect.iloc[1:]
     compared = compared[compared["pairs"] > 0]
     head = f"{best['knob']}: {best['value']} has the highest IQM"
     if compared.empty:
         return f"{head}; no two configurations differ only in it, so no probability of improvement."
     low, high = compared["improvement_low"], compared["improvement_high"]
+    if low.isna().all():
+        return f"{head}; with 1 seed no value can be said to beat another ({ONE_SEED})."
     tied, apart = (low <= 0.5) & (high >= 0.5), compared["iqm_high"] < best["iqm_low"]
     clauses = [(low > 0.5, "it beats {}"),
                (tied & apart, "its IQM is above that of {}, yet neither wins more often in the pairs of "
                               "configurations that differ only in this knob: its effect depends on the others"),
                (tied & ~apart, f"cannot be told apart from {{}} with {seeds} seeds"),
-               (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob")]
+               (high < 0.5, "but {} beats it in more of the pairs that differ only in this knob"),
+               (low.isna(), f"no verdict on {{}}: pairs with 1 seed ({ONE_SEED})")]
     said = [text.format(_listing(compared.loc[where, "value"].tolist())) for where, text in clauses if where.any()]
     return f"{head}; " + "; ".join(said) + "."
+
+
+def _improvement_cell(row) -> str:
+    """knobs' P(best value > this) cell: with its interval, or saying why it has none."""
+    if not row["pairs"]:
+        return ""
+    if pd.isna(row["improvement_low"]):
+        return f"{row['improvement']:.2f}, no interval ({pairs_text(row['pairs'])} with 1 seed)"
+    return f"{improvement_text(row)} ({pairs_text(row['pairs'])})"
+
+
+def pairs_text(count: int) -> str:
+    return f"{count} pair{'s' * (count != 1)}"
 
 
 def _listing(values: list[str]) -> str:
@@ -248,8 +306,10 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     """summary.md's sections on every group: its configurations ranked with intervals, the
     verdict, and the knobs' effects with a sentence per knob."""
     lines = ["## Configurations ranked", "",
-             "Per algorithm, seat and evaluation opponent, the final exact win - loss over seeds: mean "
-             "and interquartile mean (IQM) with 95% stratified-bootstrap intervals; P(best > this): the "
+             "A configuration is a run's knobs without its seed; its runs are its seeds. Per algorithm, "
+             "seat and evaluation opponent, the final win - loss of every configuration (exact, or by N "
+             "games per run where the heading says so, the interval then resampling the seeds and each "
+             "seed's games): mean and interquartile mean (IQM) over its runs with 95% stratified-bootstrap intervals; P(best > this): the "
              "chance that a seed of the best configuration ends above a seed of this one, with its "
              "interval (better when the whole interval is above 0.5). Every configuration is in "
              "configurations.csv; the knobs' rows in knobs.csv."]
@@ -257,8 +317,8 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     for key, ranked in configs.groupby(keys, sort=True):
         algorithm, seat, vs = key[-3:]
         game = f"{key[0]}: " if len(key) > len(GROUP) else ""
-        lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]}: "
-                      f"{len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
+        lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]} "
+                      f"{measured(ranked)}: {len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
                  _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
                  _interval(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
@@ -274,6 +334,13 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measured(configs: pd.DataFrame) -> str:
+    """How a group's numbers were obtained: `exactly`, or `by N games` (per run, the fewest any
+    run played) where configurations() found a game count."""
+    games = configs["games"].min() if "games" in configs else np.nan
+    return "exactly" if pd.isna(games) else f"by {int(games):,} games"
+
+
 def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
     if effects.empty:
         return []
@@ -284,7 +351,7 @@ def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
                  "configuration's seeds resampled on their own); P(best value > this) over the pairs of "
                  "configurations that differ only in that knob.", ""]
     rows = [[r["knob"], r["value"], str(r["configurations"]), _interval(r["iqm"], r["iqm_low"], r["iqm_high"]),
-             improvement_text(r) + f" ({r['pairs']} pairs)" if r["pairs"] else ""]
+             _improvement_cell(r)]
             for _, r in mine.iterrows()]
     lines += _table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
     lines.append("")

@@ -66,12 +66,17 @@ def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
 
 
 def final(rows: pd.DataFrame) -> dict[str, float]:
-    """The last evaluation of a run: every eval_ column of its last evaluated row."""
+    """The last evaluation of a run: every eval_ column of its last evaluated row, and per seat
+    and opponent `..._win_minus_loss`, the objective the summary ranks by (a tracker's table can
+    sort by it)."""
     evaluated = [c for c in EVALUATED if c in rows.columns]
     last = rows.dropna(subset=evaluated, how="all").sort_values("iteration").tail(1)
     if last.empty:
         return {}
-    return {c: float(last[c].iloc[0]) for c in evaluated if not _missing(last[c].iloc[0])}
+    ends = {c: float(last[c].iloc[0]) for c in evaluated if not _missing(last[c].iloc[0])}
+    scores = {win[:-len("win")] + "win_minus_loss": ends[win] - ends[win[:-len("win")] + "loss"]
+              for win in ends if win.endswith("_win") and win[:-len("win")] + "loss" in ends}
+    return ends | scores
 
 
 def records(results_dir: Path) -> list[tuple[pd.Timestamp, Path, dict]]:

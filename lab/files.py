@@ -1,9 +1,16 @@
 """Writing a file whole: a reader sees the old file, or none, or the whole new one, never a part."""
 
+import contextlib
+import ctypes
+import functools
+import io
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import BinaryIO, Callable
+
+import numpy as np
 
 
 def _file_mode() -> int:
@@ -30,3 +37,86 @@ def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None], *, durabl
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _sync(fds: list[int], folders: set[Path]) -> None:
+    """Flush to the disk what was written into these open files (else, with no files, the
+    folders' entries): one syncfs per filesystem where Linux has it (a group commit: one flush
+    for many files), else an fsync per file or folder."""
+    syncfs = getattr(_libc(), "syncfs", None)
+    if syncfs is None:
+        for fd in fds:
+            os.fsync(fd)
+        for folder in folders if not fds else ():
+            _fsync_path(folder)
+        return
+    devices = set()
+    for folder in folders:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            device = os.fstat(fd).st_dev
+            if device not in devices and syncfs(fd) != 0:
+                raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
+            devices.add(device)
+        finally:
+            os.close(fd)
+
+
+def _fsync_path(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # not a POSIX C library: fsync per file
+        return None
+
+
+def write_group(files: list[tuple[Path, bytes]]) -> None:
+    """Write many files whole and durably at once (results: a group commit). Each goes to a hidden
+    temporary file first; then one flush to the disk for them all; then the renames, in the
+    order given, and another flush so that the renames last too. A reader sees, for each
+    path, the old file or none or the whole new one; a crash before the renames leaves only
+    hidden temporary files."""
+    mode, written = _file_mode(), []
+    try:
+        for path, data in files:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            written.append((fd, tmp, path))
+            with open(fd, "wb", closefd=False) as f:
+                f.write(data)
+            os.fchmod(fd, mode)  # mkstemp makes files private; these are ordinary files
+        folders = {path.parent for _, _, path in written}
+        _sync([fd for fd, _, _ in written], folders)
+        for fd, tmp, path in written:
+            os.close(fd)
+            os.replace(tmp, path)
+        written = []
+        _sync([], folders)
+    except BaseException:
+        for fd, tmp, _ in written:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def npz_bytes(**arrays) -> bytes:
+    """Arrays as the bytes of an .npz archive (np.load reads it), deflated at zlib's fastest
+    level: checkpoints are mostly zeros, which it shrinks almost as well as numpy's
+    savez_compressed in a third of the time (issue 34: a short run's checkpoint cost more than
+    its training)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+    return buffer.getvalue()

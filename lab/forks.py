@@ -10,10 +10,14 @@ they train, and stop after the batch in hand once a Ray worker begins to train: 
 batches, no more processes train than Ray has CPUs. A sweep too short for Ray's start to pay
 (under 30 s of predicted work a core, lab.sweep.mode) trains in forks alone, one per core.
 
-Each run comes back as a file that the driver reads and saves like any other run; its rows are
-the ones a Ray task or the driver itself would give.
+A fork shares the driver's results_dir: it stores each batch it trains there itself, with one
+flush to the disk (lab.batch), and leaves the batch's tables in a file that the driver reads
+for its index; the rows are the ones a Ray task or the driver itself would give. A fork dies with
+the driver (Linux: the parent-death signal), so a killed sweep leaves nothing training.
 """
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import pickle
@@ -21,11 +25,13 @@ import shutil
 import signal
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
+from lab import batch as batch_
 from lab.config import Job
 from lab.files import write_atomic
-from lab.run import RunResult, exclude_imports_from_startup, lost, run
+from lab.results import Packed
+from lab.run import exclude_imports_from_startup
 
 FORK = multiprocessing.get_context("fork")
 """Forked, a trainer inherits the driver's imports: it trains at once."""
@@ -57,19 +63,19 @@ class Queue:
 
 class Forks:
     """`processes` forks that train batches from `queue` until it is empty or `stop()`. Each
-    leaves every run it finishes as a file in `folder`, where `results()` reads it: the driver
-    may be busy starting Ray meanwhile, and a pipe would stall the fork until it reads (a result
-    is bigger than a pipe's buffer), a thread reading for it would hold the runs in the driver's
-    memory."""
+    stores every batch it finishes (lab.batch.train with the driver's `token`) and leaves
+    the batch's packed runs as a file in `folder`, where `results()` reads it: the driver may be
+    busy starting Ray meanwhile, and a pipe would stall the fork until it reads (a batch's tables
+    are bigger than a pipe's buffer)."""
 
-    def __init__(self, queue: Queue, code: dict, processes: int):
+    def __init__(self, queue: Queue, code: dict, processes: int, token: str | None = None):
         self.queue = queue
         self.folder = Path(tempfile.mkdtemp(prefix="lab-forks-"))  # this user's only
         self.ray_signal = str(self.folder / "ray-trains")
         """the file a Ray task creates when it starts training (lab.run.run_batch)"""
         self._stop = FORK.Event()
-        self._received: set[tuple[int, int]] = set()
-        self._processes = [FORK.Process(target=_train, args=(queue, code, self._stop, self.folder),
+        self._received: set[int] = set()
+        self._processes = [FORK.Process(target=_train, args=(queue, code, self._stop, self.folder, token),
                                         name="lab-fork", daemon=True) for _ in range(processes)]
         for process in self._processes:
             process.start()
@@ -79,15 +85,14 @@ class Forks:
         """How many are still training."""
         return sum(process.is_alive() for process in self._processes)
 
-    def results(self) -> Iterator[tuple[Job, RunResult]]:
-        """The runs finished since the last call, each with its job, one at a time (hundreds may
-        wait after Ray's start: together they would crowd the driver's memory)."""
-        for path in sorted(self.folder.glob("*.run")):
-            batch, position = map(int, path.stem.split("-"))
-            result = pickle.loads(path.read_bytes())  # written by our own fork, in our own folder
+    def results(self) -> Iterator[tuple[list[Job], list[Packed]]]:
+        """The batches finished since the last call, each with its jobs."""
+        for path in sorted(self.folder.glob("*.batch")):
+            batch = int(path.stem)
+            packs = pickle.loads(path.read_bytes())  # written by our own fork, in our own folder
             path.unlink()
-            self._received.add((batch, position))
-            yield self.queue.batches[batch][position], result
+            self._received.add(batch)
+            yield self.queue.batches[batch], packs
 
     def ray_trains(self) -> bool:
         """Whether a Ray worker has begun to train (its start-up is over)."""
@@ -102,39 +107,46 @@ class Forks:
         for process in self._processes:
             process.join()
 
-    def finish(self, save: Callable[[Job, RunResult], None]) -> None:
-        """Wait until every fork has ended; save their last runs, and as failed the runs a fork
-        took and never finished (it died)."""
+    def finish(self, store) -> None:
+        """Wait until every fork has ended; hand their last batches to `store.receive`, and to
+        `store.lost` the runs a fork took and never finished (it died)."""
         self.wait()
-        for job, result in self.results():
-            save(job, result)
-        for job in self.unfinished():
-            save(job, lost(job, RuntimeError("the fork of the driver training this run ended before it")))
+        for jobs, packs in self.results():
+            store.receive(list(zip(jobs, packs)), running=0)
+        if unfinished := self.unfinished():
+            store.lost(unfinished, RuntimeError("the fork of the driver training this run ended before it"), 0)
 
-    def abort(self, save: Callable[[Job, RunResult], None]) -> None:
-        """Ctrl-C or an error in the driver: end the forks now, and save what they finished."""
+    def abort(self, store) -> None:
+        """Ctrl-C or an error in the driver: end the forks now, and record what they stored."""
         self._stop.set()
         for process in self._processes:
             process.terminate()
         self.wait()
-        for job, result in self.results():
-            save(job, result)
+        for jobs, packs in self.results():
+            store.receive(list(zip(jobs, packs)), running=0)
 
     def unfinished(self) -> list[Job]:
-        """Once the forks have ended and their results were read: the jobs taken and never
-        finished (a fork died or was killed)."""
-        return [job for b in self.queue.taken_by_forks()
-                for p, job in enumerate(self.queue.batches[b]) if (b, p) not in self._received]
+        """Once the forks have ended and their results were read: the jobs of the batches taken
+        and never finished (a fork died or was killed)."""
+        return [job for b in self.queue.taken_by_forks() if b not in self._received
+                for job in self.queue.batches[b]]
 
     def close(self) -> None:
         """Once the forks have ended and their results were read: remove the folder."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _train(queue: Queue, code: dict, stop, folder: Path) -> None:
+def die_with_the_driver() -> None:
+    """Linux: this process gets SIGKILL when the driver that forked it dies (a killed sweep must
+    leave nothing training, nor writing into its results_dir)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _train(queue: Queue, code: dict, stop, folder: Path, token: str | None) -> None:
+    die_with_the_driver()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     while not stop.is_set() and (batch := queue.take(by_fork=True)) is not None:
-        for position, job in enumerate(queue.batches[batch]):
-            write_atomic(folder / f"{batch}-{position}.run", pickle.dumps(run(job, code)))
-
+        packs = batch_.train(queue.batches[batch], code, token)
+        write_atomic(folder / f"{batch}.batch", pickle.dumps(packs))

@@ -1,6 +1,6 @@
 """How each knob moves the outcome, as PNGs (from lab.compare's tables, or a search's).
 
-- knob_figure, one per (algorithm, seat): the final exact win - loss against each evaluation
+- knob_figure, one per (algorithm, seat): the final win - loss (exact or by games) against each evaluation
   opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
   together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
   at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
@@ -18,6 +18,7 @@ With bigger boards (a `game` column in lab.summary.comparisons' tables) both are
 their files named <algorithm>_<game>_knobs_... and <algorithm>_<game>_parallel_...
 """
 
+import functools
 from pathlib import Path
 
 import matplotlib
@@ -35,6 +36,20 @@ LOG_SPAN = 10
 BARS_UP_TO = 500
 """Configurations whose intervals a panel draws; past that the bars are a solid smear that takes
 seconds to draw: points only (the report has the intervals)."""
+
+
+def closing(draw):
+    """Close every figure `draw` opened and left open, when it returns or fails midway: pyplot
+    keeps each open figure (and warns past 20), and _save closes only the figures it saves."""
+    @functools.wraps(draw)
+    def closed(*args, **kwargs):
+        before = set(plt.get_fignums())
+        try:
+            return draw(*args, **kwargs)
+        finally:
+            for number in set(plt.get_fignums()) - before:
+                plt.close(number)
+    return closed
 
 
 def axis_of(values: pd.Series) -> str:
@@ -153,6 +168,7 @@ def _on(configs: pd.DataFrame) -> str:
     return f"{configs['game'].iloc[0]}, " if "game" in configs else ""
 
 
+@closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
     """The knob figure (see module doc) of one algorithm and seat: `configs` has a row per
@@ -175,7 +191,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
         chosen = effects[effects["evaluated_vs"] == vs] if not effects.empty else effects
         for col, factor in enumerate(factor_list):
             _panel(axes[row, col], group, chosen, factor, scales, point)
-        axes[row, 0].set_ylabel(f"final exact win - loss\nvs {evaluate.OPPONENT_TITLES[vs]}")
+        axes[row, 0].set_ylabel(f"final win - loss, {compare.measured(group)}\nvs {evaluate.OPPONENT_TITLES[vs]}")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     seeds = configs["seeds"]
@@ -185,6 +201,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
     return _save(fig, path)
 
 
+@closing
 def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
     """The parallel-coordinates figures (see module doc); `scales` as knob_figure's."""
     return [path for game, mine, _ in _per_game(configs, pd.DataFrame())
@@ -206,28 +223,39 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
             x = np.log10(x) if kind == "log" else x
             low, high = np.nanmin(x), np.nanmax(x)
             columns.append((x - low) / (high - low) if high > low else np.full_like(x, 0.5))
-            ticks.append((" x ".join(factor), labels if kind == "category" else
-                          [compare.value_text(v) for v in ((10 ** low, 10 ** high) if kind == "log" else (low, high))]))
+            ticks.append((" x ".join(factor), _axis_ticks(x, kind, labels)))
         score = group["score_mean"].to_numpy(float)
         columns.append((score - score.min()) / (np.ptp(score) or 1))
-        ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [f"{score.min():.3f}", f"{score.max():.3f}"]))
+        ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [(0, f"{score.min():.3f}"), (1, f"{score.max():.3f}")]))
         fig, ax = plt.subplots(figsize=(max(9, 2 + 2.2 * len(columns)), 5), layout="constrained")
         lines = np.stack([np.tile(np.arange(len(columns)), (len(group), 1)), np.column_stack(columns)], axis=-1)
         colours = plt.get_cmap("viridis")((score - score.min()) / (np.ptp(score) or 1))
         ax.add_collection(LineCollection(lines, colors=colours, linewidths=1.2, alpha=0.8))
         for i, (name, labels) in enumerate(ticks):
             ax.axvline(i, color="k", lw=0.8)
-            spots = np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5]
-            for spot, label in zip(spots, labels):
+            for spot, label in labels:
                 ax.text(i + 0.03, spot, label, fontsize=8, va="center")
         ax.set(xlim=(-0.2, len(columns) - 0.6), ylim=(-0.05, 1.05), yticks=[])
         ax.set_xticks(range(len(columns)), [name for name, _ in ticks])
         sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(score.min(), score.max()))
-        fig.colorbar(sm, ax=ax, label="final exact win - loss (seed mean)")
+        fig.colorbar(sm, ax=ax, label=f"final win - loss, {compare.measured(group)} (seed mean)")
         ax.set_title(f"{_on(group)}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
                      f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
         written.append(_save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
     return written
+
+
+def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float, str]]:
+    """(height 0..1, text) of a parallel axis's labels: every value where a knob has at most
+    compare.MAX_VALUES of them (a grid's), else its two ends (a search's continuous knob)."""
+    if kind == "category":
+        return list(zip(np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5], labels))
+    low, high = np.nanmin(x), np.nanmax(x)
+    values = np.unique(x[~np.isnan(x)])
+    values = values if len(values) <= compare.MAX_VALUES else np.array([low, high])
+    spots = (values - low) / (high - low) if high > low else np.full_like(values, 0.5)
+    shown = 10 ** values if kind == "log" else values
+    return [(float(spot), compare.value_text(float(f"{v:.4g}"))) for spot, v in zip(spots, shown)]
 
 
 def _save(fig, path: Path) -> Path:

@@ -181,6 +181,7 @@ def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int
     return False
 
 
+@knob_figures.closing
 def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False,
                     left_out: list | None = None) -> list[Path]:
     """Write-up 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
@@ -230,6 +231,7 @@ def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:
     ax.fill_between(low.index, low, high, alpha=0.18, lw=0, **style)
 
 
+@knob_figures.closing
 def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Exact-evaluation figures (see module doc), one per (game, algorithm, side, seat, layers,
     neurons); self-play runs get one per seat. None when the table has no evaluation columns.
@@ -307,6 +309,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
             for game in sorted(curves["game"].unique())]
 
 
+@knob_figures.closing
 def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Path) -> Path:
     """comparison_figure of one game: comparison_exact_win.png on 3x3, comparison_<game>_win.png
     on a bigger board (a ceiling where the lab solves it)."""
@@ -343,6 +346,7 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
     return _save(fig, out_dir / ("comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"))
 
 
+@knob_figures.closing
 def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
     """Write-up 001's three-panel figure (see module doc), one per configuration whose exploration
     rate (train_epsilon) changes during training, the runs whose third panel says something; seeds

@@ -2,16 +2,25 @@
 opens offline in a browser (Plotly's script and the data inlined; nothing fetched).
 
 For each group (an algorithm and a seat) it shows:
-- a table of its configurations: knobs, seeds, and per evaluation opponent the final exact
-  win - loss (mean and IQM with 95% bootstrap intervals), rank and P(best > this)
-  (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
+- a table of its configurations (a configuration: a run's knobs without its seed): knobs,
+  seeds, and per evaluation opponent the final win - loss, exact or by N games on a board too
+  big to enumerate, as every label says (mean and IQM with 95% bootstrap intervals), rank and
+  P(best > this) (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
 - the curves of the first configurations of the table as it is sorted and filtered: the
-  agent's win rate in its training games and its exact win - loss against random and OneStep,
+  agent's win rate in its training games and its win - loss against each opponent it was
+  evaluated against (no empty panel for one it was not),
   each the seed mean with a band (the 95% interval of the mean from 3 seeds; the two seeds'
   range with 2), a name on hover, shown or hidden by a click on the legend;
 - the knob effects (each configuration's objective against each varying knob, lab.knob_figures'
   view) and parallel coordinates; selecting points in the first, or brushing axes of the
   second, filters the table and so the curves.
+
+A metric menu picks what the curves show (win - loss, win, draw or loss against each opponent, or
+the agent's optimal-move rate or losing lines), smoothed on request; a two-knob heatmap shows how
+two knobs act together; a click on a row drills down to its runs
+(lab.report_runs: each seed's curves, run ids, checkpoints, the command that trains them again);
+the table downloads as CSV; the knobs' importance (lab.stats.importance) has its interval, or
+the words "too few configurations".
 
 Where results_dir holds a search, a search view (lab.report_search): the objective per trial with
 the best so far, and the searched knobs' importance.
@@ -36,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import compare, evaluate, knob_figures, plots, report_search, results, stats, summary
+from lab import compare, evaluate, knob_figures, plots, report_runs, report_search, results, stats, summary
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
 from lab.search import saved
@@ -44,10 +53,9 @@ from lab.search import saved
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
 CURVE_POINTS = 50
-CURVE_NUMBERS = 1_500_000
-"""The curves' numbers in one report at most (about 8 MB of JSON)."""
-KINDS = ("train", "random", "onestep")
-"""The curves of a configuration: its training win rate, its exact win - loss against each."""
+CURVE_NUMBERS = 450_000
+"""The curves' numbers in one report at most (about 3 MB of JSON): with the runs' curves
+(lab.report_runs.RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
 WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
 
@@ -69,17 +77,41 @@ def _binned(points: pd.DataFrame, value: str, bins: int) -> pd.DataFrame:
     return seeds.assign(half=half.where(seeds["n"] > 1, 0.0))
 
 
+METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss": "loss rate",
+           "optimal_move_rate": "optimal-move rate", "losing_lines": "losing lines",
+           "train_seconds": "training seconds"}
+"""The measures the page's metric menu offers for the curves, with their labels."""
+PER_OPPONENT = ("score", "win", "draw", "loss")
+"""Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
+
+
+def curve_kinds(exact: pd.DataFrame) -> dict[str, str]:
+    """{curve kind: its column of results.evaluations}: `random` (win - loss), `random_win`, ...,
+    and the agent's own measures where the results have them (exact on 3x3)."""
+    kinds = {vs if m == "score" else f"{vs}_{m}": "score" if m == "score" else f"{vs}_{m}"
+             for vs in evaluate.OPPONENTS for m in PER_OPPONENT}
+    return kinds | {m: m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()}
+
+
 def curves(frame: pd.DataFrame, configurations: int) -> dict:
-    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration."""
-    bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * len(KINDS) * 3), 8, CURVE_POINTS))
+    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration: its
+    training win rate (`train`) and every curve_kinds measure."""
     named = summary.table(frame)  # finished runs: those lab.compare's configurations have
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
-    parts = {kind: _binned(exact.assign(score=exact[f"{kind}_win"] - exact[f"{kind}_loss"]), "score", bins)
-             for kind in evaluate.OPPONENTS}
+    kinds = curve_kinds(exact)
+    bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
+    parts = {}
+    for kind, column in kinds.items():
+        vs = kind.split("_")[0]
+        points = exact.assign(score=exact[f"{vs}_win"] - exact[f"{vs}_loss"]) if column == "score" else exact
+        parts[kind] = _binned(points.dropna(subset=[column]), column, bins)
     training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
         seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
     parts["train"] = _binned(pd.concat(training), "agent_win_rate", bins)
+    if "train_seconds" in named:  # cumulative to each iteration: the time the curves took
+        parts["train_seconds"] = _binned(pd.concat(training).assign(train_seconds=named["train_seconds"]),
+                                         "train_seconds", bins)
     out: dict = {}
     for kind, table in parts.items():
         table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
@@ -105,7 +137,12 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
 """lab.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
 
 
-def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict) -> dict:
+def _digits(column: str) -> int:
+    """Decimals of a statistics column as lab.compare shows it (the page prints them as they come)."""
+    return 0 if column == "rank" else compare.DIGITS["improvement" if column.startswith("improvement") else "score"]
+
+
+def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict, runs: dict) -> dict:
     """One algorithm and seat (of one game, on bigger boards): its configurations' table, curves
     and the two knob views."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
@@ -120,7 +157,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     views = {}
     for vs in opponents:
         rows = configs[configs["evaluated_vs"] == vs].set_index("config").loc[first["config"]].reset_index()
-        table[vs] = {name: _rounded(rows[column]) for column, name in STATISTIC_COLUMNS.items()}
+        table[vs] = {name: [compare.rounded(v, _digits(column)) for v in rows[column]]
+                     for column, name in STATISTIC_COLUMNS.items()}
         mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
                        & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
         if "game" in configs and not mine.empty:
@@ -128,12 +166,50 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
         views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors, scales).to_json()),
                      "parallel": json.loads(parallel_view(rows, factors, vs, scales).to_json()),
                      "verdict": compare.verdict(rows.sort_values("rank")),
+                     "importance": importance(rows, factors),
                      "sentences": [compare.knob_sentence(effect, int(rows["seeds"].min()))
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
     game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
+    measured = {vs: compare.measured(configs[configs["evaluated_vs"] == vs]) for vs in opponents}
+    mine = [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]
+    metrics = [[m, label] for m, label in METRICS.items() if m in PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
+            "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
+            "factors": factors,
             "table": table, "views": views,
-            "curves": [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]}
+            "curves": mine,
+            "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}
+
+
+def importance(rows: pd.DataFrame, factors: list[list[str]]) -> dict:
+    """The knobs' importance for one objective (lab.stats.importance of the configurations' mean
+    win - loss; a factor of many numeric values binned by quantiles, as a search's interval
+    knob), or the words saying why there is none."""
+    bins = {}
+    for factor in factors:
+        values = compare.factor_values(rows, factor)
+        numeric = pd.to_numeric(rows[factor[0]], errors="coerce") if len(factor) == 1 else None
+        many = values.nunique() > compare.MAX_VALUES and numeric is not None and numeric.notna().all()
+        bins[" x ".join(factor)] = (pd.qcut(numeric.rank(method="first"), min(10, len(rows) // 4), labels=False)
+                                    if many else values).to_numpy()
+    found = stats.importance(bins, rows["score_mean"].to_numpy(float)) if bins else {}
+    if not found:
+        return {"note": f"No knob importance: too few configurations ({len(rows)}; it needs at least "
+                        f"{stats.IMPORTANCE_LEAST})." if bins else "No knob varies."}
+    return {"knobs": list(found), **{name: [compare.rounded(v[i], 3) for v in found.values()]
+                                     for i, name in enumerate(("share", "low", "high"))},
+            "note": "The share of the variance of the configurations' mean win - loss that each knob explains "
+                    "alone (fANOVA's first-order term), with its 95% bootstrap interval over the configurations."}
+
+
+def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
+    """The objective the page opens on: the opponent most of the group's runs trained against,
+    where they were evaluated against it (else OneStep, else the first)."""
+    trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
+    for vs in [*trained, "onestep", opponents[0]]:
+        if vs in opponents:
+            return vs
+    return opponents[0]
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
@@ -160,13 +236,14 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
         if len(mine):
             fig.add_trace(go.Scatter(
                 x=mine["value"] if kind == "category" else pd.to_numeric(mine["value"]), y=mine["iqm"],
-                mode="markers", marker={"symbol": "diamond", "size": 10, "color": "black"},
+                # open diamonds: the configurations' points at the same value stay visible inside
+                mode="markers", marker={"symbol": "diamond-open", "size": 12, "color": "black", "line": {"width": 2}},
                 error_y={"type": "data", "array": mine["iqm_high"] - mine["iqm"], "arrayminus": mine["iqm"] - mine["iqm_low"]},
                 hovertemplate="IQM of every run with %{x}: %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
         axis = ({"type": "category", "categoryorder": "array", "categoryarray": labels} if kind == "category"
                 else {"type": "log", "dtick": 1} if kind == "log" else {"type": kind})  # log: decades only
         fig.update_xaxes(row=1, col=col, **axis)
-    fig.update_yaxes(title_text="final exact win - loss", row=1, col=1)
+    fig.update_yaxes(title_text=f"final win - loss, {compare.measured(rows)}", row=1, col=1)
     fig.update_layout(dragmode="select", height=380, margin={"t": 40, "b": 40, "l": 60, "r": 20})
     return fig
 
@@ -219,7 +296,8 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     all_curves = curves(frame, count)
     scales = saved.scales(results_dir)
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
-    groups = [_group(mine, effects, all_curves, scales) for _, mine in configs.groupby(keys)]
+    runs = report_runs.drill_down(frame, Path(results_dir).resolve())
+    groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = results.runs(frame)["status"].value_counts()
     return {"results_dir": str(Path(results_dir).resolve()),

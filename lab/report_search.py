@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import evaluate, results
+from lab import evaluate, results, stats
 from lab.search import saved
 
 QUANTILE_BINS = 10
 """Bins of an interval knob for its importance (fewer with few configurations)"""
-LEAST = 8
+LEAST = stats.IMPORTANCE_LEAST
 """Finished configurations below which no importance is computed (it would be noise)"""
 
 
@@ -52,23 +52,21 @@ def trials_table(configurations: list, settings) -> pd.DataFrame:
 
 def importance(configurations: list, dims: dict, settings) -> dict[str, float]:
     """Each searched knob's first-order share of the objective's variance over the finished
-    configurations (module doc), largest first; {} with fewer than LEAST of them."""
+    configurations (module doc; lab.stats.importance, as the grids' view), largest first; {} with
+    fewer than LEAST of them."""
     finished = [c for c in configurations if c.status == "finished" and c.curve]
     if len(finished) < LEAST:
         return {}
     y = np.array([c.objective(settings) for c in finished])
-    total = y.var()
-    shares = {}
+    bins = {}
     for key, dim in dims.items():
         values = pd.Series([c.params[key] for c in finished])
         if dim.kind == "choice":
-            bins = values.astype(str)
+            bins[key] = values.astype(str).to_numpy()
         else:
             scaled = np.log(values.astype(float)) if dim.log else values.astype(float)
-            bins = pd.qcut(scaled, min(QUANTILE_BINS, len(finished) // 4), labels=False, duplicates="drop")
-        means = pd.Series(y).groupby(bins.to_numpy()).transform("mean").to_numpy()
-        shares[key] = float(means.var() / total) if total > 0 else 0.0
-    return dict(sorted(shares.items(), key=lambda item: -item[1]))
+            bins[key] = pd.qcut(scaled, min(QUANTILE_BINS, len(finished) // 4), labels=False, duplicates="drop").to_numpy()
+    return {key: share for key, (share, _, _) in stats.importance(bins, y).items()}
 
 
 def trials_view(table: pd.DataFrame, objective: str):
@@ -90,7 +88,7 @@ def trials_view(table: pd.DataFrame, objective: str):
     fig.add_trace(go.Scatter(x=table["number"], y=table["best"], mode="lines", name="best so far",
                              line={"shape": "hv", "color": "#d62728", "width": 1.5}, hoverinfo="skip"))
     fig.update_layout(height=360, margin={"t": 30, "b": 40, "l": 60, "r": 20},
-                      xaxis_title="trial", yaxis_title=f"final exact win - loss vs {evaluate.OPPONENT_TITLES[objective]}",
+                      xaxis_title="trial", yaxis_title=f"final win - loss vs {evaluate.OPPONENT_TITLES[objective]}",
                       legend={"orientation": "h", "y": 1.08})
     return fig
 
@@ -122,7 +120,7 @@ def view(results_dir) -> dict | None:
     counts = table["status"].value_counts()
     seeds = f"{settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else "one seed"
     title = (f"{settings.search} search, scheduler {settings.scheduler}, {len(table)} trials "
-             f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: exact win - loss against "
+             f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: win - loss against "
              f"{settings.objective} ({seeds}), stopped trials at their last evaluation")
     return {"title": title, "trials": json.loads(trials_view(table, settings.objective).to_json()),
             "importance": json.loads(importance_view(shares).to_json()) if shares else None,

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, config, evaluate, mnk_evaluate, provenance
-from lab.files import write_atomic
+from lab.files import write_atomic, write_group
 from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
@@ -120,13 +120,9 @@ def schema() -> pa.Schema:
 
 
 def arrow_table(rows: pd.DataFrame) -> pa.Table:
-    """The rows in the schema: the columns they have converted, the others typed nulls (a
-    column of NaN cannot become a timestamp or a string)."""
-    have = [field for field in schema() if field.name in rows.columns]
-    table = pa.Table.from_pandas(rows[[f.name for f in have]], schema=pa.schema(have),
-                                 preserve_index=False)
-    return pa.table([table[f.name] if f.name in rows.columns else pa.nulls(len(rows), f.type)
-                     for f in schema()], schema=schema())
+    """The rows of a DataFrame in the schema (`table_of` of its records: pandas' own conversion
+    reads the timezone-aware columns through a call pandas deprecates)."""
+    return table_of(rows.to_dict("records"))
 
 
 def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
@@ -147,52 +143,133 @@ def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
+def table_of(records: list[dict]) -> pa.Table:
+    """A run's rows (dicts, as lab.run gives them) in the schema, built column by column without
+    pandas (a tenth of `arrow_table`'s time): the worker's part of storing a run. NaN becomes
+    null, as pandas' conversion makes it."""
+    present = set().union(*records)
+    columns = [pa.array([row.get(field.name) for row in records], field.type, from_pandas=True)
+               if field.name in present else pa.nulls(len(records), field.type) for field in schema()]
+    return pa.table(columns, schema=schema())
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """A run table as a Parquet file's bytes, written as cheaply as a worker can (issue 34): the
+    Arrow schema is left out of the metadata, since the schema's types read back the same from
+    Parquet's own (tests/test_results.py), and it was a third of a short run's file; no dictionary
+    encoding, which cost a fifth of the time and made files bigger but for runs of thousands of
+    rows (snappy's compression finds the repeated strings)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, store_schema=False, use_dictionary=False)
+    return sink.getvalue().to_pybytes()
+
+
+class Packed(typing.NamedTuple):
+    """A run ready to store: its table in the schema, that table's Parquet bytes and its
+    checkpoint. A worker packs its runs (`pack`), so that a driver only writes bytes; a worker
+    that shares results_dir with the driver writes them itself (`commit`) and sends home the
+    table alone (`written`), for the index."""
+
+    run_id: str
+    table: pa.Table
+    parquet: bytes | None
+    """None once the worker wrote it"""
+    checkpoint: bytes | None
+    key: str | None = None
+    """its index key (`index_key`), once written"""
+    store_seconds: float = 0.0
+    """the worker's time packing and storing it (its share of its batch's)"""
+
+    @property
+    def status(self) -> str:
+        """'finished', 'failed' or 'stopped'"""
+        return _status(self.table)
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    @property
+    def error(self) -> str | None:
+        """A failed run's error (on every row)."""
+        return self.table["error"][0].as_py()
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The run's rows as `load` gives them (for Hydra's callbacks and the trackers)."""
+        return self.table.to_pandas(types_mapper=_NULLABLE.get)
+
+    def written(self, key: str) -> "Packed":
+        return self._replace(parquet=None, checkpoint=None, key=key)
+
+    def timed(self, seconds: float) -> "Packed":
+        return self._replace(store_seconds=seconds)
+
+
+def pack(result) -> Packed:
+    """A RunResult (lab.run) packed for storing."""
+    table = table_of(result.records)
+    return Packed(result.run_id, table, parquet_bytes(table), result.checkpoint)
+
+
+def commit(results_dir, packs: list[Packed]) -> list[Packed]:
+    """Store packed runs into results_dir at once, durably (lab.files.write_group: one flush to
+    the disk for them all): each checkpoint before its table, whose presence marks the run done.
+    Returns them written (with their index keys); a run is stored only when this returns."""
+    results_dir = Path(results_dir)
+    files = [(results_dir / CHECKPOINTS / f"{p.run_id}.npz", p.checkpoint) for p in packs if p.checkpoint is not None]
+    files += [(results_dir / f"{p.run_id}.parquet", p.parquet) for p in packs]
+    write_group(files)
+    return [p.written(index_key(results_dir / f"{p.run_id}.parquet")) for p in packs]
+
+
 def save(result, results_dir) -> Path:
     """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
-    return _save(result, results_dir)[0]
-
-
-def _save(result, results_dir) -> tuple[Path, pa.Table]:
-    results_dir = Path(results_dir)
-    if result.checkpoint is not None:
-        ck = results_dir / CHECKPOINTS / f"{result.run_id}.npz"
-        write_atomic(ck, result.checkpoint, durable=True)
-    table = arrow_table(result.rows)
-    path = results_dir / f"{result.run_id}.parquet"
-    write_atomic(path, lambda f: pq.write_table(table, f), durable=True)
-    return path, table
+    commit(results_dir, [pack(result)])
+    return Path(results_dir) / f"{result.run_id}.parquet"
 
 
 class Writer:
-    """Saves a sweep's runs into one results_dir and adds them to its index as they come, a part
-    of about `part_bytes` (PART_BYTES) at a time: the next plan and `load` then read a few parts
-    instead of every run file. Use as a context manager (the last part is written on exit)."""
+    """Keeps the index of one results_dir as a sweep stores runs into it: the runs it is told of
+    (`record`, `save`) are added a part of about `part_rows` (PART_ROWS) at a time, so that the
+    next plan and `load` read a few parts instead of every run file. Use as a context manager
+    (the last part is written on exit)."""
 
-    def __init__(self, results_dir, part_bytes: int = None):
+    def __init__(self, results_dir, part_rows: int = None):
         self.results_dir = Path(results_dir)
-        self.parts = {"stored": [], "table": []}
-        self.bytes = 0
-        self.part_bytes = part_bytes or PART_BYTES
+        self.tables, self.keys, self.stored = [], [], []
+        self.rows = 0
+        self.part_rows = part_rows or PART_ROWS
 
     def save(self, result) -> Path:
-        path, table = _save(result, self.results_dir)
-        key = _key(path)
-        self.parts["table"].append(_with_key(table, key))
-        self.parts["stored"].append(_with_key(_stored_row(table), key))
-        self.bytes += table.nbytes
-        if self.bytes >= self.part_bytes:
+        """Store one run and record it."""
+        self.record(commit(self.results_dir, [pack(result)]))
+        return self.results_dir / f"{result.run_id}.parquet"
+
+    def record(self, written: list[Packed]) -> None:
+        """Add runs stored in results_dir (`commit`) to the index. Kept as they come (the index
+        columns are built once a part, in `flush`: per run they cost more than storing it)."""
+        for packed in written:
+            self.tables.append(packed.table)
+            self.keys.append(packed.key)
+            self.stored.append({**_stored_values(packed.table), "_key": packed.key})
+            self.rows += packed.table.num_rows
+        if self.rows >= self.part_rows:
             self.flush()
-        return path
 
     def flush(self) -> None:
-        for name, tables in self.parts.items():
-            if tables:
-                try:
-                    _write_part(self.results_dir / INDEX / name, tables)
-                except OSError:  # the index is a cache: the runs are saved whatever happens here
-                    pass
-                tables.clear()
-        self.bytes = 0
+        if not self.tables:
+            return
+        rows = np.array([t.num_rows for t in self.tables])
+        table = pa.concat_tables(self.tables)
+        table = table.append_column("_key", pa.array(np.repeat(np.array(self.keys, dtype=object), rows), pa.string()))
+        for name, part in (("table", table), ("stored", pa.Table.from_pylist(self.stored, schema=_STORED_SCHEMA))):
+            try:
+                _write_part(self.results_dir / INDEX / name, [part])
+            except OSError:  # the index is a cache: the runs are saved whatever happens here
+                pass
+        self.tables, self.keys, self.stored = [], [], []
+        self.rows = 0
 
     def __enter__(self) -> "Writer":
         return self
@@ -208,7 +285,7 @@ def run_files(results_dir) -> list[Path]:
     return sorted(p for p in results_dir.glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
-def _read(path: Path, columns=None) -> pa.Table:
+def read_run(path: Path, columns=None) -> pa.Table:
     """One run table (these columns of it), or a ResultsError naming the file."""
     try:
         with pq.ParquetFile(path) as f:
@@ -230,13 +307,14 @@ def _read_all(files, read):
         return list(pool.map(read, files))
 
 
-PART_BYTES = 8 * 2**20
-"""A sweep adds the runs it saves to the table index in parts of about this size in memory
-(bounded memory in the driver, few parts to read): some 5,000 rows, whose provenance columns
-repeat the sweep's command line on every row."""
+PART_ROWS = 5_000
+"""A sweep adds the runs it saves to the table index in parts of about this many rows (bounded
+memory in the driver, few parts to read): some 8 MB, whose provenance columns repeat the sweep's
+command line on every row. Counted in rows: a table's size in bytes costs more to ask than
+recording the run."""
 
 
-def _key(path: Path) -> str:
+def index_key(path: Path) -> str:
     """A run file's index key: its name, size and modification time (a rewrite changes it)."""
     stat = path.stat()
     return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -252,9 +330,10 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 
 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
-    """One more part of an index, under a name no other writer uses."""
+    """One more part of an index, under a name no other writer uses. Not flushed to the disk: a
+    part lost or torn by a crash is read as damaged, and its runs are read from their files."""
     table = pa.concat_tables(tables, promote_options="permissive")  # not combined: the same file, one copy less
-    write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f), durable=True)
+    write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
 
 
 def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
@@ -262,7 +341,7 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     results_dir/_index/<name>/ (parts; see the module doc); None when there is no run file.
     With `write`, the index is brought up to date when it was not: a part with the files read
     now, or, when parts hold what no file holds any more, one part with everything instead."""
-    keys = {_key(path): path for path in run_files(results_dir)}
+    keys = {index_key(path): path for path in run_files(results_dir)}
     folder = Path(results_dir) / INDEX / name
     parts = sorted(folder.glob(f"*{PART}"))
     before = list(folder.glob("*.parquet"))  # parts written before PART, removed when it is written
@@ -317,22 +396,33 @@ class Stored(typing.NamedTuple):
 _STORED = ("run_id", "status", *CODE)
 
 
-def _stored(table: pa.Table) -> tuple[str | None, Stored]:
-    """What resuming needs of a run's table (a run stored before provenance lacks CODE)."""
-    first = table.select([n for n in _STORED if n in table.column_names]).slice(0, 1).to_pydict()
-    values = {name: (first[name][0] if first.get(name) else None) for name in _STORED}
-    if values["run_id"] is None:
-        return None, Stored("failed", {})
+def _status(table: pa.Table) -> str:
+    """A run's status from its table's rows: 'failed', 'stopped' or 'finished'."""
     seen = set(table["status"].to_pylist())
-    status = "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
-    return values["run_id"], Stored(status, {name: values[name] for name in CODE})
+    return "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
+
+
+def first_values(table: pa.Table, names) -> dict:
+    """The first row's values of these columns (None where the table has no such column)."""
+    where = {name: table.schema.get_field_index(name) for name in names}  # column_names would build them all
+    return {name: table.column(i)[0].as_py() if i >= 0 and table.num_rows else None for name, i in where.items()}
+
+
+_STORED_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()),
+                            *((name, dict(PROVENANCE)[name]) for name in CODE), ("_key", pa.string())])
+"""The stored index's rows (`stored`): a run's id, status and code, and its file's key."""
+
+
+def _stored_values(table: pa.Table) -> dict:
+    """What resuming needs of a run's table (a run stored before provenance lacks CODE; a table
+    without a run id counts as failed)."""
+    values = first_values(table, _STORED)
+    return {**values, "status": _status(table) if values["run_id"] is not None else "failed"}
 
 
 def _stored_row(table: pa.Table) -> pa.Table:
     """The stored index's row of a run's table: its run id, status and code."""
-    run_id, s = _stored(table)
-    return pa.table({"run_id": pa.array([run_id], pa.string()), "status": [s.status],
-                     **{name: pa.array([s.code.get(name)], dict(PROVENANCE)[name]) for name in CODE}})
+    return pa.Table.from_pylist([_stored_values(table)], schema=_STORED_SCHEMA.remove(len(_STORED_SCHEMA) - 1))
 
 
 def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
@@ -343,7 +433,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
     found here."""
     # Columns, not footer statistics: reading those on threads kept ~180 MB per 1,000 files.
     table = _indexed(results_dir, "stored",
-                     lambda path: _stored_row(_read(path, columns=list(_STORED))), write_index)
+                     lambda path: _stored_row(read_run(path, columns=list(_STORED))), write_index)
     if table is None:
         return {}
     return {row["run_id"]: Stored(row["status"], {name: row[name] for name in CODE})
@@ -364,7 +454,7 @@ evaluation columns between evaluations, the knobs an algorithm does not use, a f
 def load(results_dir) -> pd.DataFrame:
     """Every run in results_dir as one DataFrame, one row per (run, iteration); brings the
     table's index up to date."""
-    table = _indexed(results_dir, "table", _read, write=True)
+    table = _indexed(results_dir, "table", read_run, write=True)
     if table is None:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
     frame = table.to_pandas(types_mapper=_NULLABLE.get)
@@ -375,7 +465,7 @@ def read_runs(results_dir, run_ids) -> pd.DataFrame:
     """Only these runs of results_dir (read from their files, one after another, not through the
     index: a few runs of a big directory), as `load` gives them; runs without a file are left out."""
     paths = [Path(results_dir) / f"{run_id}.parquet" for run_id in dict.fromkeys(run_ids)]
-    tables = [_read(path) for path in paths if path.exists()]
+    tables = [read_run(path) for path in paths if path.exists()]
     if not tables:
         return pd.DataFrame(columns=schema().names)
     frame = pa.concat_tables(tables, promote_options="permissive").to_pandas(types_mapper=_NULLABLE.get)

@@ -4,7 +4,7 @@
 status "failed" and the error in every row, so a sweep records it and goes on.
 """
 
-import contextlib
+import functools
 import io
 import json
 import time
@@ -61,24 +61,31 @@ class _Clock:
 @dataclass
 class RunResult:
     run_id: str
-    rows: pd.DataFrame
+    records: list[dict]
+    """its rows, one dict per iteration, each stamped with the run's status, error, times and
+    provenance (lab.results.pack turns them into a run table)"""
     checkpoint: bytes | None
     """the final agent as .npz bytes (None when the run failed)"""
 
+    @functools.cached_property
+    def rows(self) -> pd.DataFrame:
+        """The rows as a DataFrame (built when asked: a sweep's workers never need it)."""
+        return pd.DataFrame(self.records)
+
     @property
     def failed(self) -> bool:
-        return bool((self.rows["status"] == "failed").any())
+        return any(row["status"] == "failed" for row in self.records)
 
     @property
     def stopped(self) -> bool:
-        return bool((self.rows["status"] == "stopped").any())
+        return any(row["status"] == "stopped" for row in self.records)
 
 
-def ended(run_id: str, rows: pd.DataFrame, status: str, error: str | None, checkpoint: bytes | None,
+def ended(run_id: str, rows: list[dict], status: str, error: str | None, checkpoint: bytes | None,
           **stamp) -> RunResult:
     """A run's result: every row stamped with the run's status ("finished", "stopped" or
     "failed") and error, then with `stamp` (its times and provenance, when it trained here)."""
-    return RunResult(run_id, rows.assign(status=status, error=error, **stamp), checkpoint)
+    return RunResult(run_id, [{**row, "status": status, "error": error, **stamp} for row in rows], checkpoint)
 
 
 def _python_scalar(value):
@@ -236,7 +243,7 @@ class Training:
             {**self.columns, "iteration": 0, "episodes": 0, "train_seconds": self.training.seconds,
              "eval_seconds": self.evaluating.seconds}]
         status = "failed" if self.error else "stopped" if self.stopped else "finished"
-        return ended(self.columns["run_id"], pd.DataFrame(rows), status, self.error,
+        return ended(self.columns["run_id"], rows, status, self.error,
                      checkpoint if self.error is None else None,
                      startup_seconds=self.startup + self.training.compiling + self.evaluating.compiling,
                      wall_seconds=self.startup + self.active_seconds + time.perf_counter() - began,
@@ -273,13 +280,4 @@ def lost(job: Job, exc: BaseException) -> RunResult:
     """A run lost with the process that trained it (a Ray task failed for good, a fork died):
     one failed row, so the sweep records it and the next one re-trains it."""
     row = {"run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0, "train_seconds": 0.0}
-    return ended(job.run_id, pd.DataFrame([row]), "failed", f"{type(exc).__name__}: {exc}", None)
-
-
-def run_batch(jobs: list[Job], code: dict, signal: str | None = None) -> list[RunResult]:
-    """Train the jobs one after another: one Ray task of a sweep (lab.schedule.batches). Creates
-    the file `signal` first, if given: the driver's forks (lab.forks) stop when it appears."""
-    if signal is not None:
-        with contextlib.suppress(OSError):  # a signal that cannot be given changes no result
-            Path(signal).touch()
-    return [run(job, code) for job in jobs]
+    return ended(job.run_id, [row], "failed", f"{type(exc).__name__}: {exc}", None)

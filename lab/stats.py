@@ -28,7 +28,9 @@ of their means' resamples, and it is narrower than a 95% interval should be (it 
 for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
 
 Where the game is too big to enumerate (lab.mnk_bots on m,n,k boards), results are sampled by
-playing games instead: a share of the games (wins, say) gets the Wilson score interval (`wilson`),
+playing games instead, and the seeds are no longer the whole sample: a configuration's interval
+there (`by_games`) resamples the seeds and then each seed's games. One run's share of the games
+(wins, say) gets the Wilson score interval (`wilson`),
 which keeps its 95% coverage near 0 and 1 where the normal-approximation (Wald) interval collapses
 to a point; `games_needed` says how many games make every such interval narrow enough.
 """
@@ -86,11 +88,12 @@ def _bootstrap(samples, statistic, **options):
 def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of `values` (configurations x seeds, every row as many seeds): the statistic
     and its 95% percentile-bootstrap interval, each row resampled on its own. With one seed
-    there is nothing to resample: the interval is the value."""
+    nothing says how far another seed would land: the interval is NaN (no interval), never the
+    value itself, which would read as certainty."""
     values = np.asarray(values, dtype=float)
     point = STATISTICS[statistic](values, axis=-1)
     if values.shape[-1] < 2:
-        return point, point.copy(), point.copy()
+        return point, np.full_like(point, np.nan), np.full_like(point, np.nan)
     # One call for every row: scipy draws each resample's seeds once for all rows, which leaves
     # each row's interval a plain bootstrap of that row.
     low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1)
@@ -104,29 +107,28 @@ def _within(end, point):
 
 
 def _resampled(strata: list[np.ndarray], statistic):
-    """Bootstrap `statistic(*strata)` resampling each stratum of 2+ seeds on its own; strata of
-    one seed cannot vary and enter every resample as they are. Returns (point, low, high)."""
+    """Bootstrap `statistic(*strata)` resampling each stratum on its own. Returns (point, low,
+    high); low and high are NaN when a stratum has one seed: held fixed, its seed would enter
+    every resample as it is and the interval would leave its seed-to-seed spread out (with one
+    seed everywhere it would have zero width)."""
     strata = [np.asarray(s, dtype=float) for s in strata]
     point = float(statistic(*strata, axis=-1))
-    varying = [i for i, s in enumerate(strata) if len(s) > 1]
-    if not varying:
-        return point, point, point
+    if min(len(s) for s in strata) < 2:
+        return point, np.nan, np.nan
 
-    def with_fixed(*resampled, axis=-1):
-        samples = list(strata)
-        for i, sample in zip(varying, resampled):
-            samples[i] = sample
+    def broadcast(*resampled, axis=-1):  # scipy may hand strata of different batch shapes
         shape = np.broadcast_shapes(*(s.shape[:-1] for s in resampled))
-        return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in samples), axis=axis)
+        return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in resampled), axis=axis)
 
-    ends = _bootstrap([strata[i] for i in varying], with_fixed, paired=False)
+    ends = _bootstrap(strata, broadcast, paired=False)
     low, high = (float(_within(end, point)) for end in ends)
     return point, low, high
 
 
 def pooled(strata: list, statistic: str = "iqm") -> tuple[float, float, float]:
     """The statistic over every seed of several strata (configurations) together, with its
-    stratified-bootstrap interval: (point, low, high)."""
+    stratified-bootstrap interval: (point, low, high); no interval (NaN ends) when a stratum
+    has one seed."""
 
     def of_all(*samples, axis=-1):
         return STATISTICS[statistic](np.concatenate(samples, axis=axis), axis=axis)
@@ -146,10 +148,95 @@ def _improvement(*samples, axis=-1):
 
 def probability_of_improvement(xs: list, ys: list) -> tuple[float, float, float]:
     """P(X > Y) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i (for a
-    configuration against another, one task each: [x], [y]). Returns (P, low, high)."""
+    configuration against another, one task each: [x], [y]). Returns (P, low, high); no
+    interval (NaN ends) when a task has one seed of X or of Y."""
     if len(xs) != len(ys) or not xs:
         raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
     return _resampled([*xs, *ys], _improvement)
+
+
+GAMES_RESAMPLES = 2_000
+"""Resamples of the two-level bootstrap (`by_games`): seeds, then each seed's games."""
+
+
+def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
+    """Per row of the seed matrices (configurations x seeds, every row as many seeds) of the
+    shares of games won, drawn and lost and the games played: {"score", "win", "loss": (point,
+    low, high)} with a 95% interval of a two-level (hierarchical) percentile bootstrap: each
+    resample draws the seeds again with replacement, then each drawn seed's games again with
+    replacement (a multinomial draw of its game count at its shares), so the interval holds the
+    games' sampling noise as well as the seeds' and widens when fewer games are played. With one
+    seed, no interval (NaN): the seeds' spread is unknown."""
+    shares = {"win": np.asarray(win, float), "draw": np.asarray(draw, float), "loss": np.asarray(loss, float)}
+    games = np.asarray(games, dtype=np.int64)
+    rows, seeds = games.shape
+    points = {m: STATISTICS[statistic](v, axis=-1) for m, v in
+              (("score", shares["win"] - shares["loss"]), ("win", shares["win"]), ("loss", shares["loss"]))}
+    ends = {m: np.full((2, rows), np.nan) for m in points}
+    if seeds < 2:
+        return {m: (points[m], *ends[m]) for m in points}
+    rng = np.random.default_rng(SEED)
+    chunk = max(1, 8_000_000 // (GAMES_RESAMPLES * seeds))  # rows per pass: about 200 MB of draws
+    for start in range(0, rows, chunk):
+        part = slice(start, min(rows, start + chunk))
+        resampled = _games_resample(rng, {k: v[part] for k, v in shares.items()}, games[part])
+        for measure, values in resampled.items():
+            ends[measure][:, part] = np.percentile(STATISTICS[statistic](values, axis=-1),
+                                                   [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2], axis=0)
+    return {m: (points[m], *ends[m]) for m in points}
+
+
+def _games_resample(rng, shares: dict, games: np.ndarray) -> dict:
+    """One pass of by_games: (resamples, rows, seeds) arrays of win, loss and score shares."""
+    rows, seeds = games.shape
+    picked = rng.integers(0, seeds, (GAMES_RESAMPLES, rows, seeds))
+    at = (np.arange(rows)[None, :, None], picked)
+    p = np.stack([shares[k][at] for k in ("win", "draw", "loss")], axis=-1)
+    p = np.clip(p, 0, None) / np.clip(p, 0, None).sum(axis=-1, keepdims=True)  # rounding in stored shares
+    n = games[at]
+    counts = rng.multinomial(n, p)
+    won, lost = counts[..., 0] / n, counts[..., 2] / n
+    return {"score": won - lost, "win": won, "loss": lost}
+
+
+IMPORTANCE_LEAST = 8
+"""Configurations below which no knob importance is computed: too few to say anything."""
+IMPORTANCE_RESAMPLES = 1_000
+
+
+def importance(bins: dict, y) -> dict[str, tuple[float, float, float]]:
+    """fANOVA's first-order term per knob: the share of the variance of `y` (one value per
+    configuration) that the knob explains alone, the variance of y's means within the knob's bins
+    (`bins[knob]`: a label per configuration: its value, or a quantile bin of it) over y's
+    variance; with a 95% percentile-bootstrap interval over the configurations. {knob: (share,
+    low, high)}, largest share first; {} with fewer than IMPORTANCE_LEAST configurations."""
+    y = np.asarray(y, dtype=float)
+    if len(y) < IMPORTANCE_LEAST:
+        return {}
+    rng = np.random.default_rng(SEED)
+    picked = np.vstack([np.arange(len(y)), rng.integers(0, len(y), (IMPORTANCE_RESAMPLES, len(y)))])
+    found = {}
+    for knob, labels in bins.items():
+        codes = np.unique(np.asarray(labels).astype(str), return_inverse=True)[1].ravel()
+        shares = _explained(codes[picked], y[picked], codes.max() + 1)
+        low, high = np.quantile(shares[1:], [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        # a resample's share is biased upward (a knob explaining nothing explains a little of
+        # any resample): the interval is widened to hold the share itself
+        found[knob] = (float(shares[0]), float(min(low, shares[0])), float(max(high, shares[0])))
+    return dict(sorted(found.items(), key=lambda item: -item[1][0]))
+
+
+def _explained(codes: np.ndarray, y: np.ndarray, labels: int) -> np.ndarray:
+    """Per row of (resamples x configurations) codes and values: the between-bins share of the
+    variance of y (0 where y does not vary)."""
+    rows = np.arange(len(y))[:, None] * labels + codes
+    counts = np.bincount(rows.ravel(), minlength=len(y) * labels).reshape(len(y), labels)
+    sums = np.bincount(rows.ravel(), weights=y.ravel(), minlength=len(y) * labels).reshape(len(y), labels)
+    mean = y.mean(axis=1, keepdims=True)
+    within = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    between = (counts * (within - mean) ** 2 * (counts > 0)).sum(axis=1)
+    total = ((y - mean) ** 2).sum(axis=1)
+    return np.divide(between, total, out=np.zeros_like(total), where=total > 0)
 
 
 POWER = 0.8

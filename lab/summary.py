@@ -136,14 +136,16 @@ def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
 
 def final_evaluations(data) -> pd.DataFrame:
     """The last exact evaluation of every finished run, one row per (run, seat evaluated,
-    evaluation opponent `evaluated_vs`) with `win`, `loss` and `score` = win - loss against
-    that opponent, beside the run's knobs and configuration name (lab.compare's input)."""
+    evaluation opponent `evaluated_vs`) with `win`, `draw`, `loss` and `score` = win - loss
+    against that opponent, and `games` (how many games measured them; NaN where exact), beside
+    the run's knobs and configuration name (lab.compare's input)."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
     last = curves[curves["episodes"] == curves.groupby(["run_id", "seat"])["episodes"].transform("max")]
     final = pd.concat([last.assign(evaluated_vs=vs, win=last[f"{vs}_win"], loss=last[f"{vs}_loss"],
-                                   score=last[f"{vs}_win"] - last[f"{vs}_loss"])
+                                   score=last[f"{vs}_win"] - last[f"{vs}_loss"], draw=last[f"{vs}_draw"],
+                                   games=last[f"{vs}_games"] if f"{vs}_games" in last else np.nan)
                        for vs in evaluate.OPPONENTS], ignore_index=True)
     # by games, a board run plays random and its own opponent only: no onestep rates to compare
     return final[final["win"].notna()].reset_index(drop=True)
@@ -179,7 +181,7 @@ def best_configurations(data) -> pd.DataFrame:
                 rows.append(_best(curves, runs, vs) | ({"game": key[0]} if by_game(final) else {}))
     best = pd.DataFrame(rows)
     if by_game(final):  # the game first, the intervals beside the rates
-        order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "win_low", "win_high"]
+        order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "games", "win_low", "win_high"]
         best = best[order + [c for c in best.columns if c not in order]]
     return best
 
@@ -225,21 +227,22 @@ def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
     """The 95% Wilson interval of the win rate over the games of every seed (by games only)."""
     games = seeds.get(f"{vs}_games", pd.Series(dtype=float)).dropna()
     if games.empty:
-        return {"win_low": np.nan, "win_high": np.nan}
+        return {"win_low": np.nan, "win_high": np.nan, "games": np.nan}
     wins = int(round((seeds.loc[games.index, f"{vs}_win"] * games).sum()))
     _, low, high = stats.wilson(wins, int(games.sum()))
-    return {"win_low": low, "win_high": high}
+    return {"win_low": low, "win_high": high, "games": int(games.min())}
 
 
 COLUMN_NOTES = {
     "game": "the game (ttt: 3x3; mnk_<m>_<n>_<k>: the `game` group's board, a ceiling where the lab solves it, 4x4); each game ranked apart",
     "seat": "the agent's seat: X moves first",
-    "evaluated_vs": "the opponent of the exact evaluation",
+    "evaluated_vs": "the opponent of the evaluation (exact, or by games on a board too big to enumerate)",
     "config": "the best configuration (highest final win - loss against `evaluated_vs`, seed mean)",
     "trained_vs": "the opponent it trained against",
-    "win, draw, loss": "final exact rates, mean over seeds",
-    "win_loss": "final exact win - loss, mean over seeds [95% bootstrap interval] (the ranking below)",
+    "win, draw, loss": "final rates (exact, or shares of games on a board too big to enumerate), mean over seeds",
+    "win_loss": "final win - loss, mean over seeds [95% bootstrap interval; by games, resampling each seed's games too] (the ranking below)",
     "evaluation": "exact (every position) or games (lab.mnk_evaluate); win, draw, loss by games are shares of games",
+    "games": "by games: the games each run played against `evaluated_vs` (the fewest, if runs differ)",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
     "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
@@ -257,18 +260,38 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
                    "optimal_move_rate"):
         if column in shown:
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    if "games" in shown:  # by games: the label says by how many, as lab.compare.measured does
+        shown["evaluation"] = [f"by {g:,.0f} games" if pd.notna(g) else e for e, g in zip(shown["evaluation"], best["games"])]
+        shown["games"] = shown["games"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
     shown["episodes_to_95"] = shown["episodes_to_95"].map(lambda v: "not reached" if pd.isna(v) else f"{v:.0f}")
     for column in ("losing_lines", "total_lines"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
-    shown["train_seconds"] = shown["train_seconds"].map(lambda v: f"{v:.2f}")
+    shown["train_seconds"] = shown["train_seconds"].map(seconds_text)
     if "win_loss" in shown:
-        shown["win_loss"] = [f"{v:.3f} [{low:.3f}, {high:.3f}]" for v, low, high
+        from lab import compare  # the one spelling of an interval, "(1 seed)" where there is none
+
+        shown["win_loss"] = [compare.interval_text(v, low, high) for v, low, high
                              in zip(best["win_loss"], best["win_loss_low"], best["win_loss_high"])]
         shown = shown.drop(columns=["win_loss_low", "win_loss_high"])
     return shown.astype(str)
 
 
-OPTIONAL_COLUMNS = ("game", "evaluation", "win_low", "win_loss")
+def seconds_text(value) -> str:
+    """Seconds to 2 decimals, or 2 significant digits below 1 s: a run of 4 ms is 0.004, not 0.00."""
+    if pd.isna(value):
+        return ""
+    return f"{value:.2f}" if value >= 1 or value == 0 else f"{value:.2g}"
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    """A table as CSV the way every table of the summary is written: seats as X and O (as
+    summary.csv has them), and no column that is empty in every row (another algorithm's knobs)."""
+    if "seat" in table and table["seat"].isin(evaluate.SEATS).all():
+        table = table.assign(seat=table["seat"].map(evaluate.SEATS))
+    table.dropna(axis=1, how="all").to_csv(path, index=False)
+
+
+OPTIONAL_COLUMNS = ("game", "evaluation", "games", "win_low", "win_loss")
 """Columns COLUMN_NOTES explains only where the table has them."""
 
 
@@ -348,13 +371,13 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
 
         configs, effects = compared
         best = _with_interval(best, configs)
-        configs.to_csv(out_dir / "configurations.csv", index=False)
-        effects.to_csv(out_dir / "knobs.csv", index=False)
+        write_csv(configs, out_dir / "configurations.csv")
+        write_csv(effects, out_dir / "knobs.csv")
         written += [out_dir / "configurations.csv", out_dir / "knobs.csv"]
         sections = compare.markdown(configs, effects)
-    best.to_csv(csv, index=False)
+    write_csv(best, csv)
     note = stopped_note(stopped_runs(frame))
-    head = markdown(format_table(best)) if not best.empty else "No exact evaluations in these results.\n"
+    head = markdown(format_table(best)) if not best.empty else "No evaluations in these results.\n"
     md.write_text(head + ("\n" + note if note else "") + ("\n" + sections if not best.empty else ""))
     return best, written
 

@@ -1,6 +1,7 @@
 """Figures, summary, notebook and sweep progress on a small real sweep."""
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,9 +50,10 @@ def test_sweep_ends_with_figures_and_summary(sweep_dir):
     assert str(out / summary.SUMMARY / "summary.md") in done.stdout
     assert f"report in {out / report.REPORT / 'index.html'}" in done.stdout
     assert "left out" not in done.stdout  # 4 configurations: every figure
-    # Without a terminal: one line per finished run, naming it, with counts and an ETA.
-    lines = [line for line in done.stderr.splitlines() if line.startswith("run ")]
-    assert len(lines) == 8 and "8/8 finished, 0 running, 0 failed" in lines[-1]
+    # Without a terminal: one line per batch of runs stored together, naming its last run, with
+    # counts and an ETA.
+    lines = [line for line in done.stderr.splitlines() if re.match(r"(run|\d+ runs done \(last) [0-9a-f]{16}", line)]
+    assert 1 <= len(lines) <= 8 and "8/8 finished, 0 running, 0 failed" in lines[-1]
     assert lines[-1].endswith("ETA 0:00")
     # The analysis folders stay out of pandas' way.
     assert pd.read_parquet(out)["run_id"].nunique() == 10
@@ -179,7 +181,7 @@ def test_notebook_runs_headless(sweep_dir):
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 20
     assert any("ttt_self_a0.08_e20_i30" in o.get("data", {}).get("text/html", "") for o in outputs)
     # the same comparisons as summary.md, and the report
-    assert any("### td_value, agent as O, evaluated against OneStep: 2 configurations"
+    assert any("### td_value, agent as O, evaluated against OneStep exactly: 2 configurations"
                in o.get("data", {}).get("text/markdown", "") for o in outputs)
     assert any(str(out / report.REPORT / "index.html") in o.get("text", "") for o in outputs)
 
@@ -188,8 +190,8 @@ def test_progress_lines_without_a_terminal(monkeypatch):
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     progress = sweep.Progress(2)
-    finished = RunResult("abc", pd.DataFrame({"status": ["finished"]}), None)
-    failed = RunResult("def", pd.DataFrame({"status": ["failed"]}), None)
+    finished = RunResult("abc", [{"status": "finished"}], None)
+    failed = RunResult("def", [{"status": "failed"}], None)
     progress.update(running=2)  # a heartbeat prints nothing in a log
     progress.update(finished, running=1)
     progress.update(failed, running=0)
@@ -211,9 +213,9 @@ def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr("lab.sweep.progress.time.monotonic", lambda: next(ticks))
     progress = sweep.Progress(3)  # starts at 0 s
-    progress.update(RunResult("abc", pd.DataFrame({"status": ["finished"]}), None), running=2)  # 10 s
+    progress.update(RunResult("abc", [{"status": "finished"}], None), running=2)  # 10 s
     progress.update(running=2)  # 15 s: 20 s were left at 10 s, so 15 s now
-    progress.update(RunResult("def", pd.DataFrame({"status": ["finished"]}), None), running=1)  # 30 s
+    progress.update(RunResult("def", [{"status": "finished"}], None), running=1)  # 30 s
     progress.close()
     text = stream.getvalue()
     assert "\n" not in text.rstrip("\n")  # redrawn in place with carriage returns

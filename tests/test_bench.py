@@ -62,3 +62,11 @@ def test_the_boards_section_says_how_to_install_openspiel_when_it_is_missing(cap
     monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` fail
     boards.boards_section(quick=True)
     assert capsys.readouterr().out == boards.INSTALL_NOTE + "\n"
+
+
+def test_the_absorption_benchmark_stores_and_records_every_run_handed_over():
+    from lab.bench import driver
+
+    jobs, packs = driver._packed_runs(30, checkpoints=True)
+    for written in (False, True):  # sent home (the driver commits) or stored by the workers
+        assert driver.runs_absorbed_per_second(jobs, packs, together=13, written=written) > 0

@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
@@ -67,7 +68,9 @@ def _dashed(fig) -> int:
 
 
 def test_figures_of_each_game_apart_named_after_it(dirs, drawn, tmp_path):
+    open_before = plt.get_fignums()
     plots.all_figures(dirs[0], tmp_path)
+    assert plt.get_fignums() == open_before  # closed even though `drawn` saved none of them
     assert TTT_FIGURES <= set(drawn)
     board = {"mc_vfa_mnk_4_4_4_player2_l1_n8.png", "mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png",
              "comparison_mnk_4_4_4_win.png", "mc_vfa_mnk_5_5_4_player1_l1_n8.png",
@@ -115,8 +118,10 @@ def test_summary_ranks_each_game_apart_with_intervals_by_games(dirs, tmp_path):
     text = (tmp_path / "summary.md").read_text()
     assert "`win_low, win_high`" in text
     if stats.available():
-        assert "### mnk_4_4_4: mc_vfa, agent as O, evaluated against random: 2 configurations" in text
-        assert "### ttt: mc_vfa, agent as O, evaluated against random: 1 configuration" in text
+        assert "### mnk_4_4_4: mc_vfa, agent as O, evaluated against random exactly: 2 configurations" in text
+        assert "### ttt: mc_vfa, agent as O, evaluated against random exactly: 1 configuration" in text
+        assert "### mnk_5_5_4: mc_vfa, agent as X, evaluated against random by 100 games: 1 configuration" in text
+        assert "| by 100 games | 100 |" in text
         assert set(pd.read_csv(tmp_path / "configurations.csv")["game"]) == set(best["game"])
 
 

@@ -2,6 +2,7 @@
 against the bootstrap done directly, by enumerating every resample of a small hand-made table."""
 
 import itertools
+import re
 import sys
 
 import numpy as np
@@ -124,9 +125,9 @@ def test_ranking_verdict_and_seeds_needed():
     clear.loc[clear.index[1], "improvement_low"] = 1.0
     assert compare.verdict(clear).endswith("(every seed of the best ends above every seed of the second: "
                                            "with 4 seeds, a hint more than a proof).")
-    assert compare.verdict(ranked.assign(seeds=1)).startswith("With one seed nothing says")
+    assert compare.verdict(ranked.assign(seeds=1)).startswith("With 1 seed per configuration nothing says")
     one_seed, _ = summary.comparisons(_runs({k: v[:1] for k, v in WINS.items()}))
-    assert one_seed["improvement"].isna().all() and (one_seed["score_mean_low"] == one_seed["score_mean"]).all()
+    assert one_seed["improvement"].isna().all() and one_seed["score_mean_low"].isna().all()
 
 
 def test_knobs_that_move_together_are_one_factor_and_values_compare_in_matched_pairs():
@@ -148,7 +149,7 @@ def test_summary_md_ranks_every_group_with_intervals(tmp_path):
     assert [p.name for p in written] == ["summary.csv", "summary.md", "configurations.csv", "knobs.csv"]
     text = (tmp_path / summary.SUMMARY / "summary.md").read_text()
     assert text.startswith("| algorithm | seat | evaluated_vs |")
-    assert "### mc_vfa, agent as O, evaluated against OneStep: 4 configurations" in text
+    assert "### mc_vfa, agent as O, evaluated against OneStep exactly: 4 configurations" in text
     assert "- alpha: 0.01 has the highest IQM; it beats 0.001." in text
     assert "The top 3 configurations cannot be told apart with 4 seeds" in text
     row = best[best["evaluated_vs"] == "onestep"].iloc[0]
@@ -181,3 +182,98 @@ def test_knob_sentence_says_which_values_lose_tie_or_interact():
     assert "its IQM is above that of 0.3, yet neither wins more often" in compare.knob_sentence(interacting, 3)
     assert compare.knob_sentence(effect.assign(pairs=0), 3) == (
         "alpha: 0.1 has the highest IQM; no two configurations differ only in it, so no probability of improvement.")
+
+
+ALPHAS = {  # a 3-alpha grid of one net, 4 seeds each: 0.5 ends above 0.1 on every seed
+    (2, 8, 0.1): (0.60, 0.62, 0.64, 0.66),
+    (2, 8, 0.3): (0.70, 0.74, 0.78, 0.82),
+    (2, 8, 0.5): (0.86, 0.88, 0.90, 0.92),
+}
+
+
+def test_one_seed_shows_no_interval_and_no_verdict_where_four_seeds_do(tmp_path):
+    four, one = _runs(ALPHAS), _runs({k: v[:1] for k, v in ALPHAS.items()})
+    for frame, seeds in ((one, 1), (four, 4)):
+        out = tmp_path / str(seeds)
+        summary.write_summary(out, frame=frame)
+        text = (out / summary.SUMMARY / "summary.md").read_text()
+        configs, effects = summary.comparisons(frame)
+        sentence = compare.knob_sentence(effects[effects["evaluated_vs"] == "onestep"], seeds)
+        intervals = configs[["score_mean_low", "score_iqm_high"]].join(effects[["iqm_low", "improvement_high"]],
+                                                                       how="outer")
+        if seeds == 1:
+            assert intervals.isna().all().all()
+            assert "it beats" not in text and "better than the second with" not in text
+            assert not re.search(r"\d \[", text) and "1.00, no interval (1 pair with 1 seed)" in text
+            assert "beats" not in sentence and compare.ONE_SEED in sentence and compare.ONE_SEED in text
+            assert "0.550 (1 seed)" in text  # alpha 0.1: its one seed, no interval
+        else:
+            assert intervals.notna().any().all()
+            assert sentence == "alpha: 0.5 has the highest IQM; it beats 0.3 and 0.1."
+            assert "(1 pair)" in text and "(1 pairs)" not in text and compare.ONE_SEED not in text
+            assert "better than the second with these seeds" in text
+
+
+def test_single_seed_strata_give_no_interval():
+    singles = [np.array([v]) for v in (0.1, 0.4, 0.5, 0.9, 0.2, 0.3, 0.6, 0.7)]
+    point, low, high = stats.probability_of_improvement(singles[:4], singles[4:])
+    assert point == 0.5 and np.isnan(low) and np.isnan(high)
+    point, low, high = stats.pooled(singles, "iqm")
+    assert point == pytest.approx(scipy_stats.trim_mean(np.concatenate(singles), 0.25)) and np.isnan([low, high]).all()
+    # one stratum of one seed among others is not held fixed either: no interval
+    assert np.isnan(stats.pooled([np.array([0.1, 0.3]), np.array([0.5])])[1])
+    point, low, high = stats.intervals(np.array([[0.2], [0.4]]))
+    assert point.tolist() == [0.2, 0.4] and np.isnan(low).all() and np.isnan(high).all()
+
+
+CLOSE = {(2, 8, 0.01): (0.50, 0.52, 0.53, 0.55), (2, 8, 0.001): (0.40, 0.41, 0.43, 0.44)}
+"""Seeds that end close together, as a bigger board's often do: the games' noise matters."""
+
+
+def _by_games(games: int) -> pd.DataFrame:
+    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.mnk_evaluate)."""
+    frame = _runs(CLOSE).assign(m=5, n=5, k=4, evaluation="games")
+    for vs in evaluate.OPPONENTS:
+        frame[evaluate.column(2, f"{vs}_games")] = games
+    return frame
+
+
+def test_by_games_intervals_hold_the_games_noise_and_every_label_says_by_how_many(tmp_path):
+    widths = {}
+    for games in (400, 9600):
+        configs, _ = summary.comparisons(_by_games(games))
+        widths[games] = (configs["score_mean_high"] - configs["score_mean_low"]).to_numpy()
+        assert (configs["games"] == games).all()
+        summary.write_summary(tmp_path / str(games), frame=_by_games(games))
+        text = (tmp_path / str(games) / summary.SUMMARY / "summary.md").read_text()
+        sections = text.split("## Configurations ranked")[1]
+        assert f"evaluated against random by {games:,} games: 2 configurations" in sections
+        assert "exactly" not in sections
+        assert f"| by {games:,} games | {games} |" in text.split("## Configurations ranked")[0]
+    exact, _ = summary.comparisons(_runs(CLOSE))
+    seeds_only = (exact["score_mean_high"] - exact["score_mean_low"]).to_numpy()
+    assert (widths[400] > widths[9600]).all() and (widths[400] > seeds_only).all()
+    assert (widths[400] > 1.5 * widths[9600]).all()
+    assert widths[9600] == pytest.approx(seeds_only, rel=0.25)  # 9,600 games: little beyond the seeds
+
+
+def test_knob_importance_is_the_share_of_variance_between_a_knobs_values():
+    rng = np.random.default_rng(1)
+    alpha, memory = np.repeat(["a", "b", "c"], 4), np.tile(["keep", "clear"], 6)
+    y = np.select([alpha == "a", alpha == "b"], [0.8, 0.5], 0.1) + 0.05 * rng.normal(size=12)
+    found = stats.importance({"alpha": alpha, "memory": memory}, y)
+    means = pd.Series(y).groupby(alpha).transform("mean")
+    assert found["alpha"][0] == pytest.approx(((means - y.mean()) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+    assert list(found) == ["alpha", "memory"] and found["alpha"][1] <= found["alpha"][0] <= found["alpha"][2]
+    assert stats.importance({"alpha": alpha[:7]}, y[:7]) == {}  # too few configurations
+
+
+def test_the_parallel_png_labels_every_value_of_a_grids_knob(tmp_path, monkeypatch):
+    from lab import knob_figures
+
+    drawn = {}
+    monkeypatch.setattr(knob_figures, "_save", lambda fig, path: drawn.setdefault(path.name, fig) and path)
+    configs, _ = summary.comparisons(_runs(ALPHAS))
+    knob_figures.parallel_figure(configs, tmp_path)
+    texts = {t.get_text() for t in drawn["mc_vfa_parallel_O_onestep.png"].axes[0].texts}
+    assert {"0.1", "0.3", "0.5"} <= texts  # the middle value too, not only the ends

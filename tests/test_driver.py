@@ -9,7 +9,7 @@ import pytest
 
 from lab import results, sweep
 from lab.run import run
-from lab.sweep import backends
+from lab import batch
 from sweeping import SERIAL, TINY, cli, snapshot
 
 
@@ -46,7 +46,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
         printed_before_training.append(sys.stdout.getvalue())
         return run(job)
 
-    monkeypatch.setattr(backends, "run", watched_run)
+    monkeypatch.setattr(batch, "run", watched_run)
     done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
     assert done.returncode == 0, done.stderr
     assert printed_before_training[0] == ("3 configurations, 1 run to train\n"
@@ -58,8 +58,8 @@ def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monk
     from lab.compose import compose
     from lab.config import job
 
-    kept, save = [], results._save
-    monkeypatch.setattr(results, "_save", lambda result, d: kept.append(weakref.ref(result)) or save(result, d))
+    kept, pack = [], results.pack
+    monkeypatch.setattr(results, "pack", lambda result: kept.append(weakref.ref(result)) or pack(result))
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     broken = job(compose(*TINY, "seed=3", "neurons=1000000000000000", f"results_dir={tmp_path}"))
     done = sweep.execute([*jobs, broken], parallel=False).done

@@ -103,6 +103,10 @@ def test_tensorboard_reads_the_curves_and_the_hparams(swept, tmp_path):
     assert "final/eval_p2_onestep_win" in {m.name.tag for m in experiment.metric_infos}
     final = events.Scalars("final/eval_p2_onestep_win")[-1].value
     assert final == pytest.approx(run.eval_p2_onestep_win.dropna().iloc[-1], abs=1e-6)
+    # the summary's objective, win - loss, is a metric to sort the HParams table by
+    assert "final/eval_p2_onestep_win_minus_loss" in {m.name.tag for m in experiment.metric_infos}
+    score = events.Scalars("final/eval_p2_onestep_win_minus_loss")[-1].value
+    assert score == pytest.approx(run.eval_p2_onestep_win.dropna().iloc[-1] - run.eval_p2_onestep_loss.dropna().iloc[-1], abs=1e-6)
 
 
 @pytest.mark.integration

@@ -146,7 +146,6 @@ def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_
 
 STALLED_WRITER = """
 import io, sys, time
-import pyarrow.parquet as pq
 from lab import results
 from lab.config import job
 from lab.run import run
@@ -158,18 +157,22 @@ first = run(job(compose(*TINY)))
 results.save(first, results_dir)
 print("saved", flush=True)
 
-write_table = pq.write_table
+from lab import files
 
-def half_then_stall(table, sink):  # the process dies in the middle of writing the file
-    whole = io.BytesIO()
-    write_table(table, whole)
-    data = whole.getvalue()
-    sink.write(data[: len(data) // 2])
-    sink.flush()
-    print("half written", flush=True)
-    time.sleep(600)
+opened = []
 
-pq.write_table = half_then_stall
+def half_then_stall(fd, mode, closefd):  # the process dies in the middle of writing the table
+    class Half(io.FileIO):
+        def write(self, data):
+            if len(opened) == 1:  # the checkpoint, written first, whole
+                return super().write(data)
+            super().write(data[: len(data) // 2])
+            print("half written", flush=True)
+            time.sleep(600)
+    opened.append(fd)
+    return Half(fd, mode, closefd=closefd)
+
+files.open = half_then_stall  # the open of lab.files.write_group, which writes each file
 results.save(run(job(compose(*TINY))), results_dir)  # the same run again (as force=true does)
 """
 

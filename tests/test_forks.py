@@ -15,6 +15,8 @@ from lab import sweep as sweep_module
 from lab.compose import grid
 from lab.config import job
 from lab.run import run
+from lab import batch
+from lab.sweep import store
 from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values
 
 pytestmark = pytest.mark.integration
@@ -29,11 +31,17 @@ def _without_circumstances(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=list(results.CIRCUMSTANCES)).reset_index(drop=True)
 
 
+def _alone(job_) -> pd.DataFrame:
+    """The run's table trained in this process, as its worker packs it."""
+    return results.table_of(run(job_, code={}).records).to_pandas()
+
+
 def _train_in_forks(queue, processes):
-    """Every run the forks finish, and the jobs they lost."""
+    """Every run the forks finish (job, packed run), and the jobs they lost."""
     trainers = forks.Forks(queue, code={}, processes=processes)
     trainers.wait()
-    trained, lost = list(trainers.results()), trainers.unfinished()
+    trained = [(j, p) for jobs, packs in trainers.results() for j, p in zip(jobs, packs)]
+    lost = trainers.unfinished()
     trainers.close()
     assert not trainers.alive and not trainers.folder.exists()
     return trained, lost
@@ -45,10 +53,10 @@ def test_forks_train_every_run_once_with_the_rows_of_this_process(tmp_path):
     trained, lost = _train_in_forks(queue, processes=2)
     assert lost == []
     assert sorted(j.run_id for j, _ in trained) == sorted(j.run_id for j in jobs)
-    for job_, result in trained:
-        assert result.run_id == job_.run_id
-        pd.testing.assert_frame_equal(_without_circumstances(result.rows),
-                                      _without_circumstances(run(job_, code={}).rows))
+    for job_, packed in trained:
+        assert packed.run_id == job_.run_id and packed.key is None  # no token: sent home, not written
+        pd.testing.assert_frame_equal(_without_circumstances(packed.table.to_pandas()),
+                                      _without_circumstances(_alone(job_)))
 
 
 def test_batches_the_driver_took_for_ray_are_never_trained_by_a_fork(tmp_path):
@@ -69,15 +77,14 @@ def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_fail
             os._exit(3)  # as a crash would: nothing sent, no goodbye
         return run(job_, code)
 
-    monkeypatch.setattr(forks, "run", run_or_die)  # the fork inherits it
-    trainers = forks.Forks(forks.Queue([[j] for j in jobs]), code={}, processes=1)
-    saved = {}
-    trainers.finish(lambda job_, result: saved.setdefault(job_.run_id, result))
-    trainers.close()
-    assert list(saved) == [jobs[0].run_id, doomed.run_id]  # took 0, then 1 and died with it
-    assert saved[jobs[0].run_id].rows.status.eq("finished").all()
-    failed = saved[doomed.run_id].rows
-    assert failed.status.tolist() == ["failed"] and "ended before it" in failed.error[0]
+    monkeypatch.setattr(batch, "run", run_or_die)  # the fork inherits it
+    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
+        trainers = forks.Forks(forks.Queue([[j] for j in jobs]), code={}, processes=1, token=kept.token)
+        trainers.finish(kept)
+        trainers.close()
+    assert [o.run_id for o in kept.done] == [jobs[0].run_id, doomed.run_id]  # took 0, then 1 and died with it
+    assert results.statuses(tmp_path) == {jobs[0].run_id: "finished", doomed.run_id: "failed"}
+    assert "ended before it" in kept.done[1].error
 
 
 def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
@@ -106,7 +113,7 @@ atexit.register(lambda: print("early forks trained", sum(len(h._received) for h 
     stored = rows(tmp_path / "out")
     assert stored.groupby("run_id").size().tolist() == [3] * 12  # every run once, whole
     for job_ in _jobs(tmp_path / "out", seeds=12)[::5]:
-        alone = _without_circumstances(run(job_, code={}).rows)
+        alone = _without_circumstances(_alone(job_))
         mine = stored[stored.run_id == job_.run_id].reset_index(drop=True)
         pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
 
@@ -156,7 +163,7 @@ def test_auto_trains_a_short_grid_in_forks_alone(tmp_path):
     stored = rows(tmp_path / "out")
     assert stored.groupby("run_id").size().tolist() == [2000] * 4  # every run once, whole
     for job_ in _jobs(tmp_path / "out", 4, "iterations=2000")[::3]:
-        alone = _without_circumstances(run(job_, code={}).rows)
+        alone = _without_circumstances(_alone(job_))
         mine = stored[stored.run_id == job_.run_id].reset_index(drop=True)
         pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
 
@@ -170,7 +177,7 @@ def test_when_every_fork_died_the_driver_trains_what_none_took(tmp_path, monkeyp
             os._exit(3)
         return run(job_, code)
 
-    monkeypatch.setattr(forks, "run", run_or_die)
+    monkeypatch.setattr(batch, "run", run_or_die)
     done = sweep_module.execute(jobs, num_cpus=1, parallel="processes").done
     assert [(o.run_id, o.failed) for o in done] == [(jobs[0].run_id, False), (doomed.run_id, True),
                                                     (jobs[2].run_id, False), (jobs[3].run_id, False)]

@@ -1,7 +1,11 @@
 """Reading a results directory: every file, in parallel, with the clear error naming a bad file, and
 integer and boolean columns that stay integers and booleans beside failed runs."""
 
+import os
+from pathlib import Path
+
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from lab import results
@@ -89,15 +93,15 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
 
 def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(5)]
-    size = results.arrow_table(run(jobs[0]).rows).nbytes
-    monkeypatch.setattr(results, "PART_BYTES", 2.5 * size)  # a part every third run
+    rows = len(run(jobs[0]).records)
+    monkeypatch.setattr(results, "PART_ROWS", 2.5 * rows)  # a part every third run
     with results.Writer(tmp_path) as writer:
         for j in jobs:
             writer.save(run(j))
     assert len(_parts(tmp_path, "table")) == 2 and len(_parts(tmp_path, "stored")) == 2
     reads = []
-    read = results._read
-    monkeypatch.setattr(results, "_read", lambda *a, **k: reads.append(a) or read(*a, **k))
+    read = results.read_run
+    monkeypatch.setattr(results, "read_run", lambda *a, **k: reads.append(a) or read(*a, **k))
     frame = results.load(tmp_path)
     assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
     assert not reads  # every run came from the index
@@ -117,10 +121,35 @@ def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_
     for part in _parts(tmp_path, "stored"):
         part.unlink()
 
-    def refused(path, data, durable):  # what a read-only results_dir does (chmod does not stop root)
+    def refused(path, data):  # what a read-only results_dir does (chmod does not stop root)
         raise PermissionError(f"read-only: {path}")
 
     monkeypatch.setattr(results, "write_atomic", refused)
     assert results.statuses(tmp_path, write_index=True) == {one.run_id: "finished"}
     assert len(results.load(tmp_path)) == 3
     assert not _parts(tmp_path, "stored") and not _parts(tmp_path, "table")
+
+
+def test_a_stored_run_reads_back_in_the_schema_with_the_rows_pandas_would_have_written(mixed, tmp_path):
+    # the file carries no Arrow schema (lab.results.parquet_bytes): Parquet's own types give it back
+    out, _ = mixed
+    for path in results.run_files(out):
+        table = pq.read_table(path)
+        assert table.schema.equals(results.schema())
+    result = run(job(compose("algorithm=q_table", *TINY, "eval_every=2", "seed=3")))
+    stored = pq.read_table(results.save(result, tmp_path))
+    assert stored.equals(results.arrow_table(result.rows))  # the worker's table: pandas' conversion, exactly
+    assert results.fingerprint(stored.to_pandas()) == results.fingerprint(result.rows)
+
+
+def test_a_group_commit_stores_every_run_whole_checkpoint_first(tmp_path, monkeypatch):
+    runs = [results.pack(run(job(compose(*TINY, f"seed={s}")))) for s in range(3)]
+    renamed = []
+    replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: renamed.append(Path(b).name) or replace(a, b))
+    written = results.commit(tmp_path, runs)
+    assert [Path(p).suffix for p in renamed] == [".npz"] * 3 + [".parquet"] * 3  # each table after its checkpoint
+    assert [w.key for w in written] == [results.index_key(tmp_path / f"{r.run_id}.parquet") for r in runs]
+    assert all(w.parquet is None and w.checkpoint is None for w in written)  # only the tables stay, for the index
+    assert results.statuses(tmp_path) == {r.run_id: "finished" for r in runs}
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no temporary file left

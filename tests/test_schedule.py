@@ -1,13 +1,13 @@
 """Scheduling (lab.schedule) and the timing a run and a sweep report about themselves."""
 
-import pandas as pd
 import pytest
 
 from lab import forks, results, schedule, sweep
-from lab.sweep import on_ray
+from lab.batch import train
 from lab.compose import compose, grid
 from lab.config import job
-from lab.run import run, run_batch
+from lab.run import run
+from lab.sweep import on_ray
 from sweeping import TINY, TINY_RUNS
 
 
@@ -71,10 +71,10 @@ def test_a_small_grid_keeps_every_core_busy():
 
 def test_batches_give_the_rows_of_one_task_per_run():
     jobs = [_job(*TINY, f"seed={s}") for s in range(3)]
-    together = run_batch(jobs, code={})
-    for job_, result in zip(jobs, together):
-        alone = run(job_, code={}).rows.drop(columns=list(results.CIRCUMSTANCES))
-        pd.testing.assert_frame_equal(result.rows.drop(columns=list(results.CIRCUMSTANCES)), alone)
+    together = train(jobs, code={})
+    for job_, packed in zip(jobs, together):
+        alone = results.table_of(run(job_, code={}).records).drop_columns(list(results.CIRCUMSTANCES))
+        assert packed.table.drop_columns(list(results.CIRCUMSTANCES)).equals(alone)
 
 
 def test_the_queue_gives_each_batch_to_one_taker_longest_first_and_knows_the_forks_ones():
@@ -88,10 +88,10 @@ def test_the_queue_gives_each_batch_to_one_taker_longest_first_and_knows_the_for
 def test_a_ray_task_signals_that_it_trains_and_a_lost_signal_changes_nothing(tmp_path):
     jobs = [_job(*TINY, f"seed={s}") for s in range(2)]
     signal = tmp_path / "ray-trains"
-    assert [r.failed for r in run_batch(jobs, code={}, signal=str(signal))] == [False, False]
+    assert [r.failed for r in train(jobs, code={}, signal=str(signal))] == [False, False]
     assert signal.exists()
     gone = tmp_path / "removed" / "ray-trains"
-    assert [r.failed for r in run_batch(jobs, code={}, signal=str(gone))] == [False, False]
+    assert [r.failed for r in train(jobs, code={}, signal=str(gone))] == [False, False]
 
 
 def test_auto_trains_by_the_predicted_work_per_core(monkeypatch):
@@ -116,7 +116,8 @@ def test_the_sweep_reports_core_utilisation_and_fixed_cost():
     # two cores, 10 s of sweep; runs of 6 s and 8 s that ran from t=1 to t=9
     outcomes = [sweep.Outcome("a", False, None, 6.0, 1007.0), sweep.Outcome("b", False, None, 8.0, 1009.0)]
     line = sweep.Execution(outcomes, cores=2, seconds=10.0).efficiency()
-    assert line == "70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving)"
+    assert line == ("70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving); "
+                    "88% busy while runs trained")
 
 
 def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):

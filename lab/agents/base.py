@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab import game
+from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import Knobs, RunConfig, side
 from lab.nets import MLP
@@ -68,9 +69,7 @@ class Agent(abc.ABC):
             f.write(self.to_bytes())
 
     def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
-        return buffer.getvalue()
+        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
 class Learner(abc.ABC):

@@ -16,12 +16,12 @@ Afterstates are Python-int keys x | o << cells in a dict of [return sum, visits]
 symmetry folding (refused by lab.config).
 """
 
-import io
 
 import numpy as np
 from numba import njit
 
 from lab import game, mnk, mnk_bots
+from lab.files import npz_bytes
 from lab.agents import base, mc_vfa
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig
@@ -162,9 +162,7 @@ class Agent:
         return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
 
     def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
-        return buffer.getvalue()
+        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
 class Learner(base.Learner):

@@ -8,13 +8,13 @@ after the move; a move that completes a line is worth 1 and one that fills the b
 line `draw_value`, fixed, as in 3x3's table, so finished positions are never stored).
 """
 
-import io
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from lab import game, mnk, mnk_bots
+from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.mnk import empty_mask, wins
 from lab.mnk_table import Table, find
@@ -181,9 +181,7 @@ class Agent:
         return cls(table, tuple(int(v) for v in arrays["board"]), reading)
 
     def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, algorithm=np.array(self.algorithm), **self.arrays())
-        return buffer.getvalue()
+        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
 def opponents(run) -> tuple[np.ndarray, np.ndarray, mnk_bots.Tree]:

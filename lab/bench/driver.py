@@ -1,7 +1,10 @@
-"""The driver of big grids (`--driver`): configurations planned per second, resuming a finished
-grid, reading a results directory of thousands of runs, and the driver's memory as finished runs
-add up."""
+"""The driver of big grids (`--driver`): finished runs absorbed per second, configurations
+planned per second, resuming a finished grid, reading a results directory of thousands of runs,
+and the driver's memory as finished runs add up."""
 
+import contextlib
+import dataclasses
+import os
 import subprocess
 import sys
 import tempfile
@@ -89,9 +92,74 @@ def driver_max_rss_mb(runs: int, out, num_cpus: int = 2, parallel: str = "auto")
     return int(done.stdout.rsplit("VmHWM", 1)[1].split()[0]) / 1024
 
 
+ABSORB_ROWS = 50
+"""The absorption benchmark's runs: 50 rows each (a run evaluated 50 times, or of 50 updates)."""
+
+
+def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
+    """`runs` jobs of the driver grid and a packed run for each, as workers hand them over: the
+    rows of one real run of ABSORB_ROWS iterations under each run's id, with its checkpoint or
+    without (packed before the clock: that is the workers' part)."""
+    from lab import sweep
+    from lab.run import run
+
+    with tempfile.TemporaryDirectory() as out:
+        composer, jobs = grid(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
+        planned = sweep.plan(composer(o) for o in jobs).train
+    model = results.pack(run(planned[0]))
+    ids = model.table.schema.get_field_index("run_id")
+    packs = []
+    for job in planned:
+        table = model.table.set_column(ids, "run_id", pa.array([job.run_id] * model.table.num_rows))
+        packs.append(results.Packed(job.run_id, table, results.parquet_bytes(table),
+                                    model.checkpoint if checkpoints else None))
+    return planned, packs
+
+
+def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bool) -> float:
+    """Finished runs per second the driver's Store (lab.sweep.store) takes in: `together` runs
+    arriving at once (a batch of a worker, or every batch a cluster finished meanwhile), each
+    stored and indexed, progress reported. `written`: the workers stored them already (they
+    share results_dir), so the driver only records them; else it writes them (a group commit)."""
+    from lab.sweep import Progress
+    from lab.sweep.store import Store
+
+    runs = len(jobs)
+    with tempfile.TemporaryDirectory() as out:
+        jobs = [dataclasses.replace(job, results_dir=Path(out)) for job in jobs]
+        if written:
+            packs = [packed for i in range(0, runs, together)
+                     for packed in results.commit(out, packs[i:i + together])]
+        arrivals = [list(zip(jobs[i:i + together], packs[i:i + together])) for i in range(0, runs, together)]
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):
+            start = time.perf_counter()
+            with Store(jobs, Progress(runs)) as store:
+                for arrived in arrivals:
+                    store.receive(arrived, running=0)
+            seconds = time.perf_counter() - start
+        assert len(store.done) == runs and len(results.run_files(out)) == runs
+        return runs / seconds
+
+
+def absorption_lines(quick: bool) -> list[str]:
+    """The absorption benchmark, as the driver section prints it."""
+    runs = 300 if quick else 3_000
+    lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(results.schema())} columns; "
+             "target 1,000 runs/s without checkpoints, 300 with):"]
+    for checkpoints in (False, True):
+        jobs, packs = _packed_runs(runs, checkpoints)
+        for together, what in ((13, "a batch at a time (2 cores)"), (1_300, "100 nodes' batches at once")):
+            sent = runs_absorbed_per_second(jobs, packs, together, written=False)
+            shared = runs_absorbed_per_second(jobs, packs, together, written=True)
+            lines.append(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
+                         f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
+    return lines
+
+
 def driver_section(quick: bool) -> None:
     seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
     print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
+    print("\n".join(absorption_lines(quick)))
     rate = configurations_planned_per_second(seeds)
     print(f"  plan, validate, check results_dir: {rate:,.0f} configurations/s "
           f"({seeds:,} in {seeds / rate:.1f} s; target 10,000 in 5 s)")

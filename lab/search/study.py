@@ -320,11 +320,11 @@ class Optimize:
             status = done.status
         else:  # refused, or its worker died: its runs failed (the next search trains them again)
             if flight.task is not None:  # its worker died, the machine's fault: the search exits 1
-                self.unsaved.append([lost(job, RuntimeError(error)) for job in flight.task.jobs])
+                self.unsaved.append([results.pack(lost(job, RuntimeError(error))) for job in flight.task.jobs])
                 trial.set_user_attr("lost", True)
             status = "failed"
         if status == "failed":
-            error = error or next(str(r.rows["error"].iloc[0]) for r in done.results if r.failed)
+            error = error or next(r.error for r in done.results if r.failed)
             trial.set_user_attr("error", error.splitlines()[0])
         runs = flight.task.jobs if flight.task is not None else []
         trial.set_user_attr("runs", [job.run_id for job in runs])

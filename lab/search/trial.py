@@ -18,7 +18,8 @@ import numpy as np
 from lab import evaluate
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.config import Job
-from lab.run import RunResult, Training
+from lab.results import Packed, pack
+from lab.run import Training
 
 PBT_TRIAL = "pbt_trial"
 """The column of a PBT run's table naming the member that trained each row: where it changes, the
@@ -69,8 +70,9 @@ class Done:
     number: int
     curve: list[tuple[int, list[float]]]
     """every evaluation point trained by this task: (iteration, the objective of each seed)"""
-    results: list[RunResult] = field(default_factory=list)
-    """the runs, once they ended (finished, stopped or failed)"""
+    results: list[Packed] = field(default_factory=list)
+    """the runs, once they ended (finished, stopped or failed), packed here (lab.results.pack):
+    the driver only writes them"""
     snapshots: list[bytes] | None = None
     """PBT: the runs' training states at `until`"""
     busy: float = 0.0
@@ -80,7 +82,7 @@ class Done:
 
     @property
     def status(self) -> str:
-        statuses = {str(result.rows["status"].iloc[0]) for result in self.results}
+        statuses = {result.status for result in self.results}
         return "failed" if "failed" in statuses else "stopped" if "stopped" in statuses else "finished"
 
 
@@ -144,7 +146,7 @@ class Trainer:
             for training in self.trainings:
                 training.stop()  # the seeds of a failed one stop where they are
         done = Done(task.number, self.curve,
-                    results=[t.result() for t in self.trainings] if ended else [],
+                    results=[pack(t.result()) for t in self.trainings] if ended else [],
                     snapshots=None if ended else [t.snapshot() for t in self.trainings],
                     started=self.started)
         done.busy = self.busy + time.perf_counter() - began

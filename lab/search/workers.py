@@ -19,6 +19,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+from lab.forks import die_with_the_driver
 from lab.run import exclude_imports_from_startup
 from lab.search.trial import Trainer
 
@@ -133,6 +134,7 @@ class Forks:
 
 
 def _serve(pipe, code: dict) -> None:
+    die_with_the_driver()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     trainer = Trainer(code)

@@ -5,11 +5,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from lab import provenance, results
+from lab import provenance
 from lab.config import Job
-from lab.run import RunResult
 from lab.sweep import backends, on_ray, placement
 from lab.sweep.progress import Outcome, Progress
+from lab.sweep.store import Store
 
 
 class Interrupted(KeyboardInterrupt):
@@ -33,20 +33,22 @@ class Execution:
     """runs sent again after Ray lost them with their worker or node"""
 
     def efficiency(self) -> str:
-        """Core utilisation (the runs' wall seconds over cores x the sweep's) and the fixed cost
-        (the sweep's wall time before the first run began and after the last one ended)."""
+        """Core utilisation (the runs' wall seconds on their workers, storing them included, over
+        cores x the sweep's), the fixed cost (the sweep's wall time before the first run began and
+        after the last one ended), and the utilisation between those two moments."""
         busy = sum(o.wall_seconds for o in self.done)
         span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
         return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
                 f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
-                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving)")
+                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving); "
+                f"{busy / (self.cores * max(span, 1e-9)):.0%} busy while runs trained")
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
             started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
     """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
-    process (`placement.mode`), saving each result as it arrives. `started` is the sweep's start
-    (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
+    process (`placement.mode`), storing each batch of runs as it ends (lab.sweep.store).
+    `started` is the sweep's start (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
     stopped before it returns. `hooks` (lab.callbacks.Hooks) hears of each run saved.
 
     Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
@@ -55,34 +57,23 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     if not jobs:
         return Execution([], 1, 0.0)
     progress = Progress(len(jobs))
-    done = []
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
-    writers = {}  # results_dir -> results.Writer: the runs and their index
-
-    def finish(job: Job, result: RunResult, running: int) -> None:
-        writers.setdefault(job.results_dir, results.Writer(job.results_dir)).save(result)
-        if hooks is not None:
-            hooks.saved(job.results_dir, result)
-        done.append(Outcome.of(result))
-        progress.update(done[-1], running=running)
-
     cores, retried = 1, 0
-    try:
-        where = placement.mode(jobs, parallel, address, num_cpus)
-        if where == "ray":
-            cores, retried = on_ray.on_ray(jobs, code, finish, progress, address, num_cpus, dashboard)
-        elif where == "processes":
-            cores = placement.cores(num_cpus)
-            backends.in_forks(jobs, code, finish, progress, cores)
-        else:
-            backends.in_process(jobs, code, finish)
-    except KeyboardInterrupt:
-        raise Interrupted(len(done)) from None
-    finally:
-        progress.close()
-        for writer in writers.values():
-            writer.flush()
-    return Execution(done, cores, time.perf_counter() - started, retried)
+    with Store(jobs, progress, hooks) as store:
+        try:
+            where = placement.mode(jobs, parallel, address, num_cpus)
+            if where == "ray":
+                cores, retried = on_ray.on_ray(jobs, code, store, address, num_cpus, dashboard)
+            elif where == "processes":
+                cores = placement.cores(num_cpus)
+                backends.in_forks(jobs, code, store, cores)
+            else:
+                backends.in_process(jobs, code, store)
+        except KeyboardInterrupt:
+            raise Interrupted(len(store.done)) from None
+        finally:
+            progress.close()
+    return Execution(store.done, cores, time.perf_counter() - started, retried)
 
 
 def report(jobs: list[Job], execution: Execution) -> int:

@@ -5,9 +5,9 @@ import time
 
 from lab import forks, schedule
 from lab.config import Job
-from lab.run import RunResult, lost, run_batch
+from lab.batch import train
 from lab.sweep import placement, ray_connection
-from lab.sweep.progress import Progress
+from lab.sweep.store import Store
 
 RETRIES = 3
 """Times a task is sent again after Ray lost it with its worker or node (`lost_with_its_node`); a
@@ -24,9 +24,9 @@ def lost_with_its_node(exc: Exception) -> bool:
                             exceptions.OutOfMemoryError))
 
 
-def on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num_cpus,
+def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus,
            dashboard: bool = False) -> tuple[int, int]:
-    """Run the jobs as Ray tasks (RayTasks); calls finish(job, result, running) as each run ends.
+    """Run the jobs as Ray tasks (RayTasks), handing each task's runs to `store` as it ends.
     Returns the CPUs the runs had and how many runs were sent again after their worker or node
     was lost. A Ray this process starts (or joins) is stopped before it returns.
 
@@ -39,9 +39,9 @@ def on_ray(jobs: list[Job], code: dict, finish, progress: Progress, address, num
     elif ours:
         cores = placement.cores(num_cpus)
         queue = forks.Queue(list(schedule.batches(jobs, cores)))
-        early_forks = forks.Forks(queue, code, max(1, cores - 1))  # before Ray's threads exist here
+        early_forks = forks.Forks(queue, code, max(1, cores - 1), store.token)  # before Ray's threads exist here
         ray_connection.connect(None, num_cpus, dashboard)
-    tasks = RayTasks(jobs, code, finish, progress, early_forks)
+    tasks = RayTasks(jobs, code, store, early_forks)
     try:
         tasks.run()
     finally:
@@ -65,16 +65,15 @@ class RayTasks:
     This process retries lost tasks itself (up to RETRIES times; Ray's own retries are off) so
     that it can count them and say so: a run comes back once, from whichever node trained it."""
 
-    def __init__(self, jobs: list[Job], code: dict, finish, progress: Progress,
-                 early_forks: forks.Forks | None):
+    def __init__(self, jobs: list[Job], code: dict, store: Store, early_forks: forks.Forks | None):
         import ray
 
-        self.code, self.finish, self.progress, self.early_forks = code, finish, progress, early_forks
+        self.code, self.store, self.progress, self.early_forks = code, store, store.progress, early_forks
         self.slots = _cpus()
         """the cluster's CPUs, read again as nodes join"""
         self.queue = (early_forks.queue if early_forks is not None
                       else forks.Queue(list(schedule.batches(jobs, self.slots))))
-        self.remote = ray.remote(num_cpus=1, max_retries=0)(run_batch)
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(train)
         self.pending = {}
         """task -> (its batch, times sent before)"""
         self.in_flight = 0
@@ -85,9 +84,6 @@ class RayTasks:
     def running(self) -> int:
         return min(self.in_flight, self.slots) + (self.early_forks.alive if self.early_forks else 0)
 
-    def save(self, job: Job, result: RunResult) -> None:
-        self.finish(job, result, self.running())
-
     def early_forks_train(self) -> bool:
         return self.early_forks is not None and bool(self.early_forks.alive)
 
@@ -95,7 +91,7 @@ class RayTasks:
         name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
             f"+{len(batch) - 1}" if len(batch) > 1 else "")
         signal_ = self.early_forks.ray_signal if self.early_forks_train() else None
-        self.pending[self.remote.options(name=name).remote(batch, self.code, signal_)] = batch, attempt
+        self.pending[self.remote.options(name=name).remote(batch, self.code, self.store.token, signal_)] = batch, attempt
         self.in_flight += len(batch)
 
     def run(self) -> None:
@@ -105,8 +101,8 @@ class RayTasks:
 
         while True:
             if self.early_forks is not None:
-                for job, result in self.early_forks.results():
-                    self.save(job, result)
+                for batch, packs in self.early_forks.results():
+                    self.store.receive(list(zip(batch, packs)), self.running())
             # Only a window of tasks is submitted, twice the cluster's CPUs (read again as nodes
             # join): the driver holds no per-task state for the rest of the grid, and a Ctrl-C
             # has little to cancel.
@@ -121,35 +117,39 @@ class RayTasks:
             # While early forks train, their runs and Ray's signal are looked for every 50 ms:
             # they end after their batch in hand once Ray trains.
             timeout = 0.05 if self.early_forks_train() else 1.0
-            ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+            ready, rest = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+            if ready and rest:  # and every other task that has ended: stored and recorded together
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             if self.early_forks_train() and self.early_forks.ray_trains():
                 self.early_forks.stop()
             if ready:
-                self.receive(ready[0])
+                self.receive(ready)
             else:
                 self.progress.update(running=self.running())
         if self.early_forks is not None:
-            self.early_forks.finish(self.save)
+            self.early_forks.finish(self.store)
 
-    def receive(self, task) -> None:
-        """Save the runs of an ended task; a task lost with its worker or node is sent again."""
+    def receive(self, tasks: list) -> None:
+        """Store the runs of tasks that ended; a task lost with its worker or node is sent again."""
         import ray
 
-        batch, attempt = self.pending.pop(task)
-        self.in_flight -= len(batch)
-        try:
-            outcomes = ray.get(task)
-        except Exception as exc:  # noqa: BLE001 - sent again if lost with its node, else its runs failed
-            if attempt < RETRIES and lost_with_its_node(exc):
-                self.progress.note(f"{len(batch)} run{'s' * (len(batch) > 1)} ({batch[0].run_id}"
-                                   f"{', ...' * (len(batch) > 1)}) lost with {type(exc).__name__}: "
-                                   f"sent again ({attempt + 1} of {RETRIES})")
-                self.retried += len(batch) if attempt == 0 else 0
-                self.submit(batch, attempt + 1)
-                return
-            outcomes = [lost(job, exc) for job in batch]
-        for job, result in zip(batch, outcomes):
-            self.save(job, result)
+        arrived = []
+        for task in tasks:
+            batch, attempt = self.pending.pop(task)
+            self.in_flight -= len(batch)
+            try:
+                arrived += zip(batch, ray.get(task))
+            except Exception as exc:  # noqa: BLE001 - sent again if lost with its node, else its runs failed
+                if attempt < RETRIES and lost_with_its_node(exc):
+                    self.progress.note(f"{len(batch)} run{'s' * (len(batch) > 1)} ({batch[0].run_id}"
+                                       f"{', ...' * (len(batch) > 1)}) lost with {type(exc).__name__}: "
+                                       f"sent again ({attempt + 1} of {RETRIES})")
+                    self.retried += len(batch) if attempt == 0 else 0
+                    self.submit(batch, attempt + 1)
+                else:
+                    self.store.lost(batch, exc, self.running())
+        if arrived:
+            self.store.receive(arrived, self.running())
 
     def cancel(self) -> None:
         """After the last run, Ctrl-C or an error: leave nothing running on the cluster; early
@@ -160,5 +160,5 @@ class RayTasks:
             ray.cancel(task, force=True)
         if self.early_forks is not None:
             if self.early_forks.alive:
-                self.early_forks.abort(self.save)
+                self.early_forks.abort(self.store)
             self.early_forks.close()

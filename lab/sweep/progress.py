@@ -6,7 +6,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from lab.run import RunResult
+from lab.results import first_values
 
 
 @dataclass(frozen=True)
@@ -18,17 +18,20 @@ class Outcome:
     error: str | None
     """the first line of the error of a failed run"""
     wall_seconds: float
-    """the run's time on its worker (0 for a run lost with its worker)"""
+    """the run's time on its worker, storing it included (0 for a run lost with its worker)"""
     ended: float
-    """when it ended, in seconds since the epoch"""
+    """when it ended, stored, in seconds since the epoch"""
 
     @classmethod
-    def of(cls, result: RunResult) -> "Outcome":
-        first = result.rows.iloc[0]
-        error = str(first["error"]).splitlines()[0] if result.failed else None
-        wall = float(first.get("wall_seconds", 0.0))
-        ended = first["finished_utc"].timestamp() if "finished_utc" in first else time.time()
-        return cls(result.run_id, result.failed, error, wall if wall == wall else 0.0, ended)
+    def of(cls, packed) -> "Outcome":
+        """The outcome of a packed run (lab.results.Packed)."""
+        first = first_values(packed.table, ("error", "wall_seconds", "finished_utc"))
+        failed = packed.failed
+        error = str(first["error"]).splitlines()[0] if failed else None
+        wall, ended = first["wall_seconds"], first["finished_utc"]
+        wall = wall if wall is not None and wall == wall else 0.0
+        return cls(packed.run_id, failed, error, wall + packed.store_seconds,
+                   (ended.timestamp() if ended is not None else time.time()) + packed.store_seconds)
 
 
 def clock(seconds: float) -> str:
@@ -38,6 +41,19 @@ def clock(seconds: float) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+REDRAW = 0.1
+"""On a terminal, the bar is redrawn at most this often (seconds): hundreds of runs may end in one."""
+
+
+def _named(ended: list[Outcome]) -> str:
+    """The runs that ended, in a few words (each failed one by name)."""
+    if len(ended) == 1:
+        return f"run {ended[0].run_id} {'FAILED' if ended[0].failed else 'done'}"
+    failed = [o.run_id for o in ended if o.failed]
+    return (f"{len(ended)} runs done (last {ended[-1].run_id})" if not failed else
+            f"{len(ended)} runs ended, FAILED: {', '.join(failed)}")
 
 
 class Progress:
@@ -51,14 +67,19 @@ class Progress:
         self.total, self.done, self.failed, self.ended = total, 0, 0, ended
         self.start = self.finish_at = time.monotonic()
         self.live = sys.stderr.isatty()
+        self.drawn = -REDRAW  # when the bar was last drawn
 
     def update(self, result: Outcome | None = None, running: int = 0, said: str | None = None) -> None:
         """A run ended (`result`; `said` replaces the line naming it), or only time went by."""
+        self.finished([result] if result is not None else [], running, said)
+
+    def finished(self, ended: list[Outcome], running: int = 0, said: str | None = None) -> None:
+        """Runs that ended together (one line for them all), or none: only time went by."""
         now = time.monotonic()
         elapsed = now - self.start
-        if result is not None:
-            self.done += 1
-            self.failed += result.failed
+        if ended:
+            self.done += len(ended)
+            self.failed += sum(o.failed for o in ended)
             # Runs take about equally long, so the mean time per finished run predicts the rest;
             # between two finishes the estimate counts down.
             self.finish_at = now + elapsed / self.done * (self.total - self.done)
@@ -66,12 +87,15 @@ class Progress:
         counts = (f"{self.done}/{self.total} {self.ended}, {running} running, {self.failed} failed, "
                   f"{clock(elapsed)} elapsed, ETA {clock(eta)}")
         if self.live:
+            if now - self.drawn < REDRAW and self.done < self.total:
+                return
+            self.drawn = now
             width = shutil.get_terminal_size().columns
             filled = round(10 * self.done / max(self.total, 1))
             line = f"[{'#' * filled}{'.' * (10 - filled)}] {counts}"[:width - 1]
             print(f"\r{line:<{width - 1}}", end="", file=sys.stderr, flush=True)
-        elif result is not None:
-            said = said or f"run {result.run_id} {'FAILED' if result.failed else 'done'}"
+        elif ended:
+            said = said or _named(ended)
             print(f"{said}; {counts}", file=sys.stderr, flush=True)
 
     def note(self, line: str) -> None:

@@ -1,0 +1,57 @@
+"""A worker's task: a batch of runs trained, packed and stored where the worker can (issue 34).
+
+A run's table in the schema and its Parquet bytes cost a few milliseconds, and its files a flush
+to the disk each: done by a sweep's driver one run after another, that work set the pace of short
+runs whatever the cores. So a worker (a fork of the driver, a Ray task, or the driver itself)
+trains a batch of runs (lab.schedule), packs each (lab.results.pack) and, where it sees the
+driver's results_dir (forks, this process, Ray workers on this machine or on a cluster's shared
+file system), stores the whole batch at once with one flush (lab.results.commit) and sends home
+only the tables, for the index. A worker that does not see it (a Ray node without the shared file
+system) sends the packed runs home, for the driver to store (lab.sweep.store).
+"""
+
+import contextlib
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from lab import results
+from lab.config import Job
+from lab.run import run
+
+
+def token_path(results_dir, token: str) -> Path:
+    """The file that tells a worker it sees the driver's results_dir."""
+    return Path(results_dir) / results.INDEX / f".driver-{token}"
+
+
+def shares(results_dir, token: str | None) -> bool:
+    """Whether this process sees the driver's results_dir (its token file)."""
+    return token is not None and token_path(results_dir, token).exists()
+
+
+def train(batch: list[Job], code: dict, token: str | None = None, signal: str | None = None) -> list[results.Packed]:
+    """A worker's task: train the jobs one after another and pack each run; where this process
+    shares the driver's results_dir (`token`), store them there at once and return them written
+    (tables only), else return them packed for the driver to store. Creates the file `signal`
+    first, if given: the driver's early forks (lab.forks) stop when it appears."""
+    if signal is not None:
+        with contextlib.suppress(OSError):  # a signal that cannot be given changes no result
+            Path(signal).touch()
+    ran = [run(job, code) for job in batch]
+    began = time.perf_counter()
+    packs = store_where_shared(batch, [results.pack(result) for result in ran], token)
+    share = (time.perf_counter() - began) / max(1, len(batch))
+    return [packed.timed(share) for packed in packs]
+
+
+def store_where_shared(batch: list[Job], packs: list[results.Packed], token: str | None) -> list[results.Packed]:
+    """The packs, those whose results_dir this process shares stored there (one commit each)."""
+    by_dir = defaultdict(list)
+    for job, packed in zip(batch, packs):
+        by_dir[job.results_dir].append(packed)
+    written = {}
+    for results_dir, group in by_dir.items():
+        if shares(results_dir, token):
+            written.update((p.run_id, p) for p in results.commit(results_dir, group))
+    return [written.get(p.run_id, p) for p in packs]

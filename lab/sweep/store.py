@@ -1,0 +1,71 @@
+"""The driver's side of storing a sweep's runs (issue 34): the workers train, pack and, where
+they see results_dir, store each batch themselves (lab.batch); the driver records what they
+stored, stores what they sent home, and reports them, a batch at a time.
+"""
+
+import contextlib
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+from lab import results
+from lab.batch import token_path
+from lab.config import Job
+from lab.run import lost
+from lab.sweep.progress import Outcome, Progress
+
+
+class Store:
+    """The driver's side: records the runs that workers stored (commits those they could not) in
+    each results_dir's index, tells the hooks (lab.callbacks.Hooks) and the progress line, and
+    keeps each run's Outcome. Use as a context manager: the token files that workers look for
+    exist meanwhile, and the index's last parts are written on exit."""
+
+    def __init__(self, jobs: list[Job], progress: Progress, hooks=None):
+        self.progress, self.hooks, self.done = progress, hooks, []
+        self.token = uuid.uuid4().hex
+        self.started_ns = time.time_ns()
+        self.writers = {d: results.Writer(d) for d in dict.fromkeys(job.results_dir for job in jobs)}
+
+    def __enter__(self) -> "Store":
+        for results_dir in self.writers:
+            with contextlib.suppress(OSError):  # without it, workers send their runs home
+                token_path(results_dir, self.token).parent.mkdir(parents=True, exist_ok=True)
+                token_path(results_dir, self.token).touch()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for results_dir, writer in self.writers.items():
+            writer.flush()
+            token_path(results_dir, self.token).unlink(missing_ok=True)
+
+    def receive(self, arrived: list[tuple[Job, results.Packed]], running: int) -> None:
+        """Runs that came back together: stored (those not yet, at once), recorded, reported."""
+        by_dir = defaultdict(list)
+        for job, packed in arrived:
+            by_dir[job.results_dir].append(packed)
+        outcomes = []
+        for results_dir, packs in by_dir.items():
+            unwritten = [p for p in packs if p.key is None]
+            written = results.commit(results_dir, unwritten) if unwritten else []
+            stored = [p for p in packs if p.key is not None] + written
+            self.writers[results_dir].record(stored)
+            for packed in stored:
+                if self.hooks is not None:
+                    self.hooks.saved(results_dir, packed)
+                outcomes.append(Outcome.of(packed))
+        self.done += outcomes
+        self.progress.finished(outcomes, running)
+
+    def lost(self, jobs: list[Job], exc: BaseException, running: int) -> None:
+        """Runs lost with the process that trained them: stored as failed, but for those that
+        process had stored before it died (found on disk, written during this sweep)."""
+        self.receive([(job, self._stored_meanwhile(job) or results.pack(lost(job, exc))) for job in jobs], running)
+
+    def _stored_meanwhile(self, job: Job) -> results.Packed | None:
+        path = Path(job.results_dir) / f"{job.run_id}.parquet"
+        with contextlib.suppress(OSError, results.ResultsError):
+            if path.stat().st_mtime_ns >= self.started_ns:
+                return results.Packed(job.run_id, results.read_run(path), None, None, results.index_key(path))
+        return None
