@@ -68,14 +68,15 @@ def load(path):
 def _arrays(path) -> dict:
     """The arrays of a .npz file, or a ValueError saying why the file is not one: numpy reads a
     file that is not a zip archive as a pickle and would tell the user to allow pickles."""
-    with open(path, "rb") as f:
+    with open(path, "rb") as f:  # opened here, so closed here whatever numpy raises
         if f.read(4) != b"PK\x03\x04":
             raise ValueError(f"{path}: not a lab checkpoint (a run's .npz, RESULTS_DIR/_checkpoints/<run_id>.npz)")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return dict(archive)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-        raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
+        f.seek(0)
+        try:
+            with np.load(f, allow_pickle=False) as archive:
+                return dict(archive)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
 
 
 opponents.read_checkpoints_with(lambda path: load(path).move_table())
