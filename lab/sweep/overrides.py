@@ -25,20 +25,23 @@ def check(argv: list[str]) -> None:
     from hydra.core.global_hydra import GlobalHydra
 
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
-        loader = GlobalHydra.instance().config_loader()
-        overrides = _parsed(loader, args.overrides)
-        for override in overrides:
-            if override.is_sweep_override() and override.is_hydra_override():
-                fail(f"{override.input_line}: Hydra's own settings take one value; a grid sweeps knobs "
-                     "(key=a,b), a named sweep's grid is its hydra.sweeper.params")
-            _check_choice(loader, override)
-        master = _master(loader, args.overrides, overrides)
-        for override in overrides:
-            if not _is_choice(loader, override):
-                _check_swept_key(master, override)
-        swept = [o.input_line for o in overrides if o.is_sweep_override()]
-        if swept and not args.multirun and OmegaConf.select(master, "hydra.mode") is None:
-            fail(f"{swept[0]} sweeps several values: add --multirun (a list is written key=[a,b])")
+        _check_overrides(GlobalHydra.instance().config_loader(), args.overrides, args.multirun)
+
+
+def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
+    overrides = _parsed(loader, lines)
+    for override in overrides:
+        if override.is_sweep_override() and override.is_hydra_override():
+            fail(f"{override.input_line}: Hydra's own settings take one value; a grid sweeps knobs "
+                 "(key=a,b), a named sweep's grid is its hydra.sweeper.params")
+        _check_choice(loader, override)
+    master = _master(loader, lines, overrides)
+    for override in overrides:
+        if not _is_choice(loader, override):
+            _check_swept_key(master, override)
+    swept = [o.input_line for o in overrides if o.is_sweep_override()]
+    if swept and not multirun and OmegaConf.select(master, "hydra.mode") is None:
+        fail(f"{swept[0]} sweeps several values: add --multirun (a list is written key=[a,b])")
 
 
 def _arguments(argv):
