@@ -53,6 +53,8 @@ CASES = [  # (id, (command, arguments), exit status, words the line must hold)
     ("bad knob value", _sweep("alpha=2", *TINY), 2, ["alpha=2 is not allowed", "in (0, 1]"]),
     ("no cores", _sweep(*GRID, "seed=1,2", "hydra.launcher.num_cpus=0"), 2,
      ["hydra.launcher.num_cpus=0 is not allowed", "a positive number of cores"]),
+    ("a launcher setting of one run", _sweep(*TINY, "hydra.launcher.parallel=maybe"), 2,
+     ["hydra.launcher.parallel='maybe' is not allowed"]),
     ("negative cores", _sweep(*GRID, "seed=1,2", "hydra.launcher.num_cpus=-2"), 2, ["num_cpus=-2 is not allowed"]),
     ("unwritable grid", _sweep(*GRID, "seed=1,2", f"results_dir={UNWRITABLE}"), 1, ["cannot be written"]),
     ("unwritable run", _sweep(*TINY, f"results_dir={UNWRITABLE}"), 1, ["cannot be written"]),

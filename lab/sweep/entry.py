@@ -98,10 +98,12 @@ def check_launcher(parallel, figures, num_cpus) -> None:
 def run_one(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
     return_value Hydra hands to on_job_end (lab.callbacks)."""
+    launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
+    _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:
         p = plan([flat(cfg)])
         try:
-            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+            hooks = callbacks.for_run(launcher.get("track"))
         except ConfigError as exc:
             fail(str(exc))
         for note in p.notes:
