@@ -95,7 +95,8 @@ def test_the_benchmark_stopped_by_timeout_leaves_nothing_behind(tmp_path, short_
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted:"), out + err
+    # (Ray's processes, sent the same SIGTERM, may log it on the stderr they share: "in", not "last")
+    assert proc.returncode == 130 and "interrupted: the benchmark stopped" in err, out + err
     assert _left(seen) == []
     assert [p.name for p in short_tmp.iterdir() if p.name != "ray"] == []  # Ray keeps its logs
 
