@@ -13,7 +13,7 @@ import argparse
 
 import pandas as pd
 
-from lab import results, stats, summary
+from lab import cli, results, stats, summary
 
 LEVEL = 0.9
 """The win rate whose first evaluation point at or above it is the "episodes to" column"""
@@ -64,14 +64,15 @@ def markdown(table: pd.DataFrame) -> str:
                       *("| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False))])
 
 
+@cli.one_line(results.ResultsError)
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dirs", nargs="+", help="results directories of board sweeps")
     args = parser.parse_args()
     curves = pd.concat([summary.exact_curves(results.load(d)) for d in args.results_dirs], ignore_index=True)
     curves = curves[curves["game"].fillna("ttt") != "ttt"] if "game" in curves else curves.iloc[:0]
     if curves.empty:
-        raise SystemExit("no bigger-board runs in " + ", ".join(args.results_dirs))
+        cli.fail("no bigger-board runs in " + ", ".join(args.results_dirs))
     print(markdown(rows(curves)))
 
 

@@ -11,7 +11,7 @@ to 6 points wide), MCTS at 1,000 simulations being some 1,000 times slower per g
 import argparse
 import time
 
-from lab import mnk, stats
+from lab import cli, mnk, stats
 from lab.mnk_bots import bot, outcome_rates, play_match
 
 BOARDS = ((4, 4, 4), (5, 5, 4))
@@ -40,8 +40,9 @@ def board_table(m: int, n: int, k: int, games: int, mcts_games: int, seed: int) 
     return "\n".join(lines)
 
 
+@cli.one_line()
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=stats.games_needed(0.02),
                         help="games per pairing of rule bots (default: 2-point intervals)")
     parser.add_argument("--mcts-games", type=int, default=1_000, help="games per pairing with an MCTS bot")

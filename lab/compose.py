@@ -67,8 +67,17 @@ class Composer:
         self.parsed, self.groups, self.bases = {}, {}, {}
 
     def full(self, overrides: list[str]) -> dict:
-        """Hydra's own composition of one job, from scratch."""
-        return flat(self.loader.load_sweep_config(self.master, list(overrides)))
+        """Hydra's own composition of one job, from scratch; its error as a ConfigError of one
+        line naming the job (Hydra's own takes several)."""
+        from hydra.errors import HydraException
+
+        from lab.cli import first_line
+        from lab.knobs import ConfigError
+
+        try:
+            return flat(self.loader.load_sweep_config(self.master, list(overrides)))
+        except HydraException as exc:
+            raise ConfigError(f"{' '.join(overrides)}: {first_line(exc)}") from None
 
     def __call__(self, overrides: list[str]) -> dict:
         try:

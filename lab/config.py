@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import agents, game, mnk, mnk_bots, mnk_exact, opponents, stats
+from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
 
 GAME_KEYS = ("m", "n", "k", "mcts_simulations", "eval_games")
@@ -101,7 +102,8 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     known = set(RUN_KEYS + SETTINGS + agents.knob_names())
     unknown = sorted(set(cfg) - known)
     if unknown:
-        raise ConfigError(f"{unknown[0]!r} is not a knob of the lab: the knobs are {', '.join(sorted(known))}")
+        raise ConfigError(f"{unknown[0]!r} is not a knob of the lab{did_you_mean(unknown[0], known)}: "
+                          f"the knobs are {', '.join(sorted(known))}")
     algorithm = cfg.get("algorithm")
     require(algorithm in agents.ALGORITHMS, "algorithm", algorithm, f"one of {', '.join(agents.ALGORITHMS)}")
     algo = agents.get(algorithm)

@@ -26,7 +26,7 @@ Print the ceilings: `python -m lab.evaluate`.
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
+from lab import cli, game, opponents
 
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
@@ -300,5 +300,12 @@ def _ceiling_table() -> str:
     return "\n".join(lines)
 
 
+@cli.one_line()  # a full disk or a closed pipe on stdout: one line
+def main(argv=None) -> None:
+    """`python -m lab.evaluate`: the ceiling table; it takes no arguments."""
+    cli.ArgumentParser(prog="python -m lab.evaluate", description="Print the exact ceiling table.").parse_args(argv)
+    print(_ceiling_table(), flush=True)
+
+
 if __name__ == "__main__":
-    print(_ceiling_table())
+    main()

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lab import agents, results
+from lab import agents, cli, results
+from lab.cli import fail, first_line, one_line, plural, results_dir_argument
 from lab.knobs import RUN_KEYS
 
 TARGETS = ("mlflow", "tensorboard")
@@ -312,23 +313,32 @@ def export(results_dir, to: str, uri: str | None = None, experiment: str | None 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--to", required=True, choices=TARGETS)
     parser.add_argument("--uri", help="MLflow: a tracking URI (default: SQLite in RESULTS_DIR/_mlflow); "
                                       "TensorBoard: the log folder (default: RESULTS_DIR/_tensorboard)")
     parser.add_argument("--experiment", help="MLflow experiment name (default: the results_dir's name)")
     args = parser.parse_args()
-    try:
-        start = time.perf_counter()
-        written = export(args.results_dir, args.to, args.uri, args.experiment)
-    except results.ResultsError as exc:
-        sys.exit(f"error: {exc}")
-    except ImportError as exc:
-        sys.exit(f"error: exporting to {args.to} needs the tracking extra ({exc.name} is missing): "
-                 "pip install -e '.[tracking]'")
-    print(f"{written} runs exported to {args.to} in {time.perf_counter() - start:.1f} s "
+    start = time.perf_counter()
+    written = _export(args)
+    print(f"{plural(written, 'run')} exported to {args.to} in {time.perf_counter() - start:.1f} s "
           f"(runs exported before are kept)")
+
+
+@one_line(results.ResultsError)  # a results_dir that is not one: exit 2; a folder it cannot write: exit 1
+def _export(args) -> int:
+    results_dir_argument(args.results_dir)
+    try:
+        return export(args.results_dir, args.to, args.uri, args.experiment)
+    except ImportError as exc:
+        fail(f"exporting to {args.to} needs the tracking extra ({exc.name} is missing): "
+             "pip install -e '.[tracking]'")
+    except Exception as exc:  # noqa: BLE001 - only MLflow's own errors are answered here
+        if type(exc).__module__.split(".")[0] != "mlflow":
+            raise
+        fail(f"--uri {args.uri}: MLflow cannot use it ({first_line(exc)})" if args.uri else
+             f"MLflow: {first_line(exc)}")
 
 
 def _missing(value) -> bool:

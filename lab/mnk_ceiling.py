@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import njit
 
-from lab import evaluate, mnk_exact
+from lab import cli, evaluate, mnk_exact
 
 RESULTS = mnk_exact.RESULTS
 KNOWN = {
@@ -108,7 +108,7 @@ def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lab.mnk_ceiling", description=(
+    parser = cli.ArgumentParser(prog="python -m lab.mnk_ceiling", description=(
         "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
         "of a perfect player against random, onestep and perfect, per seat; timed."))
     for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):

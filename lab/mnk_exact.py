@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import mnk
+from lab import cli, mnk
 
 MAX_CELLS = 16
 """Boards the exact pass takes: 4x4 has 9.7 million reachable positions (seconds, under 1 GB);
@@ -445,7 +445,7 @@ def _report(m: int, n: int, k: int) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lab.mnk_exact", description=(
+    parser = cli.ArgumentParser(prog="python -m lab.mnk_exact", description=(
         "Enumerate and solve an m,n,k board (at most 16 cells), then time the exact evaluation "
         "of the random, onestep and perfect players (uniform among their moves) and of a "
         "deterministic one (the lowest optimal cell) in each seat against each of the first "

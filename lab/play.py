@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, mnk_play, opponents
+from lab import agents, cli, game, mnk_play, opponents
 from lab.knobs import TTT
 from lab.terminal import Quit, ask
 
@@ -185,14 +185,14 @@ def format_tallies(result: dict, games: int, opponent: str) -> str:
 
 def main(argv=None, stdin=None, stdout=None) -> int:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m lab.play", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a trained agent: RESULTS_DIR/_checkpoints/<run_id>.npz")
     parser.add_argument("--seat", choices=("x", "o"), default="x",
                         help="your seat: x moves first (default), o moves second")
     parser.add_argument("--vs", metavar="OPPONENT",
                         help=f"play the agent against {', '.join(opponents.NAMES)} or another CHECKPOINT")
-    parser.add_argument("--games", type=int, default=1000, help="games in each seat with --vs (default 1000)")
+    parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--start", metavar="BOARD", help="begin every game here: nine cells of x, o "
                         "or ., row by row (e.g. x...o....)")

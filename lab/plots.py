@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from lab import evaluate, knob_figures, mnk_evaluate, results, summary  # noqa: E402
+from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
 from lab.search import saved  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
@@ -423,17 +424,19 @@ Figures of more than 16 configurations (a line each, or a figure each) are left 
     lab-plot RESULTS_DIR [--out DIR] [--smooth N] [--all]"""
 
 
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-plot RESULTS_DIR ...`."""
-    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
-    parser.add_argument("--smooth", type=int, default=SMOOTH,
+    parser.add_argument("--smooth", type=positive_int, default=SMOOTH,
                         help=f"rolling mean over N iterations of the training-game win rates "
                              f"(default {SMOOTH}; 1 = raw, as write-up 000)")
     parser.add_argument("--all", action="store_true",
                         help=f"also the figures of more than {PER_CONFIGURATION} configurations")
     args = parser.parse_args()
+    results_dir_argument(args.results_dir)
     for path in all_figures(args.results_dir, args.out, args.smooth, every=args.all):
         print(path)
 

@@ -19,7 +19,7 @@ import typing
 
 from omegaconf import OmegaConf
 
-from lab import agents
+from lab import agents, cli
 from lab.compose import CONF_PACKAGE, compose
 from lab.knobs import RunConfig, Settings
 from lab.search.settings import Settings as SearchSettings
@@ -154,5 +154,13 @@ def markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-if __name__ == "__main__":
+@cli.one_line()  # a full disk or a closed pipe on stdout: one line
+def main(argv=None) -> None:
+    """`python -m lab.reference`: docs/knobs.md on stdout; it takes no arguments."""
+    cli.ArgumentParser(prog="python -m lab.reference", description="Print docs/knobs.md.").parse_args(argv)
     sys.stdout.write(markdown())
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from lab import compare, evaluate, knob_figures, plots, report_runs, report_search, results, stats, summary
+from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
 from lab.search import saved
 
@@ -367,15 +368,19 @@ effects and parallel coordinates (selecting in either filters the table).
     lab-report RESULTS_DIR [--out FILE]     (default: RESULTS_DIR/_report/index.html)"""
 
 
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-report RESULTS_DIR ...`."""
-    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="the HTML file to write (default: RESULTS_DIR/_report/index.html)")
     args = parser.parse_args()
+    results_dir_argument(args.results_dir)
     try:
         if not has_extra():
             raise ValueError(EXTRA_NOTE)
+        if args.out:
+            require_writable(Path(args.out).absolute().parent, "--out's folder")
         path = write_report(args.results_dir, args.out)
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lab import agents, evaluate, mnk_ceiling, mnk_evaluate, results, stats
+from lab.cli import ArgumentParser, one_line, results_dir_argument
 from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
@@ -388,12 +389,14 @@ spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary
     lab-summary RESULTS_DIR [--out DIR]"""
 
 
+@one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-summary RESULTS_DIR ...`."""
-    parser = argparse.ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="where to write summary.csv and summary.md (default: RESULTS_DIR/_summary)")
     args = parser.parse_args()
+    results_dir_argument(args.results_dir)
     best, paths = write_summary(args.results_dir, args.out)
     if best.empty:
         print("No exact evaluations (eval_p1_* / eval_p2_* columns) in these results.")

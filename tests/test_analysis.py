@@ -72,7 +72,7 @@ def test_figures_switch_off(sweep_dir, tmp_path):
            "hydra.launcher.figures=false"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    assert "1 runs already finished" in done.stdout and "figures in" not in done.stdout
+    assert "1 run already finished" in done.stdout and "figures in" not in done.stdout
     assert not (target / results.FIGURES).exists()
 
 

@@ -31,7 +31,7 @@ def test_runs_of_another_code_version_are_reused_with_a_note(tmp_path, one_run_f
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if "other code" in line]
     current = provenance.version_of(provenance.code())
-    assert lines == [f"1 runs finished in results_dir were trained by other code: 0123456789ab"
+    assert lines == [f"1 run finished in results_dir was trained by other code: 0123456789ab"
                      f"{'+dirty' if provenance.code()['git_dirty'] else ''} (1); this is {current}: "
                      "reused as they are (on_code_change=rerun trains them again)"]
     assert "0 runs to train" in done.stdout
@@ -41,7 +41,7 @@ def test_runs_of_another_code_version_are_reused_with_a_note(tmp_path, one_run_f
 def test_on_code_change_rerun_trains_them_again(tmp_path, one_run_from_old_code):
     done = serial_grid(tmp_path, "seed=0,1", "on_code_change=rerun")
     assert done.returncode == 0, done.stderr
-    assert "1 runs to train" in done.stdout
+    assert "1 run to train" in done.stdout
     assert "trained by other code: 0123456789ab" in done.stdout and "training them again" in done.stdout
     again = pq.read_table(one_run_from_old_code, columns=["git_commit"]).to_pydict()["git_commit"]
     assert set(again) == {provenance.code()["git_commit"]}

@@ -52,7 +52,7 @@ def test_a_grid_of_equal_values_in_two_spellings_trains_one_run(tmp_path):
                 "iterations=2", "episodes_per_update=10", "results_dir=out",
                 "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "4 configurations, 1 runs to train" in done.stdout
+    assert "4 configurations, 1 run to train" in done.stdout
     assert len(list((tmp_path / "out").glob("*.parquet"))) == 1
 
 
@@ -107,14 +107,15 @@ def test_imports_point_only_down():
     for i, module in enumerate(chain):
         assert not below(module) & set(chain[i + 1:]), module
     assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
+    assert graph["lab.cli"] == set()  # every command's one-line rule: any module may use it
     assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.mnk_evaluate", "lab.knobs",
-                                  "lab.agents", "lab.knob_figures", "lab.search.saved", "lab"}
+                                  "lab.agents", "lab.knob_figures", "lab.search.saved", "lab.cli", "lab"}
     # the statistics know nothing of results, sweeps or figures
-    assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.game", "lab.opponents", "lab"}
+    assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.game", "lab.opponents", "lab.cli", "lab"}
 
 
 SWEEP_STEPS = ["lab.sweep.errors", "lab.sweep.progress", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
-               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.ray_connection", "lab.sweep.backends",
+               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.backends",
                "lab.sweep.on_ray", "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
 re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""

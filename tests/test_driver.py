@@ -49,7 +49,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
     monkeypatch.setattr(batch, "run", watched_run)
     done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
     assert done.returncode == 0, done.stderr
-    assert printed_before_training[0] == ("3 configurations, 1 runs to train\n"
+    assert printed_before_training[0] == ("3 configurations, 1 run to train\n"
                                           "2 runs already finished in results_dir: skipped (force=true re-runs them)\n")
     assert f"\n1 runs finished, 0 failed; results in {half_done / 'results'}\ncores: " in done.stdout
 

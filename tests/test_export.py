@@ -168,7 +168,9 @@ def test_a_missing_extra_or_target_is_one_line(swept, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["lab-export", str(results_dir), "--to", "mlflow"])
     with pytest.raises(SystemExit) as stop:
         export.main()
-    assert "needs the tracking extra" in str(stop.value) and "pip install -e '.[tracking]'" in str(stop.value)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1
+    assert "needs the tracking extra" in err and "pip install -e '.[tracking]'" in err
 
 
 def pd_isna(value) -> bool:

@@ -242,7 +242,7 @@ def test_runs_that_raise_or_diverge_are_recorded_and_the_others_complete(failing
 
 def test_resume_skips_finished_runs_and_reruns_failed_ones_saying_so(failing_sweep):
     _, _, second = failing_sweep
-    assert "1 runs already finished in results_dir: skipped (force=true re-runs them)" in second.stdout
+    assert "1 run already finished in results_dir: skipped (force=true re-runs them)" in second.stdout
     assert "3 runs failed before in results_dir: re-running them" in second.stdout
     assert "0 runs finished, 3 failed" in second.stdout
     assert second.returncode == 1

@@ -109,8 +109,8 @@ def test_an_interrupted_search_resumes_to_the_same_trials(asha, tmp_path):
     pd.testing.assert_frame_equal(rows(tmp_path / "results").sort_values(key).reset_index(drop=True),
                                   rows(reference).sort_values(key).reset_index(drop=True))
 
-    other = sweep([*args, "hydra.sweeper.num_samples=7"], cwd=tmp_path)
-    assert other.returncode == 2 and "holds another search" in other.stderr
+    other = sweep([*args, "hydra.sweeper.seed=1"], cwd=tmp_path)
+    assert other.returncode == 2 and "holds another search: hydra.sweeper.seed=1 (it had 0)" in other.stderr
 
 
 def test_pbt_tables_show_the_exploited_and_mutated_knobs_per_iteration(tmp_path):

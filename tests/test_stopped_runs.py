@@ -47,7 +47,7 @@ def test_a_grid_trains_a_stopped_run_in_full(tmp_path):
             for a in (0.5, 0.1)]
     p = sweep.plan(cfgs)
     assert [j.run_id for j in p.train] == [stopped.run_id] and [j.run_id for j in p.skip] == [finished.run_id]
-    assert "1 runs stopped early by a search in results_dir: training them in full" in p.notes
+    assert "1 run stopped early by a search in results_dir: training them in full" in p.notes
     again = run(p.train[0])
     assert list(again.rows["iteration"]) == list(range(1, 11)) and (again.rows["status"] == "finished").all()
     pd.testing.assert_frame_equal(  # the stopped run's rows are the first rows of the full one

@@ -41,13 +41,13 @@ def run_cli(tmp_path, stored, monkeypatch):
 
 
 BAD = [  # (override, what the message must say)
-    ("algorithm=nope", ["Could not find 'algorithm/nope'", "Available options in 'algorithm'", "mc_vfa"]),
-    ("opponent=nope", ["Could not find 'opponent/nope'", "onestep", "perfect"]),
+    ("algorithm=nope", ["algorithm=nope: there is no nope", "the options of algorithm are", "mc_vfa"]),
+    ("opponent=nope", ["opponent=nope: there is no nope", "onestep", "perfect"]),
     ("algorithm=q_table opponent=self",
      ["opponent='self' is not allowed", "random, onestep, block, perfect for algorithm=q_table"]),
     ("opponent=nowhere/agent.npz",
      ["opponent='nowhere/agent.npz' is not allowed", "agent.npz does not"]),
-    ("+sweeps=nope", ["Could not find 'sweeps/nope'", "smoke"]),
+    ("+sweeps=nope", ["+sweeps=nope: there is no nope", "the named sweeps are", "smoke"]),
     ("player=3", ["player=3 is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("player=0", ["player=0 is not allowed", "1 (X, moves first) or 2 (O)"]),
     ("player=first", ["player='first' is not allowed", "1 (X, moves first) or 2 (O)"]),
@@ -69,7 +69,8 @@ BAD = [  # (override, what the message must say)
     ("eval_every=0", ["eval_every=0 is not allowed", "a positive integer"]),
     ("force=maybe", ["force='maybe' is not allowed", "true or false"]),
     ("results_dir=null", ["results_dir=None is not allowed", "a directory path"]),
-    ("lerning_rate=0.1", ["Could not override 'lerning_rate'", "+lerning_rate=0.1"]),
+    ("lerning_rate=0.1", ["lerning_rate=0.1: lerning_rate is not a knob", "the knobs are", "alpha"]),
+    ("layer=3", ["layer=3: layer is not a knob (did you mean `layers`?)"]),
     ("+lerning_rate=0.1", ["'lerning_rate' is not a knob of the lab", "the knobs are", "alpha", "seed"]),
 ]
 

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import OverrideParseException
+from hydra.errors import HydraException, OverrideParseException
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
@@ -156,7 +156,11 @@ class SearchSweeper(Sweeper):
         from lab import callbacks
         from lab.compose import flat
         from lab.knobs import ConfigError
+        from lab.cli import fail, first_line, require_writable
+        from lab.config import check_settings
+        from lab.results import ResultsError, statuses
         from lab.search import driver, space
+        from lab.sweep.entry import check_launcher
 
         loader = self.hydra_context.config_loader
         parser = OverridesParser.create(config_loader=loader)
@@ -165,8 +169,7 @@ class SearchSweeper(Sweeper):
             _require_optuna()
             self.settings.check()
             figures = launcher.get("figures", True)
-            if figures not in (True, False, "all"):
-                raise ConfigError(f"hydra.launcher.figures={figures!r} is not allowed: true, false or all")
+            check_launcher(launcher.get("parallel", "auto"), figures, launcher.get("num_cpus"))
             params = [f"{key}={value}" for key, value in self.params.items()]
             fixed, dims = space.space(parser.parse_overrides(params), parser.parse_overrides(list(arguments)))
             base = flat(loader.load_sweep_config(self.config, fixed))
@@ -174,16 +177,19 @@ class SearchSweeper(Sweeper):
             space.resolve_objective(self.settings, base)
             space.validate(base, dims)
             hooks = callbacks.for_search(self.hydra_context.callbacks, self.config, launcher.get("track"), base)
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            results_dir = check_settings(base)[0]
+            statuses(results_dir)  # a damaged table there: one line, before anything is written
+        except (ConfigError, ResultsError) as exc:
+            fail(str(exc))
         except OverrideParseException as exc:  # Hydra's grammar: its first line says what is wrong
-            print(f"error: {str(exc).splitlines()[0]}; a search space takes {space.GRAMMAR}", file=sys.stderr)
-            sys.exit(2)
+            fail(f"{first_line(exc)}; a search space takes {space.GRAMMAR}")
+        except HydraException as exc:  # composing the fixed overrides
+            fail(str(exc))
         if launcher.get("dry_run", False):
             print(driver.describe(base, dims, self.settings))
             print("dry run: nothing trained, nothing written")
             return []
+        require_writable(results_dir)
         status = driver.search(base, dims, self.settings, address=launcher.get("address"),
                                num_cpus=launcher.get("num_cpus"), parallel=launcher.get("parallel", "auto"),
                                figures=figures, hooks=hooks)

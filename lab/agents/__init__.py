@@ -10,6 +10,7 @@ module there (mnk_<name>.py; mnk_tabular.py is what the tabular ones share).
 """
 
 import functools
+import zipfile
 
 import numpy as np
 
@@ -56,13 +57,26 @@ def game_of(agent) -> tuple[int, int, int]:
 
 def load(path):
     """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = dict(archive)
+    arrays = _arrays(path)
     algorithm = str(arrays.pop("algorithm", ""))
     registry = BOARDS if "board" in arrays else REGISTRY  # agents of bigger boards save theirs
     if algorithm not in registry:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
     return registry[algorithm].Agent.from_arrays(arrays)
+
+
+def _arrays(path) -> dict:
+    """The arrays of a .npz file, or a ValueError saying why the file is not one: numpy reads a
+    file that is not a zip archive as a pickle and would tell the user to allow pickles."""
+    with open(path, "rb") as f:  # opened here, so closed here whatever numpy raises
+        if f.read(4) != b"PK\x03\x04":
+            raise ValueError(f"{path}: not a lab checkpoint (a run's .npz, RESULTS_DIR/_checkpoints/<run_id>.npz)")
+        f.seek(0)
+        try:
+            with np.load(f, allow_pickle=False) as archive:
+                return dict(archive)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
 
 
 opponents.read_checkpoints_with(lambda path: load(path).move_table())

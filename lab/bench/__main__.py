@@ -1,8 +1,10 @@
 """`python -m lab.bench [--quick] [--driver] [--parallel] [--search] [--report] [--boards] [--cluster]`."""
 
 import argparse
+import sys
 
 import lab.bench
+from lab import cli
 from lab.bench.boards import boards_section
 from lab.bench.cluster import cluster_section
 from lab.bench.driver import driver_section
@@ -14,8 +16,17 @@ from lab.bench.throughput import (CASES, alphazero_seconds_to_never_losing, engi
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.stop_children_first()  # Ctrl-C or `timeout`: its sweeps stop their Ray, its temporary folders go
+    try:
+        _bench()
+    except KeyboardInterrupt:
+        print("\ninterrupted: the benchmark stopped, and what it started with it", file=sys.stderr)
+        sys.exit(130)
+
+
+def _bench() -> None:
+    parser = cli.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
     parser.add_argument("--driver", action="store_true", help="only the driver section")
     parser.add_argument("--parallel", action="store_true", help="only the parallel section")

@@ -43,3 +43,11 @@ def caching_repo(config_loader, config_name: str | None, hydra_overrides: list[s
 def node(cfg, key):
     """OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)."""
     return cfg._get_node(key)
+
+
+def args_parser():
+    """Hydra's command-line parser (the one hydra.main uses): lab.sweep reads the overrides with
+    it before handing over, to answer a mistake in one line."""
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser()

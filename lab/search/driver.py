@@ -27,10 +27,45 @@ from lab.search.workers import Forks, InProcess, Interrupt, RayActors, WorkersLo
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
-    """What makes a search itself: resuming one in results_dir needs the same."""
+    """What a search searched, written into results_dir/_search (saved.searched reads it back):
+    resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
                                   "space": {k: vars(d) for k, d in dims.items()},
                                   "settings": settings.as_dict()}, default=str))
+
+
+WHERE = ("results_dir", "force", "on_code_change")
+"""Knobs of where and whether runs happen, not of what they compute: a search whose folder is
+spelled otherwise (absolute, or moved) is the same search"""
+LONGER = ("num_samples",)
+"""Settings that only say how long a search runs: raising num_samples continues it"""
+FINISHED = "finished.json"
+"""In results_dir/_search: how many trials the search ended when it completed"""
+
+
+def differences(saved: dict, ours: dict) -> list[str]:
+    """What makes `ours` another search than the one `saved` describes, each as a setting."""
+    out = []
+    for part, skip, spell in (("base", WHERE, "{key}={now} (it searched with {key}={before})"),
+                              ("space", (), "{key} searched over {now} (it searched {before})"),
+                              ("settings", LONGER, "hydra.sweeper.{key}={now} (it had {before})")):
+        before, now = saved.get(part, {}), ours.get(part, {})
+        for key in sorted(set(before) | set(now)):
+            pbt = part == "settings" and now.get("scheduler") == "pbt"  # its population is num_samples
+            if (key not in skip or pbt) and before.get(key) != now.get(key):
+                out.append(spell.format(key=key, now=_value(now, key), before=_value(before, key)))
+    return out
+
+
+def _value(part: dict, key: str) -> str:
+    if key not in part:
+        return "nothing"
+    value = part[key]
+    if isinstance(value, dict) and value.get("kind") == "choice":
+        return f"choice({','.join(map(str, value['values']))})"
+    if isinstance(value, dict):
+        return f"interval({value['low']:g},{value['high']:g})"
+    return str(value)
 
 
 PART_ROWS = 1_250
@@ -117,9 +152,12 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     resume = _resuming(folder, identity(base, dims, settings))
     if resume is None:
         return 2
+    if resume == "finished":
+        return 0
 
     def ended(trial, running: int) -> None:
         objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
+        objective += f": {trial.error}" if trial.status == "failed" and trial.error else ""
         progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
                                              f"{objective}")
 
@@ -150,6 +188,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
     configurations = trials.configurations()
     status = outcome.finish(configurations, base, settings, results_dir)
+    _finished(folder, settings)
     if figures and outcome.rank(configurations, settings):
         _apart(_figures, results_dir, figures)
     return status
@@ -193,20 +232,39 @@ def _figures(results_dir: Path, figures) -> None:
                   f"try: lab-report {results_dir}", file=sys.stderr)
 
 
-def _resuming(folder: Path, ours: dict) -> bool | None:
-    """Whether results_dir holds this search already (to resume it); None, and a line saying why,
-    when it holds another one. A new search writes what it searches (IDENTITY)."""
+def _resuming(folder: Path, ours: dict) -> bool | str | None:
+    """Whether results_dir holds this search already (to resume it), "finished" if it ended all
+    the trials asked for; None, and a line naming what differs, when it holds another one. A new
+    search writes what it searches (IDENTITY); a resumed one too, where its folder or
+    num_samples changed."""
     saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
     if saved is None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
         return False
-    if saved != ours:
-        print(f"error: results_dir={folder.parent} holds another search ({folder / IDENTITY} says what it "
-              "searched): use another results_dir, or delete that folder to start this one there", file=sys.stderr)
+    differ = differences(saved, ours)
+    if differ:
+        more = f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""
+        print(f"error: results_dir={folder.parent} holds another search: {differ[0]}{more}; use another "
+              f"results_dir, or delete {folder} to start this one there", file=sys.stderr)
         return None
-    print(f"resuming the interrupted search in {folder}")
+    ended = json.loads((folder / FINISHED).read_text())["trials"] if (folder / FINISHED).exists() else 0
+    wanted = ours["settings"]["num_samples"]
+    if ended >= wanted:
+        print(f"the search in {folder.parent} is finished: its {wanted} trials ended (best configuration in "
+              f"{folder / outcome.BEST}); raise hydra.sweeper.num_samples to search on")
+        return "finished"
+    if saved != ours:
+        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+    what = f"continuing the search in {folder} up to {wanted} trials" if ended else \
+        f"resuming the interrupted search in {folder}"
+    print(what)
     return True
+
+
+def _finished(folder: Path, settings: Settings) -> None:
+    """Record that the search ended the trials it was asked for (a run again says so)."""
+    (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")
 
 
 def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):

@@ -36,6 +36,8 @@ def objective(configurations: list, base: dict, settings: Settings, path: Path) 
             ax.plot(episodes[-1], aggregated[-1], "x", color="tab:gray")
     ax.plot([], [], color="tab:blue", label="finished")
     ax.plot([], [], color="tab:gray", linestyle="--", marker="x", label="stopped by the scheduler")
+    if any(c.status == "failed" and c.curve for c in configurations):
+        ax.plot([], [], label="failed (a run's error, lab-summary says which)", **STYLE["failed"])
     spread = f"{settings.aggregate} of {settings.seeds} seeds, band: their range" if settings.seeds > 1 else "one seed"
     ax.set(xlabel="training episodes", ylabel=f"exact win - loss against {settings.objective}",
            title=f"search: {settings.search}, scheduler {settings.scheduler}, {len(configurations)} configurations "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab import config, results
+from lab.cli import plural
 from lab.search.settings import Settings
 
 BEST = "best.yaml"
@@ -36,6 +37,10 @@ class Configuration:
     """[iteration, [the objective of each seed]] at every evaluation point"""
     runs: list[str]
     """its runs' ids, one per seed"""
+    error: str | None = None
+    """why it failed (the first line of its first error)"""
+    lost: bool = False
+    """it failed because its worker died (a fault of the machine, not of the configuration)"""
 
     def objective(self, settings: Settings) -> float | None:
         """Its aggregated objective at its last evaluation point."""
@@ -48,12 +53,15 @@ def _episodes(base: dict, configuration: Configuration, seeds: int) -> int:
 
 
 def finish(configurations: list[Configuration], base: dict, settings: Settings, results_dir: Path) -> int:
-    """Print how the search went and its best configuration, write best.yaml. The exit status: 1
-    when a configuration failed or none finished, else 0."""
+    """Print how the search went (why trials failed, a line per reason) and its best
+    configuration, write best.yaml. The exit status: 0 when the search completed, failed trials
+    or not (a diverged network is an outcome); 1 when none finished or a worker died."""
     counts = {s: sum(c.status == s for c in configurations) for s in ("finished", "stopped", "failed")}
     episodes = sum(_episodes(base, c, settings.seeds) for c in configurations)
-    print(f"{len(configurations)} trials: {counts['finished']} finished, {counts['stopped']} stopped early, "
+    print(f"{plural(len(configurations), 'trial')}: {counts['finished']} finished, {counts['stopped']} stopped early, "
           f"{counts['failed']} failed; {episodes:,} training episodes in all")
+    for line in failures(configurations):
+        print(line)
     ranked = rank(configurations, settings)
     if not ranked:
         print("no trial finished: no best configuration", file=sys.stderr)
@@ -64,7 +72,17 @@ def finish(configurations: list[Configuration], base: dict, settings: Settings, 
     print(f"best: objective {best.objective(settings):.4f} (exact {settings.objective} win - loss{seeds}), {best.name}")
     print("  " + again)
     print(f"best configuration in {results_dir / results.SEARCH / BEST}")
-    return 1 if counts["failed"] else 0
+    return 1 if any(c.lost for c in configurations) else 0
+
+
+def failures(configurations: list[Configuration]) -> list[str]:
+    """One line per reason trials failed: how many, the reason, the first of them."""
+    failed = {}
+    for c in configurations:
+        if c.status == "failed":
+            failed.setdefault(c.error or "no reason recorded", []).append(c.name)
+    return [f"{plural(len(names), 'trial')} failed: {reason} (first: {names[0]})"
+            for reason, names in failed.items()]
 
 
 def rank(configurations: list[Configuration], settings: Settings) -> list[Configuration]:

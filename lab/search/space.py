@@ -180,6 +180,9 @@ def resolve(base: dict, dims: dict[str, Dimension]) -> dict[str, Dimension]:
                               f"changes nothing (its knobs: {', '.join(sorted(uses))})")
         if key in out:
             raise ConfigError(f"{key} is searched twice")
+        if dim.kind == "interval" and hints.get(key) not in NUMBERS:
+            raise ConfigError(f"{key}=interval({dim.low:g},{dim.high:g}) is not allowed: {_rule(base, key)}; "
+                              f"a search takes its values as choice(a,b)")
         if dim.kind == "interval" and hints.get(key) in (int, int | None):
             low, high = int(np.ceil(dim.low)), int(np.floor(dim.high))
             if not low < high:
@@ -188,6 +191,19 @@ def resolve(base: dict, dims: dict[str, Dimension]) -> dict[str, Dimension]:
             dim = Dimension("interval", low, high, log=dim.log, integer=True)
         out[key] = dim
     return out
+
+
+NUMBERS = (int, float, int | None, float | None)
+"""The knob types an interval can be drawn for"""
+
+
+def _rule(base: dict, key: str) -> str:
+    """What a knob allows, in the words a grid uses ("memory must be 'clear' or 'keep'")."""
+    try:
+        config.job({**base, key: "\0"})  # no knob allows this value
+    except ConfigError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return f"{key} is not a number"
 
 
 def validate(base: dict, dims: dict[str, Dimension]) -> None:

@@ -99,7 +99,7 @@ def configurations(study) -> list[Configuration]:
 
     status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
     return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
-                          t.user_attrs.get("runs", []))
+                          t.user_attrs.get("runs", []), t.user_attrs.get("error"), t.user_attrs.get("lost", False))
             for t in study.get_trials(deepcopy=False) if t.state in status]
 
 
@@ -319,8 +319,9 @@ class Optimize:
             self.unsaved.append(done.results)
             status = done.status
         else:  # refused, or its worker died: its runs failed (the next search trains them again)
-            if flight.task is not None:
+            if flight.task is not None:  # its worker died, the machine's fault: the search exits 1
                 self.unsaved.append([results.pack(lost(job, RuntimeError(error))) for job in flight.task.jobs])
+                trial.set_user_attr("lost", True)
             status = "failed"
         if status == "failed":
             error = error or next(r.error for r in done.results if r.failed)

@@ -22,17 +22,22 @@ Its modules, in the order a sweep uses them:
     on_ray          training as Ray tasks (early forks fill a local Ray's start; lost tasks retried)
     ray_connection  joining a cluster or starting a local Ray, and stopping it
     progress        the progress line, and the Outcome kept of each finished run
+    overrides       the command line checked before Hydra: unknown keys, options, sweep names
     hydra_knobs     Hydra's own knobs the lab refuses (a Hydra callback)
     entry           launch (the whole grid from the lab's launcher) and one run (Hydra's run mode)
 """
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
+from lab.cli import terminate_as_interrupt
 from lab.compose import CONF_PACKAGE
 from lab.sweep.entry import analyse, launch, run_one
 from lab.sweep.execution import Execution, Interrupted, execute, report
 from lab.sweep.hydra_knobs import HydraKnobs
+from lab.sweep import overrides
 from lab.sweep.on_ray import RETRIES
 from lab.sweep.placement import FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, mode
 from lab.sweep.planning import Plan, list_plan, plan
@@ -44,10 +49,18 @@ __all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "R
            "disconnect", "execute", "launch", "list_plan", "main", "mode", "plan", "report"]
 
 
+def main() -> None:
+    """The command: its overrides checked first (a misspelled key, option or sweep name gets one
+    line and exit 2, lab.sweep.overrides), then Hydra's run or multirun."""
+    terminate_as_interrupt()  # `timeout`'s SIGTERM stops a sweep as Ctrl-C does: Ray and forks stopped
+    overrides.check(sys.argv[1:])
+    hydra_main()
+
+
 # Defined here, not in lab.sweep.entry: Hydra names the job after the module of its task function
 # (hydra.job.name, which a config can interpolate), and that name has always been `sweep`.
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
-def main(cfg: DictConfig) -> dict:
+def hydra_main(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
     return_value Hydra hands to on_job_end (lab.callbacks)."""
     return run_one(cfg)

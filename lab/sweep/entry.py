@@ -11,6 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lab import callbacks, results
+from lab.cli import plural, require_writable
 from lab.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
@@ -31,7 +32,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
-    _check_options(parallel, figures)
+    _check_options(parallel, figures, num_cpus)
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
@@ -39,7 +40,10 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
             hooks = callbacks.for_grid(hydra_callbacks, sweep_config, track, composer, job_overrides, p.first)
         except ConfigError as exc:
             fail(str(exc))
-        print(f"{len(job_overrides)} configurations, {len(p.train)} runs to train")
+        if not dry_run:  # before Ray starts or a run trains
+            for folder in sorted({j.results_dir for j in p.train}):
+                require_writable(folder)
+        print(f"{plural(len(job_overrides), 'configuration')}, {plural(len(p.train), 'run')} to train")
         for note in p.notes:
             print(note)
         where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
@@ -70,27 +74,42 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
 
 
-def _check_options(parallel, figures) -> None:
-    """Refuse launcher options that are not allowed, before anything runs."""
+def _check_options(parallel, figures, num_cpus) -> None:
+    try:
+        check_launcher(parallel, figures, num_cpus)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def check_launcher(parallel, figures, num_cpus) -> None:
+    """Refuse launcher options that are not allowed, before anything runs (a grid's and a
+    search's): ConfigError."""
     if parallel not in (True, False, "processes", "auto"):
-        fail(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
-             "of this process, no Ray), false (this process) or auto")
+        raise ConfigError(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
+                          "of this process, no Ray), false (this process) or auto")
     if figures not in (True, False, "all"):
-        fail(f"hydra.launcher.figures={figures!r} is not allowed: true (the summary, the report and the "
-             "figures of up to 16 configurations), all (every figure) or false (none)")
+        raise ConfigError(f"hydra.launcher.figures={figures!r} is not allowed: true (the summary, the report "
+                          "and the figures of up to 16 configurations), all (every figure) or false (none)")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ConfigError(f"hydra.launcher.num_cpus={num_cpus!r} is not allowed: a positive number of cores, "
+                          "or null (every core)")
 
 
 def run_one(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
     return_value Hydra hands to on_job_end (lab.callbacks)."""
+    launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
+    _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:
         p = plan([flat(cfg)])
         try:
-            hooks = callbacks.for_run(HydraConfig.get().launcher.get("track"))
+            hooks = callbacks.for_run(launcher.get("track"))
         except ConfigError as exc:
             fail(str(exc))
         for note in p.notes:
             print(note)
+        for j in p.train:  # before it trains
+            require_writable(j.results_dir)
         execution = execute(p.train, parallel=False, hooks=hooks)
     except KeyboardInterrupt as stop:
         interrupted(stop)

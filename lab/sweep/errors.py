@@ -1,9 +1,6 @@
-"""The sweep's one way to refuse: a one-line error, exit status 2, before anything runs."""
+"""The sweep's one way to refuse: a one-line error, exit status 2, before anything runs
+(lab.cli.fail, the rule of every command)."""
 
-import sys
-from typing import NoReturn
+from lab.cli import fail
 
-
-def fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+__all__ = ["fail"]

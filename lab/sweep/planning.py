@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from lab import config, provenance, results
+from lab.cli import plural
 from lab.config import Job
 from lab.sweep.errors import fail
 
@@ -63,20 +64,20 @@ def plan(cfgs: Iterable[dict]) -> Plan:
         train.append(job)
     notes = []
     if duplicates:
-        notes.append(f"{duplicates} configurations repeat another one in every knob their "
-                     "algorithm uses: trained once")
+        notes.append(f"{plural(duplicates, 'configuration')} {'repeats' if duplicates == 1 else 'repeat'} another "
+                     "one in every knob their algorithm uses: trained once")
     if skip:
-        notes.append(f"{len(skip)} runs already finished in results_dir: skipped (force=true re-runs them)")
+        notes.append(f"{plural(len(skip), 'run')} already finished in results_dir: skipped (force=true re-runs them)")
     for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
                          ("rerun", "training them again (on_code_change=rerun)")):
         if other_code[switch]:
             notes.append(_code_change_note(other_code[switch], what))
     if failed_before:
-        notes.append(f"{failed_before} runs failed before in results_dir: re-running them")
+        notes.append(f"{plural(failed_before, 'run')} failed before in results_dir: re-running them")
     if stopped_before:
-        notes.append(f"{stopped_before} runs stopped early by a search in results_dir: training them in full")
+        notes.append(f"{plural(stopped_before, 'run')} stopped early by a search in results_dir: training them in full")
     if forced:
-        notes.append(f"{forced} runs already finished in results_dir: re-running them (force=true)")
+        notes.append(f"{plural(forced, 'run')} already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)
 
 
@@ -86,7 +87,8 @@ def _code_change_note(versions: Counter, what: str) -> str:
     shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
     if len(versions) > 3:
         shown += f" and {len(versions) - 3} more"
-    return (f"{versions.total()} runs finished in results_dir were trained by other code: {shown}; "
+    return (f"{plural(versions.total(), 'run')} finished in results_dir {'was' if versions.total() == 1 else 'were'} "
+            f"trained by other code: {shown}; "
             f"this is {provenance.version_of(provenance.code())}: {what}")
 
 

@@ -1,7 +1,10 @@
 """Connecting to Ray and stopping it: join a cluster or start a local Ray (token mode, dashboard),
 a one-line error with a hint when joining fails, and a quicker stop of a Ray this process started."""
 
+import contextlib
 import os
+import signal
+import threading
 from pathlib import Path
 
 import lab
@@ -19,6 +22,34 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
     Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
     the dependencies installed but not this repository.
     """
+    try:
+        with _keeping_sigterm():
+            _connect(address, num_cpus, dashboard)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while Ray starts: what it started stops too
+        with contextlib.suppress(Exception):
+            disconnect()
+        raise
+
+
+@contextlib.contextmanager
+def _keeping_sigterm():
+    """Ray's start replaces this process's SIGTERM handler with its own (sys.exit(15)): the
+    lab's (lab.cli.terminate_as_interrupt: stop as Ctrl-C does, Ray included) is put back, and
+    a SIGTERM during the start becomes the Ctrl-C it would have been."""
+    main = threading.current_thread() is threading.main_thread()
+    kept = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    except SystemExit as exc:
+        if main and callable(kept) and exc.code == signal.SIGTERM:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        if main and kept is not None:
+            signal.signal(signal.SIGTERM, kept)
+
+
+def _connect(address, num_cpus, dashboard) -> None:
     import ray
 
     quiet = {"logging_level": "WARNING", "log_to_driver": False}

@@ -1,0 +1,190 @@
+"""The one rule every command follows when it cannot do what was asked: one line on stderr that
+names what was wrong and what is allowed, and an exit status that tells whose fault it was.
+
+MISTAKE (2): the command line or its inputs (a misspelled knob, a missing folder, a damaged
+file): nothing is written. FAULT (1): the machine (a folder it cannot write, a full disk).
+
+It imports nothing of the lab, so any module may use it.
+"""
+
+import argparse
+import contextlib
+import difflib
+import errno
+import functools
+import os
+import signal
+import sys
+import time
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+MISTAKE, FAULT = 2, 1
+
+
+def fail(message: str, status: int = MISTAKE) -> NoReturn:
+    """Print `error: message` (its first line only) on stderr and exit with `status`."""
+    print(f"error: {first_line(message)}", file=sys.stderr)
+    sys.exit(status)
+
+
+def first_line(message) -> str:
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return lines[0] if lines else type(message).__name__
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean `x`?)' for the closest of choices, or '' if none is close."""
+    word = str(word)
+
+    def closeness(choice: str) -> tuple[float, int]:  # ties go to the longer shared start
+        return difflib.SequenceMatcher(None, word, choice).ratio(), len(os.path.commonprefix([word, choice]))
+
+    scored = sorted(((closeness(str(c)), str(c)) for c in choices if str(c) != word), reverse=True)
+    return f" (did you mean `{scored[0][1]}`?)" if scored and scored[0][0][0] >= 0.6 else ""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line (argparse prints its usage first), with
+    the closest flag for a misspelled one."""
+
+    def error(self, message: str) -> NoReturn:
+        flags = [f for action in self._actions for f in action.option_strings]
+        unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
+        flag = next((a for a in unknown if a.startswith("-")), None)
+        hint = did_you_mean(flag.split("=")[0], flags) if flag else ""
+        fail(f"{self.prog}: {message}{hint} (see {self.prog} --help)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer (else argparse's one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 run', '2 runs' (nouns with a plain plural only)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def results_dir_argument(path) -> None:
+    """Exit 2 if a command's RESULTS_DIR argument names a file (a run table, say), not its folder."""
+    if Path(path).is_file():
+        fail(f"{path} is a file: give the results_dir that holds it ({Path(path).parent})")
+
+
+def os_error(exc: OSError) -> tuple[str, int]:
+    """An OSError as one line and its status: a path that does not exist (or is a file where a
+    folder is needed) is the user's mistake; anything else (permissions, a full disk) the machine's."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    status = MISTAKE if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)) else FAULT
+    return f"{where}{exc.strerror or exc}", status
+
+
+def one_line(*mistakes: type[Exception]):
+    """Decorate a command's main(): `mistakes` (say lab.results.ResultsError, lab.knobs.ConfigError:
+    passed in, as this module imports nothing of the lab) end in one line and exit 2, the
+    machine's faults (OSError) in one line and exit 1 (2 for a path that does not exist)."""
+
+    def decorate(main):
+        @functools.wraps(main)
+        def wrapped(*args, **kwargs):
+            try:
+                return main(*args, **kwargs)
+            except mistakes as exc:
+                fail(str(exc))
+            except OSError as exc:
+                fail(*os_error(exc))
+
+        return wrapped
+
+    return decorate
+
+
+def require_writable(folder, what: str = "results_dir") -> None:
+    """Exit 1 in one line if `folder` (existing or to be created) cannot be written: checked by
+    writing, since permission bits say nothing for root or a read-only or full disk. Creates
+    nothing that is not removed again."""
+    folder = Path(folder).absolute()
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        fail(f"{what} {folder} cannot be created: {existing} is a file")
+    try:
+        with tempfile.TemporaryDirectory(dir=existing, prefix=".lab-probe-") as probe:
+            with open(os.path.join(probe, "probe"), "wb") as f:
+                f.write(b"\0" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        fail(f"{what} {folder} cannot be written ({existing}: {reason})", FAULT)
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM (`timeout`, `kill`, a batch scheduler) does what Ctrl-C does in this process, so
+    the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
+    A fork of this process keeps the default: it dies."""
+    owner = os.getpid()
+
+    def handle(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        ctrl_c = signal.getsignal(signal.SIGINT)
+        if callable(ctrl_c):  # SIG_IGN: a Ctrl-C is being handled already
+            ctrl_c(signal.SIGINT, frame)
+
+    signal.signal(signal.SIGTERM, handle)
+
+
+def stop_children_first(seconds: float = 60) -> None:
+    """Ctrl-C or SIGTERM in a command that runs others (the benchmark's sweeps): each child is
+    asked to stop (SIGTERM, which a sweep takes as Ctrl-C) and given `seconds` to stop what it
+    started, before KeyboardInterrupt unwinds this process (its temporary folders removed);
+    otherwise subprocess.run would kill the child at once, leaving its local Ray behind."""
+    owner = os.getpid()
+
+    def handle(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # once: a second signal changes nothing
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        children = _children(owner)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + seconds
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of pid (Linux's /proc; none elsewhere)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

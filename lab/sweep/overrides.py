@@ -1,0 +1,152 @@
+"""The command line checked before Hydra sees it: Hydra answers a misspelled knob, setting, group
+option or named sweep with several lines (and exit 1); the lab answers each in one line naming
+what is allowed, with the closest match, and exit 2 (lab.cli), before anything is written."""
+
+import os
+
+from omegaconf import OmegaConf
+
+from lab.cli import did_you_mean, fail, first_line
+from lab.compose import CONF_PACKAGE
+
+
+def check(argv: list[str]) -> None:
+    """Exit 2 in one line if an override of `argv` (the command's arguments) names a key, group
+    option or named sweep that does not exist, or sweeps without --multirun."""
+    args = _arguments(argv)
+    if args is None or not args.overrides or args.help or args.hydra_help or args.cfg or args.info \
+            or args.shell_completion:
+        return  # Hydra's own commands, or nothing to check
+    if args.config_dir and not os.path.isdir(args.config_dir):
+        fail(f"--config-dir {args.config_dir}: no such folder (a search's results_dir holds _search/best.yaml)")
+    if args.config_dir or args.config_path or args.config_name:
+        return  # configs beyond the lab's: Hydra composes them
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
+        _check_overrides(GlobalHydra.instance().config_loader(), args.overrides, args.multirun)
+
+
+def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
+    overrides = _parsed(loader, lines)
+    for override in overrides:
+        if override.is_sweep_override() and override.is_hydra_override():
+            fail(f"{override.input_line}: Hydra's own settings take one value; a grid sweeps knobs "
+                 "(key=a,b), a named sweep's grid is its hydra.sweeper.params")
+        _check_choice(loader, override)
+    master = _master(loader, lines, overrides)
+    for override in overrides:
+        if not _is_choice(loader, override):
+            _check_swept_key(master, override)
+    swept = [o.input_line for o in overrides if o.is_sweep_override()]
+    if swept and not multirun and OmegaConf.select(master, "hydra.mode") is None:
+        fail(f"{swept[0]} sweeps several values: add --multirun (a list is written key=[a,b])")
+
+
+def _arguments(argv):
+    """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
+    from lab.compat.hydra import args_parser
+
+    parser = args_parser()
+    flags = [f for action in parser._actions for f in action.option_strings]  # noqa: SLF001
+
+    def refuse(message: str):
+        unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
+        flag = next((a for a in unknown if a.startswith("-")), None)
+        if flag:
+            fail(f"{flag} is not a flag of this command{did_you_mean(flag.split('=')[0], flags)}; "
+                 "see --help")
+        if unknown:
+            fail(f"{unknown[0]}: the flags (--multirun, ...) go before the overrides key=value")
+        fail(f"{message}; see --help")
+
+    parser.error = refuse
+    return parser.parse_args(argv)
+
+
+def _parsed(loader, lines: list[str]):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        return OverridesParser.create(config_loader=loader).parse_overrides(lines)
+    except OverrideParseException as exc:
+        fail(f"{first_line(exc)}; an override is key=value (a grid: key=a,b,c or range(a,b))")
+
+
+def _is_choice(loader, override) -> bool:
+    """Whether Hydra takes the override as a config-group choice (game=ttt, +sweeps=smoke)."""
+    return loader.repository.group_exists(override.key_or_group) and not isinstance(override.value(), dict)
+
+
+def _check_choice(loader, override) -> None:
+    """Each option named for a config group exists (glob() and deletions are Hydra's)."""
+    from hydra.core.override_parser.types import OverrideType, ValueType
+
+    if override.is_delete() or not _is_choice(loader, override) or override.value_type == ValueType.GLOB_CHOICE_SWEEP:
+        return
+    group = override.key_or_group
+    options = loader.get_group_options(group)
+    values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.value()]
+    for value in values:
+        if value is not None and str(value) not in options and not loader.repository.config_exists(f"{group}/{value}"):
+            what = "named sweeps" if group == "sweeps" else f"options of {group}"
+            plus = "+" if override.type is OverrideType.ADD else ""
+            fail(f"{plus}{group}={value}: there is no {value}{did_you_mean(value, options)}; "
+                 f"the {what} are {', '.join(options)}")
+
+
+def _master(loader, lines: list[str], overrides):
+    """The configuration with every override that is not a sweep (Hydra's composition)."""
+    from hydra.types import RunMode
+
+    try:
+        return loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
+    except Exception as exc:  # noqa: BLE001 - every composition error becomes one line
+        fail(_composition_error(loader, exc, lines, overrides))
+
+
+def _composition_error(loader, exc, lines, overrides) -> str:
+    """Hydra's error as one line; a key it could not override gets the keys next to it."""
+    from hydra.types import RunMode
+
+    bad = next((o for o in overrides if str(exc).startswith(f"Could not override '{o.key_or_group}'")), None)
+    merging = "Error merging override "
+    if str(exc).startswith(merging) and exc.__cause__ is not None:  # the value's fault, in the cause
+        return f"{first_line(exc)[len(merging):]}: {first_line(exc.__cause__)}"
+    if bad is None:
+        return first_line(exc)
+    others = [line for line in lines if line != bad.input_line]
+    try:
+        cfg = loader.load_configuration("config", others, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
+    except Exception:  # noqa: BLE001 - another override is wrong too: name this one alone
+        return f"{bad.input_line}: {bad.key_or_group} is not a key of the configuration"
+    return _unknown_key(cfg, bad)
+
+
+def _unknown_key(cfg, override) -> str:
+    parent, _, name = override.key_or_group.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    keys = [k for k in node if k != "hydra" and not k.startswith("_")] if OmegaConf.is_dict(node) else []
+    where = f"a setting of {parent}" if parent else "a knob"
+    allowed = f"; the {'settings' if parent else 'knobs'} are {', '.join(sorted(keys))}" if keys else ""
+    return f"{override.input_line}: {name} is not {where}{did_you_mean(name, keys)}{allowed}"
+
+
+def _check_swept_key(master, override) -> None:
+    """A swept key (layers=2,3) that is neither in the configuration nor any algorithm's knob."""
+    from hydra.core.override_parser.types import OverrideType
+
+    from lab import agents
+    from lab.search.space import ALIASES
+
+    if not override.is_sweep_override() or override.type is not OverrideType.CHANGE:
+        return
+    key = override.key_or_group
+    if OmegaConf.select(master, key, default=_ABSENT) is not _ABSENT or key in agents.knob_names() or key in ALIASES:
+        return  # a key of the configuration, a knob of another algorithm, or a search's alias of one
+    fail(_unknown_key(master, override))
+
+
+_ABSENT = object()
