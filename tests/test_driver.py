@@ -51,7 +51,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
     assert done.returncode == 0, done.stderr
     assert printed_before_training[0] == ("3 configurations, 1 run to train\n"
                                           "2 runs already finished in results_dir: skipped (force=true re-runs them)\n")
-    assert f"\n1 runs finished, 0 failed; results in {half_done / 'results'}\ncores: " in done.stdout
+    assert f"\n1 run finished, 0 failed; results in {half_done / 'results'}\ncores: " in done.stdout
 
 
 def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monkeypatch):

@@ -225,7 +225,7 @@ def failing_sweep(tmp_path_factory):
 def test_runs_that_raise_or_diverge_are_recorded_and_the_others_complete(failing_sweep):
     first, stored, _ = failing_sweep
     assert first.returncode == 1
-    assert "1 runs finished, 3 failed" in first.stdout
+    assert "1 run finished, 3 failed" in first.stdout
     summary = [line for line in first.stderr.splitlines() if line.startswith("  failed ")]
     assert len(summary) == 3
     assert sum("FloatingPointError: network diverged" in line for line in summary) == 1
@@ -256,7 +256,7 @@ def test_resume_reruns_missing_runs_and_force_reruns_everything(tmp_path):
     missing.unlink()
     again = cli(grid, tmp_path)
     assert "2 runs already finished in results_dir: skipped" in again.stdout
-    assert "1 runs finished, 0 failed" in again.stdout
+    assert "1 run finished, 0 failed" in again.stdout
     pd.testing.assert_frame_equal(rows(tmp_path / "results"), first)
     forced = cli([*grid, "force=true"], tmp_path)
     assert "3 runs already finished in results_dir: re-running them (force=true)" in forced.stdout

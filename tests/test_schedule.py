@@ -123,9 +123,9 @@ def test_the_sweep_reports_core_utilisation_and_fixed_cost():
 def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):
     outcomes = [sweep.Outcome(run_id, False, None, 1.0, 1001.0) for run_id in "abc"]
     sweep.report([], sweep.Execution(outcomes, cores=2, seconds=2.0, retried=2))
-    assert "3 runs finished, 0 failed, 2 retried after their worker or node was lost; results in" in capsys.readouterr().out
-    sweep.report([], sweep.Execution(outcomes, cores=2, seconds=2.0))
-    assert "3 runs finished, 0 failed; results in" in capsys.readouterr().out
+    assert "3 runs finished, 0 failed, 2 retried after their worker or node was lost\n" in capsys.readouterr().out
+    sweep.report([], sweep.Execution(outcomes[:1], cores=2, seconds=2.0))
+    assert "1 run finished, 0 failed\n" in capsys.readouterr().out  # no jobs: no folder to name
 
 
 def test_only_tasks_lost_with_their_worker_or_node_are_retried():

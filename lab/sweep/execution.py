@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 from lab import provenance
+from lab.cli import plural
 from lab.config import Job
 from lab.sweep import backends, on_ray, placement
 from lab.sweep.progress import Outcome, Progress
@@ -79,11 +80,11 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
 def report(jobs: list[Job], execution: Execution) -> int:
     """Print where results are, what failed and how busy the cores were; the exit status."""
     failed = [o for o in execution.done if o.failed]
-    dirs = sorted({str(j.results_dir) for j in jobs}) or ["(nothing to run)"]
+    dirs = sorted({str(j.results_dir) for j in jobs})
     retried = (f", {execution.retried} retried after their worker or node was lost"
                if execution.retried else "")
-    print(f"{len(execution.done) - len(failed)} runs finished, {len(failed)} failed{retried}; "
-          f"results in {', '.join(dirs)}")
+    where = f"; results in {', '.join(dirs)}" if dirs else ""
+    print(f"{plural(len(execution.done) - len(failed), 'run')} finished, {len(failed)} failed{retried}{where}")
     for outcome in failed:
         print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
     if execution.done:
