@@ -214,3 +214,25 @@ def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command
     assert f"{8 - len(saved)} runs finished, 0 failed" in again.stdout
     assert rows(tmp_path / "results").groupby("run_id").size().tolist() == [100] * 8
     assert all(p.read_bytes() == content for p, content in kept.items())
+
+
+def test_a_sweep_stopped_while_its_ray_starts_leaves_no_early_fork_and_keeps_what_they_stored(tmp_path, monkeypatch):
+    from lab.sweep import on_ray, ray_connection
+
+    jobs = _jobs(tmp_path, seeds=4)
+    made = []
+
+    def stopped_while_starting(*args):
+        time.sleep(1.0)  # the early fork trains meanwhile
+        raise KeyboardInterrupt  # what Ctrl-C, or SIGTERM turned into it, does inside ray.init
+
+    monkeypatch.setattr(ray_connection, "ray_started", lambda: False)
+    monkeypatch.setattr(ray_connection, "connect", stopped_while_starting)
+    real = forks.Forks
+    monkeypatch.setattr(forks, "Forks", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
+        with pytest.raises(KeyboardInterrupt):
+            on_ray.on_ray(jobs, {}, kept, address=None, num_cpus=2)
+    (early,) = made
+    assert not early.alive and not early.folder.exists()  # ended, its folder removed
+    assert {o.run_id for o in kept.done} == set(results.statuses(tmp_path))  # recorded what they stored

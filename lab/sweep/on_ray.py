@@ -40,7 +40,12 @@ def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus,
         cores = placement.cores(num_cpus)
         queue = forks.Queue(list(schedule.batches(jobs, cores)))
         early_forks = forks.Forks(queue, code, max(1, cores - 1), store.token)  # before Ray's threads exist here
-        ray_connection.connect(None, num_cpus, dashboard)
+        try:
+            ray_connection.connect(None, num_cpus, dashboard)
+        except BaseException:  # Ctrl-C, SIGTERM or a failure while Ray starts: no fork outlives it
+            early_forks.abort(store)
+            early_forks.close()
+            raise
     tasks = RayTasks(jobs, code, store, early_forks)
     try:
         tasks.run()
