@@ -3,11 +3,11 @@
 A run's table in the schema and its Parquet bytes cost a few milliseconds, and its files a flush
 to the disk each: done by a sweep's driver one run after another, that work set the pace of short
 runs whatever the cores. So a worker (a fork of the driver, a Ray task, or the driver itself)
-trains a batch of runs (lab.schedule), packs each (lab.results.pack) and, where it sees the
-driver's results_dir (forks, this process, Ray workers on this machine or on a cluster's shared
-file system), stores the whole batch at once with one flush (lab.results.commit) and sends home
-only the tables, for the index. A worker that does not see it (a Ray node without the shared file
-system) sends the packed runs home, for the driver to store (lab.sweep.store).
+trains a batch of runs (lab.schedule) and packs each (lab.results.pack). Given the token of the
+driver's results_dir (forks and the driver itself, which share its file system and die with it),
+it stores the whole batch there at once with one flush (lab.results.commit) and sends home only
+the tables, for the index; else (Ray tasks, which may outlive the driver or be cut off from it)
+it sends the packed runs home, for the driver to store (lab.sweep.store).
 """
 
 import contextlib

@@ -96,7 +96,10 @@ class RayTasks:
         name = f"{batch[0].run.algorithm}:{batch[0].run_id}" + (
             f"+{len(batch) - 1}" if len(batch) > 1 else "")
         signal_ = self.early_forks.ray_signal if self.early_forks_train() else None
-        self.pending[self.remote.options(name=name).remote(batch, self.code, self.store.token, signal_)] = batch, attempt
+        # No token: a Ray task sends its runs home, for the driver to store. A worker on a node
+        # the driver counts as lost (cut off, not dead) could otherwise still write a run the
+        # driver has sent to another node, or write after a killed driver's resume has begun.
+        self.pending[self.remote.options(name=name).remote(batch, self.code, None, signal_)] = batch, attempt
         self.in_flight += len(batch)
 
     def run(self) -> None:
