@@ -22,8 +22,11 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
     Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
     the dependencies installed but not this repository.
     """
+    # Joining a cluster, Ray's own SIGTERM handler stays (it exits at once): a scheduler stopping
+    # the job (scancel) stops the cluster's Ray too, and the Ctrl-C path would wait on its head.
+    joining = bool(address or os.environ.get("RAY_ADDRESS"))
     try:
-        with _keeping_sigterm():
+        with contextlib.nullcontext() if joining else _keeping_sigterm():
             _connect(address, num_cpus, dashboard)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while Ray starts: what it started stops too
         with contextlib.suppress(Exception):
