@@ -209,9 +209,9 @@ def test_4x4_random_against_random_matches_sampled_games(four):
 def test_the_command_refuses_a_board_too_big_in_one_line(capsys):
     with pytest.raises(SystemExit):
         mnk_exact.main(["5", "5", "4"])
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "python -m lab.mnk_exact: error: the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
-        "positions; 20 cells: up to 740 million), got m=5, n=5: 25")
+    assert capsys.readouterr().err.splitlines() == [  # one line, as every command answers (lab.cli)
+        "error: python -m lab.mnk_exact: the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
+        "positions; 20 cells: up to 740 million), got m=5, n=5: 25 (see python -m lab.mnk_exact --help)"]
 
 
 def test_the_command_reports_counts_value_and_timings(capsys):
