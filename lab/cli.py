@@ -130,18 +130,12 @@ def terminate_as_interrupt() -> None:
     """SIGTERM (`timeout`, `kill`, a batch scheduler) does what Ctrl-C does in this process, so
     the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
     A fork of this process keeps the default: it dies."""
-    owner = os.getpid()
-
     def handle(signum, frame):
-        if os.getpid() != owner:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
         ctrl_c = signal.getsignal(signal.SIGINT)
         if callable(ctrl_c):  # SIG_IGN: a Ctrl-C is being handled already
             ctrl_c(signal.SIGINT, frame)
 
-    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGTERM, _in_this_process(handle))
 
 
 def stop_children_first(seconds: float = 60) -> None:
@@ -152,10 +146,6 @@ def stop_children_first(seconds: float = 60) -> None:
     owner = os.getpid()
 
     def handle(signum, frame):
-        if os.getpid() != owner:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # once: a second signal changes nothing
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         children = _children(owner)
@@ -167,8 +157,23 @@ def stop_children_first(seconds: float = 60) -> None:
             time.sleep(0.1)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, handle)
-    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, _in_this_process(handle))
+    signal.signal(signal.SIGTERM, _in_this_process(handle))
+
+
+def _in_this_process(handle):
+    """`handle` for the process that installs it; a fork of it, which inherits the handler,
+    takes the signal's default action instead: it dies."""
+    owner = os.getpid()
+
+    def handler(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        handle(signum, frame)
+
+    return handler
 
 
 def _children(pid: int) -> list[int]:
