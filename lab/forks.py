@@ -72,13 +72,18 @@ class Forks:
         self.queue = queue
         self.folder = Path(tempfile.mkdtemp(prefix="lab-forks-"))  # this user's only
         self.ray_signal = str(self.folder / "ray-trains")
-        """the file a Ray task creates when it starts training (lab.run.run_batch)"""
+        """the file a Ray task creates when it starts training (lab.batch.train)"""
         self._stop = FORK.Event()
         self._received: set[int] = set()
         self._processes = [FORK.Process(target=_train, args=(queue, code, self._stop, self.folder, token),
                                         name="lab-fork", daemon=True) for _ in range(processes)]
-        for process in self._processes:
-            process.start()
+        try:
+            for process in self._processes:
+                process.start()
+        except BaseException:  # Ctrl-C or SIGTERM while they start: none of it stays
+            self.abort(None)
+            self.close()
+            raise
 
     @property
     def alive(self) -> int:
@@ -117,13 +122,18 @@ class Forks:
             store.lost(unfinished, RuntimeError("the fork of the driver training this run ended before it"), 0)
 
     def abort(self, store) -> None:
-        """Ctrl-C or an error in the driver: end the forks now, and record what they stored."""
+        """Ctrl-C or an error in the driver: end the forks now, and record what they stored (in
+        `store`, if given)."""
         self._stop.set()
         for process in self._processes:
-            process.terminate()
-        self.wait()
+            if process.pid is not None:
+                process.terminate()
+        for process in self._processes:
+            if process.pid is not None:
+                process.join()
         for jobs, packs in self.results():
-            store.receive(list(zip(jobs, packs)), running=0)
+            if store is not None:
+                store.receive(list(zip(jobs, packs)), running=0)
 
     def unfinished(self) -> list[Job]:
         """Once the forks have ended and their results were read: the jobs of the batches taken

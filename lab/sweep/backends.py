@@ -24,7 +24,7 @@ def in_forks(jobs: list[Job], code: dict, store: Store, cores: int) -> None:
     batched (lab.schedule). A fork that dies fails the runs it held; if every fork died, this
     process trains what none took."""
     queue = forks.Queue(list(schedule.batches(jobs, cores)))
-    trainers = forks.Forks(queue, code, cores, store.token)
+    trainers = forks.Forks(queue, code, cores, store.token)  # cleans up after itself if stopped while starting
     try:
         while trainers.alive:
             for jobs_, packs in trainers.results():
