@@ -14,7 +14,6 @@ ones. The index is only a cache: deleting it is always safe, and a damaged part 
 """
 
 import hashlib
-import io
 import typing
 import uuid
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lab import agents, config, evaluate, mnk_evaluate, provenance
-from lab.files import write_atomic, write_group
+from lab.files import npz_arrays, write_atomic, write_group
 from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
@@ -136,10 +135,10 @@ def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     table = table.drop_columns(unused)
     digest = hashlib.sha256(table.to_pandas().round(12).to_csv(index=False).encode())
     if checkpoint is not None:
-        with np.load(io.BytesIO(checkpoint), allow_pickle=False) as arrays:
-            for name in sorted(arrays.files):
-                array = arrays[name]
-                digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode() + array.tobytes())
+        arrays = npz_arrays(checkpoint)
+        for name in sorted(arrays):
+            array = arrays[name]
+            digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode() + array.tobytes())
     return digest.hexdigest()[:16]
 
 

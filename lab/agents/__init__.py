@@ -12,8 +12,6 @@ module there (mnk_<name>.py; mnk_tabular.py is what the tabular ones share).
 import functools
 import zipfile
 
-import numpy as np
-
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
@@ -23,6 +21,7 @@ from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
 from lab.agents.mnk_q_table import ALGORITHM as MNK_Q_TABLE
 from lab.agents.mnk_td_value import ALGORITHM as MNK_TD_VALUE
 from lab.agents.base import Algorithm
+from lab.files import npz_arrays
 from lab.knobs import TTT
 
 REGISTRY: dict[str, Algorithm] = {
@@ -73,8 +72,7 @@ def _arrays(path) -> dict:
             raise ValueError(f"{path}: not a lab checkpoint (a run's .npz, RESULTS_DIR/_checkpoints/<run_id>.npz)")
         f.seek(0)
         try:
-            with np.load(f, allow_pickle=False) as archive:
-                return dict(archive)
+            return npz_arrays(f)
         except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
             raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
 
