@@ -52,7 +52,7 @@ def test_a_grid_of_equal_values_in_two_spellings_trains_one_run(tmp_path):
                 "iterations=2", "episodes_per_update=10", "results_dir=out",
                 "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "4 configurations, 1 run to train" in done.stdout
+    assert "1 configuration x 1 seed, 1 run to train" in done.stdout
     assert len(list((tmp_path / "out").glob("*.parquet"))) == 1
 
 

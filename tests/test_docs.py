@@ -88,7 +88,7 @@ def empty_dir(tmp_path_factory) -> Path:
 
 
 def planned_runs(done: subprocess.CompletedProcess) -> int:
-    found = re.search(r"^\d+ configurations?, (\d+) runs? to train", done.stdout, re.M)
+    found = re.search(r"^\d+ configurations? x [\d-]+ seeds?, (\d+) runs? to train", done.stdout, re.M)
     assert found, done.stdout[-1000:]
     return int(found.group(1))
 

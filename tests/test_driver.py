@@ -28,8 +28,8 @@ def test_a_dry_run_lists_what_would_train_and_what_is_skipped_and_changes_nothin
     assert done.returncode == 0, done.stderr
     assert snapshot(half_done) == before
     lines = done.stdout.splitlines()
-    assert lines[0] == "8 configurations, 2 runs to train"
-    assert "4 configurations repeat another one in every knob their algorithm uses: trained once" in lines
+    assert lines[0] == "1 configuration x 4 seeds, 2 runs to train"
+    assert "4 runs repeat another one in every knob their algorithm uses: trained once" in lines
     assert "2 runs already finished in results_dir: skipped (force=true re-runs them)" in lines
     train = [line for line in lines if line.startswith("train ")]
     skip = [line for line in lines if line.startswith("skip ")]
@@ -49,7 +49,7 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
     monkeypatch.setattr(batch, "run", watched_run)
     done = cli(["--multirun", *SERIAL, "results_dir=results", *TINY, "seed=0,1,2", "force=false"], half_done)
     assert done.returncode == 0, done.stderr
-    assert printed_before_training[0] == ("3 configurations, 1 run to train\n"
+    assert printed_before_training[0] == ("1 configuration x 3 seeds, 1 run to train\n"
                                           "2 runs already finished in results_dir: skipped (force=true re-runs them)\n")
     assert f"\n1 run finished, 0 failed; results in {half_done / 'results'}\ncores: " in done.stdout
 

@@ -34,7 +34,7 @@ def test_a_named_sweep_without_multirun_runs_its_grid(tmp_path):
     done = cli(["+sweeps=smoke", "iterations=2", "results_dir=out", "hydra.launcher.parallel=false",
                 "hydra.launcher.figures=false"], tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "4 configurations, 4 runs to train" in done.stdout
+    assert "2 configurations x 2 seeds, 4 runs to train" in done.stdout
     table = results.load(tmp_path / "out")
     assert sorted(table.drop_duplicates("run_id")[["layers", "seed"]].itertuples(index=False)) == \
         [(2, 0), (2, 1), (3, 0), (3, 1)]

@@ -130,7 +130,7 @@ def test_a_grid_reuses_the_runs_of_a_search(searched, tmp_path):
                 f"results_dir={results_dir}", "hydra.launcher.parallel=false", "hydra.launcher.figures=false"],
                tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"{SEEDS} configurations, 0 runs to train" in done.stdout
+    assert f"1 configuration x {SEEDS} seeds, 0 runs to train" in done.stdout
 
 
 def test_figures_all_adds_every_figure_of_a_grid(tmp_path):

@@ -69,5 +69,5 @@ def test_the_lab_sweeper_honours_max_batch_size(tmp_path):
     done = serial_grid(tmp_path, "seed=0,1,2", "hydra.sweeper.max_batch_size=2")
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if " to train" in line] == \
-        ["2 configurations, 2 runs to train", "1 configuration, 1 run to train"]
+        ["1 configuration x 2 seeds, 2 runs to train", "1 configuration x 1 seed, 1 run to train"]
     assert len(results.statuses(tmp_path / "results")) == 3

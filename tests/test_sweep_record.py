@@ -23,7 +23,7 @@ def test_a_sweep_that_trains_leaves_a_record_of_its_config(tmp_path):
     assert doc.config.results_dir == "results" and doc.config.iterations == 3
     assert doc.config.algorithm == "mc_vfa" and "hydra" not in doc.config
     assert doc.code.git_commit == provenance.code()["git_commit"]
-    assert doc.runs == {"configurations": 2, "train": 2, "skip": 0}
+    assert doc.runs == {"configurations": 1, "seeds": 2, "train": 2, "skip": 0}
     assert doc.sweeper._target_.endswith("LabSweeper") and doc.launcher.parallel is False
     assert record.name.endswith("Z.yaml")  # a UTC timestamp
     # the readers skip it
@@ -32,8 +32,10 @@ def test_a_sweep_that_trains_leaves_a_record_of_its_config(tmp_path):
     # nothing left to train: no new record; a second sweep that trains: a second one
     assert serial_grid(tmp_path, "seed=0,1").returncode == 0
     assert len(_records(tmp_path)) == 1
-    assert serial_grid(tmp_path, "seed=2").returncode == 0
+    assert serial_grid(tmp_path, "seed=1,2", "alpha=0.0154,0.02").returncode == 0
     assert len(_records(tmp_path)) == 2
+    # a configuration is the knobs without the seed: 2 alphas x 2 seeds, one run finished before
+    assert OmegaConf.load(_records(tmp_path)[-1]).runs == {"configurations": 2, "seeds": 2, "train": 3, "skip": 1}
 
 
 def test_no_record_on_a_dry_run_or_an_invalid_knob(tmp_path):

@@ -17,7 +17,7 @@ from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
 from lab.sweep.errors import fail
 from lab.sweep.execution import Interrupted, execute, report
-from lab.sweep.planning import list_plan, plan
+from lab.sweep.planning import grid_size, list_plan, plan
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
@@ -43,7 +43,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if not dry_run:  # before Ray starts or a run trains
             for folder in sorted({j.results_dir for j in p.train}):
                 require_writable(folder)
-        print(f"{plural(len(job_overrides), 'configuration')}, {plural(len(p.train), 'run')} to train")
+        print(f"{grid_size(p.train + p.skip)}, {plural(len(p.train), 'run')} to train")
         for note in p.notes:
             print(note)
         where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
@@ -56,8 +56,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if joins:  # a cluster that cannot be joined stops the sweep before its record is written
             ray_connection.connect(address, num_cpus, dashboard)
         if p.train:
-            record.write({j.results_dir for j in p.train}, sweep_config,
-                         {"configurations": len(job_overrides), "train": len(p.train), "skip": len(p.skip)})
+            record.write({j.results_dir for j in p.train}, sweep_config, record.counts(p.train, p.skip))
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
                             started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself

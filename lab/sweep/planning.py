@@ -1,7 +1,8 @@
 """Planning: what a grid comes to, known before anything trains: the runs to train, those
 already finished in results_dir (skipped), and the notes said about them."""
 
-from collections import Counter
+import json
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
@@ -64,7 +65,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
         train.append(job)
     notes = []
     if duplicates:
-        notes.append(f"{plural(duplicates, 'configuration')} {'repeats' if duplicates == 1 else 'repeat'} another "
+        notes.append(f"{plural(duplicates, 'run')} {'repeats' if duplicates == 1 else 'repeat'} another "
                      "one in every knob their algorithm uses: trained once")
     if skip:
         notes.append(f"{plural(len(skip), 'run')} already finished in results_dir: skipped (force=true re-runs them)")
@@ -79,6 +80,26 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     if forced:
         notes.append(f"{plural(forced, 'run')} already finished in results_dir: re-running them (force=true)")
     return Plan(train, skip, notes, first)
+
+
+def seeds_per_configuration(jobs: Iterable[Job]) -> dict[tuple[Path, str], set[int]]:
+    """The seeds of each configuration of `jobs` (distinct runs): a configuration is a run's knobs
+    without its seed, in its results_dir."""
+    seeds = defaultdict(set)
+    for job in jobs:
+        knobs = job.identity()
+        seed = knobs.pop("seed")
+        seeds[job.results_dir, json.dumps(knobs, sort_keys=True)].add(seed)
+    return seeds
+
+
+def grid_size(jobs: Iterable[Job]) -> str:
+    """'3 configurations x 4 seeds' of distinct runs; 'x 1-4 seeds' where configurations have
+    different numbers of seeds."""
+    seeds = seeds_per_configuration(jobs)
+    counts = sorted({len(s) for s in seeds.values()})
+    each = plural(counts[0], "seed") if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
+    return f"{plural(len(seeds), 'configuration')} x {each}"
 
 
 def _code_change_note(versions: Counter, what: str) -> str:

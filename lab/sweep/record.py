@@ -9,6 +9,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from lab import provenance, results
+from lab.sweep.planning import seeds_per_configuration
 
 
 def _cwd() -> str | None:
@@ -44,6 +45,14 @@ def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
                 continue
         written.append(path)
     return written
+
+
+def counts(train: list, skip: list) -> dict:
+    """What a sweep comes to, in the record: its configurations (knobs without the seed), the
+    distinct seeds they run on, and its runs (a configuration and a seed) to train and skipped."""
+    seeds = seeds_per_configuration(train + skip)
+    return {"configurations": len(seeds), "seeds": len(set().union(*seeds.values())),
+            "train": len(train), "skip": len(skip)}
 
 
 def _document(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> dict:
