@@ -16,9 +16,10 @@ For each group (an algorithm and a seat) it shows:
   second, filters the table and so the curves.
 
 A metric menu picks what the curves show (win - loss, win, draw or loss against each opponent, or
-the agent's optimal-move rate or losing lines), smoothed on request; a two-knob heatmap shows how
-two knobs act together; a click on a row drills down to its runs
-(lab.report_runs: each seed's curves, run ids, checkpoints, the command that trains them again);
+the agent's optimal-move rate, losing lines or training seconds), an x-axis menu whether against
+training episodes or training seconds, smoothed on request; a two-knob heatmap shows how two knobs
+act together; a click on a row drills down to its runs (lab.report_runs: each seed's curves of the
+metric and x axis chosen, run ids, checkpoints, the command that trains them again);
 the table downloads as CSV; the knobs' importance (lab.stats.importance) has its interval, or
 the words "too few configurations".
 
@@ -60,16 +61,17 @@ WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
 
 
-def _binned(points: pd.DataFrame, value: str, bins: int) -> pd.DataFrame:
+def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -> pd.DataFrame:
     """The seed mean and band of `value` per configuration and bin of its points: each run's
-    points cut into at most `bins` consecutive bins (averaged within), then seeds combined."""
+    points cut into at most `bins` consecutive bins (averaged within, or `within="last"`: the
+    bin's last value, for a cumulative measure), then seeds combined."""
     keys = ["algorithm", "seat", "config"]
     points = points.sort_values(["run_id", "episodes"])
     count = points.groupby("run_id")["episodes"].transform("size").to_numpy()
     place = points.groupby("run_id").cumcount().to_numpy()
     points = points.assign(bin=place * np.minimum(bins, count) // count, value=points[value])
     per_run = points.groupby([*keys, "run_id", "bin"], sort=False).agg(
-        episodes=("episodes", "max"), value=("value", "mean")).reset_index()
+        episodes=("episodes", "max"), value=("value", within)).reset_index()
     seeds = per_run.groupby([*keys, "bin"]).agg(episodes=("episodes", "max"), mean=("value", "mean"),
                                                 sd=("value", "std"), n=("value", "size")).reset_index()
     half = plots.t975(seeds["n"] - 1) * seeds["sd"] / np.sqrt(seeds["n"])
@@ -81,25 +83,16 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
            "optimal_move_rate": "optimal-move rate", "losing_lines": "losing lines",
            "train_seconds": "training seconds"}
 """The measures the page's metric menu offers for the curves, with their labels."""
-PER_OPPONENT = ("score", "win", "draw", "loss")
-"""Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
-
-
-def curve_kinds(exact: pd.DataFrame) -> dict[str, str]:
-    """{curve kind: its column of results.evaluations}: `random` (win - loss), `random_win`, ...,
-    and the agent's own measures where the results have them (exact on 3x3)."""
-    kinds = {vs if m == "score" else f"{vs}_{m}": "score" if m == "score" else f"{vs}_{m}"
-             for vs in evaluate.OPPONENTS for m in PER_OPPONENT}
-    return kinds | {m: m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()}
 
 
 def curves(frame: pd.DataFrame, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration: its
-    training win rate (`train`) and every curve_kinds measure."""
+    training win rate (`train`), its cumulative training seconds (`train_seconds`, also the
+    clock the page's time axis reads) and every lab.report_runs.curve_kinds measure."""
     named = summary.table(frame)  # finished runs: those lab.compare's configurations have
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
-    kinds = curve_kinds(exact)
+    kinds = report_runs.curve_kinds(exact)
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {}
     for kind, column in kinds.items():
@@ -109,9 +102,9 @@ def curves(frame: pd.DataFrame, configurations: int) -> dict:
     training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
         seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
     parts["train"] = _binned(pd.concat(training), "agent_win_rate", bins)
-    if "train_seconds" in named:  # cumulative to each iteration: the time the curves took
+    if "train_seconds" in named:  # cumulative to each iteration: the time the curves took (their clock)
         parts["train_seconds"] = _binned(pd.concat(training).assign(train_seconds=named["train_seconds"]),
-                                         "train_seconds", bins)
+                                         "train_seconds", bins, within="last")
     out: dict = {}
     for kind, table in parts.items():
         table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
@@ -172,7 +165,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
     measured = {vs: compare.measured(configs[configs["evaluated_vs"] == vs]) for vs in opponents}
     mine = [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]
-    metrics = [[m, label] for m, label in METRICS.items() if m in PER_OPPONENT or any(m in c for c in mine)]
+    metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
             "factors": factors,
@@ -296,14 +289,14 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     all_curves = curves(frame, count)
     scales = saved.scales(results_dir)
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
-    runs = report_runs.drill_down(frame, Path(results_dir).resolve())
+    run_columns, runs = report_runs.drill_down(frame, Path(results_dir).resolve())
     groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = results.runs(frame)["status"].value_counts()
     return {"results_dir": str(Path(results_dir).resolve()),
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
-            "groups": groups, "search": report_search.view(results_dir)}
+            "groups": groups, "run_columns": run_columns, "search": report_search.view(results_dir)}
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:

@@ -1,5 +1,6 @@
 """The report's drill-down (lab.report): from a configuration's row to its runs, each run's own
-curves, its checkpoint, and the command that trains the configuration's runs again.
+curves (every measure of the page's metric menu, and the training seconds its time axis reads),
+its checkpoint, and the command that trains the configuration's runs again.
 
 A configuration is a run's knobs without its seed; its runs are its seeds. The command names
 every knob the runs set (not only those the sweep varied), so it does not depend on the defaults
@@ -48,51 +49,78 @@ def command(runs: pd.DataFrame) -> str:
     return shlex.join(argv)
 
 
-def _bins(runs: int, kinds: int) -> int:
-    return int(np.clip(RUN_NUMBERS // max(1, runs * kinds * 2), FEWEST_POINTS, MOST_POINTS))
+PER_OPPONENT = ("score", "win", "draw", "loss")
+"""Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
 
 
-def _binned_runs(points: pd.DataFrame, value: str, bins: int) -> pd.DataFrame:
-    """Each run's points of `value` cut into at most `bins` consecutive bins, averaged within."""
+def curve_kinds(exact: pd.DataFrame) -> dict[str, str]:
+    """{curve kind: its column of results.evaluations}: `random` (win - loss), `random_win`, ...,
+    and the agent's own measures where the results have them (exact on 3x3)."""
+    kinds = {vs if m == "score" else f"{vs}_{m}": "score" if m == "score" else f"{vs}_{m}"
+             for vs in evaluate.OPPONENTS for m in PER_OPPONENT}
+    return kinds | {m: m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()}
+
+
+def _bins(runs: int, numbers: int) -> int:
+    """Points per run's curve: RUN_NUMBERS over the runs, each bin `numbers` numbers."""
+    return int(np.clip(RUN_NUMBERS // max(1, runs * numbers), FEWEST_POINTS, MOST_POINTS))
+
+
+def _binned_runs(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
+    """Each run's points cut into at most `bins` consecutive bins; per bin its last episodes and
+    each of `columns` ({column: how a bin takes it, "mean" or "last"})."""
     points = points.sort_values(["run_id", "episodes"])
     count = points.groupby("run_id")["episodes"].transform("size").to_numpy()
     place = points.groupby("run_id").cumcount().to_numpy()
-    points = points.assign(bin=place * np.minimum(bins, count) // count, value=points[value])
+    points = points.assign(bin=place * np.minimum(bins, count) // count)
     return points.groupby(["algorithm", "seat", "config", "run_id", "bin"], sort=True).agg(
-        episodes=("episodes", "max"), value=("value", "mean")).reset_index()
+        episodes=("episodes", "max"), **{c: (c, how) for c, how in columns.items()}).reset_index()
 
 
-def run_curves(frame: pd.DataFrame) -> dict:
-    """{(algorithm, seat, config): {run_id: {kind: [episodes, values]}}} of every finished run:
-    its training win rate and its win - loss against each opponent it was evaluated against."""
+TRAINING = ("train", "train_seconds")
+"""A run's measures at its training points: its win rate in its training games, its cumulative
+training seconds (the clock of the page's time axis)."""
+
+
+def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
+    """The columns of each source of points, {"train": TRAINING, "eval": every curve_kinds
+    measure}, and {(algorithm, seat, config): {run_id: {source: [episodes, *its columns' values]}}}
+    of every finished run, a column null where the run has no such curve (an opponent it never
+    met). Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
     named = summary.table(frame)
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
-    bins = _bins(named["run_id"].nunique(), 1 + len(evaluate.OPPONENTS))
-    parts = {vs: _binned_runs(exact.assign(score=exact[f"{vs}_win"] - exact[f"{vs}_loss"]).dropna(subset=["score"]),
-                              "score", bins) for vs in evaluate.OPPONENTS}
-    training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
-        seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
-    parts["train"] = _binned_runs(pd.concat(training), "agent_win_rate", bins)
+    kinds = curve_kinds(exact)
+    exact = exact.assign(**{kind: exact[f"{kind}_win"] - exact[f"{kind}_loss"]
+                            for kind, column in kinds.items() if column == "score"})
+    columns = {"train": list(TRAINING), "eval": list(kinds)}
+    bins = _bins(named["run_id"].nunique(), 2 + len(TRAINING) + len(kinds))  # numbers per bin
+    training = pd.concat([named.loc[named["player"].fillna(seat) == seat, keys + ["train_seconds"]].assign(
+        seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
+    sources = {"train": _binned_runs(training, {"train": "mean", "train_seconds": "last"}, bins),
+               "eval": _binned_runs(exact, dict.fromkeys(kinds, "mean"), bins)}
     out: dict = {}
-    for kind, table in parts.items():
-        values = np.round(table["value"].to_numpy(float), 4)
-        for (algorithm, seat, config, run_id), rows in table.groupby(["algorithm", "seat", "config", "run_id"]).indices.items():
-            curve = [table["episodes"].to_numpy()[rows].astype(int).tolist(), values[rows].tolist()]
-            out.setdefault((algorithm, seat, config), {}).setdefault(run_id, {})[kind] = curve
-    return out
+    for source, table in sources.items():
+        values = [np.round(table[k].to_numpy(float), 4) for k in columns[source]]
+        episodes = table["episodes"].to_numpy().astype(int)
+        for name, rows in table.groupby(["algorithm", "seat", "config", "run_id"]).indices.items():
+            out.setdefault(name[:3], {}).setdefault(name[3], {})[source] = [episodes[rows].tolist()] + [
+                None if np.isnan(v[rows]).all() else np.where(np.isnan(v[rows]), None, v[rows]).tolist() for v in values]
+    return columns, out
 
 
-def drill_down(frame: pd.DataFrame, results_dir) -> dict:
-    """{(algorithm, seat, config): its runs (id, seed, curves), the folder of their checkpoints
-    and the command that trains them again} of every configuration with a finished run."""
+def drill_down(frame: pd.DataFrame, results_dir) -> tuple[dict, dict]:
+    """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, run_curves' points),
+    the folder of their checkpoints and the command that trains them again} of every
+    configuration with a finished run."""
     firsts = summary.table(frame).drop_duplicates("run_id")
     by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
     checkpoints = f"{results_dir}/{results.CHECKPOINTS}"
+    columns, curves = run_curves(frame)
     out = {}
-    for (algorithm, seat, config), curves in run_curves(frame).items():
+    for (algorithm, seat, config), points in curves.items():
         runs = by_config[algorithm, config].sort_values("seed")
         out[algorithm, seat, config] = {
             "command": command(runs), "checkpoints": checkpoints,
-            "runs": [{"id": r, "seed": int(s), "curves": curves.get(r, {})} for r, s in zip(runs["run_id"], runs["seed"])]}
-    return out
+            "runs": [{"id": r, "seed": int(s), **points.get(r, {})} for r, s in zip(runs["run_id"], runs["seed"])]}
+    return columns, out

@@ -297,6 +297,51 @@ def test_a_row_drills_down_to_its_runs_and_the_table_downloads_as_csv(tmp_path, 
     assert browser.errors() == []
 
 
+def _choose(b, menu, value):
+    b.run(f"(() => {{ const m = document.getElementById({json.dumps(menu)}); m.value = {json.dumps(value)};"
+          " m.dispatchEvent(new Event('change')); })()")
+    time.sleep(0.5)
+
+
+def _lines(b, plot) -> list[dict]:
+    """The line traces of a plot (not the bands): their panel, x and y."""
+    return b.run(f"document.getElementById({json.dumps(plot)}).data.filter(t => t.hoverinfo !== 'skip')"
+                 ".map(t => ({axis: t.xaxis, x: t.x, y: t.y}))")
+
+
+@pytest.mark.integration
+def test_the_curves_go_against_training_seconds_and_a_runs_curves_follow_the_metric(tmp_path, browser):
+    frame = _long_runs(seeds=3, iterations=200)
+    frame["train_seconds"] = frame["iteration"] * (frame["seed"] + 1) / 1000  # seed s: (s + 1) ms an iteration
+    browser.open(report.write_report(tmp_path, frame=frame))
+    _ready(browser)
+    browser.run("document.querySelector('#table tbody tr').children[1].click()")
+    time.sleep(0.5)
+    titles = "document.getElementById('{}').layout.annotations.map(a => a.text)"
+    # the runs' panels follow the metric menu: each seed's own win, draw, loss, win - loss
+    for metric, value in (("win", 0.8), ("draw", 1 - 0.8 - LOSS), ("loss", LOSS), ("score", 0.8 - LOSS)):
+        _choose(browser, "metric", metric)
+        assert browser.run(titles.format("runCurves")) == browser.run(titles.format("curves"))
+        evaluated = [t for t in _lines(browser, "runCurves") if t["axis"] != "x"]
+        assert len(evaluated) == 3 * 2  # 3 seeds, against OneStep and random
+        assert all(y == pytest.approx(value, abs=1e-4) for t in evaluated for y in t["y"])
+    # the x axis: training seconds, the configuration's at its seeds' mean pace (2 ms an iteration of
+    # 10 episodes), each run's at its own
+    by_episodes = {"curves": _lines(browser, "curves"), "runCurves": _lines(browser, "runCurves")}
+    _choose(browser, "xaxis", "seconds")
+    assert browser.run("document.getElementById('curves').layout.xaxis.title.text").startswith("training seconds")
+    for before, after in zip(by_episodes["curves"], _lines(browser, "curves")):
+        assert after["y"] == before["y"] and after["x"] == pytest.approx([e / 10 * 0.002 for e in before["x"]])
+    runs = _lines(browser, "runCurves")
+    assert len(runs) == 3 * 3
+    for n, (before, after) in enumerate(zip(by_episodes["runCurves"], runs)):
+        seed = n // 3  # each seed's panels in turn
+        assert after["x"] == pytest.approx([e / 10 * (seed + 1) / 1000 for e in before["x"]])
+    _choose(browser, "xaxis", "episodes")
+    assert _lines(browser, "curves") == by_episodes["curves"]
+    assert browser.errors() == []
+
+
 def test_a_grid_of_enough_configurations_ranks_its_knobs_importance_with_intervals(tmp_path):
     wins = {(layers, 8, alpha): tuple(0.2 + 0.6 * (alpha == 0.1) + 0.01 * layers + 0.02 * s for s in range(3))
             for layers in (1, 2, 3, 4) for alpha in (0.1, 0.01, 0.001)}  # alpha decides, layers a little
