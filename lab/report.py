@@ -66,9 +66,9 @@ def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -
     points cut into at most `bins` consecutive bins (averaged within, or `within="last"`: the
     bin's last value, for a cumulative measure), then seeds combined."""
     keys = ["algorithm", "seat", "config"]
-    points = points.sort_values(["run_id", "episodes"])
-    count = points.groupby("run_id")["episodes"].transform("size").to_numpy()
-    place = points.groupby("run_id").cumcount().to_numpy()
+    points = points.sort_values(["config", "run_id", "episodes"])  # a run id can be in two folders compared
+    runs = points.groupby(["config", "run_id"], sort=False)
+    count, place = runs["episodes"].transform("size").to_numpy(), runs.cumcount().to_numpy()
     points = points.assign(bin=place * np.minimum(bins, count) // count, value=points[value])
     per_run = points.groupby([*keys, "run_id", "bin"], sort=False).agg(
         episodes=("episodes", "max"), value=("value", within)).reset_index()
@@ -281,33 +281,68 @@ def page(data: dict) -> str:
     return before + get_plotlyjs().replace("</script", "<\\/script") + middle + inline + after
 
 
-def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dir) -> dict:
+def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dirs: list) -> dict:
     """Everything the page shows, aggregated: one entry per (algorithm, seat), per game where the
-    results hold bigger boards, the one with most configurations first."""
+    results hold bigger boards, the one with most configurations first. `frame` holds the runs
+    of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
-    scales = saved.scales(results_dir)
+    scales = {k: v for results_dir in results_dirs for k, v in saved.scales(results_dir).items()}
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
-    run_columns, runs = report_runs.drill_down(frame, Path(results_dir).resolve())
+    folders = [Path(d).resolve() for d in results_dirs]
+    run_columns, runs = report_runs.drill_down(frame, dict(zip(labels(results_dirs), folders)))
     groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
-    status = results.runs(frame)["status"].value_counts()
-    return {"results_dir": str(Path(results_dir).resolve()),
+    status = frame.groupby(["config", "run_id"], sort=False)["status"].last().value_counts()
+    return {"results_dirs": list(map(str, folders)),
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
-            "groups": groups, "run_columns": run_columns, "search": report_search.view(results_dir)}
+            "groups": groups, "run_columns": run_columns,
+            "search": report_search.view(results_dirs[0]) if len(results_dirs) == 1 else None}
+
+
+def labels(results_dirs: list) -> list[str]:
+    """How a page comparing results_dirs names each: its folder's name, or the path as given where
+    two folders have the same name."""
+    names = [Path(d).resolve().name for d in results_dirs]
+    return names if len(set(names)) == len(names) else [str(d) for d in results_dirs]
+
+
+def together(results_dirs: list) -> pd.DataFrame:
+    """The runs of several results_dirs in one table: each configuration named within its own
+    folder (as that folder's summary names it), then with the folder's label in front and in the
+    column summary.FOLDER, so that equal knobs in two folders stay two configurations."""
+    if len({Path(d).resolve() for d in results_dirs}) < len(results_dirs):
+        raise ValueError("a results_dir is named twice: name each folder to compare once")
+    parts = []
+    for label, results_dir in zip(labels(results_dirs), results_dirs):
+        frame = summary.name_configurations(results.load(results_dir))
+        parts.append(frame.assign(config=label + ": " + frame["config"], **{summary.FOLDER: label}))
+    return pd.concat(parts, ignore_index=True)
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
     """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) and return
     its path. `frame` and `compared` (lab.summary.comparisons of it) spare computing them again."""
-    frame = summary.name_configurations(results.load(results_dir)) if frame is None else frame
+    frame = results.load(results_dir) if frame is None else frame
+    out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
+    return _write(frame, compared, [results_dir], out)
+
+
+def write_comparison(results_dirs: list, out) -> Path:
+    """Write the report of several results_dirs on one page, `out`: the configurations of all,
+    each named and marked (column `folder`) with its folder's label; returns its path."""
+    return _write(together(results_dirs), None, results_dirs, Path(out))
+
+
+def _write(frame: pd.DataFrame, compared, results_dirs: list, out: Path) -> Path:
+    frame = frame if "config" in frame else summary.name_configurations(frame)
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is None or compared[0].empty:
-        raise ValueError(f"no finished run with an exact evaluation in {results_dir}: nothing to report")
-    out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
-    write_atomic(out, page(build(frame, compared, results_dir)).encode("utf-8"))  # never half a page
+        raise ValueError(f"no finished run with an exact evaluation in {' or '.join(map(str, results_dirs))}: "
+                         "nothing to report")
+    write_atomic(out, page(build(frame, compared, results_dirs)).encode("utf-8"))  # never half a page
     return out
 
 
@@ -356,25 +391,33 @@ def analyse(results_dir, every: bool = False) -> None:
 
 _CLI_DOC = """The interactive report of a results directory (lab.report): one HTML file that opens
 offline, with the configurations' table (sortable, filtered by words), their curves, the knob
-effects and parallel coordinates (selecting in either filters the table).
+effects and parallel coordinates (selecting in either filters the table). Given several
+results_dirs, one page compares their configurations, each named with its folder's.
 
-    lab-report RESULTS_DIR [--out FILE]     (default: RESULTS_DIR/_report/index.html)"""
+    lab-report RESULTS_DIR [--out FILE]     (default: RESULTS_DIR/_report/index.html)
+    lab-report RESULTS_DIR RESULTS_DIR ... --out FILE"""
 
 
 @one_line(results.ResultsError)
 def main() -> None:
-    """The command line: `lab-report RESULTS_DIR ...`."""
+    """The command line: `lab-report RESULTS_DIR ... [--out FILE]`."""
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
-    parser.add_argument("--out", help="the HTML file to write (default: RESULTS_DIR/_report/index.html)")
+    parser.add_argument("results_dirs", nargs="+", metavar="results_dir",
+                        help="a sweep's results_dir (holds <run_id>.parquet files); several: compared on one page")
+    parser.add_argument("--out", help="the HTML file to write (default with one results_dir: "
+                                      "RESULTS_DIR/_report/index.html; needed with several)")
     args = parser.parse_args()
-    results_dir_argument(args.results_dir)
+    for results_dir in args.results_dirs:
+        results_dir_argument(results_dir)
+    if len(args.results_dirs) > 1 and not args.out:
+        parser.error("several results_dirs are compared on one page: name it with --out FILE")
     try:
         if not has_extra():
             raise ValueError(EXTRA_NOTE)
         if args.out:
             require_writable(Path(args.out).absolute().parent, "--out's folder")
-        path = write_report(args.results_dir, args.out)
+        path = (write_report(args.results_dirs[0], args.out) if len(args.results_dirs) == 1
+                else write_comparison(args.results_dirs, args.out))
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -69,9 +69,9 @@ def _bins(runs: int, numbers: int) -> int:
 def _binned_runs(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
     """Each run's points cut into at most `bins` consecutive bins; per bin its last episodes and
     each of `columns` ({column: how a bin takes it, "mean" or "last"})."""
-    points = points.sort_values(["run_id", "episodes"])
-    count = points.groupby("run_id")["episodes"].transform("size").to_numpy()
-    place = points.groupby("run_id").cumcount().to_numpy()
+    points = points.sort_values(["config", "run_id", "episodes"])  # a run id can be in two folders compared
+    runs = points.groupby(["config", "run_id"], sort=False)
+    count, place = runs["episodes"].transform("size").to_numpy(), runs.cumcount().to_numpy()
     points = points.assign(bin=place * np.minimum(bins, count) // count)
     return points.groupby(["algorithm", "seat", "config", "run_id", "bin"], sort=True).agg(
         episodes=("episodes", "max"), **{c: (c, how) for c, how in columns.items()}).reset_index()
@@ -109,18 +109,19 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
     return columns, out
 
 
-def drill_down(frame: pd.DataFrame, results_dir) -> tuple[dict, dict]:
+def drill_down(frame: pd.DataFrame, folders: dict) -> tuple[dict, dict]:
     """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, run_curves' points),
     the folder of their checkpoints and the command that trains them again} of every
-    configuration with a finished run."""
-    firsts = summary.table(frame).drop_duplicates("run_id")
+    configuration with a finished run. `folders`: the results_dirs by their labels (the column
+    summary.FOLDER of a table of several; a table of one has no such column)."""
+    firsts = summary.table(frame).drop_duplicates(["config", "run_id"])
     by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
-    checkpoints = f"{results_dir}/{results.CHECKPOINTS}"
     columns, curves = run_curves(frame)
     out = {}
     for (algorithm, seat, config), points in curves.items():
         runs = by_config[algorithm, config].sort_values("seed")
+        folder = folders[runs[summary.FOLDER].iloc[0]] if summary.FOLDER in runs else next(iter(folders.values()))
         out[algorithm, seat, config] = {
-            "command": command(runs), "checkpoints": checkpoints,
+            "command": command(runs), "checkpoints": f"{folder}/{results.CHECKPOINTS}",
             "runs": [{"id": r, "seed": int(s), **points.get(r, {})} for r, s in zip(runs["run_id"], runs["seed"])]}
     return columns, out

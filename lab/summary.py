@@ -333,11 +333,17 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return tuple(pd.concat(parts, ignore_index=True) for parts in zip(*tables))
 
 
+FOLDER = "folder"
+"""The column of a table of several results_dirs (lab.report's comparison) that names each run's
+folder: compared as a knob, so its effect is measured like any knob's."""
+
+
 def compared_knobs(frame: pd.DataFrame) -> list[str]:
     """The knobs configurations of one algorithm and seat can differ in: not the seed (the
     repeats), the algorithm or the seat (the group), nor `player`, which follows from the
-    opponent there (missing in self-play)."""
-    return [k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player", "game")]
+    opponent there (missing in self-play); and the folder where the table holds several."""
+    return [*([FOLDER] if FOLDER in frame else []),
+            *(k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player", "game"))]
 
 
 def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:

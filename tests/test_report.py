@@ -454,6 +454,59 @@ def test_lab_report_refuses_a_folder_without_runs_in_one_line(tmp_path, monkeypa
     assert not (tmp_path / report.REPORT).exists()
 
 
+def _stored(folder, frame):
+    """A results_dir holding `frame`'s runs, a table each."""
+    folder.mkdir(parents=True)
+    for run_id, rows in frame.groupby("run_id"):
+        rows.to_parquet(folder / f"{run_id}.parquet")
+    return folder
+
+
+def _lab_report(monkeypatch, *argv) -> int:
+    """`lab-report ARGV` in this process: its exit status."""
+    monkeypatch.setattr(sys, "argv", ["lab-report", *map(str, argv)])
+    try:
+        report.main()
+    except SystemExit as stop:
+        return stop.code
+    return 0
+
+
+@pytest.mark.integration
+def test_two_results_dirs_are_compared_on_one_page_each_configuration_labelled_by_its_folder(
+        tmp_path, monkeypatch, capsys, browser):
+    before = _stored(tmp_path / "before", _runs())  # the same run ids in both folders
+    after = _stored(tmp_path / "after", _runs({k: tuple(w - 0.05 for w in v) for k, v in WINS.items()}))
+    page = tmp_path / "page.html"
+    assert _lab_report(monkeypatch, before, after, "--out", page) == 0
+    (group,) = _data(page.read_text())["groups"]
+    names = summary.table(before)["config"].unique()
+    configs = group["table"]["config"]
+    assert sorted(configs) == sorted(f"{folder}: {name}" for folder in ("before", "after") for name in names)
+    assert group["table"]["knobs"]["folder"] == [c.split(":")[0] for c in configs]
+    mean = dict(zip(configs, group["table"]["onestep"]["mean"]))
+    assert all(mean[f"after: {n}"] == pytest.approx(mean[f"before: {n}"] - 0.05, abs=1e-3) for n in names)
+    assert "folder" in group["views"]["onestep"]["importance"]["knobs"]  # the folder measured as a knob is
+    browser.open(page)
+    _ready(browser)
+    assert browser.run("document.getElementById('where').textContent") == f"{before} + {after}"
+    _filter(browser, "folder=after")
+    assert browser.run("document.getElementById('matching').textContent") == "4 of 8 configurations"
+    assert all(name.startswith("after: ") for name in _legend(browser))
+    browser.run("document.querySelector('#table tbody tr').children[1].click()")
+    time.sleep(0.5)
+    listed = browser.run("[...document.querySelectorAll('#runList a')].map(a => a.textContent)")
+    assert len(listed) == 4 and all(path.startswith(f"{after}/_checkpoints/") for path in listed)
+    assert browser.errors() == []
+    # a missing folder, or several without --out: one line each
+    capsys.readouterr()
+    assert _lab_report(monkeypatch, before, tmp_path / "missing", "--out", page) == 2
+    assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path / 'missing'}\n"
+    assert _lab_report(monkeypatch, before, after) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "name it with --out FILE" in error
+
+
 SEARCH = ["--multirun", "hydra/sweeper=search", "hydra.sweeper.num_samples=24", "hydra.sweeper.scheduler=asha",
           "hydra.sweeper.grace_period=27", "hydra.sweeper.reduction_factor=2", "hydra.sweeper.objective=onestep", "algorithm=q_table", "opponent=onestep",
           "player=2", "iterations=54", "episodes_per_update=50", "eval_every=6", "alpha=tag(log,interval(0.01,1))",
