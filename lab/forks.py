@@ -122,8 +122,8 @@ class Forks:
             store.lost(unfinished, RuntimeError("the fork of the driver training this run ended before it"), 0)
 
     def abort(self, store) -> None:
-        """Ctrl-C or an error in the driver: end the forks now, and record what they stored (in
-        `store`, if given)."""
+        """Ctrl-C or an error in the driver: end the forks now, and record in `store` (if given)
+        every run they stored, those of a batch cut short included."""
         self._stop.set()
         for process in self._processes:
             if process.pid is not None:
@@ -131,9 +131,10 @@ class Forks:
         for process in self._processes:
             if process.pid is not None:
                 process.join()
-        for jobs, packs in self.results():
-            if store is not None:
+        if store is not None:
+            for jobs, packs in self.results():
                 store.receive(list(zip(jobs, packs)), running=0)
+            store.found(self.unfinished())  # stored, but stopped before it said so
 
     def unfinished(self) -> list[Job]:
         """Once the forks have ended and their results were read: the jobs of the batches taken

@@ -16,6 +16,7 @@ import pytest
 
 from lab import agents, results
 from lab.agents import mc_vfa
+from lab.cli import plural
 from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, title
 
 pytestmark = pytest.mark.integration
@@ -129,7 +130,7 @@ def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
     saved = results.run_files(tmp_path / "results")
     assert 2 <= len(saved) < 8
-    assert (f"interrupted: {len(saved)} finished runs of this sweep are saved; the same command resumes "
+    assert (f"interrupted: {plural(len(saved), 'finished run')} of this sweep {'is' if len(saved) == 1 else 'are'} saved; the same command resumes "
             "the rest") in output.splitlines()
     _wait_for(lambda: not any(Path(f"/proc/{p}").exists() for p in workers), timeout=30,
               what="cancelled runs gone")

@@ -12,6 +12,7 @@ import pytest
 
 from lab import forks, results
 from lab import sweep as sweep_module
+from lab.cli import plural
 from lab.compose import grid
 from lab.config import job
 from lab.run import run
@@ -85,6 +86,25 @@ def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_fail
     assert [o.run_id for o in kept.done] == [jobs[0].run_id, doomed.run_id]  # took 0, then 1 and died with it
     assert results.statuses(tmp_path) == {jobs[0].run_id: "finished", doomed.run_id: "failed"}
     assert "ended before it" in kept.done[1].error
+
+
+def test_runs_a_fork_stored_before_it_was_stopped_are_reported_saved(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, seeds=2)
+
+    def stored_then_stopped(path, data):
+        time.sleep(60)  # stopped (Ctrl-C) after storing its batch, before saying so
+
+    monkeypatch.setattr(forks, "write_atomic", stored_then_stopped)  # the fork inherits it
+    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
+        trainers = forks.Forks(forks.Queue([jobs]), code={}, processes=1, token=kept.token)
+        deadline = time.monotonic() + 60
+        while len(results.run_files(tmp_path)) < 2:
+            assert time.monotonic() < deadline, "the fork stored nothing"
+            time.sleep(0.05)
+        trainers.abort(kept)
+        trainers.close()
+    assert sorted(o.run_id for o in kept.done) == sorted(j.run_id for j in jobs)
+    assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
 
 
 def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
@@ -205,7 +225,7 @@ def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
     saved = results.run_files(tmp_path / "results")
     assert 2 <= len(saved) < 8
-    assert (f"interrupted: {len(saved)} finished runs of this sweep are saved; the same command resumes "
+    assert (f"interrupted: {plural(len(saved), 'finished run')} of this sweep {'is' if len(saved) == 1 else 'are'} saved; the same command resumes "
             "the rest") in output.splitlines()
     assert not any(os.path.exists(f"/proc/{p}") for p in forked)
     kept = {p: p.read_bytes() for p in saved}

@@ -122,8 +122,8 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
     """Ctrl-C: one line on what is saved, exit status 130 (128 + SIGINT), no traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break Ray's shutdown
     saved = stop.saved if isinstance(stop, Interrupted) else 0
-    print(f"\ninterrupted: {saved} finished runs of this sweep are saved; the same command resumes "
-          "the rest", file=sys.stderr)
+    print(f"\ninterrupted: {plural(saved, 'finished run')} of this sweep {'is' if saved == 1 else 'are'} saved; "
+          "the same command resumes the rest", file=sys.stderr)
     sys.exit(130)
 
 

@@ -63,6 +63,13 @@ class Store:
         process had stored before it died (found on disk, written during this sweep)."""
         self.receive([(job, self._stored_meanwhile(job) or results.pack(lost(job, exc))) for job in jobs], running)
 
+    def found(self, jobs: list[Job]) -> None:
+        """Of runs whose worker was stopped (Ctrl-C), those it had stored before it ended, recorded
+        as the others: what was stored is reported saved."""
+        stored = [(job, packed) for job in jobs if (packed := self._stored_meanwhile(job)) is not None]
+        if stored:
+            self.receive(stored, running=0)
+
     def _stored_meanwhile(self, job: Job) -> results.Packed | None:
         path = Path(job.results_dir) / f"{job.run_id}.parquet"
         with contextlib.suppress(OSError, results.ResultsError):
