@@ -98,18 +98,31 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     table["best_run"] = final.loc[grouped["score"].idxmax(), "run_id"].to_numpy()
     _with_intervals(table, final)
     scores, counts = _seed_matrix(final, "score")
+    games = _games_matrices(final)
     table = table.sort_values([*GROUP, "score_mean", "win_mean", "episodes"],
                               ascending=[True] * len(GROUP) + [False, False, True])
     table["rank"] = table.groupby(GROUP).cumcount() + 1
     for column in ("improvement", "improvement_low", "improvement_high"):
         table[column] = np.nan
     for _, group in table.groupby(GROUP):
-        best = scores[group.index[0], :counts[group.index[0]]]
+        first = group.index[0]
+        best = scores[first, :counts[first]]
         for row in group.index[1:NEXT + 1]:
             if min(len(best), counts[row]) > 1:  # from one seed each it is 0 or 1 and says nothing
+                pair = (first, row)
+                by_games = None if games is None or any(np.isnan(games[3][r, :counts[r]]).any() for r in pair) \
+                    else [tuple(m[r, :counts[r]] for m in games) for r in pair]
                 table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
-                    stats.probability_of_improvement([best], [scores[row, :counts[row]]])
+                    stats.probability_of_improvement([best], [scores[row, :counts[row]]], by_games)
     return table.reset_index(drop=True)
+
+
+def _games_matrices(final: pd.DataFrame) -> tuple | None:
+    """The seed matrices of win, draw, loss and games, if any run was evaluated by games (a
+    configuration evaluated by games has every seed's game count)."""
+    if "games" not in final or final["games"].isna().all():
+        return None
+    return tuple(_seed_matrix(final, m)[0] for m in ("win", "draw", "loss", "games"))
 
 
 ONE_SEED = "1 seed: run `seed=0,1,2,...` for an interval"
@@ -231,6 +244,7 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     for key, group in final.groupby(GROUP, sort=True):
         configs = group.groupby("config").first()
         seeds = group.groupby("config")["score"].agg(lambda s: s.to_numpy(float))
+        games = _games_of(group)
         every = factors(configs, knobs)
         for factor in every:
             values = factor_values(configs, factor)
@@ -239,7 +253,8 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
             others = [k for f in every if f is not factor for k in f]
             effect = []
             for value, members in values.groupby(values):
-                point, low, high = stats.pooled([seeds[c] for c in members.index], "iqm")
+                point, low, high = stats.pooled([seeds[c] for c in members.index], "iqm",
+                                                games and [games[c] for c in members.index])
                 effect.append({**dict(zip(GROUP, key)), "knob": " x ".join(factor), "value": value,
                                "configurations": len(members), "runs": int(sum(len(seeds[c]) for c in members.index)),
                                "iqm": point, "iqm_low": low, "iqm_high": high})
@@ -247,11 +262,22 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
             best = effect[0]["value"]
             for rank, row in enumerate(effect, 1):
                 pairs = _matched(configs, values, others, best, row["value"]) if rank > 1 else []
-                p = (stats.probability_of_improvement([seeds[a] for a, _ in pairs], [seeds[b] for _, b in pairs])
+                xs, ys = [a for a, _ in pairs], [b for _, b in pairs]
+                p = (stats.probability_of_improvement([seeds[c] for c in xs], [seeds[c] for c in ys],
+                                                      games and [games[c] for c in xs + ys])
                      if pairs else (np.nan,) * 3)
                 rows.append({**row, "rank": rank, "pairs": len(pairs), "improvement": p[0],
                              "improvement_low": p[1], "improvement_high": p[2]})
     return pd.DataFrame(rows)
+
+
+def _games_of(group: pd.DataFrame) -> dict | None:
+    """config -> its seeds' (win, draw, loss, games), where every run of the group was evaluated
+    by games (in the order of its seeds' scores); else None."""
+    if "games" not in group or group["games"].isna().any():
+        return None
+    return {c: tuple(rows[m].to_numpy(float) for m in ("win", "draw", "loss", "games"))
+            for c, rows in group.groupby("config")}
 
 
 def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:

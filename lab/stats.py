@@ -29,10 +29,10 @@ for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference 
 
 Where the game is too big to enumerate (lab.mnk_bots on m,n,k boards), results are sampled by
 playing games instead, and the seeds are no longer the whole sample: a configuration's interval
-there (`by_games`) resamples the seeds and then each seed's games. One run's share of the games
-(wins, say) gets the Wilson score interval (`wilson`),
-which keeps its 95% coverage near 0 and 1 where the normal-approximation (Wald) interval collapses
-to a point; `games_needed` says how many games make every such interval narrow enough.
+there (`by_games`), like a knob value's pooled IQM and a probability of improvement, resamples the
+seeds and then each seed's games. One run's share of the games (wins, say) gets the Wilson score
+interval (`wilson`), which keeps its 95% coverage near 0 and 1 where the normal-approximation
+(Wald) interval collapses to a point; `games_needed` says how many games make every such interval narrow enough.
 """
 
 from math import ceil, sqrt
@@ -106,15 +106,23 @@ def _within(end, point):
     return np.where(np.isnan(end), point, end)
 
 
-def _resampled(strata: list[np.ndarray], statistic):
+def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
     """Bootstrap `statistic(*strata)` resampling each stratum on its own. Returns (point, low,
     high); low and high are NaN when a stratum has one seed: held fixed, its seed would enter
     every resample as it is and the interval would leave its seed-to-seed spread out (with one
-    seed everywhere it would have zero width)."""
+    seed everywhere it would have zero width). Strata of win - loss scores evaluated by games
+    come with `games`, each stratum's (win, draw, loss, games) per seed: then each resample
+    draws the seeds and then their games again (as `by_games` does)."""
     strata = [np.asarray(s, dtype=float) for s in strata]
     point = float(statistic(*strata, axis=-1))
     if min(len(s) for s in strata) < 2:
         return point, np.nan, np.nan
+    if games is not None:
+        rng = np.random.default_rng(SEED)
+        drawn = [_games_resample(rng, dict(zip(("win", "draw", "loss"), (np.asarray(v, float)[None] for v in g[:3]))),
+                                 np.asarray(g[3], np.int64)[None])["score"][:, 0] for g in games]
+        ends = np.percentile(statistic(*drawn, axis=-1), [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
+        return point, float(ends[0]), float(ends[1])
 
     def broadcast(*resampled, axis=-1):  # scipy may hand strata of different batch shapes
         shape = np.broadcast_shapes(*(s.shape[:-1] for s in resampled))
@@ -125,15 +133,15 @@ def _resampled(strata: list[np.ndarray], statistic):
     return point, low, high
 
 
-def pooled(strata: list, statistic: str = "iqm") -> tuple[float, float, float]:
+def pooled(strata: list, statistic: str = "iqm", games: list | None = None) -> tuple[float, float, float]:
     """The statistic over every seed of several strata (configurations) together, with its
     stratified-bootstrap interval: (point, low, high); no interval (NaN ends) when a stratum
-    has one seed."""
+    has one seed. Scores evaluated by games come with `games` (see `_resampled`)."""
 
     def of_all(*samples, axis=-1):
         return STATISTICS[statistic](np.concatenate(samples, axis=axis), axis=axis)
 
-    return _resampled(strata, of_all)
+    return _resampled(strata, of_all, games)
 
 
 def _improvement(*samples, axis=-1):
@@ -146,13 +154,14 @@ def _improvement(*samples, axis=-1):
     return np.mean(chances, axis=0)
 
 
-def probability_of_improvement(xs: list, ys: list) -> tuple[float, float, float]:
+def probability_of_improvement(xs: list, ys: list, games: list | None = None) -> tuple[float, float, float]:
     """P(X > Y) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i (for a
     configuration against another, one task each: [x], [y]). Returns (P, low, high); no
-    interval (NaN ends) when a task has one seed of X or of Y."""
+    interval (NaN ends) when a task has one seed of X or of Y. Scores evaluated by games come
+    with `games`, in the order of xs then ys (see `_resampled`)."""
     if len(xs) != len(ys) or not xs:
         raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
-    return _resampled([*xs, *ys], _improvement)
+    return _resampled([*xs, *ys], _improvement, games)
 
 
 GAMES_RESAMPLES = 2_000

@@ -135,7 +135,7 @@ def test_a_3x3_summary_keeps_its_columns(dirs, tmp_path):
 @pytest.mark.skipif(not stats.available(), reason="the report needs the report extra (scipy)")
 def test_report_groups_each_game_apart(dirs):
     frame = summary.name_configurations(results.load(dirs[0]))
-    groups = report.build(frame, summary.comparisons(frame), dirs[0])["groups"]
+    groups = report.build(frame, summary.comparisons(frame), [dirs[0]])["groups"]
     labels = sorted(group["label"] for group in groups)
     assert labels == ["mnk_4_4_4: mc_vfa, agent as O", "mnk_5_5_4: mc_vfa, agent as X", "ttt: mc_vfa, agent as O"]
     for group in groups:

@@ -239,10 +239,12 @@ def _by_games(games: int) -> pd.DataFrame:
 
 
 def test_by_games_intervals_hold_the_games_noise_and_every_label_says_by_how_many(tmp_path):
-    widths = {}
+    widths, knob_widths, improvement_lows = {}, {}, {}
     for games in (400, 9600):
-        configs, _ = summary.comparisons(_by_games(games))
+        configs, effects = summary.comparisons(_by_games(games))
         widths[games] = (configs["score_mean_high"] - configs["score_mean_low"]).to_numpy()
+        knob_widths[games] = (effects["iqm_high"] - effects["iqm_low"]).to_numpy()
+        improvement_lows[games] = configs["improvement_low"].dropna().to_numpy()
         assert (configs["games"] == games).all()
         summary.write_summary(tmp_path / str(games), frame=_by_games(games))
         text = (tmp_path / str(games) / summary.SUMMARY / "summary.md").read_text()
@@ -255,6 +257,9 @@ def test_by_games_intervals_hold_the_games_noise_and_every_label_says_by_how_man
     assert (widths[400] > widths[9600]).all() and (widths[400] > seeds_only).all()
     assert (widths[400] > 1.5 * widths[9600]).all()
     assert widths[9600] == pytest.approx(seeds_only, rel=0.25)  # 9,600 games: little beyond the seeds
+    # a knob value's pooled IQM and P(best > this) resample the games too
+    assert (knob_widths[400] > 1.5 * knob_widths[9600]).all()
+    assert (improvement_lows[400] < improvement_lows[9600]).all() and (improvement_lows[9600] == 1).all()
 
 
 def test_knob_importance_is_the_share_of_variance_between_a_knobs_values():
