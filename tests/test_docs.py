@@ -73,12 +73,16 @@ SWEEPS = [(page, argv, comment) for page, argv, comment in shown_commands()
 OTHERS = [(page, argv) for page, argv, _ in shown_commands() if argv[1:3] != ["-m", "lab.sweep"]]
 
 
-@functools.cache
 def dry_run(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
     """The sweep's dry run: every knob validated and every run planned, nothing trained or written.
-    A single run (no --multirun) is checked as a one-job sweep, which validates the same knobs."""
-    multirun = [] if "--multirun" in args or any(a.startswith("+sweeps=") for a in args) else ["--multirun"]
-    command = [sys.executable, "-m", "lab.sweep", *multirun, *args, "hydra.launcher.dry_run=true"]
+    A single run (no --multirun) is checked as a one-job sweep, which validates the same knobs.
+    The same command shown twice (`+sweeps=X`, `--multirun +sweeps=X`) runs once."""
+    return _dry_run(tuple(a for a in args if a != "--multirun"), cwd)
+
+
+@functools.cache
+def _dry_run(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true"]
     return subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
 
 
