@@ -183,9 +183,11 @@ def identity(run: RunConfig, knobs: Knobs) -> dict:
     unused = {"mcts_simulations": run.opponent != "mcts",
               "eval_games": not run.bigger_board or run.m * run.n <= mnk_exact.MAX_CELLS,
               **dict.fromkeys(("m", "n", "k"), not run.bigger_board)}
-    return {**{key: value for key, value in dataclasses.asdict(run).items() if not unused.get(key)},
-            **{key: value for key, value in dataclasses.asdict(knobs).items()
-               if key not in knobs.ADDED or value != knobs.ADDED[key]}}
+    # fields, not dataclasses.asdict: every knob is a plain value, and asdict deep-copies each
+    # (a third of planning a grid of short runs)
+    algorithm = {f.name: getattr(knobs, f.name) for f in dataclasses.fields(knobs)}
+    return {**{f.name: getattr(run, f.name) for f in dataclasses.fields(run) if not unused.get(f.name)},
+            **{key: value for key, value in algorithm.items() if key not in knobs.ADDED or value != knobs.ADDED[key]}}
 
 
 def run_id(run: RunConfig, knobs: Knobs) -> str:

@@ -9,6 +9,7 @@ This module sits below the learners: it imports nothing of the lab.
 """
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass
 
@@ -46,6 +47,12 @@ SHARED_RULES = {
 one thing across the lab; an algorithm may narrow a shared rule in its `check`, never widen it."""
 
 
+@functools.cache
+def _hints(config: type) -> dict:
+    """A Config's field types (typing.get_type_hints resolves them anew at every call)."""
+    return typing.get_type_hints(config)
+
+
 class Knobs:
     """Base of every algorithm's Config: checks each field's type and the shared rules, stores
     each value in its field's type (canonical: 1 and 1.0 are one float), then runs `check`."""
@@ -53,7 +60,7 @@ class Knobs:
     ADDED = {}  # knobs added after runs were stored -> the value those runs had (lab.config.identity)
 
     def __post_init__(self):
-        hints = typing.get_type_hints(type(self))
+        hints = _hints(type(self))
         for f in dataclasses.fields(self):
             value, kind = getattr(self, f.name), hints[f.name]
             require(is_kind(value, kind), f.name, value, KIND_NAMES[kind])

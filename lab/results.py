@@ -248,9 +248,13 @@ class Writer:
     next plan and `load` read a few parts instead of every run file. Use as a context manager
     (the last part is written on exit)."""
 
+    COMBINED = 128
+    """Run tables joined into one as they come: a part of thousands of one-row tables joined at
+    once costs three times as much, and at the sweep's end (1.5 s for 3,000 runs of 179 columns)"""
+
     def __init__(self, results_dir, part_rows: int = None):
         self.results_dir = Path(results_dir)
-        self.tables, self.keys, self.stored = [], [], []
+        self.tables, self.waiting, self.keys, self.counts, self.stored = [], [], [], [], []
         self.rows = 0
         self.part_rows = part_rows or PART_ROWS
 
@@ -260,28 +264,37 @@ class Writer:
         return self.results_dir / f"{result.run_id}.parquet"
 
     def record(self, written: list[Packed]) -> None:
-        """Add runs stored in results_dir (`commit`) to the index. Kept as they come (the index
-        columns are built once a part, in `flush`: per run they cost more than storing it)."""
+        """Add runs stored in results_dir (`commit`) to the index: their tables joined COMBINED at
+        a time, the part written in `flush` (per run, writing it would cost more than storing the run)."""
         for packed in written:
-            self.tables.append(packed.table)
+            self.waiting.append(packed.table)
             self.keys.append(packed.key)
+            self.counts.append(packed.table.num_rows)
             self.stored.append({**_stored_values(packed.table), "_key": packed.key})
             self.rows += packed.table.num_rows
+        if len(self.waiting) >= self.COMBINED:
+            self._combine()
         if self.rows >= self.part_rows:
             self.flush()
 
+    def _combine(self) -> None:
+        self.tables.append(pa.concat_tables(self.waiting).combine_chunks())  # one chunk: Parquet pays per chunk
+        self.waiting = []
+
     def flush(self) -> None:
-        if not self.tables:
+        if not self.keys:
             return
-        rows = np.array([t.num_rows for t in self.tables])
-        table = pa.concat_tables(self.tables).combine_chunks()  # one chunk: Parquet pays per chunk
-        table = table.append_column("_key", pa.array(np.repeat(np.array(self.keys, dtype=object), rows), pa.string()))
+        if self.waiting:
+            self._combine()
+        table = pa.concat_tables(self.tables).combine_chunks()
+        keys = np.repeat(np.array(self.keys, dtype=object), self.counts)
+        table = table.append_column("_key", pa.array(keys, pa.string()))
         for name, part in (("table", table), ("stored", pa.Table.from_pylist(self.stored, schema=_STORED_SCHEMA))):
             try:
                 _write_part(self.results_dir / INDEX / name, [part])
             except OSError:  # the index is a cache: the runs are saved whatever happens here
                 pass
-        self.tables, self.keys, self.stored = [], [], []
+        self.tables, self.keys, self.counts, self.stored = [], [], [], []
         self.rows = 0
 
     def __enter__(self) -> "Writer":

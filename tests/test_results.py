@@ -91,10 +91,12 @@ def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     pd.testing.assert_frame_equal(values(second), values(plain))  # pandas still reads only the runs
 
 
-def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch):
+@pytest.mark.parametrize("combined", [2, 128], ids=["tables joined two at a time", "joined once a part"])
+def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, monkeypatch, combined):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(5)]
     rows = len(run(jobs[0]).records)
     monkeypatch.setattr(results, "PART_ROWS", 2.5 * rows)  # a part every third run
+    monkeypatch.setattr(results.Writer, "COMBINED", combined)
     with results.Writer(tmp_path) as writer:
         for j in jobs:
             writer.save(run(j))
