@@ -50,10 +50,10 @@ def trials_table(configurations: list, settings) -> pd.DataFrame:
     return table.assign(best=finished.astype(float).cummax().ffill())
 
 
-def importance(configurations: list, dims: dict, settings) -> dict[str, float]:
+def importance(configurations: list, dims: dict, settings) -> dict[str, tuple[float, float, float]]:
     """Each searched knob's first-order share of the objective's variance over the finished
-    configurations (module doc; lab.stats.importance, as the grids' view), largest first; {} with
-    fewer than LEAST of them."""
+    configurations, with its 95% bootstrap interval (module doc; lab.stats.importance, as the
+    grids' view), largest first; {} with fewer than LEAST of them."""
     finished = [c for c in configurations if c.status == "finished" and c.curve]
     if len(finished) < LEAST:
         return {}
@@ -66,7 +66,7 @@ def importance(configurations: list, dims: dict, settings) -> dict[str, float]:
         else:
             scaled = np.log(values.astype(float)) if dim.log else values.astype(float)
             bins[key] = pd.qcut(scaled, min(QUANTILE_BINS, len(finished) // 4), labels=False, duplicates="drop").to_numpy()
-    return {key: share for key, (share, _, _) in stats.importance(bins, y).items()}
+    return stats.importance(bins, y)
 
 
 def trials_view(table: pd.DataFrame, objective: str):
@@ -93,14 +93,18 @@ def trials_view(table: pd.DataFrame, objective: str):
     return fig
 
 
-def importance_view(shares: dict[str, float]):
-    """Plotly: a bar per searched knob, its share of the objective's variance."""
+def importance_view(shares: dict[str, tuple[float, float, float]]):
+    """Plotly: a bar per searched knob, its share of the objective's variance and its interval."""
     from plotly import graph_objects as go
 
-    fig = go.Figure(go.Bar(x=list(shares.values())[::-1], y=list(shares)[::-1], orientation="h",
-                           marker_color="#1f77b4", hovertemplate="%{y}: %{x:.1%}<extra></extra>"))
+    share, low, high = (np.array([v[i] for v in shares.values()][::-1]) for i in range(3))
+    fig = go.Figure(go.Bar(x=share, y=list(shares)[::-1], orientation="h", marker_color="#1f77b4",
+                           error_x={"type": "data", "symmetric": False, "array": high - share, "arrayminus": share - low},
+                           customdata=np.column_stack([low, high]),
+                           hovertemplate="%{y}: %{x:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]<extra></extra>"))
     fig.update_layout(height=80 + 40 * len(shares), margin={"t": 20, "b": 40, "l": 160, "r": 20},
-                      xaxis={"title": "share of the objective's variance it explains alone", "tickformat": ".0%"})
+                      xaxis={"title": "share of the objective's variance it explains alone (95% interval)",
+                             "tickformat": ".0%"})
     return fig
 
 

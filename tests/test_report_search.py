@@ -31,10 +31,12 @@ def test_importance_finds_the_knob_that_moves_the_objective():
     configs = _configurations(200, lambda p, rng: np.log10(p["alpha"]) + 0.05 * rng.normal())
     shares = report_search.importance(configs, DIMS, Settings())
     assert list(shares) == ["alpha", "epsilon", "memory"]
-    assert shares["alpha"] > 0.9 and shares["epsilon"] < 0.1 and shares["memory"] < 0.05
+    assert shares["alpha"][0] > 0.9 and shares["epsilon"][0] < 0.1 and shares["memory"][0] < 0.05
+    assert all(low <= share <= high for share, low, high in shares.values())  # each with its interval
+    assert shares["alpha"][1] > shares["epsilon"][2]
     # a choice that decides it, alone
     shares = report_search.importance(_configurations(60, lambda p, rng: float(p["memory"] == "keep")), DIMS, Settings())
-    assert shares["memory"] == pytest.approx(1.0) and list(shares)[0] == "memory"
+    assert shares["memory"][0] == pytest.approx(1.0) and list(shares)[0] == "memory"
     assert report_search.importance(configs[:report_search.LEAST - 1], DIMS, Settings()) == {}
 
 
