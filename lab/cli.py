@@ -129,12 +129,21 @@ def require_writable(folder, what: str = "results_dir") -> None:
 def terminate_as_interrupt() -> None:
     """SIGTERM (`timeout`, `kill`, a batch scheduler) does what Ctrl-C does in this process, so
     the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
-    A fork of this process keeps the default: it dies."""
+    The first of them stops it; later ones are ignored, as they would cut that stopping short (a
+    `kill` of the process group and then of this process, as the benchmark stops its sweeps, or
+    Ctrl-C in a terminal and then SIGTERM). A fork of this process keeps the default: it dies."""
+    def stop_once(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
     def handle(signum, frame):
         ctrl_c = signal.getsignal(signal.SIGINT)
         if callable(ctrl_c):  # SIG_IGN: a Ctrl-C is being handled already
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a search holds its Ctrl-C: ignored here too
             ctrl_c(signal.SIGINT, frame)
 
+    signal.signal(signal.SIGINT, _in_this_process(stop_once))
     signal.signal(signal.SIGTERM, _in_this_process(handle))
 
 

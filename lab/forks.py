@@ -120,6 +120,7 @@ class Forks:
             store.receive(list(zip(jobs, packs)), running=0)
         if unfinished := self.unfinished():
             store.lost(unfinished, RuntimeError("the fork of the driver training this run ended before it"), 0)
+        self._received.update(self.queue.taken_by_forks())  # every batch they took is accounted for
 
     def abort(self, store) -> None:
         """Ctrl-C or an error in the driver: end the forks now, and record in `store` (if given)

@@ -36,7 +36,6 @@ def in_forks(jobs: list[Job], code: dict, store: Store, cores: int) -> None:
         while (taken := queue.take()) is not None:
             jobs_ = queue.batches[taken]
             store.receive(list(zip(jobs_, batch.train(jobs_, code, store.token))), running=0)
-    finally:
-        if trainers.alive:  # Ctrl-C or an error: keep what they finished
-            trainers.abort(store)
+    finally:  # Ctrl-C or an error: keep what they stored (after `finish`, nothing is left to keep)
+        trainers.abort(store)
         trainers.close()

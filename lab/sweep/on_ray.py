@@ -161,12 +161,12 @@ class RayTasks:
 
     def cancel(self) -> None:
         """After the last run, Ctrl-C or an error: leave nothing running on the cluster; early
-        forks still training (Ctrl-C or an error) are stopped, keeping what they finished."""
+        forks still training (Ctrl-C or an error) are stopped, keeping what they stored."""
         import ray
 
         for task in self.pending:
             ray.cancel(task, force=True)
         if self.early_forks is not None:
-            if self.early_forks.alive:
-                self.early_forks.abort(self.store)
+            # ended or not: a batch they stored and the driver had not read when Ctrl-C came is recorded
+            self.early_forks.abort(self.store)
             self.early_forks.close()

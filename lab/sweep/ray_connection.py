@@ -45,6 +45,8 @@ def _keeping_sigterm():
         yield
     except SystemExit as exc:
         if main and callable(kept) and exc.code == signal.SIGTERM:
+            kept = signal.SIG_IGN  # the sweep stops now: a later signal would cut that short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             raise KeyboardInterrupt from None
         raise
     finally:
