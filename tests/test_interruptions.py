@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from lab import cli
+from lab.search import workers
 from sweeping import clean_env, descendants, title
 
 
@@ -43,6 +45,24 @@ def test_sigterm_does_what_ctrl_c_does_and_the_first_signal_stops_it(handlers, f
     for later in (signal.SIGTERM, signal.SIGINT):  # while it stops, nothing cuts that short
         os.kill(os.getpid(), later)
         time.sleep(0.1)
+
+
+@pytest.mark.integration
+def test_a_search_fork_ended_by_the_same_sigterm_is_the_interrupt_not_a_lost_worker(handlers):
+    """`timeout` signals the whole process group: a search's fork may die of it before the driver
+    looks at its own signal (CI once saw "every worker died", exit 1, instead of exit 130)."""
+    cli.terminate_as_interrupt()
+    with workers.Interrupt() as interrupt:
+        forks = workers.Forks(1, {}, interrupt)
+        try:
+            def killpg():  # from another thread: the driver's main thread is waiting on the pipes
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(forks.processes[0].pid, signal.SIGTERM)
+            threading.Timer(0.3, killpg).start()
+            with pytest.raises(KeyboardInterrupt):
+                forks.answers_ready(timeout=10)
+        finally:
+            forks.close()
 
 
 def _alive(pid: int) -> bool:

@@ -111,6 +111,7 @@ class Forks:
         """The answers that came (waiting at most `timeout` seconds for the first)."""
         self.interrupt.check()
         ready = multiprocessing.connection.wait([p for p in self.pipes if not p.closed], timeout)
+        self.interrupt.check()  # a SIGTERM to the process group ends the forks too: not their loss
         answers = []
         for pipe in ready:
             worker = self.pipes.index(pipe)
