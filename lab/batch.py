@@ -2,15 +2,14 @@
 
 A run's table in the schema and its Parquet bytes cost a few milliseconds, and its files a flush
 to the disk each: done by a sweep's driver one run after another, that work set the pace of short
-runs whatever the cores. So a worker (a fork of the driver, a Ray task, or the driver itself)
-trains a batch of runs (lab.schedule) and packs each (lab.results.pack). Given the token of the
-driver's results_dir (forks and the driver itself, which share its file system and die with it),
-it stores the whole batch there at once with one flush (lab.results.commit) and sends home only
-the tables, for the index; else (Ray tasks, which may outlive the driver or be cut off from it)
-it sends the packed runs home, for the driver to store (lab.sweep.store).
+runs whatever the cores. So a worker (lab.workers: a fork of the driver, a Ray actor, or the
+driver itself) trains a batch of runs (lab.schedule) and packs each (lab.results.pack). Given the
+token of the driver's results_dir (forks and the driver itself, which share its file system and
+die with it), it stores the whole batch there at once with one flush (lab.results.commit) and
+sends home only the tables, for the index; else (Ray actors, which may outlive the driver or be
+cut off from it) it sends the packed runs home, for the driver to store (lab.sweep.store).
 """
 
-import contextlib
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -30,19 +29,26 @@ def shares(results_dir, token: str | None) -> bool:
     return token is not None and token_path(results_dir, token).exists()
 
 
-def train(batch: list[Job], code: dict, token: str | None = None, signal: str | None = None) -> list[results.Packed]:
+def train(batch: list[Job], code: dict, token: str | None = None) -> list[results.Packed]:
     """A worker's task: train the jobs one after another and pack each run; where this process
     shares the driver's results_dir (`token`), store them there at once and return them written
-    (tables only), else return them packed for the driver to store. Creates the file `signal`
-    first, if given: the driver's early forks (lab.forks) stop when it appears."""
-    if signal is not None:
-        with contextlib.suppress(OSError):  # a signal that cannot be given changes no result
-            Path(signal).touch()
+    (tables only), else return them packed for the driver to store."""
     ran = [run(job, code) for job in batch]
     began = time.perf_counter()
     packs = store_where_shared(batch, [results.pack(result) for result in ran], token)
     share = (time.perf_counter() - began) / max(1, len(batch))
     return [packed.timed(share) for packed in packs]
+
+
+class Trainer:
+    """A grid's worker (lab.workers): trains each batch it is sent, storing it where it shares
+    the driver's results_dir (`token`)."""
+
+    def __init__(self, code: dict, token: str | None = None):
+        self.code, self.token = code, token
+
+    def train(self, batch: list[Job]) -> list[results.Packed]:
+        return train(batch, self.code, self.token)
 
 
 def store_where_shared(batch: list[Job], packs: list[results.Packed], token: str | None) -> list[results.Packed]:

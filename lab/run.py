@@ -277,7 +277,7 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
 
 
 def lost(job: Job, exc: BaseException) -> RunResult:
-    """A run lost with the process that trained it (a Ray task failed for good, a fork died):
+    """A run lost with the process that trained it (a Ray actor or node lost for good, a fork died):
     one failed row, so the sweep records it and the next one re-trains it."""
     row = {"run_id": job.run_id, **job.identity(), "iteration": 0, "episodes": 0, "train_seconds": 0.0}
     return ended(job.run_id, [row], "failed", f"{type(exc).__name__}: {exc}", None)

@@ -3,8 +3,8 @@
 Runs in one grid differ in cost by orders of magnitude (a 1x8 net against a 5x32 one, alphazero's
 searches against a table), and a grid lists them in override order. Sent in that order, the
 longest can start last and leave every other core idle while it finishes. So the driver sends the
-runs longest first, by a predicted cost, and packs runs too short to be worth a Ray task of their
-own (a task costs milliseconds to dispatch, and its result a write on the driver) into batches.
+runs longest first, by a predicted cost, and packs runs too short to be worth a call of their
+own (a call costs milliseconds to dispatch, and its result a write on the driver) into batches.
 
 The cost model is rough on purpose: only the order and the batch sizes depend on it, never a
 result. Its numbers are microseconds per training episode and milliseconds per exact evaluation
@@ -20,7 +20,7 @@ RUN_SECONDS = 0.015
 """Every run's own overhead: building its learner, its table and its checkpoint."""
 
 TASK_SECONDS = 0.2
-"""A batch is filled to about this much predicted work: well above a Ray task's overhead."""
+"""A batch is filled to about this much predicted work: well above a Ray call's overhead."""
 
 TASKS_PER_CORE = 4
 """Batches stay small enough to give every core at least this many tasks to balance."""

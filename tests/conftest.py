@@ -42,7 +42,7 @@ def _fast_tier_stays_in_process(request, monkeypatch):
         raise AssertionError("this test starts a process or Ray: mark it @pytest.mark.integration")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-    monkeypatch.setattr("os.fork", refuse)  # multiprocessing's fork (lab.forks)
+    monkeypatch.setattr("os.fork", refuse)  # multiprocessing's fork (lab.workers)
     monkeypatch.setattr("ray.init", refuse)
 
 

@@ -31,6 +31,7 @@ def _moved(name: str, user: str) -> str:
 RAY_NAMES = [  # (module, attribute path, the lab/compat function that uses it)
     ("ray._private.worker", "_global_node", "lab.compat.ray.local_node_processes"),
     ("ray._raylet", "Config", "lab.compat.ray.reread_config"),
+    ("ray._raylet", "setproctitle", "lab.compat.ray.set_process_title"),
 ]
 
 

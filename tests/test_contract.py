@@ -115,8 +115,8 @@ def test_imports_point_only_down():
 
 
 SWEEP_STEPS = ["lab.sweep.errors", "lab.sweep.progress", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
-               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.backends",
-               "lab.sweep.on_ray", "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
+               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.dispatch",
+               "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
 re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""
 
@@ -127,7 +127,7 @@ def test_the_sweep_modules_import_only_down_and_private_apis_only_through_lab_co
     for i, module in enumerate(SWEEP_STEPS):
         assert not graph[module] & set(SWEEP_STEPS[i + 1:]), module
     assert not any(graph[m] & set(SWEEP_STEPS) for m in graph if m.startswith(("lab.compat", "lab.run",
-                                                                                 "lab.forks", "lab.results")))
+                                                                                 "lab.workers", "lab.results")))
     for path in [*LAB.rglob("*.py"), *(LAB.parent / "hydra_plugins").rglob("*.py")]:
         if path.parent.name == "compat":
             continue

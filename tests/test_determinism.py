@@ -1,5 +1,5 @@
 """The same configuration and seed give identical rows (training seconds aside) however they run:
-in this process, alone (`python -m lab.sweep`), in a serial sweep, or as Ray tasks."""
+in this process, alone (`python -m lab.sweep`), in a serial sweep, or on Ray's actors."""
 
 import pandas as pd
 import pytest
@@ -38,7 +38,7 @@ def test_alone_and_in_a_serial_sweep(in_process, tmp_path):
 
 @pytest.mark.slow
 def test_as_ray_tasks_and_a_failing_run_on_ray(in_process, tmp_path):
-    # a 10^15-unit layer cannot be allocated: that Ray task's run fails, the others finish
+    # a 10^15-unit layer cannot be allocated: that run fails on its Ray actor, the others finish
     done = sweep([*GRID, "neurons=4,1000000000000000"], cwd=tmp_path)
     assert done.returncode == 1
     assert "4 runs finished, 4 failed" in done.stdout

@@ -71,7 +71,7 @@ def _complete(results_dir, iterations):
 
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
-    # runs long enough that the driver's early forks (lab.forks), busy with one while Ray starts,
+    # runs long enough that the driver's early forks (lab.sweep.dispatch), busy with one while Ray starts,
     # leaves the other to Ray
     proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200", "seed=0,1"])
 
@@ -84,7 +84,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     assert len(results.run_files(tmp_path / "results")) < 2  # it died mid-run, before its result
     assert proc.wait(timeout=300) == 0, _output(proc)
     assert "2 runs finished, 0 failed, 1 retried after their worker or node was lost" in _output(proc)
-    assert "lost with WorkerCrashedError: sent again (1 of 3)" in _output(proc)
+    assert "lost with ActorDiedError: sent again (1 of 3)" in _output(proc)
     table = _complete(tmp_path / "results", iterations=1200)
     assert sorted(table.drop_duplicates("run_id")["seed"]) == [0, 1]
 
@@ -116,13 +116,13 @@ def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_
     grid = ["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "seed=range(0,8)", "hydra.launcher.num_cpus=2"]
     proc = spawn(grid)
 
-    def training():  # Ray workers are titled after the task they run: ray::<algorithm>:<run id>
+    def training():  # Ray workers are titled after the call they run: ray::<algorithm>:<run id>
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
 
     _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2 and training(),
               what="two finished runs and one in flight")
     workers = training()
-    # a task of several short runs is named after its first: ray::<algorithm>:<run id>+<more>
+    # a call of several short runs is named after its first: ray::<algorithm>:<run id>+<more>
     assert all(re.fullmatch(r"ray::mc_vfa:[0-9a-f]{16}(\+[0-9]+)?", title(p)) for p in workers)
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     assert proc.wait(timeout=60) == 130, _output(proc)

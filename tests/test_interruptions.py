@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from lab import cli
-from lab.search import workers
+from lab import workers
+from lab.search.trial import Trainer
 from sweeping import clean_env, descendants, title
 
 
@@ -53,7 +54,7 @@ def test_a_search_fork_ended_by_the_same_sigterm_is_the_interrupt_not_a_lost_wor
     looks at its own signal (CI once saw "every worker died", exit 1, instead of exit 130)."""
     cli.terminate_as_interrupt()
     with workers.Interrupt() as interrupt:
-        forks = workers.Forks(1, {}, interrupt)
+        forks = workers.Forks(1, (Trainer, ({},)), interrupt)
         try:
             def killpg():  # from another thread: the driver's main thread is waiting on the pipes
                 os.kill(os.getpid(), signal.SIGTERM)

@@ -2,12 +2,11 @@
 
 import pytest
 
-from lab import forks, results, schedule, sweep
+from lab import results, schedule, sweep, workers
 from lab.batch import train
 from lab.compose import compose, grid
 from lab.config import job
 from lab.run import run
-from lab.sweep import on_ray
 from sweeping import TINY, TINY_RUNS
 
 
@@ -77,23 +76,6 @@ def test_batches_give_the_rows_of_one_task_per_run():
         assert packed.table.drop_columns(list(results.CIRCUMSTANCES)).equals(alone)
 
 
-def test_the_queue_gives_each_batch_to_one_taker_longest_first_and_knows_the_forks_ones():
-    queue = forks.Queue([["a"], ["b"], ["c"], ["d"], ["e"]])
-    assert queue.take() == 0 and queue.take(by_fork=True) == 1 and queue.take(by_fork=True) == 2
-    assert queue.take() == 3 and queue.take(by_fork=True) == 4
-    assert queue.take() is None and queue.take(by_fork=True) is None
-    assert queue.taken_by_forks() == [1, 2, 4]
-
-
-def test_a_ray_task_signals_that_it_trains_and_a_lost_signal_changes_nothing(tmp_path):
-    jobs = [_job(*TINY, f"seed={s}") for s in range(2)]
-    signal = tmp_path / "ray-trains"
-    assert [r.failed for r in train(jobs, code={}, signal=str(signal))] == [False, False]
-    assert signal.exists()
-    gone = tmp_path / "removed" / "ray-trains"
-    assert [r.failed for r in train(jobs, code={}, signal=str(gone))] == [False, False]
-
-
 def test_auto_trains_by_the_predicted_work_per_core(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     tiny = [_job(*TINY, f"seed={s}") for s in range(4)]
@@ -128,14 +110,14 @@ def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):
     assert "1 run finished, 0 failed\n" in capsys.readouterr().out  # no jobs: no folder to name
 
 
-def test_only_tasks_lost_with_their_worker_or_node_are_retried():
+def test_only_calls_lost_with_their_actor_worker_or_node_are_retried():
     from ray import exceptions
 
-    lost = [exceptions.WorkerCrashedError(), exceptions.NodeDiedError("node gone"),
+    lost = [exceptions.ActorDiedError(), exceptions.WorkerCrashedError(), exceptions.NodeDiedError("node gone"),
             exceptions.ObjectLostError("0" * 56, "owner", "call site"), exceptions.OutOfMemoryError("killed")]
-    assert all(map(on_ray.lost_with_its_node, lost))
+    assert all(map(workers.lost_with_its_node, lost))
     not_lost = [exceptions.TaskCancelledError(), exceptions.RuntimeEnvSetupError("no pip"), ValueError("a bug")]
-    assert not any(map(on_ray.lost_with_its_node, not_lost))
+    assert not any(map(workers.lost_with_its_node, not_lost))
 
 
 def test_serial_execution_runs_longest_first(tmp_path):

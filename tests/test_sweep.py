@@ -18,7 +18,7 @@ PUBLIC = {  # the names other modules and users take from lab.sweep -> the modul
     "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "placement",
     "RAY_START_SECONDS": "placement", "RAY_WORTH_SECONDS": "placement", "FORK_SECONDS": "placement",
     "MODES": "placement", "execute": "execution", "Execution": "execution", "Interrupted": "execution",
-    "report": "execution", "RETRIES": "on_ray", "connect": "ray_connection", "disconnect": "ray_connection",
+    "report": "execution", "RETRIES": "dispatch", "connect": "ray_connection", "disconnect": "ray_connection",
     "TOKEN_HINT": "ray_connection", "Progress": "progress", "Outcome": "progress",
     "HydraKnobs": "hydra_knobs", "launch": "entry", "analyse": "entry",
 }

@@ -34,11 +34,11 @@ def longest_first_makespan(seconds: list[float], cores: int) -> float:
 
 
 def ray_ready_seconds(cores: int) -> float:
-    """Seconds from starting a local Ray until a worker has imported the lab (lab.batch) and can
+    """Seconds from starting a local Ray until an actor has imported the lab (lab.batch) and can
     train: the least a sweep on a Ray it starts takes, whatever its forks train meanwhile."""
     script = ("import time\nfrom lab import batch, sweep\nimport ray\nstart = time.perf_counter()\n"
               f"sweep.connect(num_cpus={cores})\n"
-              "ray.get(ray.remote(batch.train).remote([], {}))\n"
+              "ray.get(ray.remote(batch.Trainer).remote({}).train.remote([]))\n"
               "print(time.perf_counter() - start)\nsweep.disconnect()")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     return float(done.stdout.split()[-1])

@@ -25,3 +25,12 @@ def reread_config() -> None:
     from ray._raylet import Config
 
     Config.initialize("")
+
+
+def set_process_title(title: str) -> None:
+    """Title this Ray worker process (what `ps` and `top` show). Ray titles a worker after the task
+    it runs (`ray::<name>`), but an actor's after its class whatever the call: the lab titles its
+    actors' calls itself, with Ray's own private ray._raylet.setproctitle."""
+    from ray._raylet import setproctitle
+
+    setproctitle(title)

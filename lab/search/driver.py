@@ -2,7 +2,7 @@
 settings are validated (hydra_plugins/lab_plugins: SearchSweeper).
 
 It refuses another search in a results_dir that holds one (`_search/search.json` says what it
-searched) and resumes the same one; starts the workers (lab.search.workers: forks of this process
+searched) and resumes the same one; starts the workers (lab.workers: forks of this process
 here, Ray actors when a cluster is joined); lets Optuna (lab.search.study) or population-based
 training (lab.search.pbt) drive the trials; saves every trial's runs as they end, each a run
 table with the lab's schema (a finished run already in results_dir is never replaced by a stopped
@@ -23,7 +23,8 @@ from lab.search import outcome
 from lab.search.saved import IDENTITY
 from lab.search.settings import Settings
 from lab.search.space import Dimension
-from lab.search.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
+from lab.search.trial import Trainer
+from lab.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
@@ -110,13 +111,13 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
 
     if parallel is True or address or os.environ.get("RAY_ADDRESS"):
         sweep.connect(address, num_cpus)
-        return RayActors(code, interrupt, most=settings.max_concurrent)
+        return RayActors((Trainer, (code,)), interrupt, most=settings.max_concurrent)
     cores = num_cpus or os.cpu_count() or 1
     size = min(cores, settings.max_concurrent or cores, settings.num_samples)
     if parallel is False or size == 1:
-        return InProcess(code, interrupt)
+        return InProcess((Trainer, (code, interrupt.check)), interrupt)
     warm_up(base)
-    return Forks(size, code, interrupt)
+    return Forks(size, (Trainer, (code,)), interrupt)
 
 
 def warm_up(base: dict) -> None:

@@ -1,4 +1,4 @@
-"""Population-based training, synchronous, on the search's workers (lab.search.workers).
+"""Population-based training, synchronous, on the search's workers (lab.workers).
 
 A population of `num_samples` configurations (members), sampled at random in the space, trains
 in generations of `perturbation_interval` iterations: every member, on each of its seeds, goes on
@@ -27,7 +27,7 @@ from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.study import Ended
 from lab.search.trial import Task
-from lab.search.workers import Lost, WorkersLost
+from lab.workers import Lost, WorkersLost
 
 FOLDER = "pbt"
 QUANTILE = 0.25
@@ -77,6 +77,8 @@ class Evolve:
                  folder: Path):
         self.base, self.dims, self.settings = base, dims, settings
         self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER
+        self.workers: list[int] = []
+        """the pool's workers so far (every one idle between generations)"""
         job = config.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
         self.ended = []
@@ -131,13 +133,16 @@ class Evolve:
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
         waiting = [i for i, m in enumerate(members) if m.status == "training"]
-        idle, busy, after = list(range(self.pool.size)), {}, {}
+        self.workers += self.pool.grow()
+        idle, busy, after = list(self.workers), {}, {}
         while waiting or busy:
             while idle and waiting:
                 index = waiting.pop(0)
                 busy[idle[0]] = index
                 self.pool.send(idle.pop(0), ("start", self._task(index, members[index], snapshots, until)))
-            idle += self.pool.grow()
+            grown = self.pool.grow()
+            self.workers += grown
+            idle += grown
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
                 if isinstance(done, Lost):

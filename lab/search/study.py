@@ -1,5 +1,5 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.search.workers), report its aggregated objective to the pruner where the
+worker is free (lab.workers), report its aggregated objective to the pruner where the
 pruner may decide (`decisions`) and answer go on or stop, tell the study how it ended.
 
 Optuna's state lives in Optuna's own storage (a journal file in results_dir/_search by default,
@@ -23,7 +23,7 @@ from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
-from lab.search.workers import Lost, WorkersLost
+from lab.workers import Lost, WorkersLost
 
 STUDY = "lab-search"
 """The study's name in the default journal file (one search per results_dir)"""
@@ -245,7 +245,7 @@ class Optimize:
 
         trials = self.study.get_trials(deepcopy=False)
         again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
-        asked, idle = len(trials), list(range(self.pool.size))
+        asked, idle = len(trials), self.pool.grow()
         while True:
             while idle and (again or asked < self.settings.num_samples):
                 if again:

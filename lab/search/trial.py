@@ -6,7 +6,7 @@ own kernel random stream, so each seed's rows are the ones it has trained alone)
 the trial has one objective per seed, which the driver aggregates, reports to its pruner and
 answers with go on or stop (`Trainer.advance`). It asks only where the pruner may decide; between
 those points, and where nothing can stop a trial (no pruner, or a PBT generation), it trains
-through, and the objectives of every point come back with its runs. A `Trainer` is the same object in a fork of the driver (lab.search.workers, over a
+through, and the objectives of every point come back with its runs. A `Trainer` is the same object in a fork of the driver (lab.workers, over a
 pipe), in a Ray actor on a cluster, or in the driver itself.
 """
 
@@ -90,7 +90,7 @@ class Trainer:
     """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
 
     def __init__(self, code: dict, check=lambda: None):
-        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.search.workers)
+        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.workers)
         self.task: Task | None = None
 
     def start(self, task: Task) -> Point | Done:

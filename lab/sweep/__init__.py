@@ -3,12 +3,13 @@
 Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
 the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
 (lab.compose.Composer), validated and checked against what results_dir already holds before
-anything starts; the remaining runs go out as Ray tasks, longest first (an embedded local Ray,
-whose start the driver's early forks fill by training the first runs, lab.forks, unless
+anything starts; the remaining runs go out to Ray's actors, longest first (an embedded local
+Ray, whose start the driver's early forks fill by training the first runs, unless
 hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
-trains in the forks alone, `mode`; a task Ray loses with its worker or node is sent again,
-RETRIES times at most); each finished run comes back to this process, which writes it
-atomically, so results land in this machine's results_dir whichever node trained them. The driver
+trains in forks alone, `mode`; a batch Ray loses with its actor or node is sent again, RETRIES
+times at most); each finished run comes back to this process, which writes it atomically, so
+results land in this machine's results_dir whichever node trained them (forks, which share it,
+write their runs themselves). The workers are lab.workers', which a search's trials use too. The driver
 keeps only a few fields per finished run, so its memory does not grow with the runs' results, and
 Ctrl-C stops a sweep cleanly: what finished stays saved.
 
@@ -18,8 +19,7 @@ Its modules, in the order a sweep uses them:
     placement       where the runs train (mode): Ray, forks of this process, or this process
     record          the sweep record written into each results_dir it trains into
     execution       execute the runs where placement says, saving each; report what they did
-    backends        training in this process or in forks of it
-    on_ray          training as Ray tasks (early forks fill a local Ray's start; lost tasks retried)
+    dispatch        the runs' batches on workers: this process, forks, Ray actors (lost ones sent again)
     ray_connection  joining a cluster or starting a local Ray, and stopping it
     progress        the progress line, and the Outcome kept of each finished run
     overrides       the command line checked before Hydra: unknown keys, options, sweep names
@@ -38,7 +38,7 @@ from lab.sweep.entry import analyse, launch, run_one
 from lab.sweep.execution import Execution, Interrupted, execute, report
 from lab.sweep.hydra_knobs import HydraKnobs
 from lab.sweep import overrides
-from lab.sweep.on_ray import RETRIES
+from lab.sweep.dispatch import RETRIES
 from lab.sweep.placement import FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, mode
 from lab.sweep.planning import Plan, list_plan, plan
 from lab.sweep.progress import Outcome, Progress

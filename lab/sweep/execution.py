@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from lab import provenance
 from lab.cli import plural
 from lab.config import Job
-from lab.sweep import backends, on_ray, placement
+from lab.sweep import dispatch, placement
 from lab.sweep.progress import Outcome, Progress
 from lab.sweep.store import Store
 
@@ -63,13 +63,7 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     with Store(jobs, progress, hooks) as store:
         try:
             where = placement.mode(jobs, parallel, address, num_cpus)
-            if where == "ray":
-                cores, retried = on_ray.on_ray(jobs, code, store, address, num_cpus, dashboard)
-            elif where == "processes":
-                cores = placement.cores(num_cpus)
-                backends.in_forks(jobs, code, store, cores)
-            else:
-                backends.in_process(jobs, code, store)
+            cores, retried = dispatch.train(jobs, code, store, where, address, num_cpus, dashboard)
         except KeyboardInterrupt:
             raise Interrupted(len(store.done)) from None
         finally:

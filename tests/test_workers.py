@@ -1,23 +1,25 @@
-"""Forks of the driver (lab.forks), as early forks while Ray starts or as a sweep's only trainers:
-each run once, with the rows a Ray task would give; and Ray's quicker stop (lab.sweep.disconnect)."""
+"""The workers a sweep's runs and a search's trials train on (lab.workers), as a grid uses them
+(lab.sweep.dispatch): forks of the driver, as early forks while Ray starts or as a sweep's only
+trainers, each run once with the rows this process would give; a fork that dies; Ctrl-C; and
+Ray's quicker stop (lab.sweep.disconnect)."""
 
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
 import pytest
 
-from lab import forks, results
+from lab import batch, results, workers
 from lab import sweep as sweep_module
 from lab.cli import plural
 from lab.compose import grid
 from lab.config import job
 from lab.run import run
-from lab import batch
-from lab.sweep import store
+from lab.sweep import dispatch, store
 from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values
 
 pytestmark = pytest.mark.integration
@@ -37,91 +39,101 @@ def _alone(job_) -> pd.DataFrame:
     return results.table_of(run(job_, code={}).records).to_pandas()
 
 
-def _train_in_forks(queue, processes):
-    """Every run the forks finish (job, packed run), and the jobs they lost."""
-    trainers = forks.Forks(queue, code={}, processes=processes)
-    trainers.wait()
-    trained = [(j, p) for jobs, packs in trainers.results() for j, p in zip(jobs, packs)]
-    lost = trainers.unfinished()
-    trainers.close()
-    assert not trainers.alive and not trainers.folder.exists()
-    return trained, lost
+def _kept(jobs):
+    return store.Store(jobs, sweep_module.Progress(len(jobs)))
 
 
-def test_forks_train_every_run_once_with_the_rows_of_this_process(tmp_path):
+def test_forks_answer_each_call_in_order_with_the_rows_of_this_process(tmp_path):
     jobs = _jobs(tmp_path)
-    queue = forks.Queue([jobs[:2], *([j] for j in jobs[2:])])
-    trained, lost = _train_in_forks(queue, processes=2)
-    assert lost == []
+    calls = [jobs[:2], *([j] for j in jobs[2:])]
+    pool = workers.Forks(2, (batch.Trainer, ({},)))  # no token: runs sent home, not written
+    try:
+        assert pool.grow() == [0, 1] and pool.grow() == []
+        for i, call in enumerate(calls):
+            pool.send(i % 2, ("train", call))
+        answers = []
+        deadline = time.monotonic() + 60
+        while len(answers) < len(calls) and time.monotonic() < deadline:
+            answers += pool.answers_ready(timeout=1.0)
+    finally:
+        pool.close()
+    assert [w for w, _ in answers if w == 0] == [0, 0, 0] and len(answers) == len(calls)
+    trained = [(j, p) for i in (0, 1) for call, (_, packs) in zip(calls[i::2], [a for a in answers if a[0] == i])
+               for j, p in zip(call, packs)]
     assert sorted(j.run_id for j, _ in trained) == sorted(j.run_id for j in jobs)
     for job_, packed in trained:
-        assert packed.run_id == job_.run_id and packed.key is None  # no token: sent home, not written
+        assert packed.run_id == job_.run_id and packed.key is None
         pd.testing.assert_frame_equal(_without_circumstances(packed.table.to_pandas()),
                                       _without_circumstances(_alone(job_)))
 
 
-def test_batches_the_driver_took_for_ray_are_never_trained_by_a_fork(tmp_path):
-    jobs = _jobs(tmp_path)
-    queue = forks.Queue([[j] for j in jobs])
-    mine = [queue.take(), queue.take()]  # the longest two, sent to Ray before the forks take any
-    trained, _ = _train_in_forks(queue, processes=2)
-    assert {j.run_id for j, _ in trained} == {j.run_id for j in jobs[2:]}
-    assert mine == [0, 1] and queue.take() is None
+def test_early_forks_are_fed_until_ray_is_ready_then_end_after_the_batch_in_hand(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, seeds=12)
 
-
-def test_a_fork_that_dies_loses_only_the_runs_it_held_and_they_are_saved_as_failed(tmp_path, monkeypatch):
-    jobs = _jobs(tmp_path, seeds=4)
-    doomed = jobs[1]
-
-    def run_or_die(job_, code):
-        if job_.run_id == doomed.run_id:
-            os._exit(3)  # as a crash would: nothing sent, no goodbye
+    def slowly(job_, code):  # 0.2 s a run: the early fork is busy when Ray is ready
+        time.sleep(0.2)
         return run(job_, code)
 
-    monkeypatch.setattr(batch, "run", run_or_die)  # the fork inherits it
-    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
-        trainers = forks.Forks(forks.Queue([[j] for j in jobs]), code={}, processes=1, token=kept.token)
-        trainers.finish(kept)
-        trainers.close()
-    assert [o.run_id for o in kept.done] == [jobs[0].run_id, doomed.run_id]  # took 0, then 1 and died with it
-    assert results.statuses(tmp_path) == {jobs[0].run_id: "finished", doomed.run_id: "failed"}
-    assert "ended before it" in kept.done[1].error
+    monkeypatch.setattr(batch, "run", slowly)  # the fork inherits it
+    with _kept(jobs) as kept:
+        grid_ = dispatch.Grid(jobs, 2, kept)
+        early = workers.Forks(1, (batch.Trainer, ({}, kept.token)))
+        ready = threading.Event()
+        feeding = threading.Thread(target=grid_.feed, args=(early, ready))
+        feeding.start()
+        time.sleep(1.0)  # Ray starts
+        ready.set()
+        feeding.join()
+        by_fork = len(kept.done)
+        ray = workers.InProcess((batch.Trainer, ({}, kept.token)))
+        trained_by_ray = []
+        ray.server.train = lambda b: trained_by_ray.extend(b) or batch.Trainer({}, kept.token).train(b)
+        grid_.run([early, ray], early=early)
+    assert 0 < by_fork and 0 < len(trained_by_ray) < 12 - by_fork  # some it had in hand then
+    assert sorted(o.run_id for o in kept.done) == sorted(j.run_id for j in jobs)  # each once
+    assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
+    assert not any(p.is_alive() for p in early.processes)
 
 
 def test_runs_a_fork_stored_before_it_was_stopped_are_reported_saved(tmp_path, monkeypatch):
     jobs = _jobs(tmp_path, seeds=2)
+    stored = batch.train
 
-    def stored_then_stopped(path, data):
+    def stored_then_stopped(*args):
+        stored(*args)
         time.sleep(60)  # stopped (Ctrl-C) after storing its batch, before saying so
 
-    monkeypatch.setattr(forks, "write_atomic", stored_then_stopped)  # the fork inherits it
-    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
-        trainers = forks.Forks(forks.Queue([jobs]), code={}, processes=1, token=kept.token)
+    monkeypatch.setattr(batch, "train", stored_then_stopped)  # the fork inherits it
+    with _kept(jobs) as kept:
+        grid_ = dispatch.Grid(jobs, 1, kept)
+        pool = workers.Forks(1, (batch.Trainer, ({}, kept.token)))
+        grid_.live = [(pool, w) for w in pool.grow()]
+        grid_.send(pool, 0)
         deadline = time.monotonic() + 60
-        while len(results.run_files(tmp_path)) < 2:
+        while not results.run_files(tmp_path):
             assert time.monotonic() < deadline, "the fork stored nothing"
             time.sleep(0.05)
-        trainers.abort(kept)
-        trainers.close()
-    assert sorted(o.run_id for o in kept.done) == sorted(j.run_id for j in jobs)
-    assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
+        grid_.stop([pool])
+    stored = {path.stem for path in results.run_files(tmp_path)}
+    assert [o.run_id for o in kept.done] == [jobs[0].run_id] and stored == {jobs[0].run_id}
+    assert results.statuses(tmp_path) == {jobs[0].run_id: "finished"}
 
 
 def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
     # Ray's start made 2 s slower: the early forks surely train some runs meanwhile
     prelude = """
 import atexit, time
-from lab import forks
-from lab.sweep import ray_connection
-starts, connect, Forks = [], ray_connection.connect, forks.Forks
+from lab.sweep import dispatch, ray_connection
+trained, connect, answers = [0], ray_connection.connect, dispatch.Grid._answers
 def slow_connect(*args, **kwargs):
     time.sleep(2)
     connect(*args, **kwargs)
-def counted_forks(*args, **kwargs):
-    starts.append(Forks(*args, **kwargs))
-    return starts[-1]
-ray_connection.connect, forks.Forks = slow_connect, counted_forks
-atexit.register(lambda: print("early forks trained", sum(len(h._received) for h in starts)))
+def counted(self, pool, got):
+    if isinstance(pool, dispatch.Forks):
+        trained[0] += sum(len(packs) for _, packs in got if isinstance(packs, list))
+    answers(self, pool, got)
+ray_connection.connect, dispatch.Grid._answers = slow_connect, counted
+atexit.register(lambda: print("early forks trained", trained[0]))
 """
     args = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=true",
             "hydra.launcher.num_cpus=2", "results_dir=out", *TINY, "seed=range(0,12)"]
@@ -188,20 +200,22 @@ def test_auto_trains_a_short_grid_in_forks_alone(tmp_path):
         pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
 
 
-def test_when_every_fork_died_the_driver_trains_what_none_took(tmp_path, monkeypatch):
+def test_a_fork_that_dies_fails_its_runs_and_the_driver_trains_what_it_had_not_begun(tmp_path, monkeypatch):
     jobs = _jobs(tmp_path, seeds=4)  # equal costs: one run a batch on one core, in grid order
     doomed = jobs[1]
 
     def run_or_die(job_, code):
         if job_.run_id == doomed.run_id:
-            os._exit(3)
+            os._exit(3)  # as a crash would: nothing sent, no goodbye
         return run(job_, code)
 
     monkeypatch.setattr(batch, "run", run_or_die)
     done = sweep_module.execute(jobs, num_cpus=1, parallel="processes").done
+    # the fork held 0 and 1 (dispatch.DEPTH) and died in 1: 2, never begun, trains in this process
     assert [(o.run_id, o.failed) for o in done] == [(jobs[0].run_id, False), (doomed.run_id, True),
                                                     (jobs[2].run_id, False), (jobs[3].run_id, False)]
     assert results.statuses(tmp_path) == {j.run_id: "failed" if j is doomed else "finished" for j in jobs}
+    assert done[1].error == "RuntimeError: the fork training it died (exit code 3)"
 
 
 def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command_resumes(tmp_path):
@@ -237,9 +251,9 @@ def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command
 
 
 def test_a_sweep_stopped_while_its_ray_starts_leaves_no_early_fork_and_keeps_what_they_stored(tmp_path, monkeypatch):
-    from lab.sweep import on_ray, ray_connection
+    from lab.sweep import ray_connection
 
-    jobs = _jobs(tmp_path, seeds=4)
+    jobs = _jobs(tmp_path / "results", seeds=4)
     made = []
 
     def stopped_while_starting(*args):
@@ -248,11 +262,11 @@ def test_a_sweep_stopped_while_its_ray_starts_leaves_no_early_fork_and_keeps_wha
 
     monkeypatch.setattr(ray_connection, "ray_started", lambda: False)
     monkeypatch.setattr(ray_connection, "connect", stopped_while_starting)
-    real = forks.Forks
-    monkeypatch.setattr(forks, "Forks", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
-    with store.Store(jobs, sweep_module.Progress(len(jobs))) as kept:
+    monkeypatch.setattr(dispatch, "Forks", lambda *a, **k: made.append(workers.Forks(*a, **k)) or made[-1])
+    with _kept(jobs) as kept:
         with pytest.raises(KeyboardInterrupt):
-            on_ray.on_ray(jobs, {}, kept, address=None, num_cpus=2)
+            dispatch.on_ray(jobs, {}, kept, address=None, num_cpus=2, dashboard=False)
     (early,) = made
-    assert not early.alive and not early.folder.exists()  # ended, its folder removed
-    assert {o.run_id for o in kept.done} == set(results.statuses(tmp_path))  # recorded what they stored
+    assert not any(p.is_alive() for p in early.processes)
+    assert {o.run_id for o in kept.done} == set(results.statuses(tmp_path / "results"))  # recorded what they stored
+    assert kept.done  # in a second, the fork stored some

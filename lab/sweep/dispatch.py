@@ -1,0 +1,206 @@
+"""A grid's runs on workers (lab.workers): this process, forks of it, or Ray actors on a cluster
+it joins or on a local Ray it starts, whose start early forks fill.
+
+The batches go out longest first (lab.schedule), each to the first worker free; a worker holds a
+second batch while the one it has is short (AHEAD_SECONDS), so that it never waits for the
+driver, and never a second behind a long one, which another worker might have begun sooner.
+Each batch's runs go to the driver's Store as they come back. A batch lost with its Ray actor,
+process or node is sent again (RETRIES times at most, counted and said); one lost with a fork
+is recorded failed (what killed one fork would kill the next), and if every fork died this
+process trains what is left.
+
+Starting an embedded Ray takes about 2.5 s on the 2-core development machine, and its actors
+another 0.7 s to import the lab, while the cores are far from full. So a local Ray's driver
+first forks one trainer per core but one (the last is left to Ray's start) and, from a thread,
+keeps them fed while its main thread starts Ray; once Ray's first actor is ready they finish the
+batch in hand and end. But for those batches, no more processes train than Ray has CPUs.
+"""
+
+import collections
+import threading
+import time
+
+from lab import schedule
+from lab.batch import Trainer
+from lab.config import Job
+from lab.sweep import placement, ray_connection
+from lab.sweep.store import Store
+from lab.workers import Forks, InProcess, Lost, RayActors
+
+RETRIES = 3
+"""Times a batch is sent again after Ray lost it with its actor, process or node; a run's own
+error is stored as a failed run, never retried."""
+
+AHEAD_SECONDS = 0.5
+"""A worker is sent another batch while it holds less predicted work than this (and at most two
+batches): the driver's round trip, a millisecond or so, is then no share of its time"""
+
+
+def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, num_cpus=None,
+          dashboard: bool = False) -> tuple[int, int]:
+    """Train the jobs where `placement.mode` said ("driver", "processes" or "ray"), handing each
+    batch's runs to `store` as it ends. Returns the CPUs the runs had and how many runs were sent
+    again after their worker or node was lost. A Ray this process starts is stopped before it
+    returns."""
+    local = (Trainer, (code, store.token))
+    if where == "driver":
+        Grid(jobs, 1, store, local).run([InProcess(local)])
+        return 1, 0
+    if where == "processes":
+        cores = placement.cores(num_cpus)
+        Grid(jobs, cores, store, local).run([Forks(cores, local)])
+        return cores, 0
+    return on_ray(jobs, code, store, address, num_cpus, dashboard)
+
+
+def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboard: bool) -> tuple[int, int]:
+    """The jobs on Ray's actors (no token: an actor sends its runs home, for the driver to store. A
+    worker on a node the driver counts as lost, cut off but not dead, could otherwise still write
+    a run the driver has sent elsewhere, or write after a killed driver's resume has begun)."""
+    ours = not ray_connection.ray_started()
+    actors = (Trainer, (code,))
+    if not ours or placement.joins(address):
+        if ours:
+            ray_connection.connect(address, num_cpus, dashboard)
+        pool = RayActors(actors)
+        grid = Grid(jobs, max(1, pool.size), store)
+        grid.run([pool])
+    else:
+        cores = placement.cores(num_cpus)
+        grid = Grid(jobs, cores, store)
+        early = Forks(max(1, cores - 1), (Trainer, (code, store.token)))  # before Ray's threads exist here
+        ready = threading.Event()
+        feeding = threading.Thread(target=grid.feed, args=(early, ready), name="early forks")
+        feeding.start()
+        try:
+            ray_connection.connect(None, num_cpus, dashboard)
+            pool = RayActors(actors)  # once its first actor is ready
+        except BaseException:  # Ctrl-C, SIGTERM or a failure while Ray starts: no fork outlives it
+            ready.set()
+            feeding.join()
+            grid.stop([early])
+            raise
+        ready.set()
+        feeding.join()
+        grid.run([early, pool], early=early)
+    if ours:
+        ray_connection.disconnect()  # now, not at exit: part of the sweep's reported wall time
+    return grid.cpus, grid.retried
+
+
+def _name(batch: list[Job]) -> str:
+    """A batch's call, named after its first run: `<algorithm>:<run id>+<more>`."""
+    return f"{batch[0].run.algorithm}:{batch[0].run_id}" + (f"+{len(batch) - 1}" if len(batch) > 1 else "")
+
+
+class Grid:
+    """The driver's side of a grid: its batches handed to workers, what comes back stored.
+    `fallback` (a server, lab.workers): what trains in this process if every fork died."""
+
+    def __init__(self, jobs: list[Job], cores: int, store: Store, fallback: tuple | None = None):
+        self.todo = collections.deque((batch, 0) for batch in schedule.batches(jobs, cores))
+        """(batch, times sent before), not yet sent"""
+        self.store, self.fallback = store, fallback
+        self.held = collections.defaultdict(collections.deque)
+        """(pool, worker) -> its calls in flight, (batch, times sent before)"""
+        self.live = []
+        """(pool, worker) of the workers that may be sent work"""
+        self.cpus, self.retried, self.error = cores, 0, None
+
+    def send(self, pool, worker: int) -> None:
+        """Send the worker the next batches while it holds little (AHEAD_SECONDS)."""
+        held = self.held[pool, worker]
+        while self.todo and (not held or len(held) < 2 and
+                             sum(schedule.cost(job) for batch, _ in held for job in batch) < AHEAD_SECONDS):
+            batch, attempt = self.todo.popleft()
+            held.append((batch, attempt))
+            pool.send(worker, ("train", batch), _name(batch))
+
+    def running(self) -> int:
+        return sum(1 for calls in self.held.values() if calls)
+
+    def feed(self, early: Forks, ready: threading.Event) -> None:
+        """Keep the early forks busy until `ready` (in a thread, while the main one starts Ray);
+        an error is kept for `run`, which raises it."""
+        try:
+            self.run([early], until=ready)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the main thread
+            self.error = exc
+
+    def run(self, pools: list, early=None, until: threading.Event | None = None) -> None:
+        """Until every batch has come back (or `until` is set): workers kept busy, answers stored;
+        the pools closed at the end (Ctrl-C or an error: the runs the workers stored are recorded
+        first). `early` (lab.sweep.dispatch.on_ray's forks): sent nothing more, closed once its
+        last batch is in."""
+        if self.error is not None:
+            self.stop(pools)
+            raise self.error
+        self.live = [(pool, worker) for pool, worker in self.live if pool is not early]
+        try:
+            while (self.todo or self.running()) and not (until and until.is_set()):
+                for pool in pools:
+                    if pool is not early:
+                        self.live += [(pool, worker) for worker in pool.grow()]
+                self.cpus = max(self.cpus, pools[-1].size)
+                for pool, worker in self.live:
+                    self.send(pool, worker)
+                if self.todo and not self.running() and not self.live:
+                    self._every_worker_lost(pools)
+                busy = [p for p in pools if any(calls for (q, _), calls in self.held.items() if q is p)]
+                for pool in busy:
+                    self._answers(pool, pool.answers_ready(timeout=0.02 if len(busy) > 1 or until else 1.0))
+                if not busy:
+                    time.sleep(0.02)  # Ray's actors still starting, or a cluster without workers yet
+                if early in pools and early not in busy:  # the early forks' last batch is in
+                    early.close()
+                    pools = [p for p in pools if p is not early]
+                self.store.progress.update(running=self.running())
+        except BaseException:
+            if until is None:
+                self.stop(pools)
+            raise
+        if until is None:
+            for pool in pools:
+                pool.close()
+
+    def _answers(self, pool, answers: list) -> None:
+        arrived, again = [], []
+        for worker, answer in answers:
+            batch, attempt = self.held[pool, worker].popleft()
+            if isinstance(answer, Lost) and (pool, worker) in self.live:
+                self.live.remove((pool, worker))
+            if isinstance(answer, Lost) and not answer.begun:
+                again.append((batch, attempt))
+            elif isinstance(answer, Lost):
+                self._lost(batch, attempt, answer)
+            else:
+                arrived += zip(batch, answer)
+        self.todo.extendleft(reversed(again))
+        if arrived:
+            self.store.receive(arrived, self.running())
+
+    def _lost(self, batch: list[Job], attempt: int, lost: Lost) -> None:
+        """A batch lost with its worker: sent again if it was Ray's, else its runs failed."""
+        if lost.retry and attempt < RETRIES:
+            s = "s" * (len(batch) > 1)
+            more = ", ..." * (len(batch) > 1)
+            self.store.progress.note(f"{len(batch)} run{s} ({batch[0].run_id}{more}) lost with "
+                                     f"{lost.error.split(':')[0]}: sent again ({attempt + 1} of {RETRIES})")
+            self.retried += len(batch) if attempt == 0 else 0
+            self.todo.appendleft((batch, attempt + 1))
+        else:
+            self.store.lost(batch, RuntimeError(lost.error), self.running())
+
+    def _every_worker_lost(self, pools: list) -> None:
+        """Every fork died: this process trains what is left (on Ray: wait for the cluster's
+        workers to come back)."""
+        if self.fallback is not None and not any(isinstance(p, RayActors) for p in pools):
+            pools.append(InProcess(self.fallback))
+
+    def stop(self, pools: list) -> None:
+        """Ctrl-C or an error: end every worker now, and record the runs the workers had stored
+        and not yet said so."""
+        for pool in pools:
+            pool.close()
+        self.store.found([job for calls in self.held.values() for batch, _ in calls for job in batch])
+        self.held.clear()

@@ -1,0 +1,327 @@
+"""Where a sweep's work runs, for grids and searches alike (issue 34): the driver itself, forks
+of it, or Ray actors. A pool holds `size` workers; each builds its server (a grid's
+lab.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its arguments, and
+answers the calls `(method, argument)` it is sent, one after another, in order:
+
+    pool.grow()                  ->  the workers ready since the last call (at first: all)
+    pool.send(worker, call, name)  (name: what Ray's tools and process titles show)
+    pool.answers_ready(timeout)  ->  [(worker, answer), ...]
+
+- `InProcess`: the server in the driver (one core, or hydra.launcher.parallel=false); a call is
+  answered when it is made.
+- `Forks`: forks of the driver, which has the lab imported, so they train at once. In each, one
+  thread reads its calls and another sends its answers, so that neither side ever waits for the
+  other: forks train what they were sent while the driver is busy (starting Ray).
+- `RayActors`: one actor per CPU of the Ray cluster this process joined (at most `most`), more
+  as nodes join (`grow`); a worker is given out once its actor has started.
+
+A worker that dies (a fork killed, an actor or its node lost) answers every call it held with
+`Lost` (those a fork had not begun say so) and is sent nothing again. What a lost call means is the client's: a grid sends a batch
+lost with its Ray node again, and records the runs of a dead fork failed (what killed one fork
+would kill the next); a search fails the trial. Every fork dies with the driver (Linux: the
+parent-death signal), so a killed sweep leaves nothing training.
+"""
+
+import contextlib
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+from lab.run import exclude_imports_from_startup
+
+FORK = multiprocessing.get_context("fork")
+"""Forked, a worker inherits the driver's imports: it trains at once."""
+
+
+@dataclass
+class Lost:
+    """The answer of a worker that died with the call, or of a call that raised."""
+
+    error: str
+    retry: bool = False
+    """whether the call may succeed elsewhere: its Ray node or worker process was lost"""
+    begun: bool = True
+    """False: the worker died before it began this call (a fork's calls after the one it died in)"""
+
+
+class WorkersLost(RuntimeError):
+    """No worker is left to do the work (or a PBT generation lost one)."""
+
+
+class Interrupt:
+    """Ctrl-C, held until the work is at a safe point (`check`, which every pool calls before it
+    looks for answers, and a search's trial trained in this process at each of its evaluation
+    points): never in the middle of writing runs or Optuna's journal (a half-released lock
+    file), nor of a compiled kernel (numba turns it into that run's error)."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __enter__(self) -> "Interrupt":
+        self.previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+    def _request(self, signum, frame) -> None:
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+def _checked(interrupt: Interrupt | None):
+    return interrupt.check if interrupt is not None else (lambda: None)
+
+
+class InProcess:
+    """The server in this process: each call is answered when it is made."""
+
+    def __init__(self, server: tuple, interrupt: Interrupt | None = None):
+        exclude_imports_from_startup()
+        cls, args = server
+        self.size, self.answers, self.check, self.server = 1, [], _checked(interrupt), cls(*args)
+        self.fresh = [0]
+
+    def grow(self) -> list[int]:
+        fresh, self.fresh = self.fresh, []
+        return fresh
+
+    def send(self, worker: int, call: tuple, name: str | None = None) -> None:
+        method, argument = call
+        self.answers.append((worker, getattr(self.server, method)(argument)))
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        self.check()
+        answers, self.answers = self.answers, []
+        return answers
+
+    def close(self) -> None:
+        pass
+
+
+class Forks:
+    """`size` forks of this process, each serving calls over a pair of pipes."""
+
+    def __init__(self, size: int, server: tuple, interrupt: Interrupt | None = None):
+        self.size, self.check = size, _checked(interrupt)
+        self.calls, self.answers, self.processes = [], [], []
+        self.sent, self.received, self.fresh = [0] * size, [0] * size, list(range(size))
+        self.begun = FORK.Array("i", size, lock=False)
+        """calls each fork has begun (its own slot, written by it alone)"""
+        try:
+            for worker in range(size):
+                their_calls, calls = FORK.Pipe(duplex=False)
+                answers, their_answers = FORK.Pipe(duplex=False)
+                process = FORK.Process(target=_serve, args=(their_calls, their_answers, server, self.begun, worker),
+                                       name="lab-fork", daemon=True)
+                process.start()
+                their_calls.close()
+                their_answers.close()
+                self.calls.append(calls)
+                self.answers.append(answers)
+                self.processes.append(process)
+        except BaseException:  # Ctrl-C or SIGTERM while they start: none of them stays
+            self.close()
+            raise
+
+    def grow(self) -> list[int]:
+        fresh, self.fresh = self.fresh, []
+        return fresh
+
+    def send(self, worker: int, call: tuple, name: str | None = None) -> None:
+        self.sent[worker] += 1
+        with contextlib.suppress(OSError):  # it died: its answers say so
+            self.calls[worker].send(call)
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        """The answers that came (waiting at most `timeout` seconds for the first)."""
+        self.check()
+        ready = multiprocessing.connection.wait([a for a in self.answers if not a.closed], timeout)
+        self.check()  # a SIGTERM to the process group ends the forks too: not their loss
+        answers = []
+        for pipe in ready:
+            worker = self.answers.index(pipe)
+            try:
+                while True:
+                    answers.append((worker, pipe.recv()))
+                    self.received[worker] += 1
+                    if not pipe.poll():
+                        break
+            except (EOFError, OSError):
+                answers += self._lost(worker)
+        return answers
+
+    def _lost(self, worker: int) -> list[tuple[int, Lost]]:
+        """A fork died: its calls unanswered, those it had begun (the last one is what it died in;
+        any before had ended, their answers unsent) and then those it had not."""
+        self.answers[worker].close()
+        self.processes[worker].join(timeout=5)  # its exit code, once it is gone
+        error = f"the fork training it died (exit code {self.processes[worker].exitcode})"
+        begun = self.begun[worker] - self.received[worker]
+        unanswered = self.sent[worker] - self.received[worker]
+        self.received[worker] = self.sent[worker]
+        return [(worker, Lost(error, begun=i < begun)) for i in range(unanswered)]
+
+    def close(self) -> None:
+        """End the forks (Ctrl-C: whatever they were doing)."""
+        for pipe in self.calls + self.answers:
+            pipe.close()
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.join()
+
+
+def die_with_the_driver() -> None:
+    """Linux: this process gets SIGKILL when the driver that forked it dies (a killed sweep must
+    leave nothing training, nor writing into its results_dir)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _serve(calls, answers, server: tuple, begun, worker: int) -> None:
+    die_with_the_driver()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
+    cls, args = server
+    serving, inbox, outbox, end = cls(*args), queue.SimpleQueue(), queue.SimpleQueue(), object()
+
+    def read() -> None:
+        with contextlib.suppress(EOFError, OSError):  # the driver closed the pipe
+            while True:
+                inbox.put(calls.recv())
+        inbox.put(end)
+
+    def send() -> None:
+        while (answer := outbox.get()) is not end:  # (an answer may be None)
+            answers.send(answer)
+
+    threading.Thread(target=read, daemon=True).start()
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    while (call := inbox.get()) is not end:
+        method, argument = call
+        begun[worker] += 1
+        outbox.put(getattr(serving, method)(argument))
+    outbox.put(end)
+    sender.join()
+
+
+def lost_with_its_node(exc: Exception) -> bool:
+    """Whether a call failed because Ray lost the actor, process or node that ran it, or its
+    result with that node, rather than because of the call itself."""
+    from ray import exceptions
+
+    return isinstance(exc, (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.NodeDiedError,
+                            exceptions.LocalRayletDiedError, exceptions.ObjectLostError,
+                            exceptions.OutOfMemoryError))
+
+
+class Actor:
+    """A Ray actor serving one server: each call titled with its name while it runs, as Ray
+    titles a task's process (`ray::<name>`), so that `ps` on a node shows what trains there."""
+
+    def __init__(self, cls: type, args: tuple):
+        self.server, self.idle = cls(*args), f"ray::{cls.__name__}"
+
+    def call(self, method: str, argument, name: str | None):
+        from lab.compat.ray import set_process_title
+
+        if name:
+            set_process_title(f"ray::{name}")
+        try:
+            return getattr(self.server, method)(argument)
+        finally:
+            if name:
+                set_process_title(self.idle)
+
+
+class RayActors:
+    """One actor per CPU of the Ray cluster this process has joined (at most `most`), more as
+    nodes join (`grow`): each a server in a Ray worker process. An actor lost (its process or
+    node) is replaced where the cluster has a CPU for it."""
+
+    def __init__(self, server: tuple, interrupt: Interrupt | None = None, most: int | None = None):
+        import ray
+
+        self.server, self.check, self.most = server, _checked(interrupt), most
+        self.actor = ray.remote(num_cpus=1, max_restarts=0)(Actor)
+        self.actors, self.lost, self.starting, self.pending = [], set(), {}, {}
+        """every actor started (by worker); those lost; start-up call -> worker; call -> worker"""
+        deadline = time.monotonic() + 30
+        while not (fresh := self.ready(wait=True)) and time.monotonic() < deadline:  # nodes may still be joining
+            time.sleep(0.5)
+        self.fresh = fresh
+
+    @property
+    def size(self) -> int:
+        return len(self.actors) - len(self.lost)
+
+    def ready(self, wait: bool = False) -> list[int]:
+        """Start actors for the CPUs the cluster has free; the workers whose actor has started."""
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        wanted = min(cpus, self.most or cpus) - self.size
+        for _ in range(max(0, wanted)):
+            actor = self.actor.remote(*self.server)
+            self.starting[actor.__ray_ready__.remote()] = len(self.actors)
+            self.actors.append(actor)
+        if not self.starting:
+            return []
+        started, _ = ray.wait(list(self.starting), num_returns=len(self.starting), timeout=5 if wait else 0)
+        return [self.starting.pop(ref) for ref in started]
+
+    def grow(self) -> list[int]:
+        fresh, self.fresh = self.fresh, []
+        return fresh + self.ready()
+
+    def send(self, worker: int, call: tuple, name: str | None = None) -> None:
+        method, argument = call
+        remote = self.actors[worker].call
+        self.pending[(remote.options(name=name) if name else remote).remote(method, argument, name)] = worker
+
+    def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
+        import ray
+
+        self.check()
+        if not self.pending:
+            time.sleep(min(timeout, 0.05))  # actors starting: their readiness is looked for by `grow`
+            return []
+        ready, rest = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+        if ready and rest:  # and every other answer that is there already
+            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        answers = []
+        for ref in ready:
+            worker = self.pending.pop(ref)
+            try:
+                answers.append((worker, ray.get(ref)))
+            except Exception as exc:  # noqa: BLE001 - the actor or its node died, or the call raised
+                answers.append((worker, Lost(f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
+                                             lost_with_its_node(exc))))
+                self._lose(worker)
+        return answers
+
+    def _lose(self, worker: int) -> None:
+        """Send this worker nothing again (a call that raised may have left its server broken)."""
+        import ray
+
+        if worker not in self.lost:
+            self.lost.add(worker)
+            with contextlib.suppress(Exception):
+                ray.kill(self.actors[worker])
+
+    def close(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
