@@ -11,14 +11,16 @@ answers the calls `(method, argument)` it is sent, one after another, in order:
   answered when it is made.
 - `Forks`: forks of the driver, which has the lab imported, so they train at once. In each, one
   thread reads its calls and another sends its answers, so that neither side ever waits for the
-  other: forks train what they were sent while the driver is busy (starting Ray).
+  other: forks train what they were sent while the driver is busy (starting Ray). Given a
+  `fallback` server, once every fork has died the driver serves it itself (one more worker).
 - `RayActors`: one actor per CPU of the Ray cluster this process joined (at most `most`), more
   as nodes join (`grow`); a worker is given out once its actor has started.
 
 A worker that dies (a fork killed, an actor or its node lost) answers every call it held with
-`Lost` (those a fork had not begun say so) and is sent nothing again. What a lost call means is the client's: a grid sends a batch
-lost with its Ray node again, and records the runs of a dead fork failed (what killed one fork
-would kill the next); a search fails the trial. Every fork dies with the driver (Linux: the
+`Lost` (those a fork had not begun say so) and is sent nothing again. What a lost call means is
+the client's: a grid sends a batch lost with its Ray node again, and records the runs of a dead
+fork failed (what killed one fork would kill the next); a search fails the trial or the PBT
+member. Every fork dies with the driver (Linux: the
 parent-death signal), so a killed sweep leaves nothing training.
 """
 
@@ -47,10 +49,6 @@ class Lost:
     """whether the call may succeed elsewhere: its Ray node or worker process was lost"""
     begun: bool = True
     """False: the worker died before it began this call (a fork's calls after the one it died in)"""
-
-
-class WorkersLost(RuntimeError):
-    """No worker is left to do the work (or a PBT generation lost one)."""
 
 
 class Interrupt:
@@ -84,11 +82,11 @@ def _checked(interrupt: Interrupt | None):
 class InProcess:
     """The server in this process: each call is answered when it is made."""
 
-    def __init__(self, server: tuple, interrupt: Interrupt | None = None):
+    def __init__(self, server: tuple, interrupt: Interrupt | None = None, worker: int = 0):
         exclude_imports_from_startup()
         cls, args = server
         self.size, self.answers, self.check, self.server = 1, [], _checked(interrupt), cls(*args)
-        self.fresh = [0]
+        self.fresh = [worker]
 
     def grow(self) -> list[int]:
         fresh, self.fresh = self.fresh, []
@@ -108,10 +106,12 @@ class InProcess:
 
 
 class Forks:
-    """`size` forks of this process, each serving calls over a pair of pipes."""
+    """`size` forks of this process, each serving calls over a pair of pipes; once every one has
+    died, `fallback` (a server) in this process, as worker `size`."""
 
-    def __init__(self, size: int, server: tuple, interrupt: Interrupt | None = None):
-        self.size, self.check = size, _checked(interrupt)
+    def __init__(self, size: int, server: tuple, interrupt: Interrupt | None = None, fallback: tuple | None = None):
+        self.size, self.check, self.interrupt = size, _checked(interrupt), interrupt
+        self.fallback, self.here = fallback, None
         self.calls, self.answers, self.processes = [], [], []
         self.sent, self.received, self.fresh = [0] * size, [0] * size, list(range(size))
         self.begun = FORK.Array("i", size, lock=False)
@@ -134,15 +134,23 @@ class Forks:
 
     def grow(self) -> list[int]:
         fresh, self.fresh = self.fresh, []
+        if self.fallback is not None and self.here is None and all(pipe.closed for pipe in self.answers):
+            self.here = InProcess(self.fallback, self.interrupt, worker=self.size)
+            fresh += self.here.grow()
         return fresh
 
     def send(self, worker: int, call: tuple, name: str | None = None) -> None:
+        if worker == self.size:
+            self.here.send(worker, call)
+            return
         self.sent[worker] += 1
         with contextlib.suppress(OSError):  # it died: its answers say so
             self.calls[worker].send(call)
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
         """The answers that came (waiting at most `timeout` seconds for the first)."""
+        if self.here is not None:
+            return self.here.answers_ready(timeout)
         self.check()
         ready = multiprocessing.connection.wait([a for a in self.answers if not a.closed], timeout)
         self.check()  # a SIGTERM to the process group ends the forks too: not their loss

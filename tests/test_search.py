@@ -181,6 +181,35 @@ def test_a_fork_that_dies_fails_its_trial_and_the_others_train_on(tmp_path):
     assert "4 trials: 3 finished, 0 stopped early, 1 failed" in done.stdout
 
 
+def test_when_every_fork_died_the_driver_trains_the_other_trials(tmp_path):
+    """As a grid does (lab.workers.Forks' fallback): the trials the dead forks held fail, lost
+    (the search exits 1, the machine's fault), and the rest train in the driver."""
+    prelude = ("import os\nfrom lab.search import trial\nstart, DRIVER = trial.Trainer.start, os.getpid()\n"
+               "def dying(self, task):\n    if os.getpid() != DRIVER:\n        os._exit(3)\n"
+               "    return start(self, task)\ntrial.Trainer.start = dying")
+    done = sweep([*TINY_SEARCH, "hydra.sweeper.num_samples=4", "results_dir=results", "hydra.launcher.figures=false"],
+                 cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 1, done.stderr
+    trials = {t.number: t for t in study.load(tmp_path / "results").get_trials()}
+    assert [trials[n].state.name for n in range(4)] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
+    assert {trials[n].user_attrs["error"] for n in (0, 1)} == {"the fork training it died (exit code 3)"}
+    assert "4 trials: 2 finished, 0 stopped early, 2 failed" in done.stdout
+
+
+def test_a_pbt_member_whose_fork_died_fails_and_the_population_trains_on(tmp_path):
+    prelude = ("import os\nfrom lab.search import trial\nstart = trial.Trainer.start\n"
+               "def dying(self, task):\n    if task.member == '1':\n        os._exit(3)\n"
+               "    return start(self, task)\ntrial.Trainer.start = dying")
+    done = sweep([*TINY_SEARCH, "iterations=36", "hydra.sweeper.num_samples=4", "hydra.sweeper.scheduler=pbt",
+                  "hydra.sweeper.perturbation_interval=12", "results_dir=results", "hydra.launcher.figures=false"],
+                 cwd=tmp_path, prelude=prelude)
+    assert done.returncode == 1, done.stderr  # a worker died: the machine's fault
+    assert "4 trials: 3 finished, 0 stopped early, 1 failed" in done.stdout
+    assert "the fork training it died (exit code 3)" in done.stdout
+    table = results.load(tmp_path / "results")
+    assert table.groupby("run_id")["status"].first().value_counts().to_dict() == {"finished": 3, "failed": 1}
+
+
 def test_the_search_draws_and_reports_in_another_process_than_its_driver(tmp_path):
     # what is drawn at the end (matplotlib, plotly, the runs read back) would stay in the
     # driver's memory to its end: issue 22's 1,000-trial search within 300 MB needs it elsewhere

@@ -24,7 +24,7 @@ from lab.search.saved import IDENTITY
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
-from lab.workers import Forks, InProcess, Interrupt, RayActors, WorkersLost
+from lab.workers import Forks, InProcess, Interrupt, RayActors
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
@@ -105,8 +105,8 @@ class Saver:
 def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, address=None, num_cpus=None,
             parallel="auto"):
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
-    else forks of this process, one per core (at most max_concurrent), or this process itself
-    (one core, or parallel=false)."""
+    else forks of this process, one per core (at most max_concurrent), and this process once
+    every fork died; or this process itself (one core, or parallel=false)."""
     from lab import sweep
 
     if parallel is True or address or os.environ.get("RAY_ADDRESS"):
@@ -114,10 +114,11 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
         return RayActors((Trainer, (code,)), interrupt, most=settings.max_concurrent)
     cores = num_cpus or os.cpu_count() or 1
     size = min(cores, settings.max_concurrent or cores, settings.num_samples)
+    here = (Trainer, (code, interrupt.check))
     if parallel is False or size == 1:
-        return InProcess((Trainer, (code, interrupt.check)), interrupt)
+        return InProcess(here, interrupt)
     warm_up(base)
-    return Forks(size, (Trainer, (code,)), interrupt)
+    return Forks(size, (Trainer, (code,)), interrupt, fallback=here)
 
 
 def warm_up(base: dict) -> None:
@@ -169,15 +170,14 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         progress = sweep.Progress(trials.left(), ended="ended")
         try:
             done = trials.run()
-        except (KeyboardInterrupt, WorkersLost) as stop:  # a second Ctrl-C changes nothing now
+        except KeyboardInterrupt:  # a second Ctrl-C changes nothing now
             pool.close()
             trials.write(always=True)
             save.writer.flush()
             progress.close()
-            what = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"error: {stop}"
-            print(f"{what}: the trials that ended are saved in {results_dir}; the same command resumes the "
+            print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
                   "search (the trials in progress train again from their start)", file=sys.stderr)
-            return 130 if isinstance(stop, KeyboardInterrupt) else 1
+            return 130
         trials.write(always=True)
         save.writer.flush()
         pool.close()

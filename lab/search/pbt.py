@@ -15,19 +15,20 @@ generation in progress is trained again, to the same rows).
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from lab import config
+from lab import config, results
 from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.study import Ended
 from lab.search.trial import Task
-from lab.workers import Lost, WorkersLost
+from lab.run import lost
+from lab.workers import Lost
 
 FOLDER = "pbt"
 QUANTILE = 0.25
@@ -54,6 +55,10 @@ class Member:
     """(iteration, the objective of each seed) at every evaluation point of its runs so far"""
     status: str = "training"
     """training, or how its runs ended: finished, or failed"""
+    error: str | None = None
+    """why its runs failed, where they failed with their worker"""
+    lost: bool = False
+    """its runs failed because their worker died (a fault of the machine: the search exits 1)"""
 
     def objective(self, settings: Settings) -> float | None:
         """Its aggregated objective at its last evaluation point."""
@@ -108,7 +113,7 @@ class Evolve:
 
     def configurations(self) -> list[Configuration]:
         """The population as it ended, for lab.search.outcome."""
-        return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m))
+        return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
                 for m in self.population()]
 
     def runs(self, member: Member) -> list[str]:
@@ -145,19 +150,32 @@ class Evolve:
             idle += grown
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
-                if isinstance(done, Lost):
-                    raise WorkersLost(f"a worker died while member {member.name} trained ({done.error})")
+                if isinstance(done, Lost):  # the worker is not used again; the member failed
+                    self.workers.remove(worker)
+                    self._lost(member, done.error, len(busy))
+                    continue
                 idle.append(worker)
                 member.curve += [[iteration, values] for iteration, values in done.curve]
                 if done.results:  # its runs ended: the last generation, or they failed
                     self.save(done.results)
                     member.status = done.status
-                    self.ended.append(Ended(int(member.name), done.status, member.curve[-1][0] if member.curve else 0,
-                                            member.objective(self.settings), done.busy))
-                    self.progress(self.ended[-1], len(busy))
+                    self._ended(member, done.status, done.busy, len(busy))
                 else:
                     after[member.name] = done.snapshots
         return after
+
+    def _lost(self, member: Member, error: str, running: int) -> None:
+        """A member whose worker died: its runs saved failed (the next search trains them again)."""
+        jobs = [replace(config.job({**self.base, **member.params, "seed": seed}), run_id=run_id)
+                for seed, run_id in enumerate(self.runs(member))]
+        self.save([results.pack(lost(job, RuntimeError(error))) for job in jobs])
+        member.status, member.error, member.lost = "failed", error, True
+        self._ended(member, "failed", 0.0, running)
+
+    def _ended(self, member: Member, status: str, busy: float, running: int) -> None:
+        self.ended.append(Ended(int(member.name), status, member.curve[-1][0] if member.curve else 0,
+                                member.objective(self.settings), busy, member.error))
+        self.progress(self.ended[-1], running)
 
     def _exploit(self, members: list[Member], snapshots: dict, generation: int) -> None:
         """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""

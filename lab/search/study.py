@@ -23,7 +23,7 @@ from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
-from lab.workers import Lost, WorkersLost
+from lab.workers import Lost
 
 STUDY = "lab-search"
 """The study's name in the default journal file (one search per results_dir)"""
@@ -245,8 +245,9 @@ class Optimize:
 
         trials = self.study.get_trials(deepcopy=False)
         again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
-        asked, idle = len(trials), self.pool.grow()
+        asked, idle = len(trials), []
         while True:
+            idle += self.pool.grow()  # every fork dead: this process; Ray: actors replaced
             while idle and (again or asked < self.settings.num_samples):
                 if again:
                     trial = self._trial(again.pop(0))
@@ -254,11 +255,8 @@ class Optimize:
                     trial, asked = self.study.ask(self.distributions), asked + 1
                 self._start(trial, idle)
             self.write()
-            if not self.flights:
-                if not idle and (again or asked < self.settings.num_samples):
-                    raise WorkersLost("every worker died")
+            if not self.flights and not again and asked >= self.settings.num_samples:
                 return self.ended
-            idle += self.pool.grow()
             for worker, answer in self.pool.answers_ready(timeout=1.0):
                 self._answer(worker, answer, idle)
 

@@ -44,11 +44,11 @@ def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, n
     returns."""
     local = (Trainer, (code, store.token))
     if where == "driver":
-        Grid(jobs, 1, store, local).run([InProcess(local)])
+        Grid(jobs, 1, store).run([InProcess(local)])
         return 1, 0
     if where == "processes":
         cores = placement.cores(num_cpus)
-        Grid(jobs, cores, store, local).run([Forks(cores, local)])
+        Grid(jobs, cores, store).run([Forks(cores, local, fallback=local)])
         return cores, 0
     return on_ray(jobs, code, store, address, num_cpus, dashboard)
 
@@ -94,13 +94,12 @@ def _name(batch: list[Job]) -> str:
 
 
 class Grid:
-    """The driver's side of a grid: its batches handed to workers, what comes back stored.
-    `fallback` (a server, lab.workers): what trains in this process if every fork died."""
+    """The driver's side of a grid: its batches handed to workers, what comes back stored."""
 
-    def __init__(self, jobs: list[Job], cores: int, store: Store, fallback: tuple | None = None):
+    def __init__(self, jobs: list[Job], cores: int, store: Store):
         self.todo = collections.deque((batch, 0) for batch in schedule.batches(jobs, cores))
         """(batch, times sent before), not yet sent"""
-        self.store, self.fallback = store, fallback
+        self.store = store
         self.held = collections.defaultdict(collections.deque)
         """(pool, worker) -> its calls in flight, (batch, times sent before)"""
         self.live = []
@@ -144,13 +143,11 @@ class Grid:
                 self.cpus = max(self.cpus, pools[-1].size)
                 for pool, worker in self.live:
                     self.send(pool, worker)
-                if self.todo and not self.running() and not self.live:
-                    self._every_worker_lost(pools)
                 busy = [p for p in pools if any(calls for (q, _), calls in self.held.items() if q is p)]
                 for pool in busy:
                     self._answers(pool, pool.answers_ready(timeout=0.02 if len(busy) > 1 or until else 1.0))
                 if not busy:
-                    time.sleep(0.02)  # Ray's actors still starting, or a cluster without workers yet
+                    time.sleep(0.02)  # Ray's actors starting, or lost and the cluster without CPUs yet
                 if early in pools and early not in busy:  # the early forks' last batch is in
                     early.close()
                     pools = [p for p in pools if p is not early]
@@ -190,12 +187,6 @@ class Grid:
             self.todo.appendleft((batch, attempt + 1))
         else:
             self.store.lost(batch, RuntimeError(lost.error), self.running())
-
-    def _every_worker_lost(self, pools: list) -> None:
-        """Every fork died: this process trains what is left (on Ray: wait for the cluster's
-        workers to come back)."""
-        if self.fallback is not None and not any(isinstance(p, RayActors) for p in pools):
-            pools.append(InProcess(self.fallback))
 
     def stop(self, pools: list) -> None:
         """Ctrl-C or an error: end every worker now, and record the runs the workers had stored
