@@ -1,6 +1,6 @@
-"""A real two-node Ray cluster on this machine (loopback only): a sweep joins it by address, by
-RAY_ADDRESS and through `ray job submit --working-dir .`, and every run's rows land in the
-driver's results_dir.
+"""A real two-node Ray cluster on this machine (loopback only): a sweep joins it by address and by
+RAY_ADDRESS, and every run's rows land in the driver's results_dir (`ray job submit --working-dir
+.` is tests/test_cluster_ray.py's, on nodes with their own addresses).
 
 The head node has no CPUs, so every training task must run on the second node, which is started
 from another folder: results appearing only in the driver's results_dir show that workers send
@@ -181,19 +181,6 @@ def test_joining_without_the_token_setting_says_what_to_set(cluster, tmp_path):
     assert f"could not join the Ray cluster at {cluster['address']}" in failed.stderr
     assert "RAY_AUTH_MODE=token" in failed.stderr
     assert not (tmp_path / "results").exists()
-
-
-def test_ray_job_submit_with_the_working_dir(cluster, tmp_path):
-    results_dir = tmp_path / "submitted"
-    submit = subprocess.run(
-        [BIN / "ray", "job", "submit", f"--address={cluster['dashboard']}", "--working-dir", ".", "--",
-         "python", "-m", "lab.sweep", "--multirun", f"results_dir={results_dir}", *TINY, "seed=5,6"],
-        cwd=REPO, env=cluster["env"], capture_output=True, text=True, timeout=300)
-    assert submit.returncode == 0, submit.stdout + submit.stderr
-    assert f"2 runs finished, 0 failed; results in {results_dir}" in submit.stdout
-    stored = rows(results_dir)
-    assert sorted(stored.seed.unique()) == [5, 6]
-    _same_rows(stored, 6, tmp_path)
 
 
 def test_a_search_trains_its_trials_on_the_cluster(cluster, tmp_path):

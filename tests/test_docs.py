@@ -5,12 +5,14 @@ against its --help. Templates with placeholders go in ```text blocks."""
 
 import functools
 import importlib
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -73,14 +75,30 @@ SWEEPS = [(page, argv, comment) for page, argv, comment in shown_commands()
 OTHERS = [(page, argv) for page, argv, _ in shown_commands() if argv[1:3] != ["-m", "lab.sweep"]]
 
 
+NAMED_SWEEPS = ["smoke", "writeup_mc_vfa", "writeup_q_table", "writeup_alphazero", "writeup_td_value",
+                "writeup_negamax_q", "all_algorithms", "boards_4x4", "boards_5x5"]
+
+
 def dry_run(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
     """The sweep's dry run: every knob validated and every run planned, nothing trained or written.
     A single run (no --multirun) is checked as a one-job sweep, which validates the same knobs.
     The same command shown twice (`+sweeps=X`, `--multirun +sweeps=X`) runs once."""
-    return _dry_run(tuple(a for a in args if a != "--multirun"), cwd)
+    return _dry_runs(cwd)[_one_job(args)].result()
+
+
+def _one_job(args) -> tuple[str, ...]:
+    return tuple(a for a in args if a != "--multirun")
 
 
 @functools.cache
+def _dry_runs(cwd: Path) -> dict:
+    """Every dry run of this module, started at the first one asked for, one per core at a time:
+    each is a Python process that mostly imports (one after another, 49 took 71 s)."""
+    wanted = dict.fromkeys([_one_job(argv[3:]) for _, argv, _ in SWEEPS] + [(f"+sweeps={n}",) for n in NAMED_SWEEPS])
+    pool = ThreadPoolExecutor(os.cpu_count() or 1)
+    return {args: pool.submit(_dry_run, args, cwd) for args in wanted}
+
+
 def _dry_run(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true"]
     return subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
@@ -109,9 +127,7 @@ def test_every_sweep_shown_runs_as_a_dry_run(page, argv, comment, empty_dir):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["smoke", "writeup_mc_vfa", "writeup_q_table", "writeup_alphazero",
-                                  "writeup_td_value", "writeup_negamax_q", "all_algorithms",
-                                  "boards_4x4", "boards_5x5"])
+@pytest.mark.parametrize("name", NAMED_SWEEPS)
 def test_the_named_sweep_tables_give_the_runs_a_sweep_plans(name, empty_dir):
     """README.md and docs/sweeps.md list the named sweeps with their runs: what a dry run plans."""
     planned = planned_runs(dry_run((f"+sweeps={name}",), empty_dir))
