@@ -23,8 +23,6 @@ possible. That is the yardstick for the first six numbers.
 Print the ceilings: `python -m lab.evaluate`.
 """
 
-import functools
-
 import numpy as np
 from numba import njit
 
@@ -122,10 +120,9 @@ def _agent_edges(agent, side: int) -> np.ndarray:
     return _edges(np.asarray(table, dtype=np.float64), side)
 
 
-@functools.cache  # at the first evaluation, not at import: a dry run or a refused command never loads a kernel
-def _opponent_edges(side: int) -> np.ndarray:
-    """[o]: the edge probabilities of opponent OPPONENTS[o] moving as `side`."""
-    return np.stack([_edges(opponents.table(name), side) for name in OPPONENTS])
+_OPPONENT_EDGES = {side: np.stack([_edges(opponents.table(name), side) for name in OPPONENTS])
+                   for side in (1, -1)}
+"""_OPPONENT_EDGES[side][o]: the edge probabilities of opponent OPPONENTS[o] moving as `side`."""
 
 
 def _terminal_outcomes(side: int) -> np.ndarray:
@@ -258,7 +255,7 @@ def exact(agent, player: int) -> dict:
     """
     side = _side(player)
     probs = _agent_edges(agent, side)
-    outcomes, lines = _backward_pass(probs, side, _opponent_edges(-side), *_TREE)
+    outcomes, lines = _backward_pass(probs, side, _OPPONENT_EDGES[-side], *_TREE)
     winning, drawing, losing, total = (int(n) for n in lines)
     result = {}
     for name, (win, draw, loss) in zip(OPPONENTS, outcomes):
