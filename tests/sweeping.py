@@ -1,7 +1,9 @@
 """Helpers for tests that drive `python -m lab.sweep` as users do."""
 
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +38,21 @@ def clean_env(**extra) -> dict:
 
 
 def sweep(args, cwd, env=None, timeout=300, prelude=None) -> subprocess.CompletedProcess:
-    """Run `python -m lab.sweep ARGS` in cwd (after the Python code `prelude`, if given)."""
-    return subprocess.run(command(args, prelude), cwd=cwd, env=env or clean_env(), timeout=timeout,
-                          capture_output=True, text=True)
+    """Run `python -m lab.sweep ARGS` in cwd (after the Python code `prelude`, if given). A sweep
+    still running after `timeout` seconds fails the test with every thread's stack, its forks'
+    included (faulthandler, on SIGABRT), so that a rare hang in CI says where it waits."""
+    with subprocess.Popen(command(args, prelude), cwd=cwd, env={**(env or clean_env()), "PYTHONFAULTHANDLER": "1"},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in [*descendants(proc.pid), proc.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGABRT)
+            stdout, stderr = proc.communicate(timeout=60)
+            raise AssertionError(f"the sweep {' '.join(args)} still ran after {timeout} s; its threads:\n"
+                                 f"{stderr[-30000:]}\nits output:\n{stdout[-3000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 def command(args, prelude=None) -> list[str]:
