@@ -120,8 +120,9 @@ class Forks:
             for worker in range(size):
                 their_calls, calls = FORK.Pipe(duplex=False)
                 answers, their_answers = FORK.Pipe(duplex=False)
-                process = FORK.Process(target=_serve, args=(their_calls, their_answers, server, self.begun, worker),
-                                       name="lab-fork", daemon=True)
+                drivers = [calls, answers, *self.calls, *self.answers]  # the ends the fork must not hold
+                process = FORK.Process(target=_serve, args=(their_calls, their_answers, server, self.begun, worker,
+                                                            drivers), name="lab-fork", daemon=True)
                 process.start()
                 their_calls.close()
                 their_answers.close()
@@ -195,9 +196,19 @@ def die_with_the_driver() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _serve(calls, answers, server: tuple, begun, worker: int) -> None:
+def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> None:
+    """A fork's loop: each call read from `calls` is answered on `answers`, in order, until the
+    driver closes `calls`. `drivers`, the driver's ends of this fork's pipes and of the forks
+    before it, are closed here at once: held here, they would keep this fork, and the others,
+    from ever seeing the driver close its own."""
     die_with_the_driver()
+    for end in drivers:
+        end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    # SIGTERM (the driver's `close`) ends the fork whichever of its threads the kernel hands it
+    # to: the driver's Python handler, inherited, runs only when the main thread next runs
+    # Python, and a main thread waiting for calls never does if the reader thread took the signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
     cls, args = server
     serving, inbox, outbox, end = cls(*args), queue.SimpleQueue(), queue.SimpleQueue(), object()

@@ -3,6 +3,7 @@
 trainers, each run once with the rows this process would give; a fork that dies; Ctrl-C; and
 Ray's quicker stop (lab.sweep.disconnect)."""
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -41,6 +42,50 @@ def _alone(job_) -> pd.DataFrame:
 
 def _kept(jobs):
     return store.Store(jobs, sweep_module.Progress(len(jobs)))
+
+
+class Echo:
+    """A server that answers a call with its argument."""
+
+    def echo(self, argument):
+        return argument
+
+
+def test_forks_end_by_themselves_once_the_driver_closes_their_pipes():
+    """No fork holds an end of the driver's pipes, its own or another fork's: closing them ends
+    every fork without a signal."""
+    pool = workers.Forks(2, (Echo, ()))
+    pool.send(1, ("echo", 7))
+    assert pool.answers_ready(timeout=10) == [(1, 7)]
+    for pipe in pool.calls + pool.answers:
+        pipe.close()
+    for process in pool.processes:
+        process.join(timeout=10)
+    assert [process.exitcode for process in pool.processes] == [0, 0]
+
+
+def test_a_sigterm_that_reaches_a_forks_other_thread_still_ends_it():
+    """The driver's Python SIGTERM handler, which a fork inherits, runs only in the fork's main
+    thread, which waits for calls and runs no Python: SIGTERM handed to the reader thread left
+    the fork running, and the driver's `close` waited for it forever (CI, test_kill)."""
+    tgkill = 234  # x86-64's syscall number: a signal to one thread of another process
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        pool = workers.Forks(1, (Echo, ()))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    pid = pool.processes[0].pid
+    deadline = time.monotonic() + 10
+    while len(os.listdir(f"/proc/{pid}/task")) < 3 and time.monotonic() < deadline:  # its reader and sender
+        time.sleep(0.01)
+    reader = max(int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid)
+    assert ctypes.CDLL(None, use_errno=True).syscall(tgkill, pid, reader, signal.SIGTERM) == 0
+    pool.processes[0].join(timeout=10)
+    try:
+        assert pool.processes[0].exitcode == -signal.SIGTERM
+    finally:
+        pool.processes[0].kill()  # not left waiting, should it still run
+        pool.close()
 
 
 def test_forks_answer_each_call_in_order_with_the_rows_of_this_process(tmp_path):
