@@ -106,6 +106,35 @@ def random_move(empty, count):
 
 
 @njit(cache=True)
+def place(board, x, o, side, cell):
+    """The stones after `side` (0 X, 1 O) plays `cell`, and whether that completes a line."""
+    bit = np.uint64(1) << np.uint64(cell)
+    if side == 0:
+        return x | bit, o, wins(board, x | bit, cell)
+    return x, o | bit, wins(board, o | bit, cell)
+
+
+@njit(cache=True)
+def best_cell(scores, empty, cells):
+    """An empty cell of the highest score, ties broken uniformly at random."""
+    best = -np.inf
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] > best:
+            best = scores[cell]
+    ties = 0
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
+            ties += 1
+    pick = int(np.random.random() * ties)
+    for cell in range(cells):
+        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
+            if pick == 0:
+                return cell
+            pick -= 1
+    return -1
+
+
+@njit(cache=True)
 def _play_random(board, games, seed, tally):
     np.random.seed(seed)
     cells = board.m * board.n

@@ -16,7 +16,7 @@ from numba import njit
 from lab import game, mnk, mnk_bots
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.mnk import empty_mask, wins
+from lab.mnk import best_cell, empty_mask, place, wins
 from lab.mnk_table import Table, find
 
 TABLE = -1
@@ -33,15 +33,6 @@ class Reading(NamedTuple):
     """afterstates: the fixed value of a move that fills the board without a line (a line: 1)"""
     members: int
     """Q rows: tables side by side in a row, cells values each; the greedy score is their sum"""
-
-
-@njit(cache=True)
-def place(board, x, o, side, cell):
-    """The stones after `side` (0 X, 1 O) plays `cell`, and whether that completes a line."""
-    bit = np.uint64(1) << np.uint64(cell)
-    if side == 0:
-        return x | bit, o, wins(board, x | bit, cell)
-    return x, o | bit, wins(board, o | bit, cell)
 
 
 @njit(cache=True)
@@ -71,26 +62,6 @@ def scores_at(board, t, reading, x, o, side, member, out):
             for m in range(first, last):
                 total += t.values[slot, m * cells + cell] if slot >= 0 else t.default
             out[cell] = total
-
-
-@njit(cache=True)
-def best_cell(scores, empty, cells):
-    """An empty cell of the highest score, ties broken uniformly at random."""
-    best = -np.inf
-    for cell in range(cells):
-        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] > best:
-            best = scores[cell]
-    ties = 0
-    for cell in range(cells):
-        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
-            ties += 1
-    pick = int(np.random.random() * ties)
-    for cell in range(cells):
-        if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
-            if pick == 0:
-                return cell
-            pick -= 1
-    return -1
 
 
 @njit(cache=True)

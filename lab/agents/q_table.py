@@ -13,9 +13,11 @@ agent's moves is the notebook's:
 
 Epsilon is multiplied by epsilon_decay_per_game before every game (so, as in the notebook, the
 first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random
-O; here the agent takes either seat against any fixed opponent. Updates happen every step, so the
-episodes run one after another in a compiled loop, `train`; `reference_train` is the same loop in
-plain Python.
+O; here the agent takes either seat against any fixed opponent, on any m,n,k board. Updates
+happen every step, so the episodes run one after another in a compiled loop, `train`, written
+once against lab.engine: on 3x3 the table has a row for each of the 3**9 board codes, on bigger
+boards a row for each position the agent moved from (lab.mnk_table). `reference_train` is the
+3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -24,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
-from lab.agents import base
-from lab.knobs import Knobs, RunConfig, require, side
+from lab import engine, game, mnk_table, opponents
+from lab.agents import base, mnk_tabular
+from lab.knobs import Knobs, RunConfig, require
 
 
 @dataclass(frozen=True)
@@ -49,74 +51,94 @@ class Agent(base.QTableAgent):
     algorithm = "q_table"
 
 
+class BoardAgent(mnk_tabular.Agent):
+    """Agent on a bigger board: its table holds the positions it moved from."""
+
+    algorithm = "q_table"
+
+
+READING = mnk_tabular.Reading(afterstates=False, draw_value=0.0, members=1)
+"""How a bigger board's table scores moves: a Q value per cell"""
+
+
 class Params(NamedTuple):
     """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
 
     side: int
-    """the agent's mark: 1 (X, moves first) or -1 (O)"""
+    """the agent's side: 0 X (moves first), 1 O"""
     alpha: float
     """TD step size"""
     epsilon_decay_per_game: float
     """epsilon is multiplied by this before every game"""
+    per_game: int
+    """the most positions one game adds to a table of visited positions: the agent's moves"""
 
     @classmethod
     def of(cls, knobs: Config, run: RunConfig) -> "Params":
-        return cls(side(run.player), knobs.alpha, knobs.epsilon_decay_per_game)
+        return cls(run.player - 1, knobs.alpha, knobs.epsilon_decay_per_game, len(depths(run)))
+
+
+def depths(run: RunConfig) -> range:
+    """The numbers of stones on the board where the agent is to move: its table's positions."""
+    return range(run.player - 1, run.m * run.n, 2)
 
 
 @njit(cache=True)
-def train(q, epsilon, opponent_moves, n, params, rules):
-    """Play n episodes of the agent learning q against move table opponent_moves. Returns the
-    decayed epsilon and the results [X wins, O wins, draws]."""
-    after, terminal, winner, legal = rules.after, rules.terminal, rules.winner, rules.legal
-    side, alpha = params.side, params.alpha
-    tally = np.zeros(3, dtype=np.int64)
-    for _ in range(n):
+def train(g, table, opponent, epsilon, n, params, tally):
+    """Play up to n episodes of the agent learning `table` against `opponent` on the game g
+    (lab.engine), stopping before one that could take a table of visited positions over half
+    full. Adds the results to tally [X wins, O wins, draws]; returns (episodes played, the
+    decayed epsilon)."""
+    q, me, alpha = engine.values(table), params.side, params.alpha
+    for played in range(n):
+        if not engine.room(table, params.per_game):
+            return played, epsilon
         epsilon *= params.epsilon_decay_per_game
-        code = 0
-        if side == -1:  # the opponent opens
-            code = after[code, game.sample_move(opponent_moves, code)]
-        prev_code = -1
-        prev_move = -1
+        pos = engine.start(g)
+        if me == 1:  # the opponent opens
+            pos, _, _ = engine.play(g, pos, engine.opponent_move(g, opponent, pos, 0), 0)
+        prev, prev_move, result = -1, -1, engine.DRAW
         while True:
-            move, _ = game.epsilon_greedy(q[code], legal[code], epsilon)
-            nxt = after[code, move]
-            if terminal[nxt]:
-                q[code, move] = winner[nxt] * side  # our move won (1) or drew (0): certain
+            here = engine.row(table, g, pos)
+            move = engine.epsilon_greedy(g, q[here], pos, epsilon)
+            pos, won, over = engine.play(g, pos, move, me)
+            if over:  # our move won (1) or drew (0): certain
+                q[here, move] = 1.0 if won else 0.0
+                result = me if won else engine.DRAW
             else:
-                nxt = after[nxt, game.sample_move(opponent_moves, nxt)]
-                if terminal[nxt]:  # the opponent's reply won (-1) or drew (0): one sample of it
-                    q[code, move] += alpha * (winner[nxt] * side - q[code, move])
-            if prev_code >= 0:
-                q[prev_code, prev_move] += alpha * (q[code, move] - q[prev_code, prev_move])
-            if terminal[nxt]:
+                pos, won, over = engine.play(g, pos, engine.opponent_move(g, opponent, pos, 1 - me), 1 - me)
+                if over:  # the opponent's reply won (-1) or drew (0): one sample of it
+                    q[here, move] += alpha * ((-1.0 if won else 0.0) - q[here, move])
+                    result = 1 - me if won else engine.DRAW
+            if prev >= 0:
+                q[prev, prev_move] += alpha * (q[here, move] - q[prev, prev_move])
+            if over:
                 break
-            prev_code, prev_move = code, move
-            code = nxt
-        game.count_result(tally, winner[nxt])
-    return epsilon, tally
+            prev, prev_move = here, move
+        tally[result] += 1
+    return n, epsilon
 
 
 def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
     """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
     stream: from the same seed it plays the same games and leaves the same q, epsilon and tally."""
-    winners = []
+    winners, mark = [], 1 if params.side == 0 else -1
     for _ in range(n):
         epsilon *= params.epsilon_decay_per_game
         code = game.EMPTY
-        if params.side == -1:  # the opponent opens
+        if mark == -1:  # the opponent opens
             code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
         previous = None  # the agent's previous (position, move) in this game
         while True:
             move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], epsilon)
             after_move = game.AFTER[code, move]
             if game.TERMINAL[after_move]:  # the agent's move ended the game: a certain result
-                q[code, move] = game.WINNER[after_move] * params.side
+                q[code, move] = game.WINNER[after_move] * mark
                 end = after_move
             else:
                 end = game.AFTER[after_move, stream.sample_move(opponent_moves[after_move])]
                 if game.TERMINAL[end]:  # the opponent's reply ended it: one sample of the result
-                    q[code, move] += params.alpha * (game.WINNER[end] * params.side - q[code, move])
+                    q[code, move] += params.alpha * (game.WINNER[end] * mark - q[code, move])
             if previous is not None:  # on-policy TD: the previous pair moves towards this one
                 q[previous] += params.alpha * (q[code, move] - q[previous])
             if game.TERMINAL[end]:
@@ -127,24 +149,51 @@ def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
 
 
 class Learner(base.Learner):
+    DERIVED = ("game", "opponent")
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.q = np.zeros((game.N_CODES, 9))
+        self.game = engine.of(run.game)
+        if engine.tabulated(self.game):
+            self.q = np.zeros((game.N_CODES, 9))
+            self.opponent = opponents.for_training(run.opponent)
+        else:
+            self.q = mnk_table.Table(run.m * run.n, 0.0)
+            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
         self.epsilon = knobs.epsilon
         self.params = Params.of(knobs, run)
-        self.opponent = opponents.for_training(run.opponent)
+
+    @classmethod
+    def check_run(cls, knobs: Config, run: RunConfig) -> None:
+        if run.bigger_board:
+            mnk_table.check_fits(run, "q_table", depths(run), run.m * run.n)
 
     def iterate(self) -> np.ndarray:
-        self.epsilon, tally = train(self.q, self.epsilon, self.opponent,
-                                    self.run.episodes_per_update, self.params, game.RULES)
+        tally = np.zeros(3, np.int64)
+
+        def play(table, episodes: int) -> int:
+            played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
+                                         tally)
+            return played
+        if isinstance(self.q, np.ndarray):
+            play(self.q, self.run.episodes_per_update)
+        else:
+            mnk_tabular.in_batches(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def exploration(self) -> float:
         return float(self.epsilon)  # the last game's: epsilon decays before every game
 
-    def agent(self) -> Agent:
-        return Agent(self.q.copy())
+    def memory(self) -> dict:
+        return {} if isinstance(self.q, np.ndarray) else self.q.columns()
+
+    def agent(self) -> Agent | BoardAgent:
+        if isinstance(self.q, np.ndarray):
+            return Agent(self.q.copy())
+        return BoardAgent(self.q.copy(), self.run.game, READING)
 
 
 ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False)
+BOARD_ALGORITHM = base.Algorithm("q_table", Config, Learner, BoardAgent, self_play=False)
+"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""

@@ -1,0 +1,166 @@
+"""One interface to the m,n,k game for the compiled learners, whatever the board (issue 35).
+
+A learner's kernel is written once against the functions below and takes the game as its first
+argument, `g`. numba picks each function's implementation by the type of `g` when it compiles
+the kernel (numba.extending.overload), so nothing is decided while games are played:
+
+- `Tabulated` (3x3): a position is its base-3 code and the rules are lab.game's tables over all
+  3**9 codes; a move is one table read. Opponents are move tables (lab.opponents), a learner's
+  table a dense array with a row per code.
+- `lab.mnk.Board` (every board up to 64 cells): a position is (x, o), X's and O's stones as two
+  uint64 bitboards; a move is an OR and a check of the windows through its cell. Opponents are
+  lab.mnk_bots bots (`Bots`), a learner's table a lab.mnk_table table of the positions visited.
+
+On each engine the functions draw from the kernels' random stream exactly as that engine's
+learners always drew (lab.game's helpers on 3x3, lab.mnk's and lab.mnk_bots' elsewhere), so a
+learner written once gives the rows its two twins gave, on every board.
+
+Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from lab import game, mnk, mnk_bots, mnk_table
+
+DRAW = 2
+"""A game's result when nobody completed a line (the tally's third entry)"""
+
+
+class Tabulated(NamedTuple):
+    """3x3's rules as tables over board codes (lab.game), as compiled kernels take them."""
+
+    after: np.ndarray
+    """(codes, cells) the code after the side to move plays a cell, -1 where illegal"""
+    terminal: np.ndarray
+    """(codes,) the game is over"""
+    winner: np.ndarray
+    """(codes,) 1 X won, -1 O won, 0 nobody (yet)"""
+    legal: np.ndarray
+    """(codes, cells) the moves of the side to move"""
+
+
+TTT = Tabulated(game.AFTER, game.TERMINAL, game.WINNER, game.LEGAL)
+
+
+class Bots(NamedTuple):
+    """A fixed opponent on a bitboard engine: the lab.mnk_bots bot of each seat."""
+
+    kinds: np.ndarray
+    """(2,) the bot kind of X's seat and of O's (lab.mnk_bots.NAMES' index)"""
+    simulations: np.ndarray
+    """(2,) MCTS playouts per move of each seat's bot"""
+    tree: mnk_bots.Tree
+    """the search tree MCTS reuses (or the perfect bot's table)"""
+
+
+def of(shape: tuple[int, int, int]):
+    """The engine of the m,n,k board `shape`: tabulated for 3x3, bitboards for every other."""
+    return TTT if tuple(shape) == (3, 3, 3) else mnk.board(*shape)
+
+
+def tabulated(g) -> bool:
+    """Whether `g` (an engine, or numba's type of one) is the tabulated one."""
+    if isinstance(g, types.Type):
+        return isinstance(g, types.BaseNamedTuple) and g.instance_class is Tabulated
+    return isinstance(g, Tabulated)
+
+
+# The functions kernels call; each body below is what numba compiles for one engine.
+
+def start(g):
+    """The empty board."""
+
+
+def play(g, pos, cell, side):
+    """(the position after `side` plays `cell` at `pos`, whether that completed a line, whether
+    the game is over)."""
+
+
+def epsilon_greedy(g, scores, pos, epsilon):
+    """A learner's move at `pos`: with probability epsilon a uniformly random legal cell, else a
+    best-scoring one (ties at random); `scores` has an entry per cell."""
+
+
+def opponent_move(g, opponent, pos, side):
+    """The cell a fixed opponent (a move table, or `Bots`) plays with `side` to move at `pos`."""
+
+
+def row(table, g, pos):
+    """The row of a learner's table that holds `pos` (added if new, on a table of visited positions)."""
+
+
+def values(table):
+    """The (rows, width) array of a learner's table."""
+
+
+def room(table, positions):
+    """Whether a game adding up to `positions` rows keeps the table at most half full (a dense
+    table always has room)."""
+
+
+@overload(start, inline="always")
+def _start(g):
+    if tabulated(g):
+        return lambda g: 0
+    return lambda g: (np.uint64(0), np.uint64(0))
+
+
+@overload(play, inline="always")
+def _play(g, pos, cell, side):
+    if tabulated(g):
+        def on_codes(g, pos, cell, side):
+            after = g.after[pos, cell]
+            return after, g.winner[after] != 0, g.terminal[after]
+        return on_codes
+
+    def on_bitboards(g, pos, cell, side):
+        x, o, won = mnk.place(g, pos[0], pos[1], side, cell)
+        return (x, o), won, won | ((x | o) == g.full)
+    return on_bitboards
+
+
+@overload(epsilon_greedy, inline="always")
+def _epsilon_greedy(g, scores, pos, epsilon):
+    if tabulated(g):
+        return lambda g, scores, pos, epsilon: game.epsilon_greedy(scores, g.legal[pos], epsilon)[0]
+
+    def on_bitboards(g, scores, pos, epsilon):
+        empty = mnk.empty_mask(g, pos[0], pos[1])
+        cells = g.m * g.n
+        if np.random.random() < epsilon:
+            return mnk.random_move(empty, mnk_bots.cells_in(empty))
+        return mnk.best_cell(scores, empty, cells)
+    return on_bitboards
+
+
+@overload(opponent_move, inline="always")
+def _opponent_move(g, opponent, pos, side):
+    if tabulated(g):
+        return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
+    return lambda g, opponent, pos, side: mnk_bots.bot_move(
+        g, opponent.tree, opponent.kinds[side], opponent.simulations[side], pos[0], pos[1], side)
+
+
+@overload(row, inline="always")
+def _row(table, g, pos):
+    if isinstance(table, types.Array):
+        return lambda table, g, pos: pos
+    return lambda table, g, pos: mnk_table.insert(table, pos[0], pos[1])
+
+
+@overload(values, inline="always")
+def _values(table):
+    if isinstance(table, types.Array):
+        return lambda table: table
+    return lambda table: table.values
+
+
+@overload(room, inline="always")
+def _room(table, positions):
+    if isinstance(table, types.Array):
+        return lambda table, positions: True
+    return lambda table, positions: not mnk_table.full(table, positions)
