@@ -21,7 +21,7 @@ Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or
 from typing import NamedTuple
 
 import numpy as np
-from numba import types
+from numba import njit, types
 from numba.extending import overload
 
 from lab import game, mnk, mnk_bots, mnk_table
@@ -71,6 +71,10 @@ def tabulated(g) -> bool:
 
 # The functions kernels call; each body below is what numba compiles for one engine.
 
+def cells(g):
+    """The board's number of cells."""
+
+
 def start(g):
     """The empty board."""
 
@@ -80,9 +84,25 @@ def play(g, pos, cell, side):
     the game is over)."""
 
 
-def epsilon_greedy(g, scores, pos, epsilon):
-    """A learner's move at `pos`: with probability epsilon a uniformly random legal cell, else a
-    best-scoring one (ties at random); `scores` has an entry per cell."""
+def random_cell(g, pos):
+    """A uniformly random legal cell at `pos`."""
+
+
+def best_cell(g, scores, pos):
+    """A legal cell of the highest score at `pos` (ties at random); `scores` has an entry per cell."""
+
+
+def afterstate_scores(g, table, pos, side, draw_value, out):
+    """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
+    completes a line, draw_value if it fills the board, else the table's (one value a row)."""
+
+
+def read(table, slot):
+    """The value of row `slot` of a table of one value a row."""
+
+
+def add(table, slot, change):
+    """Add `change` to the value of row `slot` of a table of one value a row."""
 
 
 def opponent_move(g, opponent, pos, side):
@@ -100,6 +120,13 @@ def values(table):
 def room(table, positions):
     """Whether a game adding up to `positions` rows keeps the table at most half full (a dense
     table always has room)."""
+
+
+@overload(cells, inline="always")
+def _cells(g):
+    if tabulated(g):
+        return lambda g: 9
+    return lambda g: g.m * g.n
 
 
 @overload(start, inline="always")
@@ -123,18 +150,65 @@ def _play(g, pos, cell, side):
     return on_bitboards
 
 
-@overload(epsilon_greedy, inline="always")
-def _epsilon_greedy(g, scores, pos, epsilon):
+@overload(random_cell, inline="always")
+def _random_cell(g, pos):
     if tabulated(g):
-        return lambda g, scores, pos, epsilon: game.epsilon_greedy(scores, g.legal[pos], epsilon)[0]
+        return lambda g, pos: game.random_move(g.legal[pos])
 
-    def on_bitboards(g, scores, pos, epsilon):
+    def on_bitboards(g, pos):
         empty = mnk.empty_mask(g, pos[0], pos[1])
-        cells = g.m * g.n
-        if np.random.random() < epsilon:
-            return mnk.random_move(empty, mnk_bots.cells_in(empty))
-        return mnk.best_cell(scores, empty, cells)
+        return mnk.random_move(empty, mnk_bots.cells_in(empty))
     return on_bitboards
+
+
+@overload(best_cell, inline="always")
+def _best_cell(g, scores, pos):
+    if tabulated(g):
+        return lambda g, scores, pos: game.best_move(scores, g.legal[pos])
+    return lambda g, scores, pos: mnk.best_cell(scores, mnk.empty_mask(g, pos[0], pos[1]), g.m * g.n)
+
+
+@overload(afterstate_scores, inline="always")
+def _afterstate_scores(g, table, pos, side, draw_value, out):
+    if tabulated(g):  # finished positions hold their fixed values in the table
+        def on_codes(g, table, pos, side, draw_value, out):
+            for cell in range(9):
+                out[cell] = table[g.after[pos, cell]] if g.legal[pos, cell] else 0.0
+        return on_codes
+
+    from lab.agents.mnk_tabular import Reading, scores_at  # the agents' package imports this module
+
+    def on_bitboards(g, table, pos, side, draw_value, out):
+        scores_at(g, table, Reading(True, draw_value, 1), pos[0], pos[1], side, -1, out)
+    return on_bitboards
+
+
+@overload(read, inline="always")
+def _read(table, slot):
+    if isinstance(table, types.Array):
+        return lambda table, slot: table[slot]
+    return lambda table, slot: table.values[slot, 0]
+
+
+@overload(add, inline="always")
+def _add(table, slot, change):
+    if isinstance(table, types.Array):
+        def dense(table, slot, change):
+            table[slot] += change
+        return dense
+
+    def visited(table, slot, change):
+        table.values[slot, 0] += change
+    return visited
+
+
+@njit(cache=True, inline="always")
+def epsilon_greedy(g, scores, pos, epsilon):
+    """A learner's move at `pos`: with probability epsilon a uniformly random legal cell, else a
+    best-scoring one (ties at random). Returns (cell, whether it was the random one)."""
+    if np.random.random() < epsilon:
+        return random_cell(g, pos), True
+    return best_cell(g, scores, pos), False
 
 
 @overload(opponent_move, inline="always")

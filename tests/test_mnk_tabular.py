@@ -128,12 +128,12 @@ def test_an_update_whose_games_alone_could_outgrow_memory_names_episodes_per_upd
                     "episodes_per_update=10000000", "iterations=1"))
 
 
-@pytest.mark.parametrize("algorithm, opponent, games", [("td_value", "random", 20_000), ("negamax_q", "self", 20_000)])
+@pytest.mark.parametrize("algorithm, opponent, games", [("negamax_q", "self", 20_000)])
 def test_on_3x3_each_learns_what_its_3x3_module_learns(algorithm, opponent, games):
     """The bigger-board module run on 3x3 itself (lab.config routes 3x3 runs to lab.game's
     tables; here the learner is built directly), evaluated exactly: as X it never loses to random
     or perfect play and wins nearly every game against random, as 3x3's modules do. Measured
-    (seed 0): random wins 0.984, 0.987. (q_table is one module for every board: lab.engine.)"""
+    (seed 0): random wins 0.987. (q_table and td_value are one module for every board: lab.engine.)"""
     run_cfg, knobs = parse(compose(f"algorithm={algorithm}", f"opponent={opponent}", "player=1",
                                    "episodes_per_update=1000"))
     learner = agents.get(algorithm, bigger_board=True).Learner(knobs, run_cfg)

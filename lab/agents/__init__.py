@@ -18,7 +18,6 @@ from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
 from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
 from lab.agents.mnk_negamax_q import ALGORITHM as MNK_NEGAMAX_Q
 from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
-from lab.agents.mnk_td_value import ALGORITHM as MNK_TD_VALUE
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays
 from lab.knobs import TTT
@@ -27,7 +26,7 @@ REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
-BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, q_table.BOARD_ALGORITHM, MNK_TD_VALUE,
+BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, q_table.BOARD_ALGORITHM, td_value.BOARD_ALGORITHM,
                                                      MNK_NEGAMAX_Q, MNK_Q_NET, MNK_ALPHAZERO)}
 """The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
 agent"""

@@ -100,7 +100,7 @@ def train(g, table, opponent, epsilon, n, params, tally):
         prev, prev_move, result = -1, -1, engine.DRAW
         while True:
             here = engine.row(table, g, pos)
-            move = engine.epsilon_greedy(g, q[here], pos, epsilon)
+            move, _ = engine.epsilon_greedy(g, q[here], pos, epsilon)
             pos, won, over = engine.play(g, pos, move, me)
             if over:  # our move won (1) or drew (0): certain
                 q[here, move] = 1.0 if won else 0.0

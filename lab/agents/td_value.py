@@ -20,8 +20,11 @@ Positions where X just moved and positions where O just moved are disjoint, so o
 mover's view holds X's table and O's table side by side. Against a fixed opponent only the
 agent's seat learns; in self-play (opponent=self) each side is a learner with its own afterstates
 in the same array, and the trained agent plays either seat. Updates happen every step, so the
-episodes run one after another in a compiled loop, `train`; `reference_train` is the same loop in
-plain Python.
+episodes run one after another in a compiled loop, `train`, written once against lab.engine for
+every m,n,k board: on 3x3 the table has a value for each of the 3**9 board codes (finished ones
+at their fixed values), on bigger boards one for each unfinished afterstate a learning side moved
+into (lab.mnk_table; X's and O's are disjoint by their numbers of stones). `reference_train` is
+the 3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -30,8 +33,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
-from lab.agents import base
+from lab import engine, game, mnk_table, opponents
+from lab.agents import base, mnk_tabular
 from lab.knobs import Knobs, RunConfig, require
 
 
@@ -75,6 +78,12 @@ class Agent(base.Agent):
         return cls(np.asarray(arrays["values"], dtype=float))
 
 
+class BoardAgent(mnk_tabular.Agent):
+    """Agent on a bigger board: plays the move to the afterstate of highest value."""
+
+    algorithm = "td_value"
+
+
 def initial_values(draw_value: float) -> np.ndarray:
     """0.5 everywhere except finished games: 1 for the mover's win, draw_value for a draw (a
     side can only win with its own move)."""
@@ -85,7 +94,7 @@ class Params(NamedTuple):
     """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
 
     x_learns: bool
-    """X plays epsilon-greedy on the values and learns (else X plays the opponent's move table)"""
+    """X plays epsilon-greedy on the values and learns (else X plays the opponent)"""
     o_learns: bool
     """the same for O (both in self-play)"""
     alpha: float
@@ -96,64 +105,68 @@ class Params(NamedTuple):
     """the value of a drawn final position"""
     end_of_game: bool
     """write-up 003's rule (update=end_of_game) instead of TD steps"""
+    per_game: int
+    """the most afterstates one game adds to a table of visited positions: the learning sides' moves"""
 
     @classmethod
     def of(cls, knobs: Config, run: RunConfig) -> "Params":
         return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.epsilon, knobs.draw_value,
-                   knobs.update == "end_of_game")
+                   knobs.update == "end_of_game", len(depths(run)))
+
+
+def depths(run: RunConfig) -> range:
+    """The numbers of stones of the learning sides' unfinished afterstates: the table's positions
+    on a bigger board (X's after an odd number of moves, O's after an even one)."""
+    first = 1 if 1 in run.seats else 2
+    return range(first, run.m * run.n, 1 if len(run.seats) == 2 else 2)
 
 
 @njit(cache=True)
-def train(v, opponent_moves, n, params, rules):
-    """Play n episodes; a side that learns plays epsilon-greedy on v and updates it, a side that
-    does not plays move table opponent_moves. Returns the results [X wins, O wins, draws]."""
-    after, terminal, winner, to_move, legal = (rules.after, rules.terminal, rules.winner,
-                                               rules.to_move, rules.legal)
-    alpha = params.alpha
-    tally = np.zeros(3, dtype=np.int64)
-    move_values = np.empty(9)
-    last = np.empty(2, dtype=np.int64)  # each side's latest afterstate (index 0 X, 1 O)
-    visited = np.empty((2, 5), dtype=np.int64)  # end_of_game: each side's afterstates this game
+def train(g, table, opponent, n, params, tally):
+    """Play up to n episodes on the game g (lab.engine); a side that learns plays epsilon-greedy
+    on the table's afterstate values and updates them, a side that does not plays `opponent`.
+    Stops before an episode that could take a table of visited positions over half full. Adds
+    the results to tally [X wins, O wins, draws]; returns the episodes played."""
+    alpha, cells = params.alpha, engine.cells(g)
+    scores = np.empty(cells)
+    last = np.empty(2, dtype=np.int64)  # each side's latest unfinished afterstate's row, -1 none
+    visited = np.empty((2, cells // 2 + 1), dtype=np.int64)  # end_of_game: each side's afterstates (-1 finished)
     count = np.zeros(2, dtype=np.int64)
-    for _ in range(n):
+    for played in range(n):
+        if not engine.room(table, params.per_game):
+            return played
         last[:] = -1
         count[:] = 0
-        code = 0
+        pos, ply, result = engine.start(g), 0, engine.DRAW
         while True:
-            i = 0 if to_move[code] == 1 else 1
-            if not (params.x_learns if i == 0 else params.o_learns):
-                code = after[code, game.sample_move(opponent_moves, code)]
+            side = ply % 2
+            ply += 1
+            if not (params.x_learns if side == 0 else params.o_learns):
+                pos, won, over = engine.play(g, pos, engine.opponent_move(g, opponent, pos, side), side)
             else:
-                # game.epsilon_greedy's draws, written out: handing it this buffer costs ~10%
-                if np.random.random() < params.epsilon:  # explore: a random move, no update
-                    nxt = after[code, game.random_move(legal[code])]
-                else:
-                    for m in range(9):
-                        move_values[m] = v[after[code, m]] if legal[code, m] else 0.0
-                    nxt = after[code, game.best_move(move_values, legal[code])]
-                    if last[i] >= 0 and not params.end_of_game:  # a greedy move: TD step
-                        v[last[i]] += alpha * (v[nxt] - v[last[i]])
-                last[i] = nxt
-                visited[i, count[i]] = nxt
-                count[i] += 1
-                code = nxt
-            if terminal[code]:
+                engine.afterstate_scores(g, table, pos, side, params.draw_value, scores)
+                cell, explored = engine.epsilon_greedy(g, scores, pos, params.epsilon)
+                pos, won, over = engine.play(g, pos, cell, side)
+                if not explored and last[side] >= 0 and not params.end_of_game:  # a greedy move: TD step
+                    engine.add(table, last[side], alpha * (scores[cell] - engine.read(table, last[side])))
+                last[side] = -1 if over else engine.row(table, g, pos)
+                visited[side, count[side]] = last[side]
+                count[side] += 1
+            if over:
+                result = side if won else engine.DRAW
                 break
-        if params.end_of_game:  # write-up 003: +-1/len(visited) on every afterstate of the game
+        if params.end_of_game:  # write-up 003: +-1/len(visited) on every unfinished afterstate of the game
             for j in range(2):
-                if count[j] > 0:
-                    step = (1.0 if winner[code] == (1 if j == 0 else -1) else -1.0) / count[j]
-                    for k in range(count[j]):
-                        if not terminal[visited[j, k]]:
-                            v[visited[j, k]] += step
-        else:
-            # The side that did not make the final move learns what its last afterstate led to.
-            other = 1 - i
-            if last[other] >= 0 and (params.x_learns if other == 0 else params.o_learns):
-                result = 0.0 if winner[code] != 0 else params.draw_value
-                v[last[other]] += alpha * (result - v[last[other]])
-        game.count_result(tally, winner[code])
-    return tally
+                for k in range(count[j]):
+                    if visited[j, k] >= 0:
+                        engine.add(table, visited[j, k], (1.0 if result == j else -1.0) / count[j])
+        else:  # the side that did not make the final move learns what its last afterstate led to
+            other = 1 - side
+            if last[other] >= 0:
+                target = 0.0 if result != engine.DRAW else params.draw_value
+                engine.add(table, last[other], alpha * (target - engine.read(table, last[other])))
+        tally[result] += 1
+    return n
 
 
 def reference_train(v, opponent_moves, n, params, stream: game.Stream):
@@ -194,19 +207,46 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
 
 
 class Learner(base.Learner):
+    DERIVED = ("game", "opponent")
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.values = initial_values(knobs.draw_value)
+        self.game = engine.of(run.game)
+        if engine.tabulated(self.game):
+            self.values = initial_values(knobs.draw_value)
+            self.opponent = opponents.for_training(run.opponent)
+        else:
+            self.values = mnk_table.Table(1, 0.5)
+            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
         self.params = Params.of(knobs, run)
-        self.opponent = opponents.for_training(run.opponent)
+
+    @classmethod
+    def check_run(cls, knobs: Config, run: RunConfig) -> None:
+        if run.bigger_board:
+            mnk_table.check_fits(run, "td_value", depths(run), 1)
 
     def iterate(self) -> np.ndarray:
-        return train(self.values, self.opponent, self.run.episodes_per_update, self.params,
-                     game.RULES)
+        tally = np.zeros(3, np.int64)
 
-    def agent(self) -> Agent:
-        return Agent(self.values.copy())
+        def play(table, episodes: int) -> int:
+            return train(self.game, table, self.opponent, episodes, self.params, tally)
+        if isinstance(self.values, np.ndarray):
+            play(self.values, self.run.episodes_per_update)
+        else:
+            mnk_tabular.in_batches(self.values, self.params.per_game, self.run.episodes_per_update, play)
+        return tally
+
+    def memory(self) -> dict:
+        return {} if isinstance(self.values, np.ndarray) else self.values.columns()
+
+    def agent(self) -> Agent | BoardAgent:
+        if isinstance(self.values, np.ndarray):
+            return Agent(self.values.copy())
+        reading = mnk_tabular.Reading(True, self.knobs.draw_value, 1)
+        return BoardAgent(self.values.copy(), self.run.game, reading)
 
 
 ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True)
+BOARD_ALGORITHM = base.Algorithm("td_value", Config, Learner, BoardAgent, self_play=True)
+"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
