@@ -97,6 +97,33 @@ def afterstate_scores(g, table, pos, side, draw_value, out):
     completes a line, draw_value if it fills the board, else the table's (one value a row)."""
 
 
+def q_scores(table, g, pos, member, out):
+    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q
+    rows: the table's own row (dense, K x codes x cells), or `out` filled (a table of visited
+    positions, members side by side in a row; a position not in it reads as the default)."""
+
+
+def best_q(table, g, pos, member):
+    """The highest Q of member `member` over the legal cells at `pos` (the default if a table of
+    visited positions does not hold it)."""
+
+
+def q_step(table, g, slot, member, cell, target, alpha):
+    """Move member `member`'s Q of `cell` in row `slot` a step alpha towards `target`."""
+
+
+def history(g, size):
+    """Room for `size` positions of a game (`keep`, `kept`)."""
+
+
+def keep(positions, i, pos):
+    """Store `pos` as position i."""
+
+
+def kept(positions, i):
+    """Position i."""
+
+
 def read(table, slot):
     """The value of row `slot` of a table of one value a row."""
 
@@ -181,6 +208,81 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
     def on_bitboards(g, table, pos, side, draw_value, out):
         scores_at(g, table, Reading(True, draw_value, 1), pos[0], pos[1], side, -1, out)
     return on_bitboards
+
+
+@overload(q_scores, inline="always")
+def _q_scores(table, g, pos, member, out):
+    if isinstance(table, types.Array):
+        return lambda table, g, pos, member, out: table[member, pos]
+    from lab.agents.mnk_tabular import Reading, scores_at  # the agents' package imports this module
+
+    def on_bitboards(table, g, pos, member, out):
+        scores_at(g, table, Reading(False, 0.0, 0), pos[0], pos[1], 0, member, out)
+        return out
+    return on_bitboards
+
+
+@overload(best_q, inline="always")
+def _best_q(table, g, pos, member):
+    if isinstance(table, types.Array):
+        def dense(table, g, pos, member):
+            best = -np.inf
+            for cell in range(9):
+                if g.legal[pos, cell] and table[member, pos, cell] > best:
+                    best = table[member, pos, cell]
+            return best
+        return dense
+
+    def visited(table, g, pos, member):
+        slot = mnk_table.find(table, pos[0], pos[1])
+        if slot < 0:
+            return table.default
+        cells, empty = g.m * g.n, mnk.empty_mask(g, pos[0], pos[1])
+        best = -np.inf
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)):
+                best = max(best, table.values[slot, member * cells + cell])
+        return best
+    return visited
+
+
+@overload(q_step, inline="always")
+def _q_step(table, g, slot, member, cell, target, alpha):
+    if isinstance(table, types.Array):
+        def dense(table, g, slot, member, cell, target, alpha):
+            table[member, slot, cell] += alpha * (target - table[member, slot, cell])
+        return dense
+
+    def visited(table, g, slot, member, cell, target, alpha):
+        column = member * g.m * g.n + cell
+        table.values[slot, column] += alpha * (target - table.values[slot, column])
+    return visited
+
+
+@overload(history, inline="always")
+def _history(g, size):
+    if tabulated(g):
+        return lambda g, size: np.empty(size, np.int64)
+    return lambda g, size: np.empty((size, 2), np.uint64)
+
+
+@overload(keep, inline="always")
+def _keep(positions, i, pos):
+    if positions.ndim == 1:
+        def code(positions, i, pos):
+            positions[i] = pos
+        return code
+
+    def bitboards(positions, i, pos):
+        positions[i, 0], positions[i, 1] = pos
+    return bitboards
+
+
+@overload(kept, inline="always")
+def _kept(positions, i):
+    if positions.ndim == 1:
+        return lambda positions, i: positions[i]
+    return lambda positions, i: (positions[i, 0], positions[i, 1])
 
 
 @overload(read, inline="always")

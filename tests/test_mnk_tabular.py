@@ -6,9 +6,9 @@ start when their table could outgrow memory."""
 import numpy as np
 import pytest
 
-from lab import agents, mnk_bots, mnk_evaluate, mnk_exact, mnk_table, results
+from lab import agents, mnk_bots, mnk_table, results
 from lab.compose import compose
-from lab.config import job, parse
+from lab.config import job
 from lab.knobs import ConfigError
 from lab.mnk_table import FREE, Table, find, full, insert
 from lab.run import Training, run
@@ -101,7 +101,7 @@ def test_the_agent_is_a_snapshot_that_later_training_leaves_alone():
     entries, values = agent.table.entries, agent.table.values.copy()
     training.step()
     assert agent.table.entries == entries and (agent.table.values == values).all()
-    assert training.learner.table.entries > entries
+    assert training.learner.q.entries > entries
 
 
 @pytest.mark.parametrize("algorithm, overrides, most", [
@@ -128,17 +128,3 @@ def test_an_update_whose_games_alone_could_outgrow_memory_names_episodes_per_upd
                     "episodes_per_update=10000000", "iterations=1"))
 
 
-@pytest.mark.parametrize("algorithm, opponent, games", [("negamax_q", "self", 20_000)])
-def test_on_3x3_each_learns_what_its_3x3_module_learns(algorithm, opponent, games):
-    """The bigger-board module run on 3x3 itself (lab.config routes 3x3 runs to lab.game's
-    tables; here the learner is built directly), evaluated exactly: as X it never loses to random
-    or perfect play and wins nearly every game against random, as 3x3's modules do. Measured
-    (seed 0): random wins 0.987. (q_table and td_value are one module for every board: lab.engine.)"""
-    run_cfg, knobs = parse(compose(f"algorithm={algorithm}", f"opponent={opponent}", "player=1",
-                                   "episodes_per_update=1000"))
-    learner = agents.get(algorithm, bigger_board=True).Learner(knobs, run_cfg)
-    for _ in range(games // 1000):
-        learner.iterate()
-    measured = mnk_exact.exact(mnk_evaluate.solved(3, 3, 3), learner.agent().policy(1), 1)
-    assert measured["random_loss"] == measured["perfect_loss"] == 0
-    assert measured["random_win"] > 0.97

@@ -1,7 +1,8 @@
 """What the tabular learners on bigger m,n,k boards share: reading a move's score off a table of
 visited positions (lab.mnk_table), greedy play on it, and the trained agent.
 
-mnk_q_table, mnk_td_value and mnk_negamax_q differ in what their rows hold, which `Reading` says:
+q_table, td_value and negamax_q (each one module for every board, lab.engine) differ in what their
+rows hold here, which `Reading` says:
 a Q value per cell of the position to move from (q_table; negamax_q with `members` tables side by
 side in a row, the greedy reading their sum), or one value per afterstate (td_value: the position
 after the move; a move that completes a line is worth 1 and one that fills the board without a
@@ -16,7 +17,7 @@ from numba import njit
 from lab import game, mnk, mnk_bots
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.mnk import best_cell, empty_mask, place, wins
+from lab.mnk import best_cell, empty_mask, place
 from lab.mnk_table import Table, find
 
 TABLE = -1

@@ -26,7 +26,11 @@ too.
 g mod K, each with its own Q values; the run's seed fixes them all) and the agent plays their sum:
 a move few members consider bad scores best. The episodes of a run are split between the members,
 so the run's rows count every episode once. Updates happen every episode, so the episodes run
-one after another in a compiled loop, `train`; `reference_train` is the same loop in plain Python.
+one after another in a compiled loop, `train`, written once against lab.engine for every m,n,k
+board: on 3x3 the K tables are dense (K x 3**9 x 9); on bigger boards one table of the positions
+played (lab.mnk_table) holds the K members' Q values side by side in a row. `reference_train` is
+the 3x3 loop in plain Python. Not yet on bigger boards: the per-size measure of an ensemble
+(`by_size`), whose agents keep their members apart.
 """
 
 from dataclasses import dataclass
@@ -35,8 +39,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import evaluate, game, opponents
-from lab.agents import base
+from lab import engine, evaluate, game, mnk_table, opponents
+from lab.agents import base, mnk_tabular
 from lab.knobs import Knobs, RunConfig, require
 
 
@@ -84,6 +88,12 @@ class Agent(base.QTableAgent):
                    None if members is None else np.asarray(members, dtype=float))
 
 
+class BoardAgent(mnk_tabular.Agent):
+    """Agent on a bigger board: the move of highest Q, summed over the ensemble."""
+
+    algorithm = "negamax_q"
+
+
 def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
     """Write-up 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
     the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
@@ -113,21 +123,15 @@ class Params(NamedTuple):
     """reward of the last two moves of a draw"""
     reward_decay: float
     """share of the final reward given to each earlier move, per move back from the end"""
+    members: int
+    """the ensemble's tables"""
+    per_game: int
+    """the most positions one game adds to a table of visited positions: every move's"""
 
     @classmethod
     def of(cls, knobs: Config, run: RunConfig) -> "Params":
         return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.gamma, knobs.epsilon,
-                   knobs.loss_reward, knobs.draw_reward, knobs.reward_decay)
-
-
-@njit(cache=True)
-def best_score(scores, legal):
-    """The highest of the 9 scores over the legal moves (there is at least one)."""
-    best = -np.inf
-    for m in range(9):
-        if legal[m] and scores[m] > best:
-            best = scores[m]
-    return best
+                   knobs.loss_reward, knobs.draw_reward, knobs.reward_decay, knobs.ensemble, run.m * run.n)
 
 
 @njit(cache=True)
@@ -144,39 +148,47 @@ def shaped_reward(k, won, params):
 
 
 @njit(cache=True)
-def train(ensemble_q, first_game, opponent_moves, n, params, rules):
-    """Play n episodes, game g (counted from first_game) training member g % K of ensemble_q
-    (K, N_CODES, 9). A side that plays the table moves epsilon-greedy on it, a side that does
-    not plays move table opponent_moves. Returns the results [X wins, O wins, draws]."""
-    after, terminal, winner, to_move, legal = (rules.after, rules.terminal, rules.winner,
-                                               rules.to_move, rules.legal)
-    alpha, gamma = params.alpha, params.gamma
-    tally = np.zeros(3, dtype=np.int64)
-    codes = np.empty(9, dtype=np.int64)
-    moves = np.empty(9, dtype=np.int64)
-    for g in range(first_game, first_game + n):
-        q = ensemble_q[g % ensemble_q.shape[0]]
-        code = 0
-        t = 0
-        while not terminal[code]:
-            if not (params.x_plays_table if to_move[code] == 1 else params.o_plays_table):
-                move = game.sample_move(opponent_moves, code)
+def train(g, table, opponent, first_game, n, params, tally):
+    """Play up to n episodes on the game g (lab.engine), game number i (counted from first_game)
+    training member i % K. A side that plays the table moves epsilon-greedy on that member, a
+    side that does not plays `opponent`. Stops before an episode that could take a table of
+    visited positions over half full. Adds the results to tally [X wins, O wins, draws];
+    returns the episodes played."""
+    cells, alpha, gamma = engine.cells(g), params.alpha, params.gamma
+    scores = np.empty(cells)
+    positions, moves = engine.history(g, cells), np.empty(cells, np.int64)
+    for number in range(first_game, first_game + n):
+        if not engine.room(table, params.per_game):
+            return number - first_game
+        member = number % params.members
+        pos, plies, result = engine.start(g), 0, engine.DRAW
+        while True:
+            side = plies % 2
+            if not (params.x_plays_table if side == 0 else params.o_plays_table):
+                move = engine.opponent_move(g, opponent, pos, side)
+            elif np.random.random() < params.epsilon:
+                move = engine.random_cell(g, pos)
             else:
-                move, _ = game.epsilon_greedy(q[code], legal[code], params.epsilon)
-            codes[t] = code
-            moves[t] = move
-            t += 1
-            code = after[code, move]
-        won = winner[code] != 0
-        for k in range(t):  # k moves back from the end
-            reward = shaped_reward(k, won, params)
-            s = codes[t - 1 - k]
-            a = moves[t - 1 - k]
-            nxt = after[s, a]
-            best_reply = 0.0 if terminal[nxt] else best_score(q[nxt], legal[nxt])
-            q[s, a] += alpha * (reward - gamma * best_reply - q[s, a])
-        game.count_result(tally, winner[code])
-    return tally
+                move = engine.best_cell(g, engine.q_scores(table, g, pos, member, scores), pos)
+            engine.keep(positions, plies, pos)
+            moves[plies] = move
+            plies += 1
+            pos, won, over = engine.play(g, pos, move, side)
+            if over:
+                result = side if won else engine.DRAW
+                break
+        for k in range(plies):  # k moves back from the end
+            i = plies - 1 - k
+            before = engine.kept(positions, i)
+            slot = engine.row(table, g, before)
+            best_reply = 0.0  # the opponent's best at the position after the move (none after the last)
+            if k > 0:
+                after, _, _ = engine.play(g, before, moves[i], i % 2)
+                best_reply = engine.best_q(table, g, after, member)
+            target = shaped_reward(k, result != engine.DRAW, params) - gamma * best_reply
+            engine.q_step(table, g, slot, member, moves[i], target, alpha)
+        tally[result] += 1
+    return n
 
 
 def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: game.Stream):
@@ -206,22 +218,49 @@ def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: g
 
 
 class Learner(base.Learner):
+    DERIVED = ("game", "opponent")
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         game.seed_kernels(run.seed)
-        self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
+        self.game = engine.of(run.game)
+        if engine.tabulated(self.game):
+            self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
+            self.opponent = opponents.for_training(run.opponent)
+        else:
+            self.q = mnk_table.Table(knobs.ensemble * run.m * run.n, 0.0)
+            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
         self.params = Params.of(knobs, run)
-        self.opponent = opponents.for_training(run.opponent)
         self.games = 0
 
+    @classmethod
+    def check_run(cls, knobs: Config, run: RunConfig) -> None:
+        if run.bigger_board:
+            mnk_table.check_fits(run, "negamax_q", range(run.m * run.n), knobs.ensemble * run.m * run.n)
+
     def iterate(self) -> np.ndarray:
-        n = self.run.episodes_per_update
-        tally = train(self.q, self.games, self.opponent, n, self.params, game.RULES)
-        self.games += n
+        tally = np.zeros(3, np.int64)
+
+        def play(table, episodes: int) -> int:
+            played = train(self.game, table, self.opponent, self.games, episodes, self.params, tally)
+            self.games += played
+            return played
+        if isinstance(self.q, np.ndarray):
+            play(self.q, self.run.episodes_per_update)
+        else:
+            mnk_tabular.in_batches(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
-    def agent(self) -> Agent:
-        return Agent(self.q.sum(axis=0), self.q.copy() if len(self.q) > 1 else None)
+    def memory(self) -> dict:
+        return {} if isinstance(self.q, np.ndarray) else self.q.columns()
+
+    def agent(self) -> Agent | BoardAgent:
+        if isinstance(self.q, np.ndarray):
+            return Agent(self.q.sum(axis=0), self.q.copy() if len(self.q) > 1 else None)
+        reading = mnk_tabular.Reading(False, 0.0, self.knobs.ensemble)
+        return BoardAgent(self.q.copy(), self.run.game, reading)
 
 
 ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)
+BOARD_ALGORITHM = base.Algorithm("negamax_q", Config, Learner, BoardAgent, self_play=True)
+"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
