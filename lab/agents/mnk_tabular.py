@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, mnk, mnk_bots
+from lab import engine, game, mnk, mnk_bots, opponents
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.mnk import best_cell, empty_mask, place
@@ -156,22 +156,34 @@ class Agent:
         return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
-def opponents(run) -> tuple[np.ndarray, np.ndarray, mnk_bots.Tree]:
-    """(kinds, simulations, tree) of a run's seats for the compiled loops: TABLE in the seats it
-    trains in, else the kind of its lab.mnk_bots opponent, with the MCTS tree it needs."""
+def opponent(g, run):
+    """The fixed opponent a learner's kernel plays on the game g (lab.engine): 3x3's move table
+    (lab.opponents), or elsewhere the lab.mnk_bots bot of each seat it does not train in (TABLE
+    in those it does), with the MCTS tree it needs."""
+    if engine.tabulated(g):
+        return opponents.for_training(run.opponent)
     bot = None if run.opponent == "self" else mnk_bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
     kinds = np.array([TABLE if seat in run.seats else mnk_bots.NAMES.index(bot.name)
                       for seat in (1, 2)], np.int64)
-    board = mnk.board(*run.game)
-    return kinds, np.full(2, run.mcts_simulations, np.int64), mnk_bots.tree(
-        board, run.mcts_simulations if run.opponent == "mcts" else 1)
+    simulations = run.mcts_simulations if run.opponent == "mcts" else 1
+    return engine.Bots(kinds, np.full(2, run.mcts_simulations, np.int64), mnk_bots.tree(g, simulations))
 
 
-def in_batches(table: Table, per_game: int, games: int, play) -> None:
-    """Have `play(view, games_left)` play `games` games in all: it returns how many it played
-    before its next game could take the table over half full, and the table grows in between."""
+def play_all(table, per_game: int, episodes: int, play) -> None:
+    """Have `play(table, episodes_left)` play `episodes` in all. A dense table (3x3's) takes them
+    at once. A table of visited positions: `play` returns how many it played before its next
+    game could take the table over half full, and the table grows in between."""
+    if isinstance(table, np.ndarray):
+        play(table, episodes)
+        return
     played = 0
-    while played < games:
+    while played < episodes:
         table.make_room(per_game)
-        played += play(table.view(), games - played)
+        played += play(table.view(), episodes - played)
+
+
+def memory(table) -> dict:
+    """A learner's memory columns: a table of visited positions' entries and bytes (none for a
+    dense table, whose size the board fixes)."""
+    return {} if isinstance(table, np.ndarray) else table.columns()

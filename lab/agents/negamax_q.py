@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, evaluate, game, mnk_table, opponents
+from lab import engine, evaluate, game, mnk_table
 from lab.agents import base, mnk_tabular
 from lab.knobs import Knobs, RunConfig, require
 
@@ -226,10 +226,9 @@ class Learner(base.Learner):
         self.game = engine.of(run.game)
         if engine.tabulated(self.game):
             self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
-            self.opponent = opponents.for_training(run.opponent)
         else:
             self.q = mnk_table.Table(knobs.ensemble * run.m * run.n, 0.0)
-            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
+        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
         self.games = 0
 
@@ -245,14 +244,11 @@ class Learner(base.Learner):
             played = train(self.game, table, self.opponent, self.games, episodes, self.params, tally)
             self.games += played
             return played
-        if isinstance(self.q, np.ndarray):
-            play(self.q, self.run.episodes_per_update)
-        else:
-            mnk_tabular.in_batches(self.q, self.params.per_game, self.run.episodes_per_update, play)
+        mnk_tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def memory(self) -> dict:
-        return {} if isinstance(self.q, np.ndarray) else self.q.columns()
+        return mnk_tabular.memory(self.q)
 
     def agent(self) -> Agent | BoardAgent:
         if isinstance(self.q, np.ndarray):

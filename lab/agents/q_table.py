@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, game, mnk_table, opponents
+from lab import engine, game, mnk_table
 from lab.agents import base, mnk_tabular
 from lab.knobs import Knobs, RunConfig, require
 
@@ -157,11 +157,10 @@ class Learner(base.Learner):
         self.game = engine.of(run.game)
         if engine.tabulated(self.game):
             self.q = np.zeros((game.N_CODES, 9))
-            self.opponent = opponents.for_training(run.opponent)
         else:
             self.q = mnk_table.Table(run.m * run.n, 0.0)
-            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
         self.epsilon = knobs.epsilon
+        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
 
     @classmethod
@@ -176,17 +175,14 @@ class Learner(base.Learner):
             played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
                                          tally)
             return played
-        if isinstance(self.q, np.ndarray):
-            play(self.q, self.run.episodes_per_update)
-        else:
-            mnk_tabular.in_batches(self.q, self.params.per_game, self.run.episodes_per_update, play)
+        mnk_tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def exploration(self) -> float:
         return float(self.epsilon)  # the last game's: epsilon decays before every game
 
     def memory(self) -> dict:
-        return {} if isinstance(self.q, np.ndarray) else self.q.columns()
+        return mnk_tabular.memory(self.q)
 
     def agent(self) -> Agent | BoardAgent:
         if isinstance(self.q, np.ndarray):

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, game, mnk_table, opponents
+from lab import engine, game, mnk_table
 from lab.agents import base, mnk_tabular
 from lab.knobs import Knobs, RunConfig, require
 
@@ -215,10 +215,9 @@ class Learner(base.Learner):
         self.game = engine.of(run.game)
         if engine.tabulated(self.game):
             self.values = initial_values(knobs.draw_value)
-            self.opponent = opponents.for_training(run.opponent)
         else:
             self.values = mnk_table.Table(1, 0.5)
-            self.opponent = engine.Bots(*mnk_tabular.opponents(run))
+        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
 
     @classmethod
@@ -231,14 +230,11 @@ class Learner(base.Learner):
 
         def play(table, episodes: int) -> int:
             return train(self.game, table, self.opponent, episodes, self.params, tally)
-        if isinstance(self.values, np.ndarray):
-            play(self.values, self.run.episodes_per_update)
-        else:
-            mnk_tabular.in_batches(self.values, self.params.per_game, self.run.episodes_per_update, play)
+        mnk_tabular.play_all(self.values, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def memory(self) -> dict:
-        return {} if isinstance(self.values, np.ndarray) else self.values.columns()
+        return mnk_tabular.memory(self.values)
 
     def agent(self) -> Agent | BoardAgent:
         if isinstance(self.values, np.ndarray):
