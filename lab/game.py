@@ -12,7 +12,7 @@ tables.
 
 Compiled kernels take the rule tables as one bundle, `RULES`, and share the helpers below for what
 every learner's loop does: a move drawn from a move table (`sample_move`), a best
-move with ties at random (`best_move`), an epsilon-greedy choice (`epsilon_greedy`) and the result
+move with ties at random (`best_move`), a uniformly random one (`random_move`) and the result
 tally (`count_result`). `Stream` makes the same random draws in plain Python for the learners'
 reference implementations.
 """
@@ -206,10 +206,11 @@ def _greedy_rows(scores, legal, probs, rows):
 # ---- compiled helpers: the moves and counts every kernel shares -------------------------------
 
 # How the compiled kernels are written:
-# - They take the rules as one argument, `rules` (RULES), and the algorithm's numbers as one
-#   NamedTuple, `params`, read by name. They name the tables they use once, at the top
-#   (`after, legal = rules.after, rules.legal`): numba counts a reference each time a loop reads
-#   an array out of a bundle, which costs a tabular learner some 10% of its speed.
+# - The learners' kernels take the game as lab.engine's one table (3x3's rows of rules, one
+#   argument read in place); the others take the rules as one argument, `rules` (RULES), and name
+#   the tables they use once, at the top (`after, legal = rules.after, rules.legal`): numba counts
+#   a reference each time a loop reads an array out of a bundle, which costs a tabular learner
+#   some 10% of its speed. The algorithm's numbers come as one NamedTuple, `params`, read by name.
 # - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`), and
 #   make their moves through the helpers below, so each kind of move draws the same way
 #   everywhere: a move from a move table (an opponent's: `after[code, sample_move(moves, code)]`)
@@ -217,9 +218,8 @@ def _greedy_rows(scores, legal, probs, rows):
 #   epsilon-greedy choice one draw to decide first. `Stream` makes the same draws in plain Python
 #   for the learners' reference implementations.
 # - Small helpers called at every move are inlined (`inline="always"`): a call costs about as
-#   much as their work. Inlined, they should get fresh row views (`q[code]`): handing one an
-#   array the loop keeps costs a reference count per call again (td_value writes epsilon_greedy
-#   out for that reason).
+#   much as their work. They read flags in place (`legal[row, first + m]`), not a row view, which
+#   costs a reference count per call.
 
 
 @njit(cache=True)
@@ -244,19 +244,20 @@ def sample_move(probs, code):
     return last  # rounding left a sliver of probability: take the last possible move
 
 
-@njit(cache=True)
-def random_move(legal):
-    """A uniformly random legal move (legal: 9 flags): the very draw sample_move makes on a row of
+@njit(cache=True, inline="always")
+def random_move(legal, row, first):
+    """A uniformly random legal move; legal[row, first + m] flags move m (lab.engine's rows hold
+    the flags after other columns). The very draw sample_move makes on a row of
     uniform_over(LEGAL), the random opponent's table, without needing the table."""
     count = 0
     for m in range(9):
-        if legal[m]:
+        if legal[row, first + m]:
             count += 1
     p = 1.0 / count
     u = np.random.random()
     last = -1
     for m in range(9):
-        if legal[m]:
+        if legal[row, first + m]:
             last = m
             u -= p
             if u < 0.0:
@@ -264,13 +265,14 @@ def random_move(legal):
     return last
 
 
-@njit(cache=True)
-def best_move(scores, legal):
-    """A legal move with the highest of 9 scores, ties broken uniformly at random (one pass)."""
+@njit(cache=True, inline="always")
+def best_move(scores, legal, row, first):
+    """A legal move (legal[row, first + m]) with the highest of 9 scores, ties broken uniformly at
+    random (one pass)."""
     move = -1
     ties = 0
     for m in range(9):
-        if not legal[m]:
+        if not legal[row, first + m]:
             continue
         if move < 0 or scores[m] > scores[move]:
             move = m
@@ -280,15 +282,6 @@ def best_move(scores, legal):
             if np.random.random() * ties < 1.0:  # keep each of the tied moves with chance 1/ties
                 move = m
     return move
-
-
-@njit(cache=True, inline="always")
-def epsilon_greedy(scores, legal, epsilon):
-    """A learner's move: with probability epsilon a uniformly random legal move, else a
-    best-scoring one (ties at random). Returns (move, whether it was the random one)."""
-    if np.random.random() < epsilon:
-        return random_move(legal), True
-    return best_move(scores, legal), False
 
 
 @njit(cache=True, inline="always")

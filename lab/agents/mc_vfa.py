@@ -180,7 +180,7 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
                             count += 1
                 for m in range(9):
                     scores[m] = values[after[code, m]] if legal[code, m] else 0.0
-                move = game.best_move(scores, legal[code])
+                move = game.best_move(scores, legal, code, 0)
             code = after[code, move]
             trajectories[g, t] = code
             t += 1
