@@ -52,15 +52,33 @@ TTT = _tabulate()
 """3x3, tabulated: lab.game's rules as rows over all 3**9 board codes (the columns above)"""
 
 
-class Bots(NamedTuple):
-    """A fixed opponent on a bitboard engine: the lab.mnk_bots bot of each seat."""
+class RuleBots(NamedTuple):
+    """A fixed opponent on a bitboard engine that needs no tree: random, onestep or block."""
 
-    kinds: np.ndarray
-    """(2,) the bot kind of X's seat and of O's (lab.mnk_bots.NAMES' index)"""
-    simulations: np.ndarray
-    """(2,) MCTS playouts per move of each seat's bot"""
+    kinds: tuple
+    """the lab.mnk_bots bot kind (lab.mnk_bots.NAMES' index) of X's seat and of O's (a tuple: a
+    kernel indexes it by the side to move)"""
+
+
+class Bots(NamedTuple):
+    """A fixed opponent on a bitboard engine that may search: MCTS or perfect."""
+
+    kinds: tuple
+    """as RuleBots'"""
+    simulations: int
+    """MCTS playouts per move"""
     tree: mnk_bots.Tree
-    """the search tree MCTS reuses (or the perfect bot's table)"""
+    """the search tree MCTS reuses, or perfect's table"""
+
+
+def bots(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
+    """The opponent of bot `kinds` (and learners' seats): RuleBots unless a seat searches, then
+    Bots with `tree_of()`. Kept apart because a kernel counts a reference for every array of a
+    bundle at every move that hands it on: the Tree's twelve cost the tabular learners a third of
+    their speed against random."""
+    if {mnk_bots.MCTS, mnk_bots.PERFECT} & set(kinds):
+        return Bots(tuple(kinds), simulations, tree_of())
+    return RuleBots(tuple(kinds))
 
 
 def of(shape: tuple[int, int, int]):
@@ -145,7 +163,7 @@ def opponent_move(g, opponent, pos, side):
     """The cell a fixed opponent (a move table, or `Bots`) plays with `side` to move at `pos`."""
 
 
-def row(table, g, pos):
+def row(table, pos):
     """The row of a learner's table that holds `pos` (added if new, on a table of visited positions)."""
 
 
@@ -333,15 +351,17 @@ def _epsilon_greedy(g, scores, pos, epsilon):  # between them cost 3x3's learner
 def _opponent_move(g, opponent, pos, side):
     if tabulated(g):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
+    if isinstance(opponent, types.BaseNamedTuple) and opponent.instance_class is RuleBots:
+        return lambda g, opponent, pos, side: mnk_bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
     return lambda g, opponent, pos, side: mnk_bots.bot_move(
-        g, opponent.tree, opponent.kinds[side], opponent.simulations[side], pos[0], pos[1], side)
+        g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
 
 
 @overload(row, inline="always")
-def _row(table, g, pos):
+def _row(table, pos):
     if isinstance(table, types.Array):
-        return lambda table, g, pos: pos
-    return lambda table, g, pos: mnk_table.insert(table, pos[0], pos[1])
+        return lambda table, pos: pos
+    return lambda table, pos: mnk_table.insert(table, pos[0], pos[1])
 
 
 @overload(values, inline="always")

@@ -185,7 +185,7 @@ def winning_cells(board, stones, empty):
 
 
 @njit(cache=True)
-def _rule_move(board, kind, mine, theirs):
+def rule_move(board, kind, mine, theirs):
     """The move of random, onestep or block, with stones `mine` to move against `theirs`."""
     empty = empty_mask(board, mine, theirs)
     if kind != RANDOM:
@@ -357,7 +357,7 @@ def bot_move(board, t, kind, simulations, x, o, side):
         return _mcts_move(board, t, simulations, x, o, side)
     if kind == PERFECT:
         return _perfect_move(board, t, x, o)
-    return _rule_move(board, kind, x, o) if side == 0 else _rule_move(board, kind, o, x)
+    return rule_move(board, kind, x, o) if side == 0 else rule_move(board, kind, o, x)
 
 
 @njit(cache=True)

@@ -128,14 +128,14 @@ def _slot(t, x, o):
     return np.int64(slot)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def find(t, x, o):
     """The slot of position (x, o), or -1 if the table does not hold it."""
     slot = _slot(t, x, o)
     return -1 if t.x[slot] == FREE else slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def insert(t, x, o):
     """The slot of position (x, o), inserted with the default row if new. The caller keeps the
     table at most half full (`full` before each game), so a free slot is always found."""
@@ -147,7 +147,7 @@ def insert(t, x, o):
     return slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def full(t, per_game):
     """Whether a game adding `per_game` positions could take the table past half full."""
     return t.size[0] + per_game > len(t.x) // 2

@@ -164,10 +164,9 @@ def opponent(g, run):
         return opponents.for_training(run.opponent)
     bot = None if run.opponent == "self" else mnk_bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
-    kinds = np.array([TABLE if seat in run.seats else mnk_bots.NAMES.index(bot.name)
-                      for seat in (1, 2)], np.int64)
+    kinds = [TABLE if seat in run.seats else mnk_bots.NAMES.index(bot.name) for seat in (1, 2)]
     simulations = run.mcts_simulations if run.opponent == "mcts" else 1
-    return engine.Bots(kinds, np.full(2, run.mcts_simulations, np.int64), mnk_bots.tree(g, simulations))
+    return engine.bots(kinds, run.mcts_simulations, lambda: mnk_bots.tree(g, simulations))
 
 
 def play_all(table, per_game: int, episodes: int, play) -> None:

@@ -180,7 +180,7 @@ def train(g, table, opponent, first_game, n, params, tally):
         for k in range(plies):  # k moves back from the end
             i = plies - 1 - k
             before = engine.kept(positions, i)
-            slot = engine.row(table, g, before)
+            slot = engine.row(table, before)
             best_reply = 0.0  # the opponent's best at the position after the move (none after the last)
             if k > 0:
                 after, _, _ = engine.play(g, before, moves[i], i % 2)

@@ -99,7 +99,7 @@ def train(g, table, opponent, epsilon, n, params, tally):
             pos, _, _ = engine.play(g, pos, engine.opponent_move(g, opponent, pos, 0), 0)
         prev, prev_move, result = -1, -1, engine.DRAW
         while True:
-            here = engine.row(table, g, pos)
+            here = engine.row(table, pos)
             move, _ = engine.epsilon_greedy(g, q[here], pos, epsilon)
             pos, won, over = engine.play(g, pos, move, me)
             if over:  # our move won (1) or drew (0): certain

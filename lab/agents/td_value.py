@@ -144,12 +144,16 @@ def train(g, table, opponent, n, params, tally):
             if not (params.x_learns if side == 0 else params.o_learns):
                 pos, won, over = engine.play(g, pos, engine.opponent_move(g, opponent, pos, side), side)
             else:
-                engine.afterstate_scores(g, table, pos, side, params.draw_value, scores)
-                cell, explored = engine.epsilon_greedy(g, scores, pos, params.epsilon)
+                explored = np.random.random() < params.epsilon
+                if explored:
+                    cell = engine.random_cell(g, pos)
+                else:  # the afterstates scored only for a greedy move: a bigger board's are lookups
+                    engine.afterstate_scores(g, table, pos, side, params.draw_value, scores)
+                    cell = engine.best_cell(g, scores, pos)
                 pos, won, over = engine.play(g, pos, cell, side)
                 if not explored and last[side] >= 0 and not params.end_of_game:  # a greedy move: TD step
                     engine.add(table, last[side], alpha * (scores[cell] - engine.read(table, last[side])))
-                last[side] = -1 if over else engine.row(table, g, pos)
+                last[side] = -1 if over else engine.row(table, pos)
                 visited[side, count[side]] = last[side]
                 count[side] += 1
             if over:
