@@ -16,6 +16,15 @@ learners always drew (lab.game's helpers on 3x3, lab.mnk's and lab.mnk_bots' els
 learner written once gives the rows its two twins gave, on every board.
 
 Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
+
+The bodies are inlined into the kernels, and each binds its arguments afresh: numba counts a
+reference for every array of a bundle (a bitboard engine, a table of visited positions, an
+opponent's tree) that a body then hands on to another compiled function, at every call. So the
+bodies read a bundle's arrays in place where that is short (a table's probe, its row, an empty
+mask) and hand a bundle on only where the work is long anyway (a line check, a bot's search):
+handed on, they cost the bigger boards' learners 10-30% of their speed. A table is read and
+written in place alike: a trial kernel that read a table in place around a compiled insert into
+it played other games than it should have.
 """
 
 from typing import NamedTuple
@@ -210,7 +219,7 @@ def _random_cell(g, pos):
         return lambda g, pos: game.random_move(g, pos, LEGAL)
 
     def on_bitboards(g, pos):
-        empty = mnk.empty_mask(g, pos[0], pos[1])
+        empty = g.full & ~(pos[0] | pos[1])
         return mnk.random_move(empty, mnk_bots.cells_in(empty))
     return on_bitboards
 
@@ -219,7 +228,7 @@ def _random_cell(g, pos):
 def _best_cell(g, scores, pos):
     if tabulated(g):
         return lambda g, scores, pos: game.best_move(scores, g, pos, LEGAL)
-    return lambda g, scores, pos: mnk.best_cell(scores, mnk.empty_mask(g, pos[0], pos[1]), g.m * g.n)
+    return lambda g, scores, pos: mnk.best_cell(scores, g.full & ~(pos[0] | pos[1]), g.m * g.n)
 
 
 @overload(afterstate_scores, inline="always")
@@ -241,12 +250,15 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
 def _q_scores(table, g, pos, member, out):
     if isinstance(table, types.Array):
         return lambda table, g, pos, member, out: table[member, pos]
-    from lab.agents.mnk_tabular import Reading, scores_at  # the agents' package imports this module
-
-    def on_bitboards(table, g, pos, member, out):
-        scores_at(g, table, Reading(False, 0.0, 0), pos[0], pos[1], 0, member, out)
+    def visited(table, g, pos, member, out):
+        x, o = pos
+        slot = mnk_table.slot_of(table, x, o)
+        held, cells, empty = table.x[slot] != mnk_table.FREE, g.m * g.n, g.full & ~(x | o)
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)):
+                out[cell] = table.values[slot, member * cells + cell] if held else table.default
         return out
-    return on_bitboards
+    return visited
 
 
 @overload(best_q, inline="always")
@@ -261,10 +273,11 @@ def _best_q(table, g, pos, member):
         return dense
 
     def visited(table, g, pos, member):
-        slot = mnk_table.find(table, pos[0], pos[1])
-        if slot < 0:
+        x, o = pos
+        slot = mnk_table.slot_of(table, x, o)
+        if table.x[slot] == mnk_table.FREE:
             return table.default
-        cells, empty = g.m * g.n, mnk.empty_mask(g, pos[0], pos[1])
+        cells, empty = g.m * g.n, g.full & ~(x | o)
         best = -np.inf
         for cell in range(cells):
             if empty & (np.uint64(1) << np.uint64(cell)):
@@ -361,7 +374,16 @@ def _opponent_move(g, opponent, pos, side):
 def _row(table, pos):
     if isinstance(table, types.Array):
         return lambda table, pos: pos
-    return lambda table, pos: mnk_table.insert(table, pos[0], pos[1])
+    def visited(table, pos):  # lab.mnk_table.insert, read in place (see the module doc)
+        x, o = pos
+        slot = mnk_table.slot_of(table, x, o)
+        if table.x[slot] == mnk_table.FREE:
+            table.x[slot] = x
+            table.o[slot] = o
+            table.values[slot, :] = table.default
+            table.size[0] += 1
+        return slot
+    return visited
 
 
 @overload(values, inline="always")

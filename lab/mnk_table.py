@@ -117,7 +117,7 @@ class Table:
 
 
 @njit(cache=True, inline="always")
-def _slot(t, x, o):
+def slot_of(t, x, o):
     """The slot of position (x, o): where it is, or the free slot where it would go."""
     mask = np.uint64(len(t.x) - 1)
     h = x * np.uint64(0x9E3779B97F4A7C15) ^ (o + np.uint64(0x632BE59BD9B4E019)) * np.uint64(0xBF58476D1CE4E5B9)
@@ -131,7 +131,7 @@ def _slot(t, x, o):
 @njit(cache=True, inline="always")
 def find(t, x, o):
     """The slot of position (x, o), or -1 if the table does not hold it."""
-    slot = _slot(t, x, o)
+    slot = slot_of(t, x, o)
     return -1 if t.x[slot] == FREE else slot
 
 
@@ -139,7 +139,7 @@ def find(t, x, o):
 def insert(t, x, o):
     """The slot of position (x, o), inserted with the default row if new. The caller keeps the
     table at most half full (`full` before each game), so a free slot is always found."""
-    slot = _slot(t, x, o)
+    slot = slot_of(t, x, o)
     if t.x[slot] == FREE:
         t.x[slot], t.o[slot] = x, o
         t.values[slot, :] = t.default

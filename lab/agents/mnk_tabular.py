@@ -1,5 +1,6 @@
-"""What the tabular learners on bigger m,n,k boards share: reading a move's score off a table of
-visited positions (lab.mnk_table), greedy play on it, and the trained agent.
+"""What the tabular learners share: their Learners' start (the game's engine, the fixed opponent),
+and on bigger m,n,k boards reading a move's score off a table of visited positions
+(lab.mnk_table), greedy play on it, and the trained agent.
 
 q_table, td_value and negamax_q (each one module for every board, lab.engine) differ in what their
 rows hold here, which `Reading` says:
@@ -15,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from lab import engine, game, mnk, mnk_bots, opponents
+from lab.agents import base
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.mnk import best_cell, empty_mask, place
@@ -186,3 +188,21 @@ def memory(table) -> dict:
     """A learner's memory columns: a table of visited positions' entries and bytes (none for a
     dense table, whose size the board fixes)."""
     return {} if isinstance(table, np.ndarray) else table.columns()
+
+
+class Learner(base.Learner):
+    """The start of q_table's, td_value's and negamax_q's Learners: the kernels' random stream
+    seeded, the game's engine (`game`) and the fixed opponent (`opponent`), both rebuilt on
+    restore."""
+
+    DERIVED = ("game", "opponent")
+
+    def __init__(self, knobs, run):
+        super().__init__(knobs, run)
+        game.seed_kernels(run.seed)
+        self.game = engine.of(run.game)
+        self.opponent = opponent(self.game, run)
+
+    def dense(self) -> bool:
+        """Whether the learner's table is a dense array (3x3's), not a table of visited positions."""
+        return engine.tabulated(self.game)

@@ -217,18 +217,13 @@ def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: g
     return game.tally(np.array(winners))
 
 
-class Learner(base.Learner):
-    DERIVED = ("game", "opponent")
-
+class Learner(mnk_tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        game.seed_kernels(run.seed)
-        self.game = engine.of(run.game)
-        if engine.tabulated(self.game):
+        if self.dense():
             self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
         else:
             self.q = mnk_table.Table(knobs.ensemble * run.m * run.n, 0.0)
-        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
         self.games = 0
 

@@ -148,19 +148,14 @@ def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
     return epsilon, game.tally(np.array(winners))
 
 
-class Learner(base.Learner):
-    DERIVED = ("game", "opponent")
-
+class Learner(mnk_tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        game.seed_kernels(run.seed)
-        self.game = engine.of(run.game)
-        if engine.tabulated(self.game):
+        if self.dense():
             self.q = np.zeros((game.N_CODES, 9))
         else:
             self.q = mnk_table.Table(run.m * run.n, 0.0)
         self.epsilon = knobs.epsilon
-        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
 
     @classmethod

@@ -210,18 +210,13 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
     return game.tally(np.array(winners))
 
 
-class Learner(base.Learner):
-    DERIVED = ("game", "opponent")
-
+class Learner(mnk_tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        game.seed_kernels(run.seed)
-        self.game = engine.of(run.game)
-        if engine.tabulated(self.game):
+        if self.dense():
             self.values = initial_values(knobs.draw_value)
         else:
             self.values = mnk_table.Table(1, 0.5)
-        self.opponent = mnk_tabular.opponent(self.game, run)
         self.params = Params.of(knobs, run)
 
     @classmethod
