@@ -239,11 +239,21 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
                 out[cell] = table[g[pos, AFTER + cell]] if g[pos, LEGAL + cell] else 0.0
         return on_codes
 
-    from lab.agents.mnk_tabular import Reading, scores_at  # the agents' package imports this module
-
-    def on_bitboards(g, table, pos, side, draw_value, out):
-        scores_at(g, table, Reading(True, draw_value, 1), pos[0], pos[1], side, -1, out)
-    return on_bitboards
+    def visited(g, table, pos, side, draw_value, out):  # finished afterstates are never stored
+        x, o = pos
+        empty = g.full & ~(x | o)
+        for cell in range(g.m * g.n):
+            bit = np.uint64(1) << np.uint64(cell)
+            if empty & bit:
+                after_x, after_o, won = mnk.place(g, x, o, side, cell)
+                if won:
+                    out[cell] = 1.0
+                elif empty == bit:
+                    out[cell] = draw_value
+                else:
+                    slot = mnk_table.slot_of(table, after_x, after_o)
+                    out[cell] = table.values[slot, 0] if table.x[slot] != mnk_table.FREE else table.default
+    return visited
 
 
 @overload(q_scores, inline="always")
