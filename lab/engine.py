@@ -9,7 +9,8 @@ the kernel (numba.extending.overload), so nothing is decided while games are pla
   table a dense array with a row per code.
 - `lab.mnk.Board` (every board up to 64 cells): a position is (x, o), X's and O's stones as two
   uint64 bitboards; a move is an OR and a check of the windows through its cell. Opponents are
-  lab.mnk_bots bots (`Bots`), a learner's table a lab.mnk_table table of the positions visited.
+  lab.mnk_bots bots (`RuleBots`, or `Bots` with the tree of those that search), a learner's
+  table a lab.mnk_table table of the positions visited.
 
 On each engine the functions draw from the kernels' random stream exactly as that engine's
 learners always drew (lab.game's helpers on 3x3, lab.mnk's and lab.mnk_bots' elsewhere), so a
