@@ -159,7 +159,7 @@ def play_episodes(net, n, opponent_moves, random_moves, params, rules):
         while True:
             if (t % 2 == 0) != (side == 1):
                 move = game.sample_move(opponent_moves, code)
-            # game.epsilon_greedy's choice and draws, except that epsilon 0 (the seed's) draws
+            # lab.engine.epsilon_greedy's choice and draws, except that epsilon 0 (the seed's) draws
             # nothing and the net values afterstates only for greedy moves (and sample_move on
             # the random table keeps this loop ~2% faster than game.random_move)
             elif epsilon > 0.0 and np.random.random() < epsilon:
