@@ -35,6 +35,7 @@ from numba import types
 from numba.extending import overload
 
 from lab import game, mnk, mnk_bots, mnk_table
+from lab.nets import forward
 
 DRAW = 2
 """A game's result when nobody completed a line (the tally's third entry)"""
@@ -127,6 +128,20 @@ def best_cell(g, scores, pos):
 def afterstate_scores(g, table, pos, side, draw_value, out):
     """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
     completes a line, draw_value if it fills the board, else the table's (one value a row)."""
+
+
+def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
+    """out[cell] = the value net nets[side] gives the position after `side` plays each legal
+    cell. On 3x3 each afterstate is valued once, when first needed (one pass of the net over
+    those not valued yet), and remembered in memo[side, code] (known[side, code] flags it) for
+    the rest of the batch, the net's input of a code being inputs[code] (`code_inputs`); on
+    bitboards the afterstates are valued in one pass at each call. `scratch`: (cells, cells)
+    rows in the net's precision."""
+
+
+def memo(g, dtype):
+    """(values, known): room for `afterstate_values` to remember each side's afterstate values
+    (3x3: a value per code; bitboards remember nothing)."""
 
 
 def q_scores(table, g, pos, member, out):
@@ -255,6 +270,56 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
                     slot = mnk_table.slot_of(table, after_x, after_o)
                     out[cell] = table.values[slot, 0] if table.x[slot] != mnk_table.FREE else table.default
     return visited
+
+
+@overload(afterstate_values, inline="always")
+def _afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
+    if tabulated(g):
+        def on_codes(g, nets, side, memo, known, inputs, pos, scratch, out):
+            count = 0
+            for cell in range(9):
+                if g[pos, LEGAL + cell] and not known[side, g[pos, AFTER + cell]]:
+                    scratch[count] = inputs[g[pos, AFTER + cell]]
+                    count += 1
+            if count:
+                weights, biases, hidden, output = nets[side]
+                new = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
+                count = 0
+                for cell in range(9):
+                    if g[pos, LEGAL + cell] and not known[side, g[pos, AFTER + cell]]:
+                        memo[side, g[pos, AFTER + cell]] = new[count]
+                        known[side, g[pos, AFTER + cell]] = True
+                        count += 1
+            for cell in range(9):
+                out[cell] = memo[side, g[pos, AFTER + cell]] if g[pos, LEGAL + cell] else 0.0
+        return on_codes
+
+    def on_bitboards(g, nets, side, memo, known, inputs, pos, scratch, out):
+        x, o = pos
+        cells, empty = g.m * g.n, g.full & ~(x | o)
+        count = 0
+        for cell in range(cells):
+            bit = np.uint64(1) << np.uint64(cell)
+            if empty & bit:
+                after_x, after_o = (x | bit, o) if side == 0 else (x, o | bit)
+                for j in range(cells):
+                    b = np.uint64(1) << np.uint64(j)
+                    scratch[count, j] = 1.0 if after_x & b else -1.0 if after_o & b else 0.0
+                count += 1
+        weights, biases, hidden, output = nets[side]
+        values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
+        count = 0
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)):
+                out[cell] = values[count]
+                count += 1
+    return on_bitboards
+
+
+@overload(memo, inline="always")
+def _memo(g, dtype):
+    size = game.N_CODES if tabulated(g) else 1
+    return lambda g, dtype: (np.empty((2, size), dtype), np.zeros((2, size), np.bool_))
 
 
 @overload(q_scores, inline="always")
@@ -409,3 +474,41 @@ def _room(table, positions):
     if isinstance(table, types.Array):
         return lambda table, positions: True
     return lambda table, positions: not mnk_table.full(table, positions)
+
+
+# The same game, seen from Python: what a learner needs of the positions its kernel recorded.
+
+def code_inputs(g, symmetry: bool) -> np.ndarray:
+    """The net inputs `afterstate_values` reads on 3x3: each code's cells (+1 X, -1 O, 0 empty),
+    of its canonical image with `symmetry`; elsewhere an empty array, unread."""
+    if not tabulated(g):
+        return np.zeros((0, g.m * g.n), np.int8)
+    return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
+
+
+def records(g, positions: np.ndarray, games: int) -> np.ndarray:
+    """A kernel's `history(g, games * cells)` of each game's positions ply by ply, as one row per
+    game: (games, cells) codes on 3x3, (games, cells, 2) (x, o) bitboards elsewhere."""
+    return positions.reshape(games, -1, *positions.shape[1:])
+
+
+def distinct(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct positions in order, the index of each position among them): codes in
+    increasing order, bitboards by O's stones then X's (the order of x | o << cells)."""
+    if tabulated(g):
+        return np.unique(positions, return_inverse=True)
+    x, o = positions[:, 0], positions[:, 1]
+    order = np.lexsort((x, o))  # np.unique(axis=0): 3x slower
+    x, o = x[order], o[order]
+    first = np.ones(len(order), np.bool_)
+    first[1:] = (x[1:] != x[:-1]) | (o[1:] != o[:-1])
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return positions[order[first]], inverse
+
+
+def inputs(g, positions: np.ndarray, dtype) -> np.ndarray:
+    """(n, cells) net inputs of positions: +1 X, -1 O, 0 empty."""
+    if tabulated(g):
+        return game.BOARDS[positions]
+    return mnk.cell_inputs(positions[:, 0], positions[:, 1], g.m * g.n, dtype)

@@ -134,6 +134,13 @@ def best_cell(scores, empty, cells):
     return -1
 
 
+def cell_inputs(x: np.ndarray, o: np.ndarray, cells: int, dtype) -> np.ndarray:
+    """(len, cells) net inputs of positions given by bitboards: +1 X, -1 O, 0 empty."""
+    shifts = np.arange(cells, dtype=np.uint64)
+    stones = lambda b: ((np.asarray(b, np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(dtype)
+    return stones(x) - stones(o)
+
+
 @njit(cache=True)
 def _play_random(board, games, seed, tally):
     np.random.seed(seed)

@@ -5,9 +5,10 @@ Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORI
 whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
-search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards: the tabular ones
-by the same module (its `BOARD_ALGORITHM`, whose agent plays a table of visited positions,
-mnk_tabular.py), the others by their own module there (mnk_<name>.py), for now.
+search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards: mc_vfa and the
+tabular ones by the same module (its `BOARD_ALGORITHM`, whose agent plays bitboards; the tabular
+ones' a table of visited positions, mnk_tabular.py), q_net and alphazero by their own module
+there (mnk_<name>.py), for now.
 """
 
 import functools
@@ -16,7 +17,6 @@ import zipfile
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
-from lab.agents.mnk_mc_vfa import ALGORITHM as MNK_MC_VFA
 from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays
@@ -26,7 +26,7 @@ REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
 ALGORITHMS = tuple(REGISTRY)
-BOARDS: dict[str, Algorithm] = {a.name: a for a in (MNK_MC_VFA, q_table.BOARD_ALGORITHM, td_value.BOARD_ALGORITHM,
+BOARDS: dict[str, Algorithm] = {a.name: a for a in (mc_vfa.BOARD_ALGORITHM, q_table.BOARD_ALGORITHM, td_value.BOARD_ALGORITHM,
                                                      negamax_q.BOARD_ALGORITHM, MNK_Q_NET, MNK_ALPHAZERO)}
 """The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
 agent"""

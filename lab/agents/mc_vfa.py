@@ -1,35 +1,36 @@
-"""Monte Carlo afterstate values fitted by a numpy network (write-up 000).
+"""Monte Carlo afterstate values fitted by a numpy network (write-up 000), on every m,n,k board.
 
 The agent judges a move by the afterstate it produces (the board right after its move). A net
-of `layers` x `neurons` tanh units maps the 9 cells of an afterstate to a value in (-1, 1) from the
-agent's side. Between updates the policy is fixed, so the `episodes_per_update` episodes of one
-iteration are played as one batch by a compiled kernel that values each afterstate the games
-need once, when first needed, with the compiled forward pass of lab.nets (the games of one
-iteration meet about a fifth of the agent's 2,700 afterstates; a numpy pass over all of them took
-half of the iteration's time). After them every afterstate the agent produced gets the
-every-visit Monte Carlo mean of its returns (G = r + gamma G, reward +1 win, `loss_reward` (-1)
-loss, 0 otherwise; `targets`) and the net takes one full-batch gradient step towards those means.
-`play_episodes` is the compiled batch of games; `reference_train` states the whole algorithm one
-game at a time in plain Python (against a fixed opponent).
+of `layers` x `neurons` tanh units maps the cells of an afterstate (+1 X, -1 O, 0 empty) to a
+value in (-1, 1) from the agent's side. Between updates the policy is fixed, so the
+`episodes_per_update` episodes of one iteration are played as one batch by a compiled kernel,
+`play_games`, written once against lab.engine: the net values the afterstates of each greedy
+move with the compiled forward pass of lab.nets; on 3x3 each afterstate is valued once, when
+first needed, and remembered per board code for the batch (its games meet about a fifth of the
+agent's 2,700 afterstates; a numpy pass over all of them took half of the iteration's time).
+After them every afterstate the agent produced gets the every-visit Monte Carlo mean of its
+returns (G = r + gamma G, reward +1 win, `loss_reward` (-1) loss, 0 otherwise; `targets`) and
+the net takes one full-batch gradient step towards those means. `reference_train` states the
+whole algorithm on 3x3 one game at a time in plain Python (against a fixed opponent).
 
-In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning from
-the same games: X's net plays in the compiled games as above, and O's, whose policy is just as
-fixed until the update, plays as its epsilon-greedy move table of the iteration; after the games
+In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning
+from the same games: the net of the side to move plays, epsilon-greedy, and after the games
 each net takes its step towards the Monte Carlo means of its own seat's afterstates. The agent
-holds both nets and plays either seat. (Write-up 000's other regime, an O net against a frozen X net,
-is `opponent=PATH.npz` with an X checkpoint: lab.opponents.)
+holds both nets and plays either seat. (Write-up 000's other regime, an O net against a frozen X
+net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetry folding is
+3x3's (refused elsewhere by lab.config).
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
-from lab.agents import base
+from lab import engine, game, mnk, mnk_bots, opponents
+from lab.agents import base, mnk_tabular
+from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.files import npz_bytes
 from lab.knobs import Knobs, RunConfig, require, side
-from lab.nets import MLP, forward
+from lab.nets import MLP
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,6 @@ PRECISIONS = {"float32": np.float32, "float64": np.float64}
 FOLD = np.append(game.CANONICAL, game.N_CODES)
 """FOLD[c]: the canonical code of afterstate c; FOLD[-1], where an illegal move's -1 lands, is
 N_CODES (an extra last entry of the arrays over codes)."""
-FOLDED_RULES = game.RULES._replace(boards=game.BOARDS[game.CANONICAL])
-"""The rules with each board's cells replaced by its canonical image's: `play_episodes` reads
-rules.boards only as the net's inputs."""
 
 
 class Agent(base.NetAgent):
@@ -124,71 +122,46 @@ class Agent(base.NetAgent):
         return values[after]
 
 
-class Params(NamedTuple):
-    """The numbers `play_episodes` uses, as one argument (by name)."""
-
-    side: int
-    """the agent's mark: 1 (X, moves first) or -1 (O)"""
-    epsilon: float
-    """probability of a random move in this iteration's episodes"""
-
-
 @njit(cache=True)
-def play_episodes(net, n, opponent_moves, random_moves, params, rules):
-    """Play n episodes of the agent (the CompiledNet `net`) against move table opponent_moves: the
-    agent plays epsilon-greedy on the net's afterstate values, ties broken at random, its random
-    moves drawn from random_moves (the random opponent's table). Returns (trajectories, winners)
-    as lab.game.play does.
+def play_games(g, nets, learns, opponent, n, epsilon, inputs):
+    """Play n games on the game g (lab.engine): the side s (0 X, 1 O) with learns[s] is played by
+    nets[s] (CompiledNets), epsilon-greedy on the values of its afterstates (ties at random), the
+    other by the fixed `opponent`. Returns (positions, plies, results): engine.history's positions
+    after each ply, game after game, each game taking a board's cells of room; the plies each
+    game lasted; the side that won each, or DRAW.
 
-    Each afterstate is valued once, when a game first needs it, and remembered for the rest of
-    the batch (the policy is fixed until the update)."""
-    after, terminal, winner, legal, boards = (rules.after, rules.terminal, rules.winner,
-                                              rules.legal, rules.boards)
-    weights, biases, hidden, output = net
-    side, epsilon = params.side, params.epsilon
-    trajectories = np.empty((n, 9), dtype=np.int64)
-    winners = np.empty(n, dtype=np.int8)
-    dtype = weights[0].dtype  # the net's precision: float32 or float64
-    values = np.empty(boards.shape[0], dtype=dtype)
-    known = np.zeros(boards.shape[0], dtype=np.bool_)
-    missing = np.empty((9, boards.shape[1]), dtype=dtype)
-    scores = np.empty(9, dtype=dtype)
-    for g in range(n):
-        code = 0
-        t = 0
+    On 3x3 each afterstate is valued once per seat, when a game first needs it, and remembered for
+    the rest of the batch (the policy is fixed until the update; `inputs`: engine.code_inputs)."""
+    cells = engine.cells(g)
+    positions = engine.history(g, n * cells)
+    plies = np.empty(n, np.int64)
+    results = np.empty(n, np.int8)
+    dtype = nets[0][0][0].dtype  # the nets' precision: float32 or float64
+    memo, known = engine.memo(g, dtype)
+    scratch = np.empty((cells, cells), dtype)
+    scores = np.empty(cells, dtype)
+    for i in range(n):
+        pos = engine.start(g)
+        ply, side, won = 0, 0, False
         while True:
-            if (t % 2 == 0) != (side == 1):
-                move = game.sample_move(opponent_moves, code)
-            # lab.engine.epsilon_greedy's choice and draws, except that epsilon 0 (the seed's) draws
-            # nothing and the net values afterstates only for greedy moves (and sample_move on
-            # the random table keeps this loop ~2% faster than game.random_move)
+            side = ply % 2
+            if not learns[side]:
+                cell = engine.opponent_move(g, opponent, pos, side)
+            # the choice and draws of engine.epsilon_greedy, except that epsilon 0 (write-up
+            # 000's) draws nothing, and the net values afterstates only for greedy moves
             elif epsilon > 0.0 and np.random.random() < epsilon:
-                move = game.sample_move(random_moves, code)
+                cell = engine.random_cell(g, pos)
             else:
-                count = 0  # value the afterstates not valued yet, in one pass of the net
-                for m in range(9):
-                    if legal[code, m] and not known[after[code, m]]:
-                        missing[count] = boards[after[code, m]]
-                        count += 1
-                if count:
-                    new_values = forward(weights, biases, hidden, output, missing[:count])[:, 0]
-                    count = 0
-                    for m in range(9):
-                        if legal[code, m] and not known[after[code, m]]:
-                            values[after[code, m]] = new_values[count]
-                            known[after[code, m]] = True
-                            count += 1
-                for m in range(9):
-                    scores[m] = values[after[code, m]] if legal[code, m] else 0.0
-                move = game.best_move(scores, legal, code, 0)
-            code = after[code, move]
-            trajectories[g, t] = code
-            t += 1
-            if terminal[code]:
+                engine.afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, scores)
+                cell = engine.best_cell(g, scores, pos)
+            pos, won, over = engine.play(g, pos, cell, side)
+            engine.keep(positions, i * cells + ply, pos)
+            ply += 1
+            if over:
                 break
-        trajectories[g, t:] = -1
-        winners[g] = winner[code]
-    return trajectories, winners
+        plies[i] = ply
+        results[i] = side if won else engine.DRAW
+    return positions, plies, results
 
 
 def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
@@ -235,73 +208,140 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     return net
 
 
-class Learner(base.Learner):
+class BoardAgent:
+    """Plays the move whose afterstate its net values most, on a bigger board (m, n, k); trained
+    in self-play it holds a net per seat (`net` for seat `player`, `other` for the other one).
+    Measured as lab.mnk_evaluate takes an agent: `policy(seat)` and `play`."""
+
+    algorithm = "mc_vfa"
+
+    def __init__(self, net: MLP, player: int, shape: tuple, other: MLP | None = None):
+        self.net, self.player, self.shape, self.other = net, player, tuple(shape), other
+        self.board = mnk.board(*self.shape)
+
+    def seat_net(self, seat: int) -> MLP:
+        return self.net if seat == self.player or self.other is None else self.other
+
+    def policy(self, seat: int):
+        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
+        move probabilities per cell, tied best moves sharing."""
+        net, cells = self.seat_net(seat), self.board.m * self.board.n
+        mark = 1.0 if seat == 1 else -1.0
+
+        def rows(x, o):
+            empty = mnk.cell_inputs(x | o, np.zeros_like(x), cells, np.int8) == 0
+            after = mnk.cell_inputs(x, o, cells, net.weights[0].dtype)[:, None, :].repeat(cells, axis=1)
+            after[:, np.arange(cells), np.arange(cells)] = mark
+            values = net(after.reshape(-1, cells))[:, 0].reshape(len(x), cells)
+            values = np.where(empty, values, -np.inf)
+            best = empty & (values == values.max(axis=1, keepdims=True))
+            return best / best.sum(axis=1, keepdims=True)
+        return rows
+
+    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
+        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
+        kinds = [mnk_bots.NAMES.index(opponent.name)] * 2
+        board, net = self.board, self.seat_net(seat).compiled()
+        bots = engine.bots(kinds, opponent.simulations, lambda: mnk_bots.tree(board, opponent.simulations))
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        results = play_games(board, (net, net), (seat == 1, seat == 2), bots, games, 0.0,
+                             engine.code_inputs(board, False))[-1]
+        set_kernel_stream(before)
+        return np.bincount(results, minlength=3)
+
+    def arrays(self) -> dict:
+        other = {} if self.other is None else self.other.arrays(base.OTHER)
+        return {**self.net.arrays(), "player": np.array(self.player), **other,
+                "board": np.array(self.shape)}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "BoardAgent":
+        selfplay = f"{base.OTHER}linear_output" in arrays
+        other = MLP.from_arrays(arrays, base.OTHER) if selfplay else None
+        shape = tuple(int(v) for v in arrays["board"])
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
+
+    def to_bytes(self) -> bytes:
+        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
+
+
+class Learner(mnk_tabular.Learner):
+    DERIVED = ("game", "opponent", "inputs")
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        game.seed_kernels(run.seed)
         # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
-        self.nets = {seat: MLP([9] + [knobs.neurons] * knobs.layers + [1], self.rng,
+        self.nets = {seat: MLP([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
                                dtype=PRECISIONS[knobs.precision]) for seat in run.seats}
         self.net = self.nets[run.seats[0]]
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
-        self.opponent = opponents.for_training(run.opponent)
-        self.rules = FOLDED_RULES if knobs.symmetry else game.RULES
+        self.inputs = engine.code_inputs(self.game, knobs.symmetry)
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
-        self.return_sums = {seat: np.zeros(game.N_CODES) for seat in run.seats}
-        self.visits = {seat: np.zeros(game.N_CODES) for seat in run.seats}
+        self.kept = {seat: None for seat in run.seats}
+        """memory=keep: per seat, the afterstates seen so far (engine.distinct's order), the sums of
+        their returns and their visits"""
 
     def iterate(self) -> np.ndarray:
-        seat = self.run.seats[0]
-        opponent = self.opponent if len(self.run.seats) == 1 else self._o_policy()
-        trajectories, winners = play_episodes(self.nets[seat].compiled(),
-                                              self.run.episodes_per_update, opponent,
-                                              opponents.table("random"),
-                                              Params(side(seat), self.epsilon), self.rules)
+        n = self.run.episodes_per_update
+        nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
+        learns = tuple(seat in self.run.seats for seat in (1, 2))
+        positions, plies, results = play_games(self.game, nets, learns, self.opponent, n,
+                                               self.epsilon, self.inputs)
+        positions = engine.records(self.game, positions, n)
         for seat in self.run.seats:
-            self._fit(seat, trajectories, winners)
+            self._fit(seat, positions, plies, results)
         self.alpha *= self.knobs.alpha_decay_per_update
         self.played_epsilon = self.epsilon
         self.epsilon *= self.knobs.epsilon_decay_per_update
-        return game.tally(winners)
+        return np.bincount(results, minlength=3)
 
-    def _o_policy(self) -> np.ndarray:
-        """Self-play: O's net as the move table of this iteration (its policy is fixed until the
-        update): epsilon-greedy on its afterstate values, tied best moves sharing. X's net plays
-        in the compiled games as the agent does against a fixed opponent."""
-        greedy = Agent(self.nets[2], 2, symmetry=self.knobs.symmetry).move_table()
-        return (1 - self.epsilon) * greedy + self.epsilon * opponents.table("random")
-
-    def _fit(self, seat: int, trajectories, winners) -> None:
+    def _fit(self, seat: int, positions, plies, results) -> None:
         """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
         returns r * gamma^(K-1-k), r its result's target; one full-batch step towards the means."""
-        sums, visits = self.return_sums[seat], self.visits[seat]
-        mine = trajectories[:, seat - 1 :: 2]  # the columns of the seat's moves
-        played = mine >= 0
-        steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(mine.shape[1])
+        columns = np.arange(seat - 1, positions.shape[1], 2)  # the plies of the seat's moves
+        played = columns[None, :] < plies[:, None]
+        steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(len(columns))
         # gamma^k as products, not numpy's power (CPU-specific code): the same bits everywhere
-        discounts = np.cumprod(np.r_[1.0, np.full(mine.shape[1], self.knobs.gamma)])
-        rewards = self.rewards[side(seat) * winners + 1]
-        returns = rewards[:, None] * discounts[np.maximum(steps_to_end, 0)]
-        afterstates = mine[played]
+        discounts = np.cumprod(np.r_[1.0, np.full(len(columns), self.knobs.gamma)])
+        result = np.where(results == seat - 1, 1, np.where(results == engine.DRAW, 0, -1))
+        returns = self.rewards[result + 1][:, None] * discounts[np.maximum(steps_to_end, 0)]
+        afterstates = positions[:, columns][played]
         if self.knobs.symmetry:
-            afterstates = FOLD[afterstates]
-        sums += np.bincount(afterstates, returns[played], game.N_CODES)
-        visits += np.bincount(afterstates, minlength=game.N_CODES)
+            afterstates = game.CANONICAL[afterstates]
+        seen, inverse = engine.distinct(self.game, afterstates)
+        sums = np.bincount(inverse, returns[played], len(seen))
+        visits = np.bincount(inverse, minlength=len(seen)).astype(float)
+        if self.knobs.memory == "keep":
+            seen, sums, visits = self.kept[seat] = self._remember(self.kept[seat], seen, sums, visits)
+        net = self.nets[seat]
+        net.fit_step(engine.inputs(self.game, seen, net.weights[0].dtype), sums / visits, self.alpha)
 
-        seen = np.flatnonzero(visits)
-        self.nets[seat].fit_step(game.BOARDS[seen], sums[seen] / visits[seen], self.alpha)
-        if self.knobs.memory == "clear":
-            sums[seen] = 0.0
-            visits[seen] = 0.0
+    def _remember(self, kept, seen, sums, visits):
+        """The afterstates kept so far and these, each once, with their sums and visits added."""
+        if kept is None:
+            return seen, sums, visits
+        old, old_sums, old_visits = kept
+        both, inverse = engine.distinct(self.game, np.concatenate([old, seen]))
+        total_sums, total_visits = np.zeros(len(both)), np.zeros(len(both))
+        total_sums[inverse[:len(old)]], total_visits[inverse[:len(old)]] = old_sums, old_visits
+        total_sums[inverse[len(old):]] += sums
+        total_visits[inverse[len(old):]] += visits
+        return both, total_sums, total_visits
 
     def exploration(self) -> float:
         return float(self.played_epsilon)
 
-    def agent(self) -> Agent:
-        if len(self.run.seats) == 2:
-            return Agent(self.nets[1].copy(), 1, self.nets[2].copy(), self.knobs.symmetry)
-        return Agent(self.net.copy(), self.run.player, symmetry=self.knobs.symmetry)
+    def agent(self) -> Agent | BoardAgent:
+        nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
+            self.net.copy(), self.run.player, None)
+        if engine.tabulated(self.game):
+            return Agent(*nets, self.knobs.symmetry)
+        return BoardAgent(nets[0], nets[1], self.run.game, nets[2])
 
 
 ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)
+BOARD_ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, BoardAgent, self_play=True)
+"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""

@@ -32,7 +32,6 @@ from numba import njit
 
 from lab import game, mnk, mnk_bots, nets
 from lab.agents import alphazero, base
-from lab.agents.mnk_mc_vfa import cell_inputs
 from lab.agents.puct import Params
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig, require
@@ -429,7 +428,7 @@ class Learner(base.Learner):
         for _ in range(self.knobs.train_steps):
             rows = self.rng.integers(len(self.outcomes), size=size)
             image = self.images[self.rng.integers(len(self.images), size=size)]
-            boards = cell_inputs(self.mine[rows], self.theirs[rows], self.cells, dtype)
+            boards = mnk.cell_inputs(self.mine[rows], self.theirs[rows], self.cells, dtype)
             boards = np.take_along_axis(boards, image, axis=1)
             policies = np.take_along_axis(self.policies[rows], image, axis=1)
             acts = net.activations(boards)

@@ -29,11 +29,15 @@ import numpy as np
 from numba import njit
 
 from lab import game, mnk, mnk_bots
-from lab.agents import base, mnk_mc_vfa, q_net
-from lab.agents.mnk_mc_vfa import NET, cell_inputs
+from lab.agents import base, mc_vfa, q_net
+from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig
+from lab.mnk import cell_inputs
 from lab.mnk import empty_mask, random_move, wins
 from lab.nets import MLP, forward
+
+NET = -1
+"""The kind, in `play_games`' kinds, of a seat played by its net (the others: lab.mnk_bots')."""
 
 
 @njit(cache=True)
@@ -99,12 +103,23 @@ def play_games(board, nets, kinds, simulations, tree, n, epsilon):
     return xs, os, cells, plies, results
 
 
-class Agent(mnk_mc_vfa.Agent):
+class Agent(mc_vfa.BoardAgent):
     """Plays the empty cell of highest Q, on the board (m, n, k); trained in self-play it holds a
     net per seat (`net` for seat `player`, `other` for the other one). Checkpoints as mc_vfa's."""
 
     algorithm = "q_net"
-    games = staticmethod(play_games)
+
+    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+        kinds = np.array([mnk_bots.NAMES.index(opponent.name)] * 2, np.int64)
+        kinds[seat - 1] = NET
+        simulations = np.full(2, opponent.simulations, np.int64)
+        net = self.seat_net(seat).compiled()
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        results = play_games(self.board, (net, net), kinds, simulations,
+                             mnk_bots.tree(self.board, opponent.simulations), games, 0.0)[-1]
+        set_kernel_stream(before)
+        return np.bincount(results, minlength=3)
 
     def policy(self, seat: int):
         """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
