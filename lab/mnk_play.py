@@ -2,8 +2,8 @@
 
 The board is drawn with each empty cell's number (1 top left, m * n bottom right, row by row);
 the agent plays its greedy policy (its Agent's `policy`, as lab.mnk_evaluate takes it), tied best moves drawn at
-random. --vs, --start and --show-values are 3x3's only (lab.play refuses them here): on a bigger
-board, pit an agent against the bots with lab.mnk_bots (docs/boards.md).
+random. --start and --show-values are 3x3's only (lab.play refuses them here); lab.play --vs
+pits the agent against a bot of lab.mnk_bots.
 """
 
 import numpy as np

@@ -10,7 +10,9 @@ printed. Both players' greedy moves are move tables (lab.game), so thousands of 
 well under a second.
 
 A bigger board's checkpoint (the `game` group) is played the same way, you against it, its cells
-numbered 1 to m * n (lab.mnk_play); --vs, --start and --show-values are 3x3's only.
+numbered 1 to m * n (lab.mnk_play), and --vs pits it against a bot of lab.mnk_bots (random,
+onestep, block, mcts with --simulations playouts a move, perfect where the lab solves the board),
+its games compiled; --start, --show-values and --vs CHECKPOINT are 3x3's only, for now.
 
 --start BOARD begins every game from a given position (write-up 004 played from openings): nine
 cells, row by row, each x, o or . (or -), such as `x...o....`. --show-values prints the agent's
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, cli, game, mnk_play, opponents
+from lab import agents, cli, game, mnk_bots, mnk_exact, mnk_play, opponents
 from lab.knobs import TTT
 from lab.terminal import Quit, ask
 
@@ -125,16 +127,39 @@ def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
 
 def load_checkpoint(path, board: bool = False):
     """The agent in a checkpoint; ValueError with what went wrong. A bigger board's agent only
-    with `board` (played in the terminal: lab.mnk_play)."""
+    with `board` (you against it, or against a bot)."""
     try:
         agent = agents.load(path)
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
     if agents.game_of(agent) != TTT and not board:
-        raise ValueError(f"{path}: its agent plays m, n, k = {agents.game_of(agent)}; lab.play "
-                         "plays 3x3 agents only, for now, except you against it in the terminal "
-                         "(no --vs, --start or --show-values)")
+        raise ValueError(f"{path}: its agent plays m, n, k = {agents.game_of(agent)}; --start, "
+                         "--show-values and --vs CHECKPOINT are 3x3's only, for now (--vs takes "
+                         f"a bot there: {', '.join(mnk_bots.NAMES)})")
     return agent
+
+
+def board_bot(agent, name: str, simulations: int) -> mnk_bots.Bot:
+    """The bot of lab.mnk_bots called `name` that a bigger board's agent plays with --vs;
+    ValueError in one line if there is none."""
+    if name not in mnk_bots.NAMES:
+        raise ValueError(f"--vs {name!r}: on an m,n,k board the agent plays a bot, one of "
+                         f"{', '.join(mnk_bots.NAMES)} (a checkpoint against another is 3x3's only, for now)")
+    m, n, _ = agent.shape
+    if name == "perfect" and m * n > mnk_exact.MAX_CELLS:
+        raise ValueError(f"--vs perfect: the lab solves boards of at most {mnk_exact.MAX_CELLS} cells; "
+                         f"this one has {m * n} (mcts plays well there)")
+    return mnk_bots.bot(name, simulations if name == "mcts" else None)
+
+
+def board_tallies(agent, bot: mnk_bots.Bot, games: int, seed: int) -> dict:
+    """{seat: (wins, draws, losses)} of a bigger board's agent over `games` games in each seat
+    against `bot`."""
+    out = {}
+    for seat in (1, 2):
+        x_wins, o_wins, draws = (int(count) for count in agent.play(bot, seat, games, seed))
+        out[seat] = (x_wins, draws, o_wins) if seat == 1 else (o_wins, draws, x_wins)
+    return out
 
 
 def opponent_table(name: str) -> np.ndarray:
@@ -194,6 +219,8 @@ def main(argv=None, stdin=None, stdout=None) -> int:
                         help=f"play the agent against {', '.join(opponents.NAMES)} or another CHECKPOINT")
     parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
+    parser.add_argument("--simulations", type=cli.positive_int, default=100,
+                        help="MCTS playouts per move with --vs mcts, on a bigger board (default 100)")
     parser.add_argument("--start", metavar="BOARD", help="begin every game here: nine cells of x, o "
                         "or ., row by row (e.g. x...o....)")
     parser.add_argument("--show-values", action="store_true",
@@ -204,8 +231,12 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        agent = load_checkpoint(args.checkpoint, board=not (args.vs or args.start or args.show_values))
-        other = opponent_table(args.vs) if args.vs else None
+        agent = load_checkpoint(args.checkpoint, board=not (args.start or args.show_values))
+        on_board = agents.game_of(agent) != TTT  # a bigger board: its bots, lab.mnk_play
+        if args.vs and on_board:
+            other = board_bot(agent, args.vs, args.simulations)
+        else:
+            other = opponent_table(args.vs) if args.vs else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -213,8 +244,12 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     if args.vs:
         if args.games < 1:
             parser.error("--games must be a positive integer")
-        game.seed_kernels(int(rng.integers(2**31)))
-        result = tallies(agent.move_table(), other, args.games, start)
+        seed = int(rng.integers(2**31))
+        if on_board:
+            result = board_tallies(agent, other, args.games, seed)
+        else:
+            game.seed_kernels(seed)
+            result = tallies(agent.move_table(), other, args.games, start)
         where = f" from {args.start}" if args.start else ""
         print(format_tallies(result, args.games, args.vs + where), file=stdout)
         return 0
@@ -223,7 +258,6 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         stdout.write(text)
         stdout.flush()
 
-    on_board = agents.game_of(agent) != TTT  # a bigger board: lab.mnk_play
     play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start,
                 args.show_values, mnk_play.one_game if on_board else one_game)
     return 0

@@ -156,10 +156,30 @@ def test_play_a_board_checkpoint_in_the_terminal(dirs, seat):
 
 
 def test_play_refuses_3x3_options_on_a_board_in_one_line(dirs, capsys):
-    assert play.main([str(dirs[2]), "--vs", "random"]) == 2
+    assert play.main([str(dirs[2]), "--start", "x........"]) == 2
     said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); lab.play plays 3x3 agents only" in said
-    assert "no --vs, --start or --show-values" in said
+    assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); --start, --show-values and --vs CHECKPOINT" in said
+    assert play.main([str(dirs[2]), "--vs", str(dirs[2])]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "on an m,n,k board the agent plays a bot, one of random, onestep" in said
+
+
+def test_play_vs_a_bot_on_a_board_tallies_both_seats(dirs, capsys):
+    """--vs on 4x4: the agent's games against a bot in each seat, by the agent's own compiled
+    games (its `play`), the same tallies for the same --seed; perfect never loses to it."""
+    out = io.StringIO()
+    assert play.main([str(dirs[2]), "--vs", "random", "--games", "300", "--seed", "1"], stdout=out) == 0
+    again = io.StringIO()
+    assert play.main([str(dirs[2]), "--vs", "random", "--games", "300", "--seed", "1"], stdout=again) == 0
+    assert out.getvalue() == again.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "the agent against random, 300 games in each seat:"
+    for line in lines[2:]:
+        counts = [int(v) for v in line.split()[2:5]]
+        assert sum(counts) == 300, line
+    perfect = io.StringIO()
+    assert play.main([str(dirs[2]), "--vs", "perfect", "--games", "50"], stdout=perfect) == 0
+    assert all(line.split()[2] == "0" for line in perfect.getvalue().splitlines()[2:])  # no win against it
 
 
 def test_the_boards_table_ranks_each_board_apart(dirs, monkeypatch, capsys):
