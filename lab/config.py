@@ -140,7 +140,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     knobs = algo.Config(**{n: cfg[n] for n in names})
     require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
             f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
-    agents.get(algorithm, bigger).Learner.check_run(knobs, run)
+    agents.get(algorithm).learner(bigger).check_run(knobs, run)
     return run, knobs
 
 
@@ -213,7 +213,12 @@ class Job:
 
     @property
     def algorithm(self) -> agents.Algorithm:
-        return agents.get(self.run.algorithm, self.run.bigger_board)
+        return agents.get(self.run.algorithm)
+
+    @property
+    def learner(self) -> type:
+        """The Learner class that trains it, on its board"""
+        return self.algorithm.learner(self.run.bigger_board)
 
     def identity(self) -> dict:
         return identity(self.run, self.knobs)

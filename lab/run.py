@@ -150,7 +150,7 @@ class Training:
         self.state_path = Path(state_path) if state_path is not None else None
         self.training, self.evaluating = _Clock(), _Clock()
         try:
-            self.learner = job.algorithm.Learner(job.knobs, job.run)
+            self.learner = job.learner(job.knobs, job.run)
             if start is None and self.state_path is not None and self.state_path.exists():
                 start = self.state_path.read_bytes()
             if start is not None:

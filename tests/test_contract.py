@@ -24,6 +24,9 @@ def test_every_algorithm_is_a_typed_record(name):
     assert issubclass(algorithm.Config, Knobs)
     assert issubclass(algorithm.Learner, base.Learner)
     assert issubclass(algorithm.Agent, base.Agent)
+    # on bigger boards (every algorithm, for now): its agent there, and its learner
+    assert algorithm.BoardAgent.algorithm == name and name in agents.BOARD_ALGORITHMS
+    assert issubclass(algorithm.learner(bigger_board=True), base.Learner)
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; allowed: mc_vfa"):
         agents.get("nope")
 

@@ -17,7 +17,7 @@ TINY = ("algorithm=q_net", "layers=1", "neurons=8", "iterations=4", "episodes_pe
 
 def learner(*overrides) -> mnk_q_net.Learner:
     run_cfg, knobs = parse(compose("algorithm=q_net", *overrides))
-    return agents.get("q_net", bigger_board=True).Learner(knobs, run_cfg)
+    return agents.get("q_net").learner(bigger_board=True)(knobs, run_cfg)
 
 
 def stones(*cells) -> int:

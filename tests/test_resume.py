@@ -67,7 +67,7 @@ def test_state_loads_without_pickle(tmp_path):
     import numpy as np
 
     the_job = _job("mc_vfa", tmp_path)
-    learner = the_job.algorithm.Learner(the_job.knobs, the_job.run)
+    learner = the_job.learner(the_job.knobs, the_job.run)
     learner.iterate()
     with np.load(io.BytesIO(learner.state_bytes()), allow_pickle=False) as archive:
         assert all(archive[name].dtype != object for name in archive.files)
@@ -80,12 +80,12 @@ def test_restore_under_mutated_knobs_trains_with_them(tmp_path):
     import dataclasses
 
     the_job = _job("mc_vfa", tmp_path, "alpha_decay_per_update=0.5")
-    learner = the_job.algorithm.Learner(the_job.knobs, the_job.run)
+    learner = the_job.learner(the_job.knobs, the_job.run)
     learner.iterate()
     learner.iterate()
     assert learner.alpha == pytest.approx(the_job.knobs.alpha * 0.25)
     mutated = dataclasses.replace(the_job.knobs, alpha=the_job.knobs.alpha * 3)
-    fresh = the_job.algorithm.Learner(mutated, the_job.run)
+    fresh = the_job.learner(mutated, the_job.run)
     fresh.restore_bytes(learner.state_bytes())
     assert fresh.alpha == pytest.approx(mutated.alpha * 0.25)
     assert fresh.knobs is mutated

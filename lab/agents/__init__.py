@@ -5,10 +5,10 @@ Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORI
 whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
-search.) `BOARDS` lists the algorithms that also train on bigger m,n,k boards: mc_vfa and the
-tabular ones by the same module (its `BOARD_ALGORITHM`, whose agent plays bitboards; the tabular
-ones' a table of visited positions, mnk_tabular.py), q_net and alphazero by their own module
-there (mnk_<name>.py), for now.
+search.) An algorithm that also trains on bigger m,n,k boards names its agent there in its
+record (`BoardAgent`: mc_vfa's and the tabular ones' are in the same module, the tabular ones'
+playing a table of visited positions, mnk_tabular.py); q_net and alphazero train there by a
+module of their own, for now (mnk_<name>.py, whose `ALGORITHM` is the whole record).
 """
 
 import functools
@@ -16,8 +16,8 @@ import zipfile
 
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
-from lab.agents.mnk_alphazero import ALGORITHM as MNK_ALPHAZERO
-from lab.agents.mnk_q_net import ALGORITHM as MNK_Q_NET
+from lab.agents.mnk_alphazero import ALGORITHM as ALPHAZERO_ON_BOARDS
+from lab.agents.mnk_q_net import ALGORITHM as Q_NET_ON_BOARDS
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays
 from lab.knobs import TTT
@@ -25,20 +25,17 @@ from lab.knobs import TTT
 REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
+REGISTRY.update({a.name: a for a in (Q_NET_ON_BOARDS, ALPHAZERO_ON_BOARDS)})  # with their bigger boards' learners
 ALGORITHMS = tuple(REGISTRY)
-BOARDS: dict[str, Algorithm] = {a.name: a for a in (mc_vfa.BOARD_ALGORITHM, q_table.BOARD_ALGORITHM, td_value.BOARD_ALGORITHM,
-                                                     negamax_q.BOARD_ALGORITHM, MNK_Q_NET, MNK_ALPHAZERO)}
-"""The algorithms on m,n,k boards other than 3x3, by name: same knobs, their own learner and
-agent"""
-BOARD_ALGORITHMS = tuple(BOARDS)
+BOARD_ALGORITHMS = tuple(name for name, algorithm in REGISTRY.items() if algorithm.BoardAgent)
+"""The algorithms that also train on m,n,k boards other than 3x3"""
 
 
-def get(name: str, bigger_board: bool = False) -> Algorithm:
-    """The algorithm called `name` (its version for bigger m,n,k boards with bigger_board)."""
-    registry = BOARDS if bigger_board else REGISTRY
-    if name not in registry:
-        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(registry)}")
-    return registry[name]
+def get(name: str) -> Algorithm:
+    """The algorithm called `name`."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
 
 
 @functools.cache  # asked once per configuration a sweep plans
@@ -55,11 +52,13 @@ def game_of(agent) -> tuple[int, int, int]:
 def load(path):
     """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
     arrays = _arrays(path)
-    algorithm = str(arrays.pop("algorithm", ""))
-    registry = BOARDS if "board" in arrays else REGISTRY  # agents of bigger boards save theirs
-    if algorithm not in registry:
-        raise ValueError(f"{path}: not a lab checkpoint (algorithm {algorithm!r})")
-    return registry[algorithm].Agent.from_arrays(arrays)
+    name = str(arrays.pop("algorithm", ""))
+    algorithm = REGISTRY.get(name)
+    if algorithm is not None:  # agents of bigger boards save theirs
+        agent = algorithm.BoardAgent if "board" in arrays else algorithm.Agent
+    if algorithm is None or agent is None:
+        raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
+    return agent.from_arrays(arrays)
 
 
 def _arrays(path) -> dict:

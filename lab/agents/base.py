@@ -241,6 +241,16 @@ class Algorithm:
     Agent: type[Agent]
     self_play: bool
     """whether it also trains with opponent=self"""
+    BoardAgent: type | None = None
+    """its trained agent on bigger m,n,k boards, which plays bitboards (as lab.mnk_evaluate takes
+    it), where `Agent` plays 3x3's board codes; None: it trains on 3x3 only"""
+    BoardLearner: type[Learner] | None = None
+    """its learner on bigger boards where that is another class than `Learner` (q_net's and
+    alphazero's, for now)"""
+
+    def learner(self, bigger_board: bool) -> type[Learner]:
+        """The Learner class that trains a run on 3x3, or on a bigger board with bigger_board."""
+        return self.BoardLearner or self.Learner if bigger_board else self.Learner
 
 
 class QTableAgent(Agent):

@@ -342,6 +342,4 @@ class Learner(mnk_tabular.Learner):
         return BoardAgent(nets[0], nets[1], self.run.game, nets[2])
 
 
-ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)
-BOARD_ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, BoardAgent, self_play=True)
-"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
+ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)

@@ -25,6 +25,7 @@ lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect 
 solves the board). head=mse12 (write-up 002's 12 outputs) is 3x3's only (refused by `check_run`).
 """
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -462,4 +463,5 @@ class Learner(base.Learner):
         return Agent(self.best.copy(), self.knobs.simulations, self.knobs.c_puct, self.run.game)
 
 
-ALGORITHM = base.Algorithm("alphazero", alphazero.Config, Learner, Agent, self_play=True)
+ALGORITHM = dataclasses.replace(alphazero.ALGORITHM, BoardAgent=Agent, BoardLearner=Learner)
+"""alphazero on every board: 3x3's module's record with this module's agent and learner"""

@@ -25,6 +25,8 @@ What differs from 3x3, and why:
 - Symmetry folding (lab.game.canonical_pairs) is 3x3's: refused here by lab.config.
 """
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -32,8 +34,7 @@ from lab import game, mnk, mnk_bots
 from lab.agents import base, mc_vfa, q_net
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig
-from lab.mnk import cell_inputs
-from lab.mnk import empty_mask, random_move, wins
+from lab.mnk import cell_inputs, empty_mask, random_move, wins
 from lab.nets import MLP, forward
 
 NET = -1
@@ -216,4 +217,5 @@ class Learner(base.Learner):
         return Agent(self.nets[self.run.player].copy(), self.run.player, shape)
 
 
-ALGORITHM = base.Algorithm("q_net", q_net.Config, Learner, Agent, self_play=True)
+ALGORITHM = dataclasses.replace(q_net.ALGORITHM, BoardAgent=Agent, BoardLearner=Learner)
+"""q_net on every board: 3x3's module's record with this module's agent and learner"""

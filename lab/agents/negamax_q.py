@@ -252,6 +252,4 @@ class Learner(mnk_tabular.Learner):
         return BoardAgent(self.q.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)
-BOARD_ALGORITHM = base.Algorithm("negamax_q", Config, Learner, BoardAgent, self_play=True)
-"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
+ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)

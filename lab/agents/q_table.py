@@ -185,6 +185,4 @@ class Learner(mnk_tabular.Learner):
         return BoardAgent(self.q.copy(), self.run.game, READING)
 
 
-ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False)
-BOARD_ALGORITHM = base.Algorithm("q_table", Config, Learner, BoardAgent, self_play=False)
-"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
+ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False, BoardAgent=BoardAgent)

@@ -242,6 +242,4 @@ class Learner(mnk_tabular.Learner):
         return BoardAgent(self.values.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True)
-BOARD_ALGORITHM = base.Algorithm("td_value", Config, Learner, BoardAgent, self_play=True)
-"""The same, for bigger boards' checkpoints (until every agent follows one contract)"""
+ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)

@@ -77,7 +77,7 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
     from lab import evaluate
 
     job = config.job(compose(*overrides))
-    learner = job.algorithm.Learner(job.knobs, job.run)
+    learner = job.learner(job.knobs, job.run)
     for _ in range(iterations):
         learner.iterate()
     agent = learner.agent()
