@@ -486,7 +486,7 @@ def code_inputs(g, symmetry: bool) -> np.ndarray:
     return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
 
 
-def records(g, positions: np.ndarray, games: int) -> np.ndarray:
+def records(positions: np.ndarray, games: int) -> np.ndarray:
     """A kernel's `history(g, games * cells)` of each game's positions ply by ply, as one row per
     game: (games, cells) codes on 3x3, (games, cells, 2) (x, o) bitboards elsewhere."""
     return positions.reshape(games, -1, *positions.shape[1:])

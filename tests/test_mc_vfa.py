@@ -107,7 +107,7 @@ def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, t
     net = learner.net.compiled()
     positions, plies, _ = mc_vfa.play_games(engine.TTT, (net, net), (True, False), opponents.table("random"),
                                             200, 0.0, game.BOARDS)
-    for row, length in zip(engine.records(engine.TTT, positions, 200), plies):
+    for row, length in zip(engine.records(positions, 200), plies):
         code = game.EMPTY
         for t, nxt in enumerate(row[:length]):
             if t % 2 == 0:  # X, the agent

@@ -53,10 +53,9 @@ def load(path):
     """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
     arrays = _arrays(path)
     name = str(arrays.pop("algorithm", ""))
-    algorithm = REGISTRY.get(name)
-    if algorithm is not None:  # agents of bigger boards save theirs
-        agent = algorithm.BoardAgent if "board" in arrays else algorithm.Agent
-    if algorithm is None or agent is None:
+    algorithm = REGISTRY.get(name)  # agents of bigger boards save theirs: "board"
+    agent = algorithm and (algorithm.BoardAgent if "board" in arrays else algorithm.Agent)
+    if agent is None:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
     return agent.from_arrays(arrays)
 

@@ -290,7 +290,7 @@ class Learner(mnk_tabular.Learner):
         learns = tuple(seat in self.run.seats for seat in (1, 2))
         positions, plies, results = play_games(self.game, nets, learns, self.opponent, n,
                                                self.epsilon, self.inputs)
-        positions = engine.records(self.game, positions, n)
+        positions = engine.records(positions, n)
         for seat in self.run.seats:
             self._fit(seat, positions, plies, results)
         self.alpha *= self.knobs.alpha_decay_per_update
