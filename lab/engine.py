@@ -31,7 +31,7 @@ it played other games than it should have.
 from typing import NamedTuple
 
 import numpy as np
-from numba import types
+from numba import njit, types
 from numba.extending import overload
 
 from lab import game, mnk, mnk_bots, mnk_table
@@ -105,7 +105,8 @@ def tabulated(g) -> bool:
 # The functions kernels call; each body below is what numba compiles for one engine.
 
 def cells(g):
-    """The board's number of cells."""
+    """The board's number of cells (the one function here that Python calls too)."""
+    return 9 if tabulated(g) else g.m * g.n
 
 
 def start(g):
@@ -139,9 +140,19 @@ def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     rows in the net's precision."""
 
 
+def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
+    """out[cell] = Q(pos, cell) of each legal cell by net nets[side], whose input width says how:
+    a Q per cell from the position's cells (width = cells), or one Q per row of the cells and the
+    move one-hot (width = 2 cells). On 3x3 the net sees each (code, cell) as the pair pairs[code,
+    cell] (code * 9 + cell, or its canonical image), and a position's values are computed once,
+    when first needed, and remembered in memo[side, code] (known[side, code] flags them) for the
+    rest of the batch; on bitboards they are computed at each call. `scratch`: (cells, width) rows
+    in the net's precision."""
+
+
 def memo(g, dtype):
-    """(values, known): room for `afterstate_values` to remember each side's afterstate values
-    (3x3: a value per code; bitboards remember nothing)."""
+    """(values, known): room for `afterstate_values` and `q_values` to remember each side's values
+    (3x3: a row of a value per cell for each code; bitboards remember nothing)."""
 
 
 def q_scores(table, g, pos, member, out):
@@ -287,11 +298,11 @@ def _afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
                 count = 0
                 for cell in range(9):
                     if g[pos, LEGAL + cell] and not known[side, g[pos, AFTER + cell]]:
-                        memo[side, g[pos, AFTER + cell]] = new[count]
+                        memo[side, g[pos, AFTER + cell], 0] = new[count]
                         known[side, g[pos, AFTER + cell]] = True
                         count += 1
             for cell in range(9):
-                out[cell] = memo[side, g[pos, AFTER + cell]] if g[pos, LEGAL + cell] else 0.0
+                out[cell] = memo[side, g[pos, AFTER + cell], 0] if g[pos, LEGAL + cell] else 0.0
         return on_codes
 
     def on_bitboards(g, nets, side, memo, known, inputs, pos, scratch, out):
@@ -316,10 +327,83 @@ def _afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     return on_bitboards
 
 
+@njit(inline="always")
+def _code_cells(code, row):
+    """row[:9] = the cells of a 3x3 board code (its base-3 digits, cell 0 the lowest: 1 X, 2 O)."""
+    for cell in range(9):
+        digit = code % 3
+        row[cell] = 1.0 if digit == 1 else -1.0 if digit == 2 else 0.0
+        code //= 3
+
+
+@njit(inline="always")
+def _bitboard_cells(x, o, cells, row):
+    """row[:cells] = the cells of the position (x, o): +1 X, -1 O, 0 empty."""
+    for cell in range(cells):
+        bit = np.uint64(1) << np.uint64(cell)
+        row[cell] = 1.0 if x & bit else -1.0 if o & bit else 0.0
+
+
+@overload(q_values, inline="always")
+def _q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
+    if tabulated(g):
+        def on_codes(g, nets, side, memo, known, pairs, pos, scratch, out):
+            if not known[side, pos]:
+                weights, biases, hidden, output = nets[side]
+                if weights[0].shape[0] == 9:  # a Q per cell: one pass from the (canonical) code's cells
+                    _code_cells(pairs[pos, 0] // 9, scratch[0])
+                    q = forward(weights, biases, hidden, output, scratch[:1])[0]
+                    for cell in range(9):
+                        memo[side, pos, cell] = q[pairs[pos, cell] % 9]
+                else:
+                    count = 0
+                    for cell in range(9):
+                        if g[pos, LEGAL + cell]:
+                            _code_cells(pairs[pos, cell] // 9, scratch[count])
+                            scratch[count, 9:] = 0.0
+                            scratch[count, 9 + pairs[pos, cell] % 9] = 1.0
+                            count += 1
+                    values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
+                    count = 0
+                    for cell in range(9):
+                        if g[pos, LEGAL + cell]:
+                            memo[side, pos, cell] = values[count]
+                            count += 1
+                known[side, pos] = True
+            for cell in range(9):
+                out[cell] = memo[side, pos, cell]
+        return on_codes
+
+    def on_bitboards(g, nets, side, memo, known, pairs, pos, scratch, out):
+        x, o = pos
+        cells, empty = g.m * g.n, g.full & ~(x | o)
+        weights, biases, hidden, output = nets[side]
+        if weights[0].shape[0] == cells:  # a Q per cell: one pass from the position's cells
+            _bitboard_cells(x, o, cells, scratch[0])
+            q = forward(weights, biases, hidden, output, scratch[:1])[0]
+            for cell in range(cells):
+                out[cell] = q[cell]
+            return
+        count = 0
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)):
+                _bitboard_cells(x, o, cells, scratch[count])
+                scratch[count, cells:] = 0.0
+                scratch[count, cells + cell] = 1.0
+                count += 1
+        values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
+        count = 0
+        for cell in range(cells):
+            if empty & (np.uint64(1) << np.uint64(cell)):
+                out[cell] = values[count]
+                count += 1
+    return on_bitboards
+
+
 @overload(memo, inline="always")
 def _memo(g, dtype):
-    size = game.N_CODES if tabulated(g) else 1
-    return lambda g, dtype: (np.empty((2, size), dtype), np.zeros((2, size), np.bool_))
+    size, width = (game.N_CODES, 9) if tabulated(g) else (1, 1)
+    return lambda g, dtype: (np.empty((2, size, width), dtype), np.zeros((2, size), np.bool_))
 
 
 @overload(q_scores, inline="always")

@@ -198,7 +198,7 @@ def test_greedy_matches_the_numpy_greedy_with_ties_infinities_and_nan():
 
 def reference_scores(agent, codes):
     """The agents' scores as computed before: mc_vfa valued the distinct afterstates with np.unique
-    and MLP.__call__, q_net called q_values; the others are unchanged."""
+    and MLP.__call__, q_net a batch of (cells, one-hot move) rows; the others are unchanged."""
     if isinstance(agent, mc_vfa.Agent):
         after = game.AFTER[codes]
         legal = after >= 0
@@ -206,8 +206,11 @@ def reference_scores(agent, codes):
         scores = np.full(after.shape, -np.inf, dtype=np.float32)
         scores[legal] = agent.net(game.BOARDS[unique])[index, 0]
         return scores
-    if isinstance(agent, q_net.Agent):
-        return q_net.q_values(agent.net, codes)
+    if isinstance(agent, q_net.Agent):  # the write-up's net: (cells, one-hot move) -> Q
+        rows, moves = np.nonzero(game.LEGAL[codes])
+        scores = np.full((len(codes), 9), -np.inf)
+        scores[rows, moves] = agent.net(np.hstack([game.BOARDS[codes[rows]], np.eye(9)[moves]]))[:, 0]
+        return scores
     return agent.scores(codes)
 
 

@@ -103,10 +103,10 @@ def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, t
     assert agent.scores(game.DECISIONS[:10]).dtype == dtype
     table = agent.move_table()
     from lab import engine, opponents
-    from lab.agents import mc_vfa
+    from lab.agents import net_games
     net = learner.net.compiled()
-    positions, plies, _ = mc_vfa.play_games(engine.TTT, (net, net), (True, False), opponents.table("random"),
-                                            200, 0.0, game.BOARDS)
+    positions, _, plies, _ = net_games.play_games(engine.TTT, (net, net), (True, False), opponents.table("random"),
+                                                  200, 0.0, game.BOARDS, True)
     for row, length in zip(engine.records(positions, 200), plies):
         code = game.EMPTY
         for t, nxt in enumerate(row[:length]):

@@ -1,12 +1,12 @@
-"""q_net on bigger m,n,k boards (lab/agents/mnk_q_net.py): TD targets on bitboards, legal compiled
+"""q_net on bigger m,n,k boards (lab/agents/q_net.py, on bitboards): TD targets, legal compiled
 play, runs through lab.run on 4x4 (exact evaluation) and 5x5 (by games), resume, checkpoints,
 same rows from the same seed, and learning on 4x4 as X against random."""
 
 import numpy as np
 import pytest
 
-from lab import agents, mnk, results
-from lab.agents import mnk_q_net
+from lab import agents, engine, mnk, results
+from lab.agents import net_games, q_net
 from lab.compose import compose
 from lab.config import job, parse
 from lab.run import Training, run
@@ -15,9 +15,9 @@ TINY = ("algorithm=q_net", "layers=1", "neurons=8", "iterations=4", "episodes_pe
         "eval_every=2", "epochs=2")
 
 
-def learner(*overrides) -> mnk_q_net.Learner:
+def learner(*overrides) -> q_net.Learner:
     run_cfg, knobs = parse(compose("algorithm=q_net", *overrides))
-    return agents.get("q_net").learner(bigger_board=True)(knobs, run_cfg)
+    return q_net.Learner(knobs, run_cfg)
 
 
 def stones(*cells) -> int:
@@ -38,25 +38,29 @@ def test_td_targets_signs_and_ends_on_bitboards():
             x, o = (x | 1 << int(cell), o) if ply % 2 == 0 else (x, o | 1 << int(cell))
             xs[g, ply], os[g, ply] = x, o
     plies, results_ = np.array([7, 8]), np.array([0, 1], np.int8)
-    x, o, actions, targets = one._samples(1, xs, os, moves, plies, results_)
-    assert x.tolist() == [0, stones(0), stones(0, 1), stones(0, 1, 2)] * 2
-    assert o.tolist() == [0, stones(4), stones(4, 5), stones(4, 5, 6)] * 2
+    positions = np.stack([xs, os], axis=2)
+    states, actions, targets = one._samples(1, positions, moves, plies, results_)
+    assert states[:, 0].tolist() == [0, stones(0), stones(0, 1), stones(0, 1, 2)] * 2
+    assert states[:, 1].tolist() == [0, stones(4), stones(4, 5), stones(4, 5, 6)] * 2
     assert actions.tolist() == [0, 1, 2, 3, 0, 1, 2, 8]
     # gamma Q(next) while X moves again; its own win +1, O's win after its move -1
     assert targets.tolist() == pytest.approx([0.4, 0.4, 0.4, 1.0, 0.4, 0.4, 0.4, -1.0])
     as_o = learner("game=mnk_4_4_4", "opponent=random", "player=2", "gamma=0.8", "layers=0")
-    x, o, actions, targets = as_o._samples(2, xs, os, moves, plies, results_)
+    states, actions, targets = as_o._samples(2, positions, moves, plies, results_)
     assert actions.tolist() == [4, 5, 6, 4, 5, 6, 7]
-    assert o.tolist()[-1] == stones(4, 5, 6) and x.tolist()[-1] == stones(0, 1, 2, 8)
+    assert states[-1, 1] == stones(4, 5, 6) and states[-1, 0] == stones(0, 1, 2, 8)
     assert targets[[2, 6]].tolist() == [-1.0, 1.0]  # X's win after O's 3rd move; O's own win
 
 
 @pytest.mark.parametrize("opponent", ["self", "block"])
 def test_compiled_games_play_empty_cells_and_record_them(opponent):
     one = learner("game=mnk_5_5_4", f"opponent={opponent}", "episodes_per_update=50", "epsilon=0.3")
-    nets = tuple(one.nets[s if s in one.nets else 2].compiled() for s in (1, 2))
-    xs, os, cells, plies, outcomes = mnk_q_net.play_games(one.board, nets, one.kinds, one.simulations,
-                                                          one.tree, 50, 0.3)
+    nets = tuple(one.nets.get(s, one.net).compiled() for s in (1, 2))
+    learns = tuple(s in one.run.seats for s in (1, 2))
+    positions, cells, plies, outcomes = net_games.play_games(one.game, nets, learns, one.opponent, 50, 0.3,
+                                                             one.pairs, False)
+    positions = engine.records(positions, 50)
+    xs, os = positions[..., 0], positions[..., 1]
     board = mnk.board(5, 5, 4)
     for g in range(50):
         x = o = 0
@@ -109,7 +113,7 @@ def test_a_checkpoint_round_trip_gives_the_same_policy(tmp_path):
     path = tmp_path / "agent.npz"
     path.write_bytes(agent.to_bytes())
     loaded = agents.load(path)
-    assert isinstance(loaded, mnk_q_net.Agent) and loaded.shape == (5, 5, 4)
+    assert isinstance(loaded, q_net.BoardAgent) and loaded.shape == (5, 5, 4)
     rng = np.random.default_rng(0)
     x = rng.integers(0, 1 << 25, 200, dtype=np.uint64)
     o = rng.integers(0, 1 << 25, 200, dtype=np.uint64) & ~x

@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
+from numba import njit
 
-from lab import game
+from lab import agents, engine, game
+from lab.agents import net_games, q_net
 from lab.compose import compose
 from lab.config import job, parse
 from lab.knobs import ConfigError
@@ -33,28 +35,37 @@ X_WINS, O_WINS = (0, 3, 1, 4, 2), (0, 3, 1, 4, 8, 5)
 
 
 def _two_games():
-    """(trajectories, moves, winners) of the games X_WINS and O_WINS, as a batch of episodes."""
-    trajectories, moves = np.full((2, 9), -1), np.full((2, 9), -1)
+    """(positions, cells, plies, results) of the games X_WINS and O_WINS as a batch of the
+    learner's compiled games gives them: codes after each ply, the cells played, the plies, the
+    side that won (0 X, 1 O)."""
+    positions, cells = np.zeros((2, 9), np.int64), np.full((2, 9), -1)
     for g, game_moves in enumerate((X_WINS, O_WINS)):
-        trajectories[g, :len(game_moves)], moves[g, :len(game_moves)] = _board(*game_moves)[1:], game_moves
-    return trajectories, moves, np.array([1, -1])
+        positions[g, :len(game_moves)], cells[g, :len(game_moves)] = _board(*game_moves)[1:], game_moves
+    return positions, cells, np.array([5, 6]), np.array([0, 1], np.int8)
+
+
+def _q_reads(learner, value):
+    """Every Q of the learner's nets reads `value` (a net without weights, its bias alone)."""
+    for net in learner.nets.values():
+        for w in net.weights:
+            w[:] = 0.0
+        net.biases[-1][:] = value
 
 
 def test_td_targets_signs_and_ends(make_learner):
     """The seed notebook's sample builder had sign and off-by-one defects: check each target."""
     learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-1")
-    learner.q[:] = 0.5  # every Q(next) reads 0.5
+    _q_reads(learner, 0.5)  # every Q(next) reads 0.5
     x_wins, o_wins = _board(*X_WINS), _board(*O_WINS)
-    trajectories, moves, winners = _two_games()
-    states, actions, targets = learner._samples(trajectories, moves, winners)
+    states, actions, targets = learner._samples(1, *_two_games())
     assert states.tolist() == [0, x_wins[2], x_wins[4], 0, o_wins[2], o_wins[4]]
     assert actions.tolist() == [0, 1, 2, 0, 1, 8]
     # r + gamma Q(next) while the agent moves again; the final reward (X's view) when it does not
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -1.0])
 
     as_o = make_learner("q_net", "opponent=random", "player=2", "gamma=0.8", "loss_reward=-1")
-    as_o.q[:] = 0.5
-    states, actions, targets = as_o._samples(trajectories, moves, winners)
+    _q_reads(as_o, 0.5)
+    states, actions, targets = as_o._samples(2, *_two_games())
     assert states.tolist() == [x_wins[1], x_wins[3], o_wins[1], o_wins[3], o_wins[5]]
     assert actions.tolist() == [3, 4, 3, 4, 5]
     # O's view: X's win after O's move is -1, O's own win +1
@@ -64,8 +75,8 @@ def test_td_targets_signs_and_ends(make_learner):
 def test_a_loss_is_worth_loss_reward(make_learner):
     """loss_reward replaces the -1 of a lost game's final target, nothing else."""
     learner = make_learner("q_net", "opponent=random", "player=1", "gamma=0.8", "loss_reward=-3")
-    learner.q[:] = 0.5
-    _, _, targets = learner._samples(*_two_games())
+    _q_reads(learner, 0.5)
+    _, _, targets = learner._samples(1, *_two_games())
     assert targets.tolist() == pytest.approx([0.4, 0.4, 1.0, 0.4, 0.4, -3.0])
 
 
@@ -91,16 +102,47 @@ def test_the_matchup_files_apply_to_their_opponent_on_3x3_only():
     assert knobs("opponent=random", "loss_reward=-1", "gamma=0.95") == (0.95, -1.0, 20)
 
 
-def test_recorded_moves_are_the_moves_played(make_learner):
-    learner = make_learner("q_net", "opponent=onestep", "player=2", "episodes_per_update=50")
-    batches, play_episodes = [], learner._play_episodes
-    learner._play_episodes = lambda epsilon: batches.append(play_episodes(epsilon)) or batches[-1]
-    learner.iterate()
-    trajectories, moves, _ = batches[0]
-    before = np.hstack([np.zeros((50, 1), np.int64), trajectories[:, :-1]])
-    played = trajectories >= 0
-    assert np.array_equal(game.AFTER[before[played], moves[played]], trajectories[played])
-    assert (moves[~played] == -1).all()
+@pytest.mark.parametrize("board, head, symmetry", [(board, head, symmetry) for head in ("move", "cells")
+                                                    for board, symmetry in (("game=ttt", False), ("game=ttt", True),
+                                                                            ("game=mnk_4_4_4", False))])
+def test_the_compiled_games_read_the_q_values_the_learner_computes(board, head, symmetry):
+    """engine.q_values (what the games play by, remembered per code on 3x3) equals pair_q (what
+    the learner's targets and the agent read), for both heads, on both engines, folded or not
+    (folding is 3x3's)."""
+    run_cfg, knobs = parse(compose("algorithm=q_net", board, f"head={head}", f"symmetry={symmetry}", "neurons=8"))
+    learner = agents.get("q_net").Learner(knobs, run_cfg)
+    positions, cells, plies, _ = net_games.play_games(
+        learner.game, (learner.net.compiled(),) * 2, (True, True), learner.opponent, 30, 0.3, learner.pairs, False)
+    positions = engine.records(positions, 30)
+    before = np.concatenate([np.zeros_like(positions[:, :1]), positions[:, :-1]], axis=1)
+    played = np.arange(cells.shape[1])[None, :] < plies[:, None]
+    states = before[played]
+    size = engine.cells(learner.game)
+    found = _kernel_q(learner.game, learner.net.compiled(), learner.pairs, states, size)
+    every = np.tile(np.arange(size), len(states))
+    expected = q_net.pair_q(learner.net, learner.game, np.repeat(states, size, axis=0), every, symmetry)
+    empty = engine.inputs(learner.game, states, np.int8) == 0
+    np.testing.assert_allclose(found[empty], expected.reshape(-1, size)[empty], rtol=1e-6)
+    # the moves recorded are the moves played: each ply's position is the one before plus its cell
+    for state, cell, after in zip(states, cells[played], positions[played]):
+        assert engine.inputs(learner.game, np.array([state]), np.int8)[0, cell] == 0
+        placed = engine.inputs(learner.game, np.array([after]), np.int8)[0]
+        assert placed[cell] != 0 and (np.delete(placed, cell) == np.delete(
+            engine.inputs(learner.game, np.array([state]), np.int8)[0], cell)).all()
+
+
+@njit
+def _kernel_q(g, net, pairs, states, size):
+    """engine.q_values at each of `states` (as X's net: one net plays both sides here)."""
+    first = net[0][0]
+    out = np.zeros((len(states), size), first.dtype)
+    memo, known = engine.memo(g, first.dtype)
+    scratch = np.empty((size, first.shape[0]), first.dtype)
+    scores = np.empty(size, first.dtype)
+    for i in range(len(states)):
+        engine.q_values(g, (net, net), 0, memo, known, pairs, engine.kept(states, i), scratch, scores)
+        out[i] = scores
+    return out
 
 
 def test_epsilon_decays_geometrically_to_its_final_value(make_learner):
@@ -138,28 +180,30 @@ def test_self_play_fits_each_net_on_its_own_seats_moves(make_learner):
     before = {seat: net.copy() for seat, net in learner.nets.items()}
     fitted = []
     fit = learner._fit
-    learner._fit = lambda states, actions, targets, seat: fitted.append((seat, states)) or fit(
-        states, actions, targets, seat)
+    learner._fit = lambda seat, states, actions, targets: fitted.append((seat, states)) or fit(
+        seat, states, actions, targets)
     assert learner.iterate().sum() == 40
     assert [seat for seat, _ in fitted] == [1, 2]
     for seat, states in fitted:
         assert (game.TO_MOVE[states] == (1 if seat == 1 else -1)).all()
         assert not np.array_equal(before[seat].weights[0], learner.nets[seat].weights[0])
     agent = learner.agent()
-    from lab.agents import q_net
     for seat in (1, 2):
         codes = game.DECISIONS[game.TO_MOVE[game.DECISIONS] == (1 if seat == 1 else -1)]
         np.testing.assert_array_equal(agent.scores(codes),
                                       q_net.Agent(learner.nets[seat], seat, symmetry=True).scores(codes))
 
 
-def test_a_fixed_opponent_run_is_unchanged_by_self_play_support():
-    """The rows measured before self-play existed (commit 58fe5a8), with the defaults of then."""
+def test_a_fixed_opponent_run_keeps_its_recorded_rows():
+    """The rows of the notebook's knobs as recorded when q_net was written once for every board
+    (issue 35; the run id is the one of before, docs/results.md says why the rows changed)."""
     from lab.run import run
-    rows = run(job(compose("algorithm=q_net", *NOTEBOOK, "player=1", "opponent=random",
-                           "episodes_per_update=50", "iterations=10", "seed=3"))).rows
-    assert rows["p1_wins"].tolist() == [32, 31, 38, 33, 38, 35, 42, 40, 41, 40]
-    assert rows["eval_p1_random_loss"].iloc[-1] == 0.13020833333333331
+    done = job(compose("algorithm=q_net", *NOTEBOOK, "player=1", "opponent=random",
+                       "episodes_per_update=50", "iterations=10", "seed=3"))
+    rows = run(done).rows
+    assert done.run_id == "1ec23ed1e6cdd7d9"
+    assert rows["p1_wins"].tolist() == [33, 28, 30, 36, 39, 35, 43, 41, 40, 43]
+    assert rows["eval_p1_random_loss"].iloc[-1] == 0.0546875
 
 
 @pytest.mark.slow
@@ -184,3 +228,34 @@ def test_a_linear_q_net_has_no_hidden_layer(run_and_restore):
             parse(compose(f"algorithm={algorithm}", "layers=0"))
     with pytest.raises(ConfigError, match="layers=-1 is not allowed"):
         parse(compose("algorithm=q_net", "layers=-1"))
+
+
+@pytest.mark.parametrize("overrides", [("head=cells",), ("game=mnk_5_5_4", "head=move", "eval_games=50")])
+def test_either_head_trains_on_either_board_and_its_checkpoint_plays_alike(tmp_path, overrides):
+    from lab.run import run
+
+    done = run(job(compose("algorithm=q_net", *overrides, "opponent=random", "player=2", "neurons=8",
+                           "iterations=3", "episodes_per_update=20", "eval_every=3")))
+    assert (done.rows["status"] == "finished").all(), done.rows["error"].iloc[0]
+    assert 0 <= done.rows["eval_p2_random_win"].iloc[-1] <= 1
+    path = tmp_path / "agent.npz"
+    path.write_bytes(done.checkpoint)
+    loaded = agents.load(path)
+    if "game=mnk_5_5_4" in overrides:
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 1 << 25, 100, dtype=np.uint64)
+        o = rng.integers(0, 1 << 25, 100, dtype=np.uint64) & ~x
+        assert loaded.net.weights[0].shape[0] == 50  # the cells and the move one-hot
+        moves = loaded.policy(2)(x, o)
+        taken = ((x | o)[:, None] >> np.arange(25, dtype=np.uint64)) & np.uint64(1) == 1
+        assert np.allclose(moves.sum(axis=1), 1) and not moves[taken].any()
+    else:
+        assert loaded.net.weights[-1].shape[1] == 9  # a Q per cell
+        scores = loaded.scores(game.DECISIONS)
+        assert np.isinf(scores[~game.LEGAL[game.DECISIONS]]).all()
+        assert np.isfinite(scores[game.LEGAL[game.DECISIONS]]).all()
+
+
+def test_an_unknown_head_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"head='both' is not allowed: head must be one of move, cells"):
+        parse(compose("algorithm=q_net", "head=both"))

@@ -6,9 +6,9 @@ whose fields each have a one-line docstring; defaults live in `conf/algorithm/<n
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
 search.) An algorithm that also trains on bigger m,n,k boards names its agent there in its
-record (`BoardAgent`: mc_vfa's and the tabular ones' are in the same module, the tabular ones'
-playing a table of visited positions, mnk_tabular.py); q_net and alphazero train there by a
-module of their own, for now (mnk_<name>.py, whose `ALGORITHM` is the whole record).
+record (`BoardAgent`: mc_vfa's and q_net's are in the same module, the tabular ones' play a table
+of visited positions, mnk_tabular.py); alphazero trains there by a module of its own, for now
+(mnk_alphazero.py, whose `ALGORITHM` is the whole record).
 """
 
 import functools
@@ -17,7 +17,6 @@ import zipfile
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.mnk_alphazero import ALGORITHM as ALPHAZERO_ON_BOARDS
-from lab.agents.mnk_q_net import ALGORITHM as Q_NET_ON_BOARDS
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays
 from lab.knobs import TTT
@@ -25,7 +24,7 @@ from lab.knobs import TTT
 REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
-REGISTRY.update({a.name: a for a in (Q_NET_ON_BOARDS, ALPHAZERO_ON_BOARDS)})  # with their bigger boards' learners
+REGISTRY[ALPHAZERO_ON_BOARDS.name] = ALPHAZERO_ON_BOARDS  # with its bigger boards' learner
 ALGORITHMS = tuple(REGISTRY)
 BOARD_ALGORITHMS = tuple(name for name, algorithm in REGISTRY.items() if algorithm.BoardAgent)
 """The algorithms that also train on m,n,k boards other than 3x3"""

@@ -3,9 +3,9 @@
 The agent judges a move by the afterstate it produces (the board right after its move). A net
 of `layers` x `neurons` tanh units maps the cells of an afterstate (+1 X, -1 O, 0 empty) to a
 value in (-1, 1) from the agent's side. Between updates the policy is fixed, so the
-`episodes_per_update` episodes of one iteration are played as one batch by a compiled kernel,
-`play_games`, written once against lab.engine: the net values the afterstates of each greedy
-move with the compiled forward pass of lab.nets; on 3x3 each afterstate is valued once, when
+`episodes_per_update` episodes of one iteration are played as one batch by a compiled kernel
+written once against lab.engine (lab.agents.net_games): the net values the afterstates of each
+greedy move with the compiled forward pass of lab.nets; on 3x3 each afterstate is valued once, when
 first needed, and remembered per board code for the batch (its games meet about a fifth of the
 agent's 2,700 afterstates; a numpy pass over all of them took half of the iteration's time).
 After them every afterstate the agent produced gets the every-visit Monte Carlo mean of its
@@ -23,10 +23,9 @@ net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetr
 
 from dataclasses import dataclass
 import numpy as np
-from numba import njit
 
 from lab import engine, game, mnk, mnk_bots, opponents
-from lab.agents import base, mnk_tabular
+from lab.agents import base, mnk_tabular, net_games
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.files import npz_bytes
 from lab.knobs import Knobs, RunConfig, require, side
@@ -122,48 +121,6 @@ class Agent(base.NetAgent):
         return values[after]
 
 
-@njit(cache=True)
-def play_games(g, nets, learns, opponent, n, epsilon, inputs):
-    """Play n games on the game g (lab.engine): the side s (0 X, 1 O) with learns[s] is played by
-    nets[s] (CompiledNets), epsilon-greedy on the values of its afterstates (ties at random), the
-    other by the fixed `opponent`. Returns (positions, plies, results): engine.history's positions
-    after each ply, game after game, each game taking a board's cells of room; the plies each
-    game lasted; the side that won each, or DRAW.
-
-    On 3x3 each afterstate is valued once per seat, when a game first needs it, and remembered for
-    the rest of the batch (the policy is fixed until the update; `inputs`: engine.code_inputs)."""
-    cells = engine.cells(g)
-    positions = engine.history(g, n * cells)
-    plies = np.empty(n, np.int64)
-    results = np.empty(n, np.int8)
-    dtype = nets[0][0][0].dtype  # the nets' precision: float32 or float64
-    memo, known = engine.memo(g, dtype)
-    scratch = np.empty((cells, cells), dtype)
-    scores = np.empty(cells, dtype)
-    for i in range(n):
-        pos = engine.start(g)
-        ply, side, won = 0, 0, False
-        while True:
-            side = ply % 2
-            if not learns[side]:
-                cell = engine.opponent_move(g, opponent, pos, side)
-            # the choice and draws of engine.epsilon_greedy, except that epsilon 0 (write-up
-            # 000's) draws nothing, and the net values afterstates only for greedy moves
-            elif epsilon > 0.0 and np.random.random() < epsilon:
-                cell = engine.random_cell(g, pos)
-            else:
-                engine.afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, scores)
-                cell = engine.best_cell(g, scores, pos)
-            pos, won, over = engine.play(g, pos, cell, side)
-            engine.keep(positions, i * cells + ply, pos)
-            ply += 1
-            if over:
-                break
-        plies[i] = ply
-        results[i] = side if won else engine.DRAW
-    return positions, plies, results
-
-
 def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     """The Learner's algorithm as plainly as possible: one game at a time in Python, the net asked
     about each decision's afterstates, returns G = r + gamma G walked back through the game,
@@ -246,10 +203,14 @@ class BoardAgent:
         bots = engine.bots(kinds, opponent.simulations, lambda: mnk_bots.tree(board, opponent.simulations))
         before = kernel_stream()
         game.seed_kernels(seed)
-        results = play_games(board, (net, net), (seat == 1, seat == 2), bots, games, 0.0,
-                             engine.code_inputs(board, False))[-1]
+        results = self.games(board, (net, net), (seat == 1, seat == 2), bots, games)
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
+
+    @staticmethod
+    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
+        """The results of n greedy games of net_games.play_games as the agent's algorithm plays them."""
+        return net_games.play_games(g, nets, learns, opponent, n, 0.0, engine.code_inputs(g, False), True)[-1]
 
     def arrays(self) -> dict:
         other = {} if self.other is None else self.other.arrays(base.OTHER)
@@ -288,8 +249,8 @@ class Learner(mnk_tabular.Learner):
         n = self.run.episodes_per_update
         nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
         learns = tuple(seat in self.run.seats for seat in (1, 2))
-        positions, plies, results = play_games(self.game, nets, learns, self.opponent, n,
-                                               self.epsilon, self.inputs)
+        positions, _, plies, results = net_games.play_games(self.game, nets, learns, self.opponent, n,
+                                                            self.epsilon, self.inputs, True)
         positions = engine.records(positions, n)
         for seat in self.run.seats:
             self._fit(seat, positions, plies, results)

@@ -1,45 +1,51 @@
-"""A Q network over (board, one-hot move) trained on TD targets (write-up 001, second part).
+"""A Q network trained on TD targets (write-up 001, second part), on every m,n,k board.
 
 The agent plays seat `player` against a fixed opponent. A net of `layers` x `neurons` tanh units
-with a linear output maps 18 inputs, the 9 cells (1 X, -1 O, 0 empty) and the move one-hot, to
-Q(board, move): the expected discounted result from the agent's side (+1 win, `loss_reward` (-1)
-loss, 0 draw).
+with a linear output gives Q(position, move), the expected discounted result from the agent's
+side (+1 win, `loss_reward` (-1) loss, 0 draw), in one of two ways (`head`): from the cells (1 X,
+-1 O, 0 empty) and the move one-hot, one Q a row (write-up 001's net, 3x3's default), or from the
+cells alone, a Q per cell (the bigger boards' default: one pass a position where 5x5 has up to 25
+moves).
 
 Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
-played as one batch, move by move, with one vectorised net pass per move over the new positions
-the agent reached (the net is evaluated once per position per iteration). Each agent move (s, a)
-of those episodes gets the write-up's on-policy TD target r + gamma Q(s', a'), where (s', a') is the
-agent's next position and move in that episode, with Q from the same pass; a move that ends the
-game (or after which the opponent ends it) gets the final reward alone. The net then takes
-`epochs` full-batch gradient steps on these samples (the write-up's few epochs per game).
-Epsilon decays geometrically from `epsilon` at the first iteration to `epsilon_final` at the
-last, as the write-up's notebook does.
+played as one batch by a compiled kernel written once against lab.engine (lab.agents.net_games):
+the agent plays epsilon-greedy on Q, ties at random; on 3x3 a position's Q values are computed
+once, when first needed, and remembered for the batch. After the games each agent move (s, a)
+gets the on-policy TD target gamma Q(s', a'), where (s', a') is the agent's next position and move
+in that game, with Q from the net that played (one batched pass), or the final reward alone when
+the game ends at that move or at the opponent's reply. The net then takes `epochs` full-batch
+gradient steps on the mean squared TD error (the write-up's few epochs per game). Epsilon decays
+geometrically from `epsilon` at the first iteration to `epsilon_final` at the last, as the
+write-up's notebook does.
 
 In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
-both learning from the same batch of games: at each move the net of the side to move plays
-epsilon-greedy, and after the games each net fits the TD targets of its own seat's moves. The
-positions where X moves and where O moves are disjoint, so one Q table holds both nets' values
-at the positions they reached. The agent holds both nets and plays either seat.
+both learning from the same games: the net of the side to move plays, epsilon-greedy, and after
+the games each net fits the TD targets of its own seat's moves. The agent holds both nets and
+plays either seat. Symmetry folding is 3x3's (refused elsewhere by lab.config).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from lab import game, opponents
-from lab.agents import base
+from lab import engine, game
+from lab.agents import base, mc_vfa, mnk_tabular, net_games
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
-MOVES = np.eye(9)
+HEADS = ("move", "cells")
+"""The values of the `head` knob."""
 
 
 @dataclass(frozen=True)
 class Config(Knobs):
-    ADDED = {"loss_reward": -1.0}  # a run at -1 keeps the run id it had before the knob
+    ADDED = {"loss_reward": -1.0, "head": "move"}  # a 3x3 run at these keeps the run id it had before the knob
 
+    head: str
+    """'move': the net takes the cells and the move one-hot and gives that move's Q (write-up 001's);
+    'cells': it takes the cells and gives a Q per cell (one pass a position, not one a legal move)"""
     layers: int
-    """hidden layers of the Q net (0: a linear Q function of the 18 inputs, the write-up's first net)"""
+    """hidden layers of the Q net (0: a linear Q function of its inputs, the write-up's first net)"""
     neurons: int
     """units in each hidden layer"""
     alpha: float
@@ -63,154 +69,172 @@ class Config(Knobs):
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
         require(0 < self.epsilon_final <= 1, "epsilon_final", self.epsilon_final, "in (0, 1]")
         require(self.epochs >= 1, "epochs", self.epochs, "a positive integer")
+        require(self.head in HEADS, "head", self.head, f"one of {', '.join(HEADS)}")
         require(self.loss_reward < 0, "loss_reward", self.loss_reward, "negative (a loss is worse than a draw)")
 
 
-def q_inputs(codes: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
-    """(n, 18) net inputs: the board cells of each code and its move one-hot; with `symmetry`,
-    of the pair's canonical image."""
+def per_cell(net: MLP, cells: int) -> bool:
+    """Whether `net` gives a Q per cell (head 'cells'), not one Q of a (position, move) row."""
+    return net.weights[0].shape[0] == cells
+
+
+def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
+    """Q by `net` of each (position, move) pair on the game g (lab.engine's positions); with
+    `symmetry` (3x3's) of the pair's canonical image (lab.game.canonical_pairs)."""
     if symmetry:
-        codes, moves = game.canonical_pairs(codes, moves)
-    return np.hstack([game.BOARDS[codes], MOVES[moves]])
+        positions, moves = game.canonical_pairs(positions, moves)
+    cells = engine.cells(g)
+    board = engine.inputs(g, positions, net.weights[0].dtype)
+    if per_cell(net, cells):
+        return net(board)[np.arange(len(moves)), moves]
+    return net(np.hstack([board, np.eye(cells, dtype=board.dtype)[moves]]))[:, 0]
 
 
-def q_values(net: MLP, codes: np.ndarray, symmetry: bool = False) -> np.ndarray:
-    """(n, 9) Q values of every legal move at each code (-inf where illegal)."""
-    rows, moves = np.nonzero(game.LEGAL[codes])
-    q = np.full((len(codes), 9), -np.inf)
-    q[rows, moves] = net(q_inputs(codes[rows], moves, symmetry))[:, 0]
-    return q
+def cell_q(net: MLP, g, positions: np.ndarray) -> np.ndarray:
+    """(positions, cells) Q by `net` of every cell at each position, taken cells included."""
+    cells = engine.cells(g)
+    if per_cell(net, cells):
+        return net(engine.inputs(g, positions, net.weights[0].dtype))
+    every = np.tile(np.arange(cells), len(positions))
+    return pair_q(net, g, np.repeat(positions, cells, axis=0), every).reshape(-1, cells)
+
+
+def pair_codes(g, symmetry: bool) -> np.ndarray:
+    """What engine.q_values reads on 3x3: the pair code each (code, cell) is seen as, code * 9 +
+    cell or, with `symmetry`, its canonical image's; elsewhere an empty array, unread."""
+    if not engine.tabulated(g):
+        return np.zeros((0, 9), np.int64)
+    return game.CANONICAL_PAIR if symmetry else np.arange(game.N_CODES * 9).reshape(-1, 9)
 
 
 class Agent(base.NetAgent):
-    """Plays the legal move with the highest Q value. Trained in self-play it holds a net per
+    """Plays the legal move with the highest Q on 3x3. Trained in self-play it holds a net per
     seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
 
     algorithm = "q_net"
 
     def scores(self, codes):
-        # q_values' one batch over every (position, legal move) pair, through the in-place pass
         codes = np.asarray(codes)
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
-        if self.other is None:
-            q[rows, moves] = self.outputs(q_inputs(codes[rows], moves, self.symmetry))
-            return q
         mine = game.TO_MOVE[codes[rows]] == side(self.player)
-        for net, pick in ((self.net, mine), (self.other, ~mine)):
-            inputs = q_inputs(codes[rows[pick]], moves[pick], self.symmetry)
-            q[rows[pick], moves[pick]] = self.outputs(inputs, net)
+        # one seat's agent: its net plays whichever side is to move
+        seats = ((self.net, mine), (self.other, ~mine)) if self.other is not None else ((self.net, np.ones_like(mine)),)
+        for net, pick in seats:
+            q[rows[pick], moves[pick]] = pair_q(net, engine.TTT, codes[rows[pick]], moves[pick], self.symmetry)
         return q
 
 
-class Learner(base.Learner):
-    DERIVED = ("epsilons",)  # the exploration schedule: the knobs' (a restored state keeps `iteration`)
+class BoardAgent(mc_vfa.BoardAgent):
+    """Plays the empty cell of highest Q, on a bigger board (m, n, k); trained in self-play it
+    holds a net per seat. Checkpoints as mc_vfa's."""
+
+    algorithm = "q_net"
+
+    @staticmethod
+    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
+        return net_games.play_games(g, nets, learns, opponent, n, 0.0, pair_codes(g, False), False)[-1]
+
+    def policy(self, seat: int):
+        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
+        move probabilities per cell, tied best moves sharing."""
+        net = self.seat_net(seat)
+
+        def rows(x, o):
+            positions = np.stack([np.asarray(x, np.uint64), np.asarray(o, np.uint64)], axis=1)
+            empty = engine.inputs(self.board, positions, np.int8) == 0
+            q = np.where(empty, cell_q(net, self.board, positions), -np.inf)
+            best = empty & (q == q.max(axis=1, keepdims=True))
+            return best / best.sum(axis=1, keepdims=True)
+        return rows
+
+
+class Learner(mnk_tabular.Learner):
+    DERIVED = ("game", "opponent", "epsilons", "pairs")  # rebuilt on restore (`iteration` is kept)
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        self.rng = np.random.default_rng(run.seed)
+        rng = np.random.default_rng(run.seed)
+        self.cells = run.m * run.n
+        inputs, outputs = (self.cells, self.cells) if knobs.head == "cells" else (2 * self.cells, 1)
         # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
-        self.nets = {seat: MLP([18] + [knobs.neurons] * knobs.layers + [1], self.rng,
+        self.nets = {seat: MLP([inputs] + [knobs.neurons] * knobs.layers + [outputs], rng,
                                output="linear") for seat in run.seats}
         self.net = self.nets[run.seats[0]]
-        self.opponent = opponents.for_training(run.opponent)
         steps = max(run.iterations - 1, 1)
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
         self.iteration = 0
-        self.q = np.zeros((game.N_CODES, 9))
-        self.policy = np.zeros((game.N_CODES, 9))  # the epsilon-greedy move table where evaluated
-        self.evaluated_at = np.zeros(game.N_CODES, dtype=np.int64)  # iteration q[code] is from
+        self.pairs = pair_codes(self.game, knobs.symmetry)
 
     def iterate(self) -> np.ndarray:
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
         self.iteration += 1
-        trajectories, moves, winners = self._play_episodes(epsilon)
+        n = self.run.episodes_per_update
+        nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
+        learns = tuple(seat in self.run.seats for seat in (1, 2))
+        positions, cells, plies, results = net_games.play_games(self.game, nets, learns, self.opponent, n,
+                                                                epsilon, self.pairs, False)
+        positions = engine.records(positions, n)
         for seat in self.run.seats:
-            self._fit(*self._samples(trajectories, moves, winners, seat), seat)
+            self._fit(seat, *self._samples(seat, positions, cells, plies, results))
         self.played_epsilon = epsilon
-        return game.tally(winners)
+        return np.bincount(results, minlength=3)
 
     def exploration(self) -> float:
         return float(self.played_epsilon)
 
-    def _play_episodes(self, epsilon: float):
-        """The iteration's episodes as one batch, move by move: (trajectories, moves, winners),
-        trajectories and winners as lab.game.play returns them and moves[g, t] the cell of move t
-        (-1 after the end). The policy is fixed, so the net is evaluated once per iteration at
-        each position the agent actually reaches (a few hundred, not all 2,000+)."""
-        n = self.run.episodes_per_update
-        codes = np.zeros(n, dtype=np.int64)
-        trajectories = np.full((n, 9), -1, dtype=np.int64)
-        moves = np.full((n, 9), -1, dtype=np.int64)
-        for t in range(9):
-            live = np.flatnonzero(~game.TERMINAL[codes])
-            if live.size == 0:
-                break
-            here = codes[live]
-            seat = 1 + t % 2  # the seat of move t: X moves first
-            if seat in self.run.seats:
-                new = np.unique(here[self.evaluated_at[here] != self.iteration])
-                self.evaluated_at[new] = self.iteration
-                self.q[new] = q_values(self.nets[seat], new, self.knobs.symmetry)
-                legal = game.LEGAL[new]
-                self.policy[new] = (1 - epsilon) * game.greedy(self.q[new], legal) + epsilon * game.uniform_over(legal)
-                probs = self.policy[here]
-            else:
-                probs = self.opponent[here]
-            cumulative = probs.cumsum(axis=1)
-            draws = self.rng.random(len(here))[:, None] * cumulative[:, -1:]
-            move = (cumulative > draws).argmax(axis=1)
-            moves[live, t] = move
-            codes[live] = game.AFTER[here, move]
-            trajectories[live, t] = codes[live]
-        return trajectories, moves, game.WINNER[codes]
+    def _samples(self, seat: int, positions, cells, plies, results):
+        """The moves of seat `seat` in a batch of games (`positions` after each ply, a row a game;
+        the `cells` played) as (positions moved from, moves) and their TD targets: gamma Q(next
+        position, next move) while the seat moves again in that game, else the final reward from
+        its side (1 won, 0 draw, loss_reward lost)."""
+        columns = np.arange(seat - 1, self.cells, 2)  # the plies of the seat's moves
+        before = np.concatenate([np.zeros_like(positions[:, :1]), positions[:, :-1]], axis=1)[:, columns]
+        played = columns[None, :] < plies[:, None]
+        continues = columns[None, :] + 2 < plies[:, None]
+        states, moves = before[played], cells[:, columns][played]
+        taken = np.zeros(played.shape)
+        taken[played] = pair_q(self.nets[seat], self.game, states, moves, self.knobs.symmetry)
+        next_q = np.hstack([taken[:, 1:], np.zeros((len(plies), 1))])
+        reward = np.where(results == seat - 1, 1.0, np.where(results == engine.DRAW, 0.0, self.knobs.loss_reward))
+        targets = np.where(continues, self.knobs.gamma * next_q, reward[:, None])
+        return states, moves, targets[played]
 
-    def _samples(self, trajectories, moves, winners, seat=None):
-        """The (position, move) pairs of the agent's seat `seat` (its only one against a fixed
-        opponent) in a batch of episodes and their TD targets."""
-        seat = seat or self.run.seats[0]
-        first_column = seat - 1  # the seat's moves are columns first_column::2
-        n = len(winners)
-        # before[:, t] is the position move t was played from; two -1 columns past the end (of
-        # positions and of moves) let every agent move look two moves ahead to its own next one.
-        before = np.hstack([np.zeros((n, 1), np.int64), trajectories, np.full((n, 2), -1)])
-        moves = np.hstack([moves, np.full((n, 2), -1)])
-        columns = np.arange(first_column, 9, 2)
-        states, actions, afters = before[:, columns], moves[:, columns], before[:, columns + 1]
-        next_states, next_actions = before[:, columns + 2], moves[:, columns + 2]
-        played = afters >= 0
-        continues = before[:, columns + 3] >= 0  # the agent moves again in this episode
-        result = side(seat) * winners
-        reward = np.broadcast_to(np.where(result < 0, self.knobs.loss_reward, result)[:, None], played.shape)
-        next_q = self.q[np.where(continues, next_states, 0), np.where(continues, next_actions, 0)]
-        targets = np.where(continues, self.knobs.gamma * next_q, reward)
-        return states[played], actions[played], targets[played]
-
-    def _fit(self, states, actions, targets, seat=None):
+    def _fit(self, seat: int, states, moves, targets) -> None:
         """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2.
 
-        Samples repeat (every episode starts from the same few positions), so the loss is summed
+        Samples repeat (every game starts from the same few positions), so the loss is summed
         over distinct (position, move) pairs weighted by their count, towards their mean target:
-        the same gradient at a fraction of the cost. With `symmetry` the pairs are folded first:
-        symmetric pairs are one pair.
+        the same gradient at a fraction of the cost. With `symmetry` the pairs are folded first.
+        With a Q per cell, one pass a distinct position and the error on the move's output.
         """
         if self.knobs.symmetry:
-            states, actions = game.canonical_pairs(states, actions)
-        pairs, inverse, counts = np.unique(states * 9 + actions, return_inverse=True, return_counts=True)
+            states, moves = game.canonical_pairs(states, moves)
+        positions, row = engine.distinct(self.game, states)
+        pairs, inverse, counts = np.unique(row * self.cells + moves, return_inverse=True, return_counts=True)
         mean_targets = np.bincount(inverse, targets) / counts
-        weights = (counts / len(targets))[:, None]
-        inputs = q_inputs(pairs // 9, pairs % 9)
-        net = self.nets[seat or self.run.seats[0]]
+        weights = counts / len(targets)
+        rows, moves = pairs // self.cells, pairs % self.cells
+        net = self.nets[seat]
+        board = engine.inputs(self.game, positions, net.weights[0].dtype)
+        cells = per_cell(net, self.cells)
+        inputs = board if cells else np.hstack([board[rows], np.eye(self.cells, dtype=board.dtype)[moves]])
         for _ in range(self.knobs.epochs):
             acts = net.activations(inputs)
-            error = acts[-1] - mean_targets[:, None]
-            net.descend(net.gradients(acts, weights * error), self.knobs.alpha)
+            if cells:
+                error = np.zeros_like(acts[-1])
+                error[rows, moves] = weights * (acts[-1][rows, moves] - mean_targets)
+            else:
+                error = weights[:, None] * (acts[-1] - mean_targets[:, None])
+            net.descend(net.gradients(acts, error), self.knobs.alpha)
 
-    def agent(self) -> Agent:
-        if len(self.run.seats) == 2:
-            return Agent(self.nets[1].copy(), 1, self.nets[2].copy(), self.knobs.symmetry)
-        return Agent(self.net.copy(), self.run.player, symmetry=self.knobs.symmetry)
+    def agent(self) -> Agent | BoardAgent:
+        nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
+            self.net.copy(), self.run.player, None)
+        if engine.tabulated(self.game):
+            return Agent(*nets, self.knobs.symmetry)
+        return BoardAgent(nets[0], nets[1], self.run.game, nets[2])
 
 
-ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
