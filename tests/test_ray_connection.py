@@ -23,10 +23,12 @@ def _unset_auth_mode(monkeypatch):
 
 
 class FakeRay:
-    """ray.init's arguments, and a context with a dashboard URL."""
+    """ray.init's arguments, and a context with a dashboard URL; or `fail` raised (an exception, or
+    one per call: an exception or None for a call that succeeds)."""
 
     def __init__(self, monkeypatch, fail=None):
-        self.calls, self.fail = [], fail
+        self.calls, self.failures = [], iter(fail) if isinstance(fail, list) else None
+        self.fail = fail if self.failures is None else None
         monkeypatch.setattr("ray.init", self.init)
         # connect() re-reads Ray's cached configuration after setting RAY_AUTH_MODE: not in this
         # process, which other tests share
@@ -35,8 +37,9 @@ class FakeRay:
 
     def init(self, **kwargs):
         self.calls.append(kwargs)
-        if self.fail:
-            raise self.fail
+        fail = next(self.failures) if self.failures else self.fail
+        if fail:
+            raise fail
         return types.SimpleNamespace(dashboard_url="127.0.0.1:8265" if kwargs.get("include_dashboard") else "")
 
 
@@ -115,6 +118,23 @@ def test_joining_fails_in_one_line_with_or_without_the_hint(monkeypatch, capsys,
     with pytest.raises(SystemExit):
         sweep.connect(listening)
     assert "needs RAY_AUTH_MODE=token" in capsys.readouterr().err
+
+
+def test_a_ray_client_whose_initialization_fails_tries_again_then_stops_in_one_line(monkeypatch, capsys):
+    _unset_auth_mode(monkeypatch)
+    monkeypatch.setattr("ray.shutdown", lambda: None)
+    aborted = ConnectionAbortedError("Initialization failure from server:\n")
+    fake = FakeRay(monkeypatch, fail=[aborted, None])  # the second attempt joins
+    sweep.connect("ray://head:10001")
+    assert len(fake.calls) == 2
+    assert capsys.readouterr().out == ("joining the Ray cluster at ray://head:10001 failed (Initialization failure "
+                                       "from server:); trying again (2/3)\n")
+    fake = FakeRay(monkeypatch, fail=aborted)  # never joins: three attempts, then one line
+    with pytest.raises(SystemExit) as stop:
+        sweep.connect("ray://head:10001")
+    assert stop.value.code == 2 and len(fake.calls) == ray_connection.JOIN_ATTEMPTS == 3
+    assert capsys.readouterr().err == ("error: could not join the Ray cluster at ray://head:10001 (3 attempts): "
+                                       "Initialization failure from server:\n")
 
 
 LOCAL_START = """

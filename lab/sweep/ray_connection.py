@@ -13,6 +13,7 @@ from lab.sweep.errors import fail
 
 TOKEN_HINT = ("; a cluster with token authentication (Ray's default when ~/.ray/auth_token exists) "
               "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+JOIN_ATTEMPTS = 3
 
 
 def connect(address=None, num_cpus=None, dashboard=False) -> None:
@@ -67,15 +68,34 @@ def _connect(address, num_cpus, dashboard) -> None:
         # (plain ray.init() would join it).
         context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
     else:
-        try:
-            context = ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]},
-                               **quiet)
-        except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
-            fail(f"could not join the Ray cluster at {address}: {exc}{token_hint(address, exc)}")
+        context = _join(ray, address, quiet)
     if dashboard:
         url = getattr(context, "dashboard_url", None)
         print(f"Ray dashboard: http://{url}" if url else
               "Ray dashboard: none (the cluster was started without one)", flush=True)
+
+
+def _join(ray, address, quiet):
+    """ray.init on the cluster at `address`, tried JOIN_ATTEMPTS times when the server fails its
+    Ray client's initialization (a ray:// client whose data stream broke while the head, loaded,
+    started its server: Ray's reconnection then answers the init with an empty failure); other
+    failures end the sweep at once, in one line."""
+    for attempt in range(1, JOIN_ATTEMPTS + 1):
+        try:
+            return ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
+        except ConnectionAbortedError as exc:
+            if attempt == JOIN_ATTEMPTS:
+                fail(f"could not join the Ray cluster at {address} ({JOIN_ATTEMPTS} attempts): {_first_line(exc)}")
+            with contextlib.suppress(Exception):  # what the failed attempt left of its client
+                ray.shutdown()
+            print(f"joining the Ray cluster at {address} failed ({_first_line(exc)}); "
+                  f"trying again ({attempt + 1}/{JOIN_ATTEMPTS})", flush=True)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
+            fail(f"could not join the Ray cluster at {address}: {exc}{token_hint(address, exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def disconnect() -> None:
