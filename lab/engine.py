@@ -31,11 +31,10 @@ it played other games than it should have.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
 
 from lab import game, mnk, mnk_bots, mnk_table
-from lab.nets import forward
 
 DRAW = 2
 """A game's result when nobody completed a line (the tally's third entry)"""
@@ -129,30 +128,6 @@ def best_cell(g, scores, pos):
 def afterstate_scores(g, table, pos, side, draw_value, out):
     """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
     completes a line, draw_value if it fills the board, else the table's (one value a row)."""
-
-
-def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
-    """out[cell] = the value net nets[side] gives the position after `side` plays each legal
-    cell. On 3x3 each afterstate is valued once, when first needed (one pass of the net over
-    those not valued yet), and remembered in memo[side, code] (known[side, code] flags it) for
-    the rest of the batch, the net's input of a code being inputs[code] (`code_inputs`); on
-    bitboards the afterstates are valued in one pass at each call. `scratch`: (cells, cells)
-    rows in the net's precision."""
-
-
-def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
-    """out[cell] = Q(pos, cell) of each legal cell by net nets[side], whose input width says how:
-    a Q per cell from the position's cells (width = cells), or one Q per row of the cells and the
-    move one-hot (width = 2 cells). On 3x3 the net sees each (code, cell) as the pair pairs[code,
-    cell] (code * 9 + cell, or its canonical image), and a position's values are computed once,
-    when first needed, and remembered in memo[side, code] (known[side, code] flags them) for the
-    rest of the batch; on bitboards they are computed at each call. `scratch`: (cells, width) rows
-    in the net's precision."""
-
-
-def memo(g, dtype):
-    """(values, known): room for `afterstate_values` and `q_values` to remember each side's values
-    (3x3: a row of a value per cell for each code; bitboards remember nothing)."""
 
 
 def q_scores(table, g, pos, member, out):
@@ -281,129 +256,6 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
                     slot = mnk_table.slot_of(table, after_x, after_o)
                     out[cell] = table.values[slot, 0] if table.x[slot] != mnk_table.FREE else table.default
     return visited
-
-
-@overload(afterstate_values, inline="always")
-def _afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
-    if tabulated(g):
-        def on_codes(g, nets, side, memo, known, inputs, pos, scratch, out):
-            count = 0
-            for cell in range(9):
-                if g[pos, LEGAL + cell] and not known[side, g[pos, AFTER + cell]]:
-                    scratch[count] = inputs[g[pos, AFTER + cell]]
-                    count += 1
-            if count:
-                weights, biases, hidden, output = nets[side]
-                new = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
-                count = 0
-                for cell in range(9):
-                    if g[pos, LEGAL + cell] and not known[side, g[pos, AFTER + cell]]:
-                        memo[side, g[pos, AFTER + cell], 0] = new[count]
-                        known[side, g[pos, AFTER + cell]] = True
-                        count += 1
-            for cell in range(9):
-                out[cell] = memo[side, g[pos, AFTER + cell], 0] if g[pos, LEGAL + cell] else 0.0
-        return on_codes
-
-    def on_bitboards(g, nets, side, memo, known, inputs, pos, scratch, out):
-        x, o = pos
-        cells, empty = g.m * g.n, g.full & ~(x | o)
-        count = 0
-        for cell in range(cells):
-            bit = np.uint64(1) << np.uint64(cell)
-            if empty & bit:
-                after_x, after_o = (x | bit, o) if side == 0 else (x, o | bit)
-                for j in range(cells):
-                    b = np.uint64(1) << np.uint64(j)
-                    scratch[count, j] = 1.0 if after_x & b else -1.0 if after_o & b else 0.0
-                count += 1
-        weights, biases, hidden, output = nets[side]
-        values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
-        count = 0
-        for cell in range(cells):
-            if empty & (np.uint64(1) << np.uint64(cell)):
-                out[cell] = values[count]
-                count += 1
-    return on_bitboards
-
-
-@njit(inline="always")
-def _code_cells(code, row):
-    """row[:9] = the cells of a 3x3 board code (its base-3 digits, cell 0 the lowest: 1 X, 2 O)."""
-    for cell in range(9):
-        digit = code % 3
-        row[cell] = 1.0 if digit == 1 else -1.0 if digit == 2 else 0.0
-        code //= 3
-
-
-@njit(inline="always")
-def _bitboard_cells(x, o, cells, row):
-    """row[:cells] = the cells of the position (x, o): +1 X, -1 O, 0 empty."""
-    for cell in range(cells):
-        bit = np.uint64(1) << np.uint64(cell)
-        row[cell] = 1.0 if x & bit else -1.0 if o & bit else 0.0
-
-
-@overload(q_values, inline="always")
-def _q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
-    if tabulated(g):
-        def on_codes(g, nets, side, memo, known, pairs, pos, scratch, out):
-            if not known[side, pos]:
-                weights, biases, hidden, output = nets[side]
-                if weights[0].shape[0] == 9:  # a Q per cell: one pass from the (canonical) code's cells
-                    _code_cells(pairs[pos, 0] // 9, scratch[0])
-                    q = forward(weights, biases, hidden, output, scratch[:1])[0]
-                    for cell in range(9):
-                        memo[side, pos, cell] = q[pairs[pos, cell] % 9]
-                else:
-                    count = 0
-                    for cell in range(9):
-                        if g[pos, LEGAL + cell]:
-                            _code_cells(pairs[pos, cell] // 9, scratch[count])
-                            scratch[count, 9:] = 0.0
-                            scratch[count, 9 + pairs[pos, cell] % 9] = 1.0
-                            count += 1
-                    values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
-                    count = 0
-                    for cell in range(9):
-                        if g[pos, LEGAL + cell]:
-                            memo[side, pos, cell] = values[count]
-                            count += 1
-                known[side, pos] = True
-            for cell in range(9):
-                out[cell] = memo[side, pos, cell]
-        return on_codes
-
-    def on_bitboards(g, nets, side, memo, known, pairs, pos, scratch, out):
-        x, o = pos
-        cells, empty = g.m * g.n, g.full & ~(x | o)
-        weights, biases, hidden, output = nets[side]
-        if weights[0].shape[0] == cells:  # a Q per cell: one pass from the position's cells
-            _bitboard_cells(x, o, cells, scratch[0])
-            q = forward(weights, biases, hidden, output, scratch[:1])[0]
-            for cell in range(cells):
-                out[cell] = q[cell]
-            return
-        count = 0
-        for cell in range(cells):
-            if empty & (np.uint64(1) << np.uint64(cell)):
-                _bitboard_cells(x, o, cells, scratch[count])
-                scratch[count, cells:] = 0.0
-                scratch[count, cells + cell] = 1.0
-                count += 1
-        values = forward(weights, biases, hidden, output, scratch[:count])[:, 0]
-        count = 0
-        for cell in range(cells):
-            if empty & (np.uint64(1) << np.uint64(cell)):
-                out[cell] = values[count]
-                count += 1
-    return on_bitboards
-
-
-@overload(memo, inline="always")
-def _memo(g, dtype):
-    size, width = (game.N_CODES, 9) if tabulated(g) else (1, 1)
-    return lambda g, dtype: (np.empty((2, size, width), dtype), np.zeros((2, size), np.bool_))
 
 
 @overload(q_scores, inline="always")
@@ -561,14 +413,6 @@ def _room(table, positions):
 
 
 # The same game, seen from Python: what a learner needs of the positions its kernel recorded.
-
-def code_inputs(g, symmetry: bool) -> np.ndarray:
-    """The net inputs `afterstate_values` reads on 3x3: each code's cells (+1 X, -1 O, 0 empty),
-    of its canonical image with `symmetry`; elsewhere an empty array, unread."""
-    if not tabulated(g):
-        return np.zeros((0, g.m * g.n), np.int8)
-    return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
-
 
 def records(positions: np.ndarray, games: int) -> np.ndarray:
     """A kernel's `history(g, games * cells)` of each game's positions ply by ply, as one row per

@@ -106,7 +106,7 @@ def test_the_matchup_files_apply_to_their_opponent_on_3x3_only():
                                                     for board, symmetry in (("game=ttt", False), ("game=ttt", True),
                                                                             ("game=mnk_4_4_4", False))])
 def test_the_compiled_games_read_the_q_values_the_learner_computes(board, head, symmetry):
-    """engine.q_values (what the games play by, remembered per code on 3x3) equals pair_q (what
+    """net_games.q_values (what the games play by, remembered per code on 3x3) equals pair_q (what
     the learner's targets and the agent read), for both heads, on both engines, folded or not
     (folding is 3x3's)."""
     run_cfg, knobs = parse(compose("algorithm=q_net", board, f"head={head}", f"symmetry={symmetry}", "neurons=8"))
@@ -133,14 +133,14 @@ def test_the_compiled_games_read_the_q_values_the_learner_computes(board, head, 
 
 @njit
 def _kernel_q(g, net, pairs, states, size):
-    """engine.q_values at each of `states` (as X's net: one net plays both sides here)."""
+    """net_games.q_values at each of `states` (as X's net: one net plays both sides here)."""
     first = net[0][0]
     out = np.zeros((len(states), size), first.dtype)
-    memo, known = engine.memo(g, first.dtype)
+    memo, known = net_games.memory(g, first.dtype)
     scratch = np.empty((size, first.shape[0]), first.dtype)
     scores = np.empty(size, first.dtype)
     for i in range(len(states)):
-        engine.q_values(g, (net, net), 0, memo, known, pairs, engine.kept(states, i), scratch, scores)
+        net_games.q_values(g, (net, net), 0, memo, known, pairs, engine.kept(states, i), scratch, scores)
         out[i] = scores
     return out
 

@@ -210,7 +210,7 @@ class BoardAgent:
     @staticmethod
     def games(g, nets, learns, opponent, n: int) -> np.ndarray:
         """The results of n greedy games of net_games.play_games as the agent's algorithm plays them."""
-        return net_games.play_games(g, nets, learns, opponent, n, 0.0, engine.code_inputs(g, False), True)[-1]
+        return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
 
     def arrays(self) -> dict:
         other = {} if self.other is None else self.other.arrays(base.OTHER)
@@ -239,7 +239,7 @@ class Learner(mnk_tabular.Learner):
                                dtype=PRECISIONS[knobs.precision]) for seat in run.seats}
         self.net = self.nets[run.seats[0]]
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
-        self.inputs = engine.code_inputs(self.game, knobs.symmetry)
+        self.inputs = net_games.code_inputs(self.game, knobs.symmetry)
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
         self.kept = {seat: None for seat in run.seats}
         """memory=keep: per seat, the afterstates seen so far (engine.distinct's order), the sums of
@@ -296,11 +296,7 @@ class Learner(mnk_tabular.Learner):
         return float(self.played_epsilon)
 
     def agent(self) -> Agent | BoardAgent:
-        nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
-            self.net.copy(), self.run.player, None)
-        if engine.tabulated(self.game):
-            return Agent(*nets, self.knobs.symmetry)
-        return BoardAgent(nets[0], nets[1], self.run.game, nets[2])
+        return net_games.agent(self, Agent, BoardAgent)
 
 
 ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)

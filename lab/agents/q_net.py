@@ -100,7 +100,7 @@ def cell_q(net: MLP, g, positions: np.ndarray) -> np.ndarray:
 
 
 def pair_codes(g, symmetry: bool) -> np.ndarray:
-    """What engine.q_values reads on 3x3: the pair code each (code, cell) is seen as, code * 9 +
+    """What net_games.q_values reads on 3x3: the pair code each (code, cell) is seen as, code * 9 +
     cell or, with `symmetry`, its canonical image's; elsewhere an empty array, unread."""
     if not engine.tabulated(g):
         return np.zeros((0, 9), np.int64)
@@ -230,11 +230,7 @@ class Learner(mnk_tabular.Learner):
             net.descend(net.gradients(acts, error), self.knobs.alpha)
 
     def agent(self) -> Agent | BoardAgent:
-        nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
-            self.net.copy(), self.run.player, None)
-        if engine.tabulated(self.game):
-            return Agent(*nets, self.knobs.symmetry)
-        return BoardAgent(nets[0], nets[1], self.run.game, nets[2])
+        return net_games.agent(self, Agent, BoardAgent)
 
 
 ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
