@@ -67,8 +67,18 @@ def new_tree(simulations):
                 np.empty((size, 9)), np.empty((size, 9)))
 
 
-# One compiled loop, 61 lines: the descent and the backup stay inline in it (a call per step of
-# every simulation would cost the search speed), and it reads line for line as reference_search.
+@njit(inline="always")
+def _open(tree, node, code, priors):
+    """Node `node` of the tree becomes position `code`: no children, no visits, the net's priors."""
+    tree.codes[node] = code
+    tree.children[node, :] = -1
+    tree.visits[node, :] = 0.0
+    tree.totals[node, :] = 0.0
+    tree.priors[node, :] = priors[code]
+
+
+# One compiled loop: the descent and the backup stay inline in it (a call per step of every
+# simulation would cost the search speed), and it reads line for line as reference_search.
 @njit(cache=True)
 def search(root, priors, values, params, tree, rules):
     """PUCT search of params.simulations from position `root` guided by a net's priors and
@@ -76,11 +86,7 @@ def search(root, priors, values, params, tree, rules):
     tree: read them before the next search)."""
     after, legal, terminal = rules.after, rules.legal, rules.terminal
     codes, children, visits, totals, tree_priors = tree
-    codes[0] = root
-    children[0, :] = -1
-    visits[0, :] = 0.0
-    totals[0, :] = 0.0
-    tree_priors[0, :] = priors[root]
+    _open(tree, 0, root, priors)
     if params.dirichlet_weight > 0.0:
         noise = np.zeros(9)
         for m in range(9):
@@ -115,11 +121,7 @@ def search(root, priors, values, params, tree, rules):
                 child = n_nodes
                 n_nodes += 1
                 code = after[code, best]
-                codes[child] = code
-                children[child, :] = -1
-                visits[child, :] = 0.0
-                totals[child, :] = 0.0
-                tree_priors[child, :] = priors[code]
+                _open(tree, child, code, priors)
                 children[node, best] = child
                 value = values[code]
                 break
