@@ -9,11 +9,14 @@ as 3x3's (lab.evaluate.column: eval_p<seat>_<opponent>_<result>), so random and 
 land in the same columns on every board; a rate by games adds <result>_low, <result>_high and
 the number of games.
 
-An agent evaluated here provides `policy(seat)` (a function of bitboards, as mnk_exact.exact
-takes it) and `play(bot, seat, games, seed)` (a tally of games against a bot).
+An agent evaluated here is a lab.agents.base.Agent of the board: its `policy` at (x, o) positions
+(what mnk_exact.exact asks of the seat's positions the games reach) and its `play(bot, seat,
+games, seed)` (a tally of its compiled games against a bot).
 """
 
 import functools
+
+import numpy as np
 
 from lab import mnk_bots, mnk_exact
 from lab.evaluate import column
@@ -55,7 +58,7 @@ def evaluation(agent, run: RunConfig) -> dict:
         board = solved(*run.game)
         return {"evaluation": EXACT, **{
             column(seat, key): value for seat in run.seats
-            for key, value in mnk_exact.exact(board, agent.policy(seat), seat).items()}}
+            for key, value in mnk_exact.exact(board, bitboard_policy(agent), seat).items()}}
     out = {"evaluation": GAMES}
     for seat in run.seats:
         for bot in bots(run):
@@ -63,3 +66,8 @@ def evaluation(agent, run: RunConfig) -> dict:
             out.update({column(seat, f"{bot.name}_{key}"): value for key, value in rates.items()
                         if key != "evaluation"})
     return out
+
+
+def bitboard_policy(agent):
+    """The agent's policy as mnk_exact.exact takes a function: (X's stones, O's stones) -> rows."""
+    return lambda x, o: agent.policy(np.stack([x, o], axis=1))

@@ -1,9 +1,9 @@
 """lab.play on a bigger m,n,k board: you against a trained bigger-board agent in the terminal.
 
 The board is drawn with each empty cell's number (1 top left, m * n bottom right, row by row);
-the agent plays its greedy policy (its Agent's `policy`, as lab.mnk_evaluate takes it), tied best moves drawn at
-random. --start and --show-values are 3x3's only (lab.play refuses them here); lab.play --vs
-pits the agent against a bot of lab.mnk_bots.
+the agent plays its greedy policy (its Agent's `policy`), tied best moves drawn at random.
+--start and --show-values are 3x3's only (lab.play refuses them here); lab.play --vs pits the
+agent against a bot of lab.mnk_bots.
 """
 
 import numpy as np
@@ -35,9 +35,9 @@ def ask_move(m: int, n: int, x: int, o: int, read, write) -> int:
             return int(line) - 1
 
 
-def agent_move(agent, seat: int, x: int, o: int, rng) -> int:
-    """The agent's greedy move in seat `seat` (its tied best moves drawn with rng)."""
-    probabilities = agent.policy(seat)(np.array([x], np.uint64), np.array([o], np.uint64))[0]
+def agent_move(agent, x: int, o: int, rng) -> int:
+    """The agent's greedy move at (x, o) (its tied best moves drawn with rng)."""
+    probabilities = agent.policy(np.array([[x, o]], np.uint64))[0]
     return int(rng.choice(len(probabilities), p=probabilities / probabilities.sum()))
 
 
@@ -52,7 +52,7 @@ def one_game(agent, seat: int, read, write, rng, *_) -> int:
         if mover == seat:
             cell = ask_move(m, n, stones[1], stones[2], read, write)
         else:
-            cell = agent_move(agent, mover, stones[1], stones[2], rng)
+            cell = agent_move(agent, stones[1], stones[2], rng)
             write(f"the agent ({MARKS[mover]}) plays {cell + 1}\n")
         stones[mover] |= 1 << cell
         if mnk.wins(board, np.uint64(stones[mover]), cell):

@@ -112,9 +112,8 @@ def test_mcts_and_self_play_train_and_the_checkpoint_loads(tmp_path):
     path.write_bytes(selfplay.checkpoint)
     agent = agents.load(path)
     assert agent.shape == (4, 4, 4) and agent.other is not None
-    x, o = np.array([0b11], np.uint64), np.array([0b10000], np.uint64)  # X on 0, 1; O on 4
-    moves = agent.policy(1)(x, o)[0]
-    assert moves.sum() == pytest.approx(1) and moves[[0, 1, 4]].sum() == 0
+    moves = agent.policy(np.array([[0b11, 0b110000]], np.uint64))[0]  # X on 0, 1; O on 4, 5: X to move
+    assert moves.sum() == pytest.approx(1) and moves[[0, 1, 4, 5]].sum() == 0
 
 
 def test_a_board_run_is_the_same_run_resumed_or_repeated():

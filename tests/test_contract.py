@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab import agents, game
+from lab import agents, game, mnk
 from lab.agents import base
 from lab.compose import compose
 from lab.config import job, parse
@@ -26,6 +26,7 @@ def test_every_algorithm_is_a_typed_record(name):
     assert issubclass(algorithm.Agent, base.Agent)
     # on bigger boards (every algorithm, for now): its agent there, and its learner
     assert algorithm.BoardAgent.algorithm == name and name in agents.BOARD_ALGORITHMS
+    assert issubclass(algorithm.BoardAgent, base.Agent)  # one contract: scores and policy at positions
     assert issubclass(algorithm.learner(bigger_board=True), base.Learner)
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; allowed: mc_vfa"):
         agents.get("nope")
@@ -41,6 +42,39 @@ def test_agent_is_a_snapshot_that_later_training_leaves_alone(name):
     for _ in range(3):
         learner.iterate()
     np.testing.assert_array_equal(snapshot.scores(game.DECISIONS), before)
+
+
+def _open_positions(board, count, rng) -> np.ndarray:
+    """(count, 2) [x, o] of open positions reached by random play, X or O to move."""
+    positions = []
+    while len(positions) < count:
+        x, o, won = np.uint64(0), np.uint64(0), False
+        for ply in range(int(rng.integers(0, board.m * board.n - 1))):
+            empty = [c for c in range(board.m * board.n) if not int(x | o) >> c & 1]
+            x, o, won = mnk.place(board, x, o, ply % 2, int(rng.choice(empty)))
+            if won:
+                break
+        if not won:
+            positions.append((x, o))
+    return np.array(positions, np.uint64)
+
+
+@pytest.mark.parametrize("name", agents.BOARD_ALGORITHMS)
+def test_a_board_agent_plays_the_best_scored_empty_cells_for_the_side_to_move(name):
+    run_cfg, knobs = parse(compose(f"algorithm={name}", "game=mnk_4_4_4", "episodes_per_update=5", *TINY_RUNS[name]))
+    learner = agents.get(name).learner(bigger_board=True)(knobs, run_cfg)
+    learner.iterate()
+    agent = learner.agent()
+    positions = _open_positions(mnk.board(4, 4, 4), 40, np.random.default_rng(0))
+    to_move = [int(x).bit_count() > int(o).bit_count() for x, o in positions]
+    assert 5 < sum(to_move) < 35  # both sides to move among them
+    empty = np.array([[not int(x | o) >> c & 1 for c in range(16)] for x, o in positions])
+    scores, policy = agent.scores(positions), agent.policy(positions)
+    assert scores.shape == policy.shape == (40, 16)
+    best = empty & (np.where(empty, scores, -np.inf) == np.where(empty, scores, -np.inf).max(axis=1, keepdims=True))
+    np.testing.assert_allclose(policy, best / best.sum(axis=1, keepdims=True))
+    alone = np.concatenate([agent.scores(positions[i:i + 1]) for i in range(len(positions))])
+    np.testing.assert_allclose(alone, scores, rtol=1e-5)  # each side's rows scored as when asked alone
 
 
 def test_knob_values_are_stored_in_their_declared_type():

@@ -35,7 +35,7 @@ def winning_cells(mine: int, theirs: int) -> set:
 
 def moves(agent, x: int, o: int) -> set:
     """The cells the agent's greedy policy plays (ties included) in the position."""
-    row = agent.policy(1)(np.array([x], np.uint64), np.array([o], np.uint64))[0]
+    row = agent.policy(np.array([[x, o]], np.uint64))[0]
     assert row.sum() == pytest.approx(1) and not row[[c for c in range(25) if (x | o) >> c & 1]].any()
     return set(np.flatnonzero(row))
 
@@ -97,7 +97,8 @@ def test_a_checkpoint_plays_as_the_agent_did(tmp_path):
         assert np.array_equal(loaded.play(bot, 2, 30, seed=3), agent.play(bot, 2, 30, seed=3))
     x, o = np.array([stones((2, 2)), stones((0, 0), (1, 1))], np.uint64), np.array(
         [0, stones((2, 2))], np.uint64)
-    assert np.array_equal(loaded.policy(2)(x, o), agent.policy(2)(x, o))
+    positions = np.stack([x, o], axis=1)
+    assert np.array_equal(loaded.policy(positions), agent.policy(positions))
 
 
 def test_the_window_holds_the_searched_positions_of_the_recent_games():

@@ -117,8 +117,9 @@ def test_a_checkpoint_round_trip_gives_the_same_policy(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.integers(0, 1 << 25, 200, dtype=np.uint64)
     o = rng.integers(0, 1 << 25, 200, dtype=np.uint64) & ~x
-    moves = loaded.policy(2)(x, o)
-    assert np.array_equal(moves, agent.policy(2)(x, o))
+    positions = np.stack([x, o], axis=1)
+    moves = loaded.policy(positions)
+    assert np.array_equal(moves, agent.policy(positions))
     assert np.allclose(moves.sum(axis=1), 1)
     taken = ((x | o)[:, None] >> np.arange(25, dtype=np.uint64)) & np.uint64(1) == 1
     assert not moves[taken].any()

@@ -88,8 +88,8 @@ def test_a_run_is_the_same_resumed_or_repeated_and_its_checkpoint_plays_alike(al
     assert loaded.shape == (5, 5, 4) and loaded.algorithm == algorithm
     x = np.array([0, 0b1, 0b1001], np.uint64)
     o = np.array([0, 0, 0b110000], np.uint64)
-    seat = 1 if opponent == "self" else 2
-    np.testing.assert_array_equal(loaded.policy(seat)(x, o), agent.policy(seat)(x, o))
+    positions = np.stack([x, o], axis=1)
+    np.testing.assert_array_equal(loaded.policy(positions), agent.policy(positions))
     opponent_bot = mnk_bots.bot("random")
     assert (loaded.play(opponent_bot, 2, 200, 7) == agent.play(opponent_bot, 2, 200, 7)).all()
 

@@ -246,7 +246,7 @@ def test_either_head_trains_on_either_board_and_its_checkpoint_plays_alike(tmp_p
         x = rng.integers(0, 1 << 25, 100, dtype=np.uint64)
         o = rng.integers(0, 1 << 25, 100, dtype=np.uint64) & ~x
         assert loaded.net.weights[0].shape[0] == 50  # the cells and the move one-hot
-        moves = loaded.policy(2)(x, o)
+        moves = loaded.policy(np.stack([x, o], axis=1))
         taken = ((x | o)[:, None] >> np.arange(25, dtype=np.uint64)) & np.uint64(1) == 1
         assert np.allclose(moves.sum(axis=1), 1) and not moves[taken].any()
     else:

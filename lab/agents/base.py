@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import game
+from lab import engine, game
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.knobs import Knobs, RunConfig, side
+from lab.knobs import TTT, Knobs, RunConfig, side
 from lab.nets import MLP
 
 
@@ -23,16 +23,20 @@ _SEAT_DECISIONS = {seat: game.DECISIONS[game.TO_MOVE[game.DECISIONS] == side(sea
 
 
 class Agent(abc.ABC):
-    """A trained greedy player. Subclasses score moves; the best-scoring legal moves are its play.
+    """A trained greedy player on the board `shape` (m, n, k). Subclasses score moves; the
+    best-scoring legal moves are its play.
 
-    `scores` must work from any reachable position, for the side to move there.
+    Positions are lab.engine's: board codes on 3x3, (x, o) pairs of uint64 bitboards elsewhere
+    (an (n, 2) array). `scores` must work from any reachable open position, for the side to move
+    there (which the position says: X when both have as many stones).
     """
 
     algorithm: str = ""
+    shape: tuple = TTT
 
     @abc.abstractmethod
-    def scores(self, codes: np.ndarray) -> np.ndarray:
-        """(n, 9) move scores at board codes, higher is better; illegal entries are ignored."""
+    def scores(self, positions: np.ndarray) -> np.ndarray:
+        """(n, cells) move scores at positions, higher is better; illegal entries are ignored."""
 
     @abc.abstractmethod
     def arrays(self) -> dict:
@@ -43,13 +47,18 @@ class Agent(abc.ABC):
     def from_arrays(cls, arrays: dict) -> "Agent":
         """The agent whose `arrays()` these are."""
 
-    def policy(self, codes: np.ndarray) -> np.ndarray:
-        """(n, 9) probabilities of the greedy move, shared equally among tied best moves."""
-        codes = np.asarray(codes)
-        return game.greedy(self.scores(codes), game.LEGAL[codes])
+    def policy(self, positions: np.ndarray) -> np.ndarray:
+        """(n, cells) probabilities of the greedy move, shared equally among tied best moves."""
+        positions = np.asarray(positions)
+        if self.shape == TTT:  # compiled, for the exact evaluation's 4,520 positions at a time
+            return game.greedy(self.scores(positions), game.LEGAL[positions])
+        empty = engine.inputs(engine.of(self.shape), positions, np.int8) == 0
+        scores = np.where(empty, self.scores(positions), -np.inf)
+        best = empty & (scores == scores.max(axis=1, keepdims=True))
+        return best / best.sum(axis=1, keepdims=True)
 
     def move_table(self, seat: int | None = None) -> np.ndarray:
-        """The greedy policy at every reachable decision position as a move table (lab.game):
+        """3x3's: the greedy policy at every reachable decision position as a move table (lab.game):
         one scores call for all of them, the compiled greedy writing the table (q_table 0.6 ->
         0.2 ms). With `seat`, only the positions where that seat moves, the rest 0: the rows an
         exact evaluation in that seat reads, at half the cost."""
@@ -57,7 +66,8 @@ class Agent(abc.ABC):
         return game.greedy_table(codes, self.scores(codes))
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:
-        """A greedy legal move for the side to move on `board` (ties broken at random)."""
+        """3x3's: a greedy legal move for the side to move on `board`, nine cells (ties broken at
+        random)."""
         code = game.encode(board)
         if game.TERMINAL[code]:
             raise ValueError("the game is over: there is no move to make")
@@ -70,6 +80,20 @@ class Agent(abc.ABC):
 
     def to_bytes(self) -> bytes:
         return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
+
+
+def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
+    """The scores at bitboard positions ((n, 2) [x, o]) of an agent that scores each side its own
+    way: score(seat, positions where that seat moves), put together in the positions' order."""
+    cells = engine.inputs(engine.of(agent.shape), positions, np.int8)
+    o_moves = cells.sum(axis=1) != 0  # O has one stone less
+    out = np.zeros(cells.shape)
+    for seat, rows in ((1, ~o_moves), (2, o_moves)):
+        if rows.any():
+            part = score(seat, positions[rows])
+            out = out.astype(part.dtype, copy=False)
+            out[rows] = part
+    return out
 
 
 class Learner(abc.ABC):

@@ -27,7 +27,6 @@ import numpy as np
 from lab import engine, game, mnk, mnk_bots, opponents
 from lab.agents import base, mnk_tabular, net_games
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.files import npz_bytes
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
@@ -165,10 +164,9 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     return net
 
 
-class BoardAgent:
+class BoardAgent(base.Agent):
     """Plays the move whose afterstate its net values most, on a bigger board (m, n, k); trained
-    in self-play it holds a net per seat (`net` for seat `player`, `other` for the other one).
-    Measured as lab.mnk_evaluate takes an agent: `policy(seat)` and `play`."""
+    in self-play it holds a net per seat (`net` for seat `player`, `other` for the other one)."""
 
     algorithm = "mc_vfa"
 
@@ -179,21 +177,18 @@ class BoardAgent:
     def seat_net(self, seat: int) -> MLP:
         return self.net if seat == self.player or self.other is None else self.other
 
-    def policy(self, seat: int):
-        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
-        move probabilities per cell, tied best moves sharing."""
-        net, cells = self.seat_net(seat), self.board.m * self.board.n
-        mark = 1.0 if seat == 1 else -1.0
+    def scores(self, positions):
+        """The value the side to move's net gives the position after each cell (filled cells too:
+        ignored)."""
+        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
+        return base.by_side(self, positions, self._afterstate_values)
 
-        def rows(x, o):
-            empty = mnk.cell_inputs(x | o, np.zeros_like(x), cells, np.int8) == 0
-            after = mnk.cell_inputs(x, o, cells, net.weights[0].dtype)[:, None, :].repeat(cells, axis=1)
-            after[:, np.arange(cells), np.arange(cells)] = mark
-            values = net(after.reshape(-1, cells))[:, 0].reshape(len(x), cells)
-            values = np.where(empty, values, -np.inf)
-            best = empty & (values == values.max(axis=1, keepdims=True))
-            return best / best.sum(axis=1, keepdims=True)
-        return rows
+    def _afterstate_values(self, seat, positions):
+        net, cells = self.seat_net(seat), self.board.m * self.board.n
+        after = mnk.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
+        after = after[:, None, :].repeat(cells, axis=1)
+        after[:, np.arange(cells), np.arange(cells)] = 1.0 if seat == 1 else -1.0
+        return net(after.reshape(-1, cells))[:, 0].reshape(len(positions), cells)
 
     def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
@@ -223,9 +218,6 @@ class BoardAgent:
         other = MLP.from_arrays(arrays, base.OTHER) if selfplay else None
         shape = tuple(int(v) for v in arrays["board"])
         return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
-
-    def to_bytes(self) -> bytes:
-        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
 class Learner(mnk_tabular.Learner):

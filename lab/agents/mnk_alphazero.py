@@ -294,24 +294,22 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, n, recor
 
 
 @njit(cache=True)
-def most_visited(board, net, xs, os, params, tree):
-    """(n, cells): at each position (X's stones xs, O's os), the most visited cells of a search
-    (no noise: params.dirichlet_weight 0) sharing probability 1."""
+def visit_counts(board, net, xs, os, params, tree):
+    """(n, cells): at each position (X's stones xs, O's os), the visit counts of a search (no
+    noise: params.dirichlet_weight 0) from there, for the side to move."""
     cells = board.m * board.n
     out = np.zeros((xs.shape[0], cells))
     inputs = np.empty((1, cells), dtype=net[0][0].dtype)
     for i in range(xs.shape[0]):
         side = 0 if cells_in(xs[i]) == cells_in(os[i]) else 1
-        counts = search(board, net, xs[i], os[i], side, params, tree, inputs)
-        best = counts == counts.max()
-        out[i] = best / best.sum()
+        out[i] = search(board, net, xs[i], os[i], side, params, tree, inputs)
     return out
 
 
 # ---- the agent and the learner ----------------------------------------------------------------
 
 
-class Agent:
+class Agent(base.Agent):
     """Plays the most visited move of a noise-free search guided by its net, on the board
     (m, n, k); one net for both seats (it reads the board from the mover's view)."""
 
@@ -322,13 +320,12 @@ class Agent:
         self.board = mnk.board(*self.shape)
         self.params = Params.greedy(simulations, c_puct)
 
-    def policy(self, seat: int):
-        """The greedy policy as lab.mnk_exact.exact takes it: (x, o) bitboards -> move
-        probabilities per cell, tied most visited moves sharing. A search per position: the seat
-        is the side to move there."""
+    def scores(self, positions):
+        """The visit counts of a noise-free search from each position: its moves are the most
+        visited cells, tied ones sharing."""
+        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
         net, tree = self.net.compiled(), new_tree(self.board.m * self.board.n, self.simulations)
-        return lambda x, o: most_visited(self.board, net, np.asarray(x, np.uint64),
-                                         np.asarray(o, np.uint64), self.params, tree)
+        return visit_counts(self.board, net, positions[:, 0], positions[:, 1], self.params, tree)
 
     def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
@@ -355,7 +352,6 @@ class Agent:
         shape = tuple(int(v) for v in arrays["board"])
         return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]), shape)
 
-    to_bytes = base.Agent.to_bytes  # a checkpoint as every agent's: algorithm + arrays, .npz
 
 
 class Learner(base.Learner):

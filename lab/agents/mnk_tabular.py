@@ -17,9 +17,9 @@ from numba import njit
 
 from lab import engine, game, mnk, mnk_bots, opponents
 from lab.agents import base
-from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.mnk import best_cell, empty_mask, place
+from lab.mnk_bots import cells_in
 from lab.mnk_table import Table, find
 
 TABLE = -1
@@ -68,23 +68,13 @@ def scores_at(board, t, reading, x, o, side, member, out):
 
 
 @njit(cache=True)
-def greedy_rows(board, t, reading, xs, os, side):
-    """(len(xs), cells) probabilities of the greedy moves at each position, tied best moves
-    sharing: the policy lab.mnk_exact.exact takes."""
-    cells = board.m * board.n
-    rows = np.zeros((len(xs), cells))
-    scores = np.empty(cells)
+def score_rows(board, t, reading, xs, os):
+    """(len(xs), cells) scores of the cells at each position for the side to move there (X when
+    both have as many stones); the filled cells 0."""
+    rows = np.zeros((len(xs), board.m * board.n))
     for i in range(len(xs)):
-        empty = empty_mask(board, xs[i], os[i])
-        scores_at(board, t, reading, xs[i], os[i], side, -1, scores)
-        best = -np.inf
-        for cell in range(cells):
-            if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] > best:
-                best = scores[cell]
-        for cell in range(cells):
-            if empty & (np.uint64(1) << np.uint64(cell)) and scores[cell] == best:
-                rows[i, cell] = 1.0
-        rows[i] /= rows[i].sum()
+        side = 0 if cells_in(xs[i]) == cells_in(os[i]) else 1
+        scores_at(board, t, reading, xs[i], os[i], side, -1, rows[i])
     return rows
 
 
@@ -113,21 +103,17 @@ def play_games(board, t, reading, kinds, simulations, tree, n):
     return tally
 
 
-class Agent:
+class Agent(base.Agent):
     """Plays greedily from its table of visited positions on the board `shape` (m, n, k), in
     either seat; subclasses name the algorithm."""
-
-    algorithm = ""
 
     def __init__(self, table: Table, shape: tuple, reading: Reading):
         self.table, self.shape, self.reading = table, tuple(shape), reading
         self.board = mnk.board(*self.shape)
 
-    def policy(self, seat: int):
-        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
-        move probabilities per cell, tied best moves sharing."""
-        return lambda x, o: greedy_rows(self.board, self.table.view(), self.reading,
-                                        np.asarray(x, np.uint64), np.asarray(o, np.uint64), seat - 1)
+    def scores(self, positions):
+        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
+        return score_rows(self.board, self.table.view(), self.reading, positions[:, 0], positions[:, 1])
 
     def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
@@ -153,9 +139,6 @@ class Agent:
         reading = Reading(bool(arrays["afterstates"]), float(arrays["draw_value"]),
                           int(arrays["members"]))
         return cls(table, tuple(int(v) for v in arrays["board"]), reading)
-
-    def to_bytes(self) -> bytes:
-        return npz_bytes(algorithm=np.array(self.algorithm), **self.arrays())
 
 
 def opponent(g, run):

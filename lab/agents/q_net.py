@@ -135,18 +135,10 @@ class BoardAgent(mc_vfa.BoardAgent):
     def games(g, nets, learns, opponent, n: int) -> np.ndarray:
         return net_games.play_games(g, nets, learns, opponent, n, 0.0, pair_codes(g, False), False)[-1]
 
-    def policy(self, seat: int):
-        """The greedy policy of seat `seat` as lab.mnk_exact.exact takes it: (x, o) bitboards ->
-        move probabilities per cell, tied best moves sharing."""
-        net = self.seat_net(seat)
-
-        def rows(x, o):
-            positions = np.stack([np.asarray(x, np.uint64), np.asarray(o, np.uint64)], axis=1)
-            empty = engine.inputs(self.board, positions, np.int8) == 0
-            q = np.where(empty, cell_q(net, self.board, positions), -np.inf)
-            best = empty & (q == q.max(axis=1, keepdims=True))
-            return best / best.sum(axis=1, keepdims=True)
-        return rows
+    def scores(self, positions):
+        """The side to move's net's Q of each cell (filled cells too: ignored)."""
+        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
+        return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
 
 
 class Learner(mnk_tabular.Learner):
