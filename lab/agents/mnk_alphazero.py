@@ -353,7 +353,6 @@ class Agent(base.Agent):
         return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]), shape)
 
 
-
 class Learner(base.Learner):
     DERIVED = ("board", "kinds", "bot_simulations", "images")
 
