@@ -435,6 +435,17 @@ def distinct(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return positions[order[first]], inverse
 
 
+def positions_of(g, x: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """The engine's positions of the stones x and o (uint64 bitboards, one pair per position):
+    codes on 3x3, an (n, 2) array elsewhere."""
+    x, o = np.asarray(x, np.uint64), np.asarray(o, np.uint64)
+    if tabulated(g):
+        bits = np.arange(9, dtype=np.uint64)
+        digits = (x[:, None] >> bits & 1) + 2 * (o[:, None] >> bits & 1)
+        return digits.astype(np.int64) @ game.POW3
+    return np.stack([x, o], axis=1)
+
+
 def inputs(g, positions: np.ndarray, dtype) -> np.ndarray:
     """(n, cells) net inputs of positions: +1 X, -1 O, 0 empty."""
     if tabulated(g):

@@ -409,23 +409,31 @@ def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarr
 
 
 @njit(cache=True)
-def _choose(board, t, kind, simulations, x, o, side, seed):
+def _moves(board, t, kind, simulations, x, o, seed, out):
     np.random.seed(seed)
-    return bot_move(board, t, kind, simulations, x, o, side)
+    for i in range(len(x)):
+        out[i] = bot_move(board, t, kind, simulations, x[i], o[i], cells_in(x[i]) - cells_in(o[i]))
+
+
+def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
+    """The cells `player` plays in the positions with X's stones x and O's o (arrays of bit
+    masks; X moves where both have as many stones), drawn with the given seed."""
+    _checked_count("seed", seed, 0)
+    player = _checked(player, shape)
+    x, o = np.atleast_1d(np.asarray(x, np.uint64)), np.atleast_1d(np.asarray(o, np.uint64))
+    for a, b in zip(x.tolist(), o.tolist()):
+        if a & b or a.bit_count() - b.bit_count() not in (0, 1) or a | b >= int(shape.full):
+            raise ValueError("x and o must be positions with a move left: no shared or off-board "
+                             "cell, a free cell, X with as many stones as O or one more")
+    t = tree(shape, player.simulations, perfect=player.name == "perfect")
+    out = np.empty(len(x), np.int64)
+    _moves(shape, t, NAMES.index(player.name), player.simulations, x, o, seed, out)
+    return out
 
 
 def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
-    """The cell `player` plays in the position with X's stones x and O's o (bit masks; X moves
-    when both have as many stones), drawn with the given seed."""
-    _checked_count("seed", seed, 0)
-    player = _checked(player, shape)
-    side = bin(x).count("1") - bin(o).count("1")
-    if x & o or side not in (0, 1) or x | o >= int(shape.full):
-        raise ValueError("x and o must be a position with a move left: no shared or off-board cell, "
-                         "a free cell, X with as many stones as O or one more")
-    t = tree(shape, player.simulations, perfect=player.name == "perfect")
-    return int(_choose(shape, t, NAMES.index(player.name), player.simulations, np.uint64(x),
-                       np.uint64(o), side, seed))
+    """The cell `player` plays in the one position (x, o): moves' for a single position."""
+    return int(moves(shape, player, [x], [o], seed)[0])
 
 
 def outcome_rates(tally, seat: int) -> dict:

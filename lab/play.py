@@ -1,117 +1,160 @@
-"""Play a trained agent in the terminal, or pit it against another player.
+"""Play a trained agent in the terminal, or pit it against another player, on its own board.
 
-    python -m lab.play CHECKPOINT [--seat x|o]            you against the agent
+    python -m lab.play CHECKPOINT [--seat x|o]               you against the agent
     python -m lab.play CHECKPOINT --vs perfect --games 1000  the agent against an opponent
 
-You type the number of an empty cell, 1 (top left) to 9 (bottom right), as drawn on the board;
-`q` or end of input (Ctrl-D) quits. With --vs the agent plays N games in each seat against a
-fixed opponent (random, onestep, block, perfect) or another checkpoint, and the tallies are
-printed. Both players' greedy moves are move tables (lab.game), so thousands of games take
-well under a second.
+Every checkpoint plays on the board it trained on (3x3, or the m,n,k board of the `game` group).
+The board is drawn with each empty cell's number, 1 (top left) to m * n (bottom right) row by
+row, and you type the number of an empty cell; `q` or end of input (Ctrl-D) quits. The agent plays
+its greedy policy, tied best moves drawn at random (--seed).
 
-A bigger board's checkpoint (the `game` group) is played the same way, you against it, its cells
-numbered 1 to m * n (lab.mnk_play), and --vs pits it against a bot of lab.mnk_bots (random,
-onestep, block, mcts with --simulations playouts a move, perfect where the lab solves the board),
-its games compiled; --start, --show-values and --vs CHECKPOINT are 3x3's only, for now.
+--vs OPPONENT plays the agent --games games in each seat against random, onestep, block, mcts
+(--simulations playouts a move), perfect (on the boards the lab solves, at most 16 cells) or
+another CHECKPOINT of the same board, and prints the tallies. The games are played side by side,
+one batch of moves at a time; the bots are lab.mnk_bots'.
 
---start BOARD begins every game from a given position (write-up 004 played from openings): nine
-cells, row by row, each x, o or . (or -), such as `x...o....`. --show-values prints the agent's
-score of each legal move before it moves (higher is better for it).
+--start BOARD begins every game from a given position (write-up 004 played from openings): the
+board's cells row by row, each x, o or . (or -), such as `x...o....` on 3x3. --show-values prints
+the agent's score of each legal move before it moves (higher is better for it).
 """
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from lab import agents, cli, game, mnk_bots, mnk_exact, mnk_play, opponents
-from lab.knobs import TTT
+from lab import agents, cli, engine, mnk, mnk_bots, mnk_exact
 from lab.terminal import Quit, ask
 
-MARKS = {1: "X", -1: "O"}
+MARKS = {1: "X", 2: "O"}
+DRAW = 2
+"""A game's result when nobody completed a line; otherwise the side that won (0 X, 1 O)."""
 
 
-def draw(board) -> str:
-    """The board as three rows; an empty cell shows the number you type to play there."""
-    cells = [MARKS.get(int(v), str(i + 1)) for i, v in enumerate(board)]
-    rows = [" " + " | ".join(cells[r:r + 3]) for r in (0, 3, 6)]
-    return "\n---+---+---\n".join(rows)
+def _grid(cells: list[str], m: int) -> str:
+    """Cells (row by row, m a row) drawn as a grid, each right-aligned to the widest."""
+    width = max(map(len, cells))
+    rows = [" " + " | ".join(cell.rjust(width) for cell in cells[r:r + m]) for r in range(0, len(cells), m)]
+    return f"\n{'+'.join(['-' * (width + 2)] * m)}\n".join(rows)
 
 
-def ask_move(board, read, write) -> int:
-    """The person's move as a cell index 0..8, asked again until it is a legal one."""
-    empty = [i + 1 for i in range(9) if board[i] == 0]
+def _taken(x: int, o: int, cell: int) -> bool:
+    return bool((x | o) >> cell & 1)
+
+
+def draw(board: mnk.Board, x: int, o: int) -> str:
+    """The board with X's stones x and O's o; an empty cell shows the number you type to play there."""
+    cells = ["X" if x >> c & 1 else "O" if o >> c & 1 else str(c + 1) for c in range(board.m * board.n)]
+    return _grid(cells, board.m)
+
+
+def ask_move(board: mnk.Board, x: int, o: int, read, write) -> int:
+    """The person's move as a cell index, asked again until it is an empty cell."""
+    cells = board.m * board.n
+    empty = [c + 1 for c in range(cells) if not _taken(x, o, c)]
     while True:
-        line = ask("your move (1-9, q quits): ", read, write)
-        if not line.isdigit() or not 1 <= int(line) <= 9:
+        line = ask(f"your move (1-{cells}, q quits): ", read, write)
+        if not line.isdigit() or not 1 <= int(line) <= cells:
             write(f"'{line}' is not a cell: type one of the empty cells {empty}, or q\n")
-        elif board[int(line) - 1] != 0:
+        elif _taken(x, o, int(line) - 1):
             write(f"cell {line} is taken: choose one of the empty cells {empty}\n")
         else:
             return int(line) - 1
 
 
-def parse_board(text: str) -> int:
-    """The code of a position written as nine cells of x, o or . (or -), row by row; raises
+def has_line(board: mnk.Board, stones: int) -> bool:
+    """Whether the stones cover one of the board's winning windows."""
+    return any(stones & int(window) == int(window) for window in board.windows)
+
+
+def _stones(bits: int) -> int:
+    return bin(bits).count("1")
+
+
+def reachable(board: mnk.Board, x: int, o: int) -> bool:
+    """Whether a game reaches X's stones x and O's o: X moved first, the players alternated, and
+    nobody played on after a win (so a winner's last stone completed every line it has)."""
+    turns = _stones(x) - _stones(o)
+    x_line, o_line = has_line(board, x), has_line(board, o)
+    if x & o or turns not in (0, 1) or x_line and o_line:
+        return False
+    if not (x_line or o_line):
+        return True
+    winner = x if x_line else o
+    return turns == x_line and any(winner >> c & 1 and not has_line(board, winner & ~(1 << c))
+                                   for c in range(board.m * board.n))
+
+
+def over(board: mnk.Board, x: int, o: int) -> bool:
+    """Whether the game is over at (x, o): a line completed, or the board full."""
+    return has_line(board, x) or has_line(board, o) or (x | o) == int(board.full)
+
+
+def parse_board(text: str, board: mnk.Board) -> tuple[int, int]:
+    """(x, o) of a position written as the board's cells of x, o or . (or -), row by row;
     ValueError unless a game can reach it and it is not over."""
-    cells = text.strip().lower()
-    if len(cells) != 9 or set(cells) - set("xo.-"):
-        raise ValueError(f"--start {text!r}: a board is nine cells of x, o or . (or -), row by row, "
-                         "such as x...o....")
-    code = game.encode([{"x": 1, "o": -1}.get(c, 0) for c in cells])
-    if not game.REACHABLE[code]:
+    cells, size = text.strip().lower(), board.m * board.n
+    if len(cells) != size or set(cells) - set("xo.-"):
+        example = ("x...o" + "." * size)[:size]
+        raise ValueError(f"--start {text!r}: a board of this agent is {size} cells of x, o or . (or -), "
+                         f"row by row, such as {example}")
+    x, o = (sum(1 << c for c, mark in enumerate(cells) if mark == side) for side in "xo")
+    if not reachable(board, x, o):
         raise ValueError(f"--start {text!r}: no game reaches this board (X moves first, then "
                          "the players alternate, and nobody plays on after a win)")
-    if game.TERMINAL[code]:
+    if over(board, x, o):
         raise ValueError(f"--start {text!r}: the game is already over on this board")
-    return code
+    return x, o
 
 
-def values(agent, code: int) -> str:
-    """The agent's score of each legal move at `code`, drawn on the board (higher is better for
+def agent_moves(agent, x, o, rng) -> np.ndarray:
+    """The agent's greedy cells at the positions with X's stones x and O's o (arrays of bit
+    masks), its tied best moves drawn with rng."""
+    policy = agent.policy(engine.positions_of(engine.of(agent.shape), x, o))
+    cumulative = policy.cumsum(axis=1)
+    return np.argmax(cumulative > rng.random((len(policy), 1)) * cumulative[:, -1:], axis=1)
+
+
+def values(agent, board: mnk.Board, x: int, o: int) -> str:
+    """The agent's score of each legal move at (x, o), drawn on the board (higher is better for
     the agent; '.' where the cell is taken)."""
-    scores = agent.scores(np.array([code]))[0]
-    cells = [f"{scores[m]:.3g}" if game.LEGAL[code, m] else "." for m in range(9)]
-    width = max(map(len, cells))
-    rows = [" " + " | ".join(c.rjust(width) for c in cells[r:r + 3]) for r in (0, 3, 6)]
-    return "the agent's scores of its moves:\n" + f"\n{'-' * (width + 2)}+{'-' * (width + 2)}+{'-' * (width + 2)}\n".join(rows)
+    scores = agent.scores(engine.positions_of(engine.of(agent.shape), [x], [o]))[0]
+    cells = ["." if _taken(x, o, c) else f"{scores[c]:.3g}" for c in range(board.m * board.n)]
+    return "the agent's scores of its moves:\n" + _grid(cells, board.m)
 
 
-def one_game(agent, seat: int, read, write, rng, start: int = game.EMPTY,
-             show_values: bool = False) -> int:
-    """Play one game from position `start`, the person in `seat` (1 = X, 2 = O); the winner (1 X,
-    -1 O, 0 draw)."""
-    person = 1 if seat == 1 else -1
-    code = start
-    board = game.decode(code)
-    while not game.TERMINAL[code]:
-        write("\n" + draw(board) + "\n")
-        if game.TO_MOVE[code] == person:
-            move = ask_move(board, read, write)
+def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> int:
+    """Play one game from `start` (x, o), the person in `seat` (1 = X, 2 = O); the side that won
+    (0 X, 1 O) or DRAW."""
+    board = mnk.board(*agents.game_of(agent))
+    stones = list(start)
+    side = _stones(stones[0]) - _stones(stones[1])
+    while not over(board, *stones):
+        write("\n" + draw(board, *stones) + "\n")
+        if side + 1 == seat:
+            cell = ask_move(board, *stones, read, write)
         else:
             if show_values:
-                write(values(agent, code) + "\n")
-            move = agent.act(board, rng)
-            write(f"the agent ({MARKS[-person]}) plays {move + 1}\n")
-        code = int(game.AFTER[code, move])
-        board = game.decode(code)
-    write("\n" + draw(board) + "\n")
-    return int(game.WINNER[code])
+                write(values(agent, board, *stones) + "\n")
+            cell = int(agent_moves(agent, [stones[0]], [stones[1]], rng)[0])
+            write(f"the agent ({MARKS[side + 1]}) plays {cell + 1}\n")
+        stones[side] |= 1 << cell
+        side = 1 - side
+    write("\n" + draw(board, *stones) + "\n")
+    return 1 - side if has_line(board, stones[1 - side]) else DRAW
 
 
-def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
-                show_values: bool = False, play_one=one_game) -> dict:
-    """Games from `start` until the person stops; the running score, from the person's side.
-    `play_one` plays one game (lab.mnk_play.one_game on a bigger board)."""
-    person = 1 if seat == 1 else -1
+def play_person(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> dict:
+    """Games from `start` until the person stops; the running score, from the person's side."""
     score = {"you": 0, "agent": 0, "draws": 0}
-    first = "you move first" if game.TO_MOVE[start] == person else "the agent moves first"
-    write(f"You play {MARKS[person]}; {first}.\n")
+    first = "you move first" if _stones(start[0]) - _stones(start[1]) + 1 == seat else "the agent moves first"
+    write(f"You play {MARKS[seat]}; {first}.\n")
     try:
         while True:
-            winner = play_one(agent, seat, read, write, rng, start, show_values)
-            key = "draws" if winner == 0 else "you" if winner == person else "agent"
+            winner = one_game(agent, seat, read, write, rng, start, show_values)
+            key = "draws" if winner == DRAW else "you" if winner + 1 == seat else "agent"
             score[key] += 1
             write({"draws": "Draw.", "you": "You win!", "agent": "The agent wins."}[key])
             write(f"  (you {score['you']}, agent {score['agent']}, draws {score['draws']})\n")
@@ -125,77 +168,67 @@ def play_person(agent, seat: int, read, write, rng, start: int = game.EMPTY,
     return score
 
 
-def load_checkpoint(path, board: bool = False):
-    """The agent in a checkpoint; ValueError with what went wrong. A bigger board's agent only
-    with `board` (you against it, or against a bot)."""
+def load_checkpoint(path):
+    """The agent in a checkpoint; ValueError with what went wrong."""
     try:
-        agent = agents.load(path)
+        return agents.load(path)
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
-    if agents.game_of(agent) != TTT and not board:
-        raise ValueError(f"{path}: its agent plays m, n, k = {agents.game_of(agent)}; --start, "
-                         "--show-values and --vs CHECKPOINT are 3x3's only, for now (--vs takes "
-                         f"a bot there: {', '.join(mnk_bots.NAMES)})")
-    return agent
 
 
-def board_bot(agent, name: str, simulations: int) -> mnk_bots.Bot:
-    """The bot of lab.mnk_bots called `name` that a bigger board's agent plays with --vs;
-    ValueError in one line if there is none."""
-    if name not in mnk_bots.NAMES:
-        raise ValueError(f"--vs {name!r}: on an m,n,k board the agent plays a bot, one of "
-                         f"{', '.join(mnk_bots.NAMES)} (a checkpoint against another is 3x3's only, for now)")
-    m, n, _ = agent.shape
-    if name == "perfect" and m * n > mnk_exact.MAX_CELLS:
-        raise ValueError(f"--vs perfect: the lab solves boards of at most {mnk_exact.MAX_CELLS} cells; "
-                         f"this one has {m * n} (mcts plays well there)")
-    return mnk_bots.bot(name, simulations if name == "mcts" else None)
+def _bot_moves(board: mnk.Board, bot: mnk_bots.Bot, x, o, rng) -> np.ndarray:
+    return mnk_bots.moves(board, bot, x, o, int(rng.integers(2**31)))
 
 
-def board_tallies(agent, bot: mnk_bots.Bot, games: int, seed: int) -> dict:
-    """{seat: (wins, draws, losses)} of a bigger board's agent over `games` games in each seat
-    against `bot`."""
-    out = {}
-    for seat in (1, 2):
-        x_wins, o_wins, draws = (int(count) for count in agent.play(bot, seat, games, seed))
-        out[seat] = (x_wins, draws, o_wins) if seat == 1 else (o_wins, draws, x_wins)
-    return out
-
-
-def opponent_table(name: str) -> np.ndarray:
-    """The move table of a fixed opponent by name, or of the agent in a checkpoint file."""
-    if name in opponents.NAMES:
-        return opponents.table(name)
+def opponent(agent, name: str, simulations: int):
+    """The player that --vs names, as moves(x, o, rng) -> cells: a bot of lab.mnk_bots, or the
+    agent in a checkpoint of the same board; ValueError in one line if there is none."""
+    shape = agents.game_of(agent)
+    board = mnk.board(*shape)
+    if name in mnk_bots.NAMES:
+        if name == "perfect" and board.m * board.n > mnk_exact.MAX_CELLS:
+            raise ValueError(f"--vs perfect: the lab solves boards of at most {mnk_exact.MAX_CELLS} cells; "
+                             f"this one has {board.m * board.n} (mcts plays well there)")
+        bot = mnk_bots.bot(name, simulations if name == "mcts" else None)
+        return functools.partial(_bot_moves, board, bot)
     if not Path(name).is_file():
-        raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(opponents.NAMES)}) "
+        raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(mnk_bots.NAMES)}) "
                          "nor a checkpoint file")
-    return load_checkpoint(name).move_table()
+    other = load_checkpoint(name)
+    if agents.game_of(other) != shape:
+        raise ValueError(f"--vs {name}: its agent plays m, n, k = {agents.game_of(other)}, this one "
+                         f"{shape}: a checkpoint plays another of the same board")
+    return functools.partial(agent_moves, other)
 
 
-def forced_to(start: int, moves: np.ndarray) -> np.ndarray:
-    """`moves` with the positions between the empty board and `start` replaced by the move that
-    leads on to `start`, so that every game of two such tables passes through `start` (no later
-    position can be one of them: each holds fewer marks than `start`)."""
-    moves = moves.copy()
-    target = game.BOARDS[start]
-    code = game.EMPTY
-    while code != start:
-        side = game.TO_MOVE[code]
-        move = next(m for m in range(9) if game.BOARDS[code, m] == 0 and target[m] == side)
-        moves[code] = np.eye(9)[move]
-        code = int(game.AFTER[code, move])
-    return moves
+def match(board: mnk.Board, players, games: int, start, rng) -> np.ndarray:
+    """[X wins, O wins, draws] of `games` games from `start` (x, o), players[0] playing X and
+    players[1] O, each as moves(x, o, rng) -> cells for all the open games at once."""
+    stones = np.array([[start[0]], [start[1]]], np.uint64).repeat(games, axis=1)
+    result = np.full(games, -1)
+    windows = np.unique(board.windows)
+    side, open_games = _stones(start[0]) - _stones(start[1]), np.arange(games)
+    while len(open_games):
+        cells = players[side](stones[0, open_games], stones[1, open_games], rng).astype(np.uint64)
+        stones[side, open_games] |= np.uint64(1) << cells
+        mine = stones[side, open_games]
+        won = ((mine[:, None] & windows) == windows).any(axis=1)
+        full = (stones[0, open_games] | stones[1, open_games]) == board.full
+        result[open_games[won]] = side
+        result[open_games[full & ~won]] = DRAW
+        open_games = open_games[~(won | full)]
+        side = 1 - side
+    return np.bincount(result, minlength=3)
 
 
-def tallies(agent_moves: np.ndarray, other_moves: np.ndarray, games: int,
-            start: int = game.EMPTY) -> dict:
-    """{seat: (wins, draws, losses)} of the agent over `games` games in each seat from `start`."""
-    agent_moves, other_moves = forced_to(start, agent_moves), forced_to(start, other_moves)
-    _, as_x = game.play(games, agent_moves, other_moves)
-    _, as_o = game.play(games, other_moves, agent_moves)
-    x_wins, o_wins, draws = game.tally(as_x)
-    o_x_wins, o_o_wins, o_draws = game.tally(as_o)
-    return {1: (int(x_wins), int(draws), int(o_wins)), 2: (int(o_o_wins), int(o_draws), int(o_x_wins))}
+def tallies(agent, other, games: int, start=(0, 0), rng=None) -> dict:
+    """{seat: (wins, draws, losses)} of the agent over `games` games in each seat against
+    `other` (moves(x, o, rng) -> cells), from `start`."""
+    rng = rng or np.random.default_rng()
+    board, me = mnk.board(*agents.game_of(agent)), functools.partial(agent_moves, agent)
+    x_wins, o_wins, draws = match(board, (me, other), games, start, rng)
+    other_x, other_o, other_draws = match(board, (other, me), games, start, rng)
+    return {1: (int(x_wins), int(draws), int(o_wins)), 2: (int(other_o), int(other_draws), int(other_x))}
 
 
 def format_tallies(result: dict, games: int, opponent: str) -> str:
@@ -208,48 +241,38 @@ def format_tallies(result: dict, games: int, opponent: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None, stdin=None, stdout=None) -> int:
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+def _parser() -> argparse.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a trained agent: RESULTS_DIR/_checkpoints/<run_id>.npz")
     parser.add_argument("--seat", choices=("x", "o"), default="x",
                         help="your seat: x moves first (default), o moves second")
     parser.add_argument("--vs", metavar="OPPONENT",
-                        help=f"play the agent against {', '.join(opponents.NAMES)} or another CHECKPOINT")
+                        help=f"play the agent against {', '.join(mnk_bots.NAMES)} or another CHECKPOINT")
     parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--simulations", type=cli.positive_int, default=100,
-                        help="MCTS playouts per move with --vs mcts, on a bigger board (default 100)")
-    parser.add_argument("--start", metavar="BOARD", help="begin every game here: nine cells of x, o "
-                        "or ., row by row (e.g. x...o....)")
+                        help="MCTS playouts per move with --vs mcts (default 100)")
+    parser.add_argument("--start", metavar="BOARD", help="begin every game here: the board's cells, "
+                        "row by row, each x, o or . (e.g. x...o.... on 3x3)")
     parser.add_argument("--show-values", action="store_true",
                         help="print the agent's score of each legal move before it moves")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None, stdin=None, stdout=None) -> int:
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    args = _parser().parse_args(argv)
     try:
-        start = parse_board(args.start) if args.start else game.EMPTY
-    except ValueError as exc:
-        parser.error(str(exc))
-    try:
-        agent = load_checkpoint(args.checkpoint, board=not (args.start or args.show_values))
-        on_board = agents.game_of(agent) != TTT  # a bigger board: its bots, lab.mnk_play
-        if args.vs and on_board:
-            other = board_bot(agent, args.vs, args.simulations)
-        else:
-            other = opponent_table(args.vs) if args.vs else None
+        agent = load_checkpoint(args.checkpoint)
+        start = parse_board(args.start, mnk.board(*agents.game_of(agent))) if args.start else (0, 0)
+        other = opponent(agent, args.vs, args.simulations) if args.vs else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return cli.MISTAKE
     rng = np.random.default_rng(args.seed)
-    if args.vs:
-        if args.games < 1:
-            parser.error("--games must be a positive integer")
-        seed = int(rng.integers(2**31))
-        if on_board:
-            result = board_tallies(agent, other, args.games, seed)
-        else:
-            game.seed_kernels(seed)
-            result = tallies(agent.move_table(), other, args.games, start)
+    if other is not None:
+        result = tallies(agent, other, args.games, start, rng)
         where = f" from {args.start}" if args.start else ""
         print(format_tallies(result, args.games, args.vs + where), file=stdout)
         return 0
@@ -258,8 +281,7 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         stdout.write(text)
         stdout.flush()
 
-    play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start,
-                args.show_values, mnk_play.one_game if on_board else one_game)
+    play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start, args.show_values)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""A person's input in the terminal, for lab.play on any board (and lab.mnk_play beyond 3x3)."""
+"""A person's input in the terminal, for lab.play."""
 
 
 class Quit(Exception):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -32,7 +33,8 @@ TTT_FIGURES = {"mc_vfa_ttt_player2_l1_n8.png", "mc_vfa_exact_ttt_player2_l1_n8.p
 
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
-    """(mixed results_dir, 3x3-only results_dir, a 4x4 checkpoint)"""
+    """(mixed results_dir (with the 3x3 run's checkpoint, ttt.npz), 3x3-only results_dir, a 4x4
+    checkpoint)"""
     mixed, ttt = tmp_path_factory.mktemp("mixed"), tmp_path_factory.mktemp("ttt")
     for name, overrides in RUNS.items():
         result = run(job(compose(*overrides)))
@@ -40,6 +42,7 @@ def dirs(tmp_path_factory):
         path = results.save(result, mixed)
         if name == "ttt":
             shutil.copy(path, ttt)
+            (mixed / "ttt.npz").write_bytes(result.checkpoint)
         elif name == "4x4":
             checkpoint = mixed / "board.npz"
             checkpoint.write_bytes(result.checkpoint)
@@ -155,18 +158,46 @@ def test_play_a_board_checkpoint_in_the_terminal(dirs, seat):
     assert any(end in said for end in ("You win!", "The agent wins.", "Draw."))
 
 
-def test_play_refuses_3x3_options_on_a_board_in_one_line(dirs, capsys):
-    assert play.main([str(dirs[2]), "--start", "x........"]) == 2
+def test_play_a_board_from_a_start_showing_the_agents_scores(dirs):
+    start = "x..." "...." "...." "...o"  # X to move again, the agent as X with --seat o
+    out = io.StringIO()
+    assert play.main([str(dirs[2]), "--start", start, "--seat", "o", "--show-values"], io.StringIO(""), out) == 0
+    said = out.getvalue()
+    assert "You play O; the agent moves first." in said and "the agent's scores of its moves:" in said
+    agent = play.load_checkpoint(dirs[2])
+    scores = agent.scores(np.array([[1, 1 << 15]], np.uint64))[0]
+    table = said.split("the agent's scores of its moves:\n")[1].split("\nthe agent (X) plays")[0]
+    cells = [cell.strip() for row in table.splitlines()[::2] for cell in row.split("|")]
+    assert cells == ["." if c in (0, 15) else f"{scores[c]:.3g}" for c in range(16)]
+    assert " X |  2 |  3 |  4\n" in said and "\n 13 | 14 | 15 |  O\n" in said
+
+
+def test_play_refuses_a_bad_start_or_opponent_on_a_board_in_one_line(dirs, capsys):
+    for start, words in (("x........", "a board of this agent is 16 cells"),
+                         ("xxxxooo.........", "the game is already over"),
+                         ("xx..............", "no game reaches this board")):
+        assert play.main([str(dirs[2]), "--start", start]) == 2
+        said = capsys.readouterr().err
+        assert said.count("\n") == 1 and words in said, said
+    assert play.main([str(dirs[2]), "--vs", str(dirs[0] / "ttt.npz")]) == 2
     said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "plays m, n, k = (4, 4, 4); --start, --show-values and --vs CHECKPOINT" in said
-    assert play.main([str(dirs[2]), "--vs", str(dirs[2])]) == 2
-    said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "on an m,n,k board the agent plays a bot, one of random, onestep" in said
+    assert said.count("\n") == 1 and "its agent plays m, n, k = (3, 3, 3), this one (4, 4, 4)" in said
+
+
+def test_play_a_board_checkpoint_against_another_from_a_start(dirs):
+    out = io.StringIO()
+    args = [str(dirs[2]), "--vs", str(dirs[2]), "--games", "40", "--start", "." * 15 + "x", "--seed", "2"]
+    assert play.main(args, stdout=out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"the agent against {dirs[2]} from {'.' * 15}x, 40 games in each seat:"
+    (x_wins, x_draws, x_losses), (o_wins, o_draws, o_losses) = ([int(v) for v in line.split()[2:5]] for line in lines[2:])
+    assert x_wins + x_draws + x_losses == 40 and o_wins + o_draws + o_losses == 40
+    assert (x_wins, x_losses) == (o_losses, o_wins)  # one greedy agent in both seats: each game's mirror
 
 
 def test_play_vs_a_bot_on_a_board_tallies_both_seats(dirs, capsys):
-    """--vs on 4x4: the agent's games against a bot in each seat, by the agent's own compiled
-    games (its `play`), the same tallies for the same --seed; perfect never loses to it."""
+    """--vs on 4x4: the agent's games against a bot in each seat, the same tallies for the same
+    --seed; perfect never loses to it."""
     out = io.StringIO()
     assert play.main([str(dirs[2]), "--vs", "random", "--games", "300", "--seed", "1"], stdout=out) == 0
     again = io.StringIO()

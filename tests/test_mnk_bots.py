@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, mnk, opponents, stats
-from lab.mnk_bots import Bot, bot, choose, outcome_rates, play_match
+from lab.mnk_bots import Bot, bot, choose, moves, outcome_rates, play_match
 
 FIVE = mnk.board(5, 5, 4)
 THREE = mnk.board(3, 3, 3)
@@ -130,6 +130,17 @@ def test_block_always_blocks_and_onestep_does_not():
     assert len(set(onestep)) > 5 and set(onestep) <= {c for c in range(25) if not sum(MUST_BLOCK) >> c & 1}
 
 
+def test_moves_answers_many_positions_at_once_each_for_its_side():
+    """What lab.play's games side by side ask: each position's move, for the side to move there
+    (X at TAKE_OR_BLOCK and MUST_BLOCK, O once X has blocked), one seed for the lot."""
+    blocked = (MUST_BLOCK[0] | 1 << cell(2, 3), MUST_BLOCK[1])  # O to move: its win is gone, X threatens none
+    x, o = zip(TAKE_OR_BLOCK, MUST_BLOCK, blocked, MUST_BLOCK)
+    cells = moves(FIVE, bot("block"), x, o, 3)
+    assert cells[[0, 1, 3]].tolist() == [cell(0, 3), cell(2, 3), cell(2, 3)]
+    assert not (blocked[0] | blocked[1]) >> int(cells[2]) & 1
+    assert moves(FIVE, bot("random"), x, o, 3).tolist() == moves(FIVE, bot("random"), x, o, 3).tolist()
+
+
 # MCTS with its solver
 
 WIN_IN_TWO = position(".....", "O....", ".XX..", ".....", "....O")
@@ -209,7 +220,7 @@ def test_bad_match_arguments_are_refused_in_one_line():
         play_match(FIVE, bot("random"), bot("random"), -1, 0)
     with pytest.raises(ValueError, match=r"^seat must be 1 \(X\) or 2 \(O\), got 0$"):
         outcome_rates([1, 2, 3], 0)
-    with pytest.raises(ValueError, match=r"^x and o must be a position with a move left"):
+    with pytest.raises(ValueError, match=r"^x and o must be positions with a move left"):
         choose(FIVE, bot("random"), *position("XX...", "....."), 0)
     with pytest.raises(ValueError, match=r"^trials must be a positive integer, got 0$"):
         stats.wilson(0, 0)

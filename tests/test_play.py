@@ -8,17 +8,43 @@ import sys
 import numpy as np
 import pytest
 
-from lab import game, opponents, play
+from lab import game, mnk, play
+from lab.agents import base
 from lab.compose import compose
 from lab.config import job
 from lab.run import run
 
+TTT = mnk.board(3, 3, 3)
 
-class FirstEmpty:
-    """A predictable agent: always the lowest-numbered empty cell."""
 
-    def act(self, board, rng=None):
-        return int(np.flatnonzero(np.asarray(board) == 0)[0])
+class Scripted(base.Agent):
+    """A 3x3 agent of fixed scores, for predictable games."""
+
+    def arrays(self):
+        return {}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        return cls()
+
+
+class FirstEmpty(Scripted):
+    """Always the lowest-numbered empty cell."""
+
+    def scores(self, positions):
+        return np.tile(-np.arange(9.0), (len(positions), 1))
+
+
+class Perfect(Scripted):
+    """Uniform among the minimax-optimal moves."""
+
+    def scores(self, positions):
+        return game.OPTIMAL[positions].astype(float)
+
+
+def stones(text: str) -> tuple[int, int]:
+    """(x, o) of a 3x3 board written as nine cells of x, o and ."""
+    return tuple(sum(1 << c for c, mark in enumerate(text) if mark == side) for side in "xo")
 
 
 def session(lines: str, seat: int = 1):
@@ -104,13 +130,24 @@ def test_cli_seat_o_and_bad_checkpoint(checkpoint, tmp_path):
     assert done.returncode == 2 and "cannot load a checkpoint" in done.stderr
 
 
-def test_tallies_against_fixed_players():
-    perfect = opponents.table("perfect")
-    assert play.tallies(perfect, perfect, 500) == {1: (0, 500, 0), 2: (0, 500, 0)}
+def test_tallies_against_bots_from_the_empty_board():
+    perfect, rng = play.opponent(Perfect(), "perfect", 1), np.random.default_rng(0)
+    assert play.tallies(Perfect(), perfect, 300, rng=rng) == {1: (0, 300, 0), 2: (0, 300, 0)}
     # Perfect play never loses; against random it wins most games in either seat.
-    result = play.tallies(perfect, opponents.table("random"), 2000)
+    result = play.tallies(Perfect(), play.opponent(Perfect(), "random", 1), 2000, rng=rng)
     assert result[1][2] == 0 and result[2][2] == 0
     assert result[1][0] > 1800 and result[2][0] > 1500
+    # mcts, which 3x3's opponents lacked before the boards were one, never beats it either
+    result = play.tallies(Perfect(), play.opponent(Perfect(), "mcts", 50), 100, rng=rng)
+    assert result[1][2] == 0 and result[2][2] == 0
+
+
+def test_the_same_seed_gives_the_same_tallies():
+    def tally(seed):
+        rng = np.random.default_rng(seed)
+        return play.tallies(FirstEmpty(), play.opponent(FirstEmpty(), "random", 1), 200, rng=rng)
+
+    assert tally(4) == tally(4) and tally(4) != tally(5)
 
 
 @pytest.mark.integration
@@ -130,31 +167,44 @@ def test_cli_vs_prints_both_seats(checkpoint):
 
 
 def test_board_drawing():
-    board = game.decode(game.encode([1, 0, -1, 0, 0, 0, 0, 0, 0]))
-    assert play.draw(board).splitlines() == [" X | 2 | O", "---+---+---", " 4 | 5 | 6",
-                                             "---+---+---", " 7 | 8 | 9"]
+    assert play.draw(TTT, *stones("x.o")).splitlines() == [" X | 2 | O", "---+---+---", " 4 | 5 | 6",
+                                                          "---+---+---", " 7 | 8 | 9"]
 
 
 def test_start_position_is_checked():
-    assert play.parse_board("x...o....") == game.encode([1, 0, 0, 0, -1, 0, 0, 0, 0])
-    assert play.parse_board("X-O------") == game.encode([1, 0, -1, 0, 0, 0, 0, 0, 0])
+    assert play.parse_board("x...o....", TTT) == stones("x...o....")
+    assert play.parse_board("X-O------", TTT) == stones("x.o")
     for bad, words in (("xx.......", "no game reaches"), ("xxxoo....", "already over"),
-                       ("x...o...", "nine cells"), ("x...q....", "nine cells")):
+                       ("xxxooo...", "no game reaches"), ("x...o...", "9 cells"),
+                       ("x...q....", "9 cells")):
         with pytest.raises(ValueError, match=words):
-            play.parse_board(bad)
+            play.parse_board(bad, TTT)
+
+
+def test_reachable_and_over_are_3x3s_tables_on_every_board_code():
+    """The rules lab.play checks a --start board by (on any board) against lab.game's tables."""
+    for code in range(game.N_CODES):
+        x, o = (int(((game.BOARDS[code] == mark) << np.arange(9)).sum()) for mark in (1, -1))
+        assert play.reachable(TTT, x, o) == game.REACHABLE[code], code
+        if game.REACHABLE[code]:
+            assert play.over(TTT, x, o) == game.TERMINAL[code], code
 
 
 def test_games_from_a_start_position():
     # X in a corner and O on the edge beside it: a won position for X, so perfect play against
     # perfect play, which draws from the empty board, wins every game from here.
-    start = play.parse_board("xo.......")
-    perfect, rand = opponents.table("perfect"), opponents.table("random")
-    result = play.tallies(perfect, perfect, 200, start)
+    start = play.parse_board("xo.......", TTT)
+    result = play.tallies(Perfect(), play.opponent(Perfect(), "perfect", 1), 200, start)
     assert result[1] == (200, 0, 0) and result[2] == (0, 0, 200)
-    # every game really passes through the start: O's first reply is forced to cell 2
-    forced = play.forced_to(start, rand)
-    assert forced[game.EMPTY].tolist() == np.eye(9)[0].tolist()
-    assert forced[game.encode([1, 0, 0, 0, 0, 0, 0, 0, 0])].tolist() == np.eye(9)[1].tolist()
+    # every game really starts there: O's stone stays on cell 2, where the first agent to move is X
+    seen = []
+
+    def watching(x, o, rng):
+        seen.extend(zip(x.tolist(), o.tolist()))
+        return play.agent_moves(FirstEmpty(), x, o, rng)
+
+    play.match(TTT, (watching, watching), 5, start, np.random.default_rng(0))
+    assert seen[:5] == [start] * 5 and all(o & 0b10 for _, o in seen)
 
 
 def test_show_values_prints_the_agents_scores(checkpoint):
@@ -170,5 +220,5 @@ def test_show_values_prints_the_agents_scores(checkpoint):
 
 def test_a_mistyped_opponent_names_the_choices(checkpoint, capsys):
     assert play.main([str(checkpoint), "--vs", "perfct"]) == 2
-    assert "--vs 'perfct' is neither an opponent (random, onestep, block, perfect) nor a checkpoint" \
+    assert "--vs 'perfct' is neither an opponent (random, onestep, block, mcts, perfect) nor a checkpoint" \
         in capsys.readouterr().err
