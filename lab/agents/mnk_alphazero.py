@@ -33,7 +33,7 @@ from numba import njit
 
 from lab import game, mnk, mnk_bots, nets
 from lab.agents import alphazero, base
-from lab.agents.puct import Params
+from lab.agents.puct import Params, choose
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig, require
 from lab.mnk import empty_mask, wins
@@ -234,19 +234,6 @@ def search(board, net, x, o, side, params, tree, inputs):
             totals[path_nodes[d], path_moves[d]] += backed
     counts[:] = visits[0]
     return counts
-
-
-@njit(cache=True)
-def choose(counts, sample):
-    """A cell drawn in proportion to the counts, or the most visited (ties at random)."""
-    if sample:
-        u = np.random.random() * counts.sum()
-        for m in range(counts.shape[0]):
-            u -= counts[m]
-            if counts[m] > 0 and u < 0:
-                return m
-    ties = np.flatnonzero(counts == counts.max())
-    return ties[np.random.randint(ties.shape[0])]
 
 
 # ---- games ------------------------------------------------------------------------------------

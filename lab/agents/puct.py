@@ -196,13 +196,13 @@ def root_counts(roots, priors, values, params, rules):
 
 @njit(cache=True)
 def choose(counts, sample):
-    """A move drawn in proportion to visit counts, or the most visited (ties at random)."""
+    """A move drawn in proportion to visit counts, or the most visited (ties at random); on any
+    board (lab.agents.mnk_alphazero's too)."""
     if sample:
         u = np.random.random() * counts.sum()
-        for m in range(9):
+        for m in range(counts.shape[0]):
             u -= counts[m]
             if counts[m] > 0 and u < 0:
                 return m
-    best = counts.max()
-    ties = np.flatnonzero(counts == best)
+    ties = np.flatnonzero(counts == counts.max())
     return ties[np.random.randint(ties.shape[0])]
