@@ -32,6 +32,22 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"CPU: {model} ({platform.machine()})")
 
 
+ONE_CLUSTER = ("test_cluster.py", "test_cluster_ray.py", "test_cluster_slurm.py")
+"""Files whose tests share one cluster of namespaces (tests/cluster/cluster.sh)."""
+LONGEST = (*ONE_CLUSTER, "test_same_rows.py", "test_kill.py", "test_defaults.py", "test_analysis.py")
+"""Files of several minutes each, started first so that no worker ends the suite alone with one."""
+
+
+def pytest_collection_modifyitems(items):
+    """The suite runs on every core (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml):
+    a file's tests stay on one worker, so a module's fixtures are built once, and the cluster
+    tier's files share one worker, as they share one cluster."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("cluster" if name in ONE_CLUSTER else name))
+    items.sort(key=lambda item: item.path.name not in LONGEST)  # stable: each file's order kept
+
+
 @pytest.fixture(autouse=True)
 def _fast_tier_stays_in_process(request, monkeypatch):
     """A test outside the integration and slow tiers may start no process and no Ray."""
