@@ -6,6 +6,7 @@ process only, and a guard below fails any of its tests that starts a process or 
 `slow` tests train for tens of seconds to check learning thresholds.
 """
 
+import os
 import platform
 import subprocess
 
@@ -39,9 +40,12 @@ LONGEST = (*ONE_CLUSTER, "test_same_rows.py", "test_kill.py", "test_defaults.py"
 
 
 def pytest_collection_modifyitems(items):
-    """The suite runs on every core (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml):
-    a file's tests stay on one worker, so a module's fixtures are built once, and the cluster
-    tier's files share one worker, as they share one cluster."""
+    """Under pytest-xdist (`-n auto`, for the fast tier: --dist loadgroup in pyproject.toml) a
+    file's tests stay on one worker, so a module's fixtures are built once, and the cluster
+    tier's files share one worker, as they share one cluster. The whole suite runs in one
+    process: on 2 cores, two workers made Ray's node-join and worker-kill tests time out."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     for item in items:
         name = item.path.name
         item.add_marker(pytest.mark.xdist_group("cluster" if name in ONE_CLUSTER else name))
