@@ -21,7 +21,6 @@ import math
 import multiprocessing
 import os
 import shutil
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lab import agents, cli, results
+from lab import agents, cli, columns, results
 from lab.cli import fail, first_line, one_line, plural, results_dir_argument
 from lab.knobs import RUN_KEYS
 
@@ -43,7 +42,7 @@ TRAINING = ("p1_win_rate", "p2_win_rate", "draw_rate", "train_epsilon")
 TAGS = ("status", "error", "started_utc", "finished_utc", "lab_version", "git_commit", "git_dirty",
         "command", "host", "python_version", "numpy_version", "numba_version", "ray_version",
         "pandas_version")
-EVALUATED = tuple(name for name, _ in results.EVALUATION)
+EVALUATED = tuple(name for name, _ in columns.EVALUATION)
 """The exact-evaluation columns (eval_p1_..., eval_p2_..., eval_alternated_...)"""
 STATUS = {"finished": "FINISHED", "failed": "FAILED", "stopped": "KILLED"}
 """A lab run's status as MLflow's run status"""

@@ -14,7 +14,6 @@ never leaves the opponent an immediate win, so onestep only plays its random mov
 times any board's.
 """
 
-import argparse
 import functools
 import resource
 import time

@@ -18,7 +18,6 @@ Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); 
 lab.mnk_exact` measures them.
 """
 
-import argparse
 import functools
 import resource
 import time

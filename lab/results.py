@@ -18,7 +18,6 @@ import typing
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lab import agents, config, evaluate, mnk_evaluate, provenance
+from lab import columns, evaluate, mnk_evaluate
 from lab.files import npz_arrays, write_atomic, write_group
-from lab.knobs import RunConfig
 
 CHECKPOINTS = "_checkpoints"
 FIGURES = "_figures"
@@ -38,84 +36,8 @@ SWEEPS = "_sweeps"
 """The folder of sweep records: the composed config and command of each sweep that trained"""
 SEARCH = "_search"
 """The folder of a search's own state and outcome (lab.search): Optuna's storage, best.yaml, figures"""
-_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
-METRICS = [
-    ("iteration", pa.int64()), ("episodes", pa.int64()),
-    ("p1_wins", pa.int64()), ("p2_wins", pa.int64()), ("draws", pa.int64()),
-    ("p1_win_rate", pa.float64()), ("p2_win_rate", pa.float64()), ("draw_rate", pa.float64()),
-    ("train_seconds", pa.float64()), ("status", pa.string()), ("error", pa.string()),
-    ("train_epsilon", pa.float64()),
-]
-TIMING = [("eval_seconds", pa.float64()), ("startup_seconds", pa.float64()),
-          ("wall_seconds", pa.float64())]
-"""Where a run's time went on its worker, beside train_seconds: train_seconds and eval_seconds
-are cumulative to each iteration, numba compilation excluded; startup_seconds (the same on every
-row) is importing the lab when it is the process's first run plus compiling or loading numba
-kernels; wall_seconds is the run's whole time on the worker, start-up included."""
-EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
-              for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
-EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evaluate.ALTERNATED_KEYS]
-"""Exact evaluation (lab.evaluate.exact) of the agent in each seat, and with seats alternated
-(lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
-
-BOARDS = [("evaluation", pa.string())] + [
-    (evaluate.column(seat, key), _ARROW[kind]) for seat in (1, 2)
-    for key, kind in mnk_evaluate.KEYS.items() if key not in evaluate.KEYS]
-"""Evaluation on bigger m,n,k boards (lab.mnk_evaluate): "exact" or "games", and the columns
-3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
-TABLES = [("table_entries", pa.int64()), ("table_bytes", pa.int64())]
-"""The memory of a tabular learner's table of visited positions on a bigger board
-(lab.mnk_table): its positions and the bytes its arrays take, on every evaluated row; null
-elsewhere (3x3's tables are fixed arrays, nets have none)."""
-BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS + TABLES))
-"""The columns bigger boards brought: fingerprint leaves them out where null (3x3 runs)."""
-
-PBT = [("pbt_trial", pa.string())]
-"""A population-based-training search's runs (lab.search.trial.PBT_TRIAL): the member that
-trained each row (null in every other run)."""
-
-
-PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
-                pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
-"""Which code on which machine trained the run, and when (lab.provenance)."""
-
-
-CIRCUMSTANCES = ("train_seconds", *(name for name, _ in TIMING), *provenance.COLUMNS)
-"""The columns that differ between two runs of the same job: when, where, by which command and
-how fast (the same configuration and seed give the same rows otherwise, alone, in a sweep,
-serially or on Ray)."""
-
-
 class ResultsError(RuntimeError):
     """A results directory holds something that is not a readable run table."""
-
-
-@cache
-def schema() -> pa.Schema:
-    """The one schema of every run file: run id, every knob of every algorithm, the metrics.
-
-    A knob an algorithm does not use is null in its rows, so files of different algorithms
-    concatenate without surprises.
-    """
-    fields = {"run_id": pa.string()}
-    for key, kind in typing.get_type_hints(RunConfig).items():
-        fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]
-    # A knob an algorithm added later (its Config's ADDED) comes after the others: where another
-    # algorithm has it already, the column keeps its place, so files and fingerprints keep theirs.
-    knobs = [(key, kind) for added in (False, True) for algorithm in agents.REGISTRY.values()
-             for key, kind in typing.get_type_hints(algorithm.Config).items()
-             if (key in algorithm.Config.ADDED) == added]
-    for key, kind in knobs:
-        if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
-            raise TypeError(f"knob {key!r} has two types across algorithms")
-    fields.update(METRICS)
-    fields.update(TIMING)
-    fields.update(EVALUATION)
-    fields.update(BOARDS)
-    fields.update(TABLES)
-    fields.update(PBT)
-    fields.update(PROVENANCE)
-    return pa.schema(list(fields.items()))
 
 
 def arrow_table(rows: pd.DataFrame) -> pa.Table:
@@ -126,12 +48,12 @@ def arrow_table(rows: pd.DataFrame) -> pa.Table:
 
 def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     """A short hash of what a run's configuration and seed determine: its rows (in the schema,
-    the CIRCUMSTANCES columns left out, floats rounded to 12 decimals) and, if given, the arrays
+    lab.columns.CIRCUMSTANCES left out, floats rounded to 12 decimals) and, if given, the arrays
     of its checkpoint (.npz bytes) exactly. Two runs of one job have the same fingerprint on any
     machine, in any process, with any thread setting (tests/test_same_rows.py). The columns of
     bigger boards are left out where null, so a 3x3 run's fingerprint is what it was before them."""
-    table = arrow_table(rows).drop_columns(list(CIRCUMSTANCES))
-    unused = [name for name in BOARD_COLUMNS if table[name].null_count == len(table)]
+    table = arrow_table(rows).drop_columns(list(columns.CIRCUMSTANCES))
+    unused = [name for name in columns.BOARD_COLUMNS if table[name].null_count == len(table)]
     table = table.drop_columns(unused)
     digest = hashlib.sha256(table.to_pandas().round(12).to_csv(index=False).encode())
     if checkpoint is not None:
@@ -147,9 +69,9 @@ def table_of(records: list[dict]) -> pa.Table:
     pandas (a tenth of `arrow_table`'s time): the worker's part of storing a run. NaN becomes
     null, as pandas' conversion makes it."""
     present = set().union(*records)
-    columns = [pa.array([row.get(field.name) for row in records], field.type, from_pandas=True)
-               if field.name in present else pa.nulls(len(records), field.type) for field in schema()]
-    return pa.table(columns, schema=schema())
+    arrays = [pa.array([row.get(field.name) for row in records], field.type, from_pandas=True)
+              if field.name in present else pa.nulls(len(records), field.type) for field in columns.schema()]
+    return pa.table(arrays, schema=columns.schema())
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -346,10 +268,6 @@ def index_key(path: Path) -> str:
     return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def _with_key(table: pa.Table, key: str) -> pa.Table:
-    return table.append_column("_key", pa.array([key] * table.num_rows, pa.string()))
-
-
 PART = ".part"
 """The index parts' suffix: Parquet files, but not named *.parquet, so that a glob for run tables,
 recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row twice"""
@@ -384,7 +302,8 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
         seen.update(pc.unique(kept["_key"]).to_pylist())
         cached.append(kept)
     new = [key for key in keys if key not in seen]
-    added = [_with_key(t, key) for key, t in zip(new, _read_all([keys[key] for key in new], read))]
+    added = [t.append_column("_key", pa.array([key] * t.num_rows, pa.string()))
+             for key, t in zip(new, _read_all([keys[key] for key in new], read))]
     tables = cached + added
     # one chunk per column instead of one per file: to_pandas takes half the time
     table = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if tables else None
@@ -404,11 +323,6 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
     return table.drop_columns("_key") if table is not None else None
 
 
-CODE = ("lab_version", "git_commit", "git_dirty")
-"""The provenance columns that say which code trained a run (lab.provenance.code without the
-command line)"""
-
-
 class Stored(typing.NamedTuple):
     """What resuming needs to know of a stored run."""
 
@@ -419,7 +333,7 @@ class Stored(typing.NamedTuple):
     no such column: a run stored before the lab recorded provenance)"""
 
 
-_STORED = ("run_id", "status", *CODE)
+_STORED = ("run_id", "status", *columns.CODE)
 
 
 def _status(table: pa.Table) -> str:
@@ -435,13 +349,14 @@ def first_values(table: pa.Table, names) -> dict:
 
 
 _STORED_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()),
-                            *((name, dict(PROVENANCE)[name]) for name in CODE), ("_key", pa.string())])
+                            *((name, dict(columns.PROVENANCE)[name]) for name in columns.CODE),
+                            ("_key", pa.string())])
 """The stored index's rows (`stored`): a run's id, status and code, and its file's key."""
 
 
 def _stored_values(table: pa.Table) -> dict:
-    """What resuming needs of a run's table (a run stored before provenance lacks CODE; a table
-    without a run id counts as failed)."""
+    """What resuming needs of a run's table (a run stored before provenance lacks columns.CODE;
+    a table without a run id counts as failed)."""
     values = first_values(table, _STORED)
     return {**values, "status": _status(table) if values["run_id"] is not None else "failed"}
 
@@ -462,7 +377,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
                      lambda path: _stored_row(read_run(path, columns=list(_STORED))), write_index)
     if table is None:
         return {}
-    return {row["run_id"]: Stored(row["status"], {name: row[name] for name in CODE})
+    return {row["run_id"]: Stored(row["status"], {name: row[name] for name in columns.CODE})
             for row in table.to_pylist() if row["run_id"]}
 
 
@@ -493,7 +408,7 @@ def read_runs(results_dir, run_ids) -> pd.DataFrame:
     paths = [Path(results_dir) / f"{run_id}.parquet" for run_id in dict.fromkeys(run_ids)]
     tables = [read_run(path) for path in paths if path.exists()]
     if not tables:
-        return pd.DataFrame(columns=schema().names)
+        return pd.DataFrame(columns=columns.schema().names)
     frame = pa.concat_tables(tables, promote_options="permissive").to_pandas(types_mapper=_NULLABLE.get)
     return frame.sort_values(["run_id", "iteration"], ignore_index=True)
 
@@ -513,11 +428,11 @@ def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
     The seat evaluated is the one the agent trained in (both in self-play). On bigger boards
     the measures are lab.mnk_evaluate's, under their plain keys too."""
     keys = [*evaluate.KEYS, *(key for key in mnk_evaluate.KEYS if key not in evaluate.KEYS)]
-    columns = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
-               for seat in (1, 2)}
-    keep = [c for c in frame.columns if c not in {**columns[1], **columns[2]}]
+    plain = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
+             for seat in (1, 2)}
+    keep = [c for c in frame.columns if c not in {**plain[1], **plain[2]}]
     parts = []
-    for seat, names in columns.items():
+    for seat, names in plain.items():
         if not set(evaluate.column(seat, key) for key in evaluate.KEYS) <= set(frame.columns):
             continue
         evaluated = frame[evaluate.column(seat, "random_win")].notna()

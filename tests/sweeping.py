@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab import results
+from lab import columns, results
 from lab.compose import compose
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ def snapshot(root) -> dict:
 
 def rows(results_dir) -> pd.DataFrame:
     """The stored rows, minus the columns allowed to differ between identical runs."""
-    return results.load(results_dir).drop(columns=list(results.CIRCUMSTANCES))
+    return results.load(results_dir).drop(columns=list(columns.CIRCUMSTANCES))
 
 
 def values(frame: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
-from lab import callbacks, export, results
+from lab import callbacks, columns, export, results
 from lab.compose import compose
 from lab.config import job
 from lab.knobs import ConfigError
@@ -74,7 +74,7 @@ def assert_heard_every_run_once(heard: list[dict], results_dir: Path, driver_pid
     for end in ends:
         assert end["status"] == "COMPLETED" and f"seed={end['seed']}" in end["overrides"]
         evaluated = {c: v for c, v in end["value"].items() if not c.endswith("_win_minus_loss")}
-        assert evaluated and set(evaluated) <= {c for c, _ in results.EVALUATION}
+        assert evaluated and set(evaluated) <= {c for c, _ in columns.EVALUATION}
         for column, value in evaluated.items():
             assert value == pytest.approx(float(final.loc[end["run_id"], column]))
         for column, value in end["value"].items():  # the objective beside them (lab.export.final)

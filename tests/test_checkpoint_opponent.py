@@ -4,7 +4,7 @@ validated like every other knob before anything runs."""
 import numpy as np
 import pytest
 
-from lab import agents, game, opponents
+from lab import agents, opponents
 from lab.compose import compose
 from lab.config import job, parse
 from lab.knobs import ConfigError

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lab import agents, game, results
+from lab import agents, columns, game
 from lab.compose import compose
 from lab.config import job
 from lab.run import run
@@ -35,7 +35,7 @@ def test_tiny_run_rows_and_checkpoint(tmp_path):
 def test_same_seed_same_rows():
     cfg = compose("layers=2", "neurons=8", "episodes_per_update=10", "iterations=5", "seed=7")
     a, b = run(job(cfg)).rows, run(job(cfg)).rows
-    assert a.drop(columns=list(results.CIRCUMSTANCES)).equals(b.drop(columns=list(results.CIRCUMSTANCES)))
+    assert a.drop(columns=list(columns.CIRCUMSTANCES)).equals(b.drop(columns=list(columns.CIRCUMSTANCES)))
 
 
 def test_memory_keep_fits_every_afterstate_seen(make_learner):

@@ -7,7 +7,7 @@ ceiling on those boards (lab.mnk_ceiling): 3x3's through mnk_exact's engine is l
 import numpy as np
 import pytest
 
-from lab import evaluate, mnk, mnk_bots, mnk_ceiling, mnk_evaluate, mnk_exact, results
+from lab import columns, evaluate, mnk, mnk_bots, mnk_ceiling, mnk_evaluate, mnk_exact
 from lab.compose import compose
 from lab.config import job
 from lab.mnk_bots import bot, choose, outcome_rates, play_match
@@ -74,7 +74,7 @@ def test_evaluation_columns_gain_nothing_from_it():
     """perfect is evaluated exactly where it plays: no by-games columns for it."""
     assert [key for key in mnk_evaluate.KEYS if key.startswith("perfect")] == \
         ["perfect_win", "perfect_draw", "perfect_loss"]
-    assert "eval_p1_perfect_games" not in dict(results.BOARDS) and "eval_p2_perfect_win" in dict(results.BOARDS)
+    assert "eval_p1_perfect_games" not in dict(columns.BOARDS) and "eval_p2_perfect_win" in dict(columns.BOARDS)
     assert mnk_evaluate.OPPONENTS == ("random", "onestep", "perfect", "block", "mcts")
 
 

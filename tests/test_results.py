@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from lab import results
+from lab import columns, results
 from lab.compose import compose
 from lab.config import job
 from lab.run import lost as lost_run
@@ -137,7 +137,7 @@ def test_a_stored_run_reads_back_in_the_schema_with_the_rows_pandas_would_have_w
     out, _ = mixed
     for path in results.run_files(out):
         table = pq.read_table(path)
-        assert table.schema.equals(results.schema())
+        assert table.schema.equals(columns.schema())
     result = run(job(compose("algorithm=q_table", *TINY, "eval_every=2", "seed=3")))
     stored = pq.read_table(results.save(result, tmp_path))
     assert stored.equals(results.arrow_table(result.rows))  # the worker's table: pandas' conversion, exactly

@@ -1,12 +1,12 @@
 """Resumable learners: a run killed mid-way and resumed from its last saved training state gives
-the same rows (apart from results.CIRCUMSTANCES) and the same agent as the run trained without
+the same rows (apart from columns.CIRCUMSTANCES) and the same agent as the run trained without
 interruption, for every algorithm, against a fixed opponent and in self-play (where it can), and
 for a negamax_q ensemble."""
 
 import pandas as pd
 import pytest
 
-from lab import agents, results
+from lab import agents, columns
 from lab.compose import compose
 from lab.config import job
 from lab.run import run
@@ -35,7 +35,7 @@ def _variants():
 
 
 def _comparable(frame):
-    return frame.drop(columns=[c for c in results.CIRCUMSTANCES if c in frame]).reset_index(drop=True)
+    return frame.drop(columns=[c for c in columns.CIRCUMSTANCES if c in frame]).reset_index(drop=True)
 
 
 @pytest.mark.parametrize("algorithm, extra", _variants())

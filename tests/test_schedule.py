@@ -2,7 +2,7 @@
 
 import pytest
 
-from lab import results, schedule, sweep, workers
+from lab import columns, results, schedule, sweep, workers
 from lab.batch import train
 from lab.compose import compose, grid
 from lab.config import job
@@ -32,7 +32,7 @@ def test_a_run_reports_where_its_time_went():
         assert rows[column].nunique() == 1
     last = rows.iloc[-1]
     assert last["wall_seconds"] >= last["train_seconds"] + last["eval_seconds"] + last["startup_seconds"]
-    assert set(results.CIRCUMSTANCES) >= {"train_seconds", "eval_seconds", "startup_seconds", "wall_seconds"}
+    assert set(columns.CIRCUMSTANCES) >= {"train_seconds", "eval_seconds", "startup_seconds", "wall_seconds"}
 
 
 def test_costs_order_runs_by_their_work():
@@ -72,8 +72,8 @@ def test_batches_give_the_rows_of_one_task_per_run():
     jobs = [_job(*TINY, f"seed={s}") for s in range(3)]
     together = train(jobs, code={})
     for job_, packed in zip(jobs, together):
-        alone = results.table_of(run(job_, code={}).records).drop_columns(list(results.CIRCUMSTANCES))
-        assert packed.table.drop_columns(list(results.CIRCUMSTANCES)).equals(alone)
+        alone = results.table_of(run(job_, code={}).records).drop_columns(list(columns.CIRCUMSTANCES))
+        assert packed.table.drop_columns(list(columns.CIRCUMSTANCES)).equals(alone)
 
 
 def test_auto_trains_by_the_predicted_work_per_core(monkeypatch):

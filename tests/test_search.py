@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lab import results
+from lab import columns, results
 from lab.search import outcome, study
 from lab.search.trial import PBT_TRIAL
 from sweeping import clean_env, command, rows, sweep
@@ -44,7 +44,7 @@ def asha(tmp_path_factory):
 def test_asha_writes_every_trial_as_a_run_and_stopped_ones_keep_their_rows(asha):
     results_dir, done = asha
     table = results.load(results_dir)
-    assert list(pd.read_parquet(results_dir).columns) == results.schema().names  # the one schema
+    assert list(pd.read_parquet(results_dir).columns) == columns.schema().names  # the one schema
     trials = study.load(results_dir).get_trials()
     assert len(trials) == 6 and {t.user_attrs["runs"][0] for t in trials} == set(table["run_id"])
     status = table.groupby("run_id")["status"].agg(lambda s: set(s))

@@ -3,7 +3,7 @@ they trained; figures draw them, the summary leaves them out and says so, a grid
 
 import pandas as pd
 
-from lab import plots, results, summary, sweep
+from lab import columns, plots, results, summary, sweep
 from lab.compose import compose
 from lab.config import job
 from lab.run import run
@@ -51,5 +51,5 @@ def test_a_grid_trains_a_stopped_run_in_full(tmp_path):
     again = run(p.train[0])
     assert list(again.rows["iteration"]) == list(range(1, 11)) and (again.rows["status"] == "finished").all()
     pd.testing.assert_frame_equal(  # the stopped run's rows are the first rows of the full one
-        again.rows.drop(columns=list(results.CIRCUMSTANCES) + ["status"]).head(4),
-        stopped.rows.drop(columns=list(results.CIRCUMSTANCES) + ["status"]))
+        again.rows.drop(columns=list(columns.CIRCUMSTANCES) + ["status"]).head(4),
+        stopped.rows.drop(columns=list(columns.CIRCUMSTANCES) + ["status"]))

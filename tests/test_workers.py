@@ -14,7 +14,7 @@ import time
 import pandas as pd
 import pytest
 
-from lab import batch, results, workers
+from lab import batch, columns, results, workers
 from lab import sweep as sweep_module
 from lab.cli import plural
 from lab.compose import grid
@@ -32,7 +32,7 @@ def _jobs(tmp_path, seeds=6, *extra):
 
 
 def _without_circumstances(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=list(results.CIRCUMSTANCES)).reset_index(drop=True)
+    return frame.drop(columns=list(columns.CIRCUMSTANCES)).reset_index(drop=True)
 
 
 def _alone(job_) -> pd.DataFrame:

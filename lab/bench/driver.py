@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lab import results
+from lab import columns, results
 from lab.compose import grid
 
 # The driver (issue 11): a grid of one group choice over many seeds, of runs that take milliseconds.
@@ -144,7 +144,7 @@ def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bo
 def absorption_lines(quick: bool) -> list[str]:
     """The absorption benchmark, as the driver section prints it."""
     runs = 300 if quick else 3_000
-    lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(results.schema())} columns; "
+    lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
              "target 1,000 runs/s without checkpoints, 300 with):"]
     for checkpoints in (False, True):
         jobs, packs = _packed_runs(runs, checkpoints)
