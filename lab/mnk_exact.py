@@ -15,18 +15,16 @@ d + 1 after the j-th empty cell of position i, so the passes never search.
   value-keeping moves) in the other, and sums them where the games end.
 
 Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
-lab.mnk_exact` measures them.
+lab.bench --exact` measures them.
 """
 
 import functools
-import resource
-import time
 from typing import Callable, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from lab import cli, mnk
+from lab import mnk
 
 MAX_CELLS = 16
 """Boards the exact pass takes: 4x4 has 9.7 million reachable positions (seconds, under 1 GB);
@@ -413,51 +411,3 @@ def lowest_optimal(solved: Solved, player: int) -> Callable:
         return np.eye(solved.cells)[cell[depth][at]]
     policy.asked = 0
     return policy
-
-
-def _report(m: int, n: int, k: int) -> str:
-    """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
-    peak_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    started, before = time.perf_counter(), peak_mb()
-    solved = solve(m, n, k)
-    seconds, found = time.perf_counter() - started, counts(solved)
-    held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
-    lines = [f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in "
-             f"{seconds:.1f} s; arrays {held:.0f} MB, peak RSS {peak_mb():.0f} MB "
-             f"({before:.0f} before)",
-             f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
-             f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, "
-             f"{found['draws']:,} draws; value: {int(solved.value[0][0]):+d} (X's view)",
-             f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in OPPONENTS)
-             + "  win/draw/loss %"]
-    for name in (*OPPONENTS, "lowest optimal"):
-        for player in (1, 2):
-            policy = lowest_optimal(solved, player) if name == "lowest optimal" else name
-            started = time.perf_counter()
-            result = exact(solved, policy, player)
-            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in RESULTS)
-                      for o in OPPONENTS]
-            lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
-                         + "".join(f"{s:>18}" for s in shares)
-                         + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))
-    return "\n".join(lines + [f"peak RSS {peak_mb():.0f} MB"])
-
-
-def main(argv=None) -> None:
-    parser = cli.ArgumentParser(prog="python -m lab.mnk_exact", description=(
-        "Enumerate and solve an m,n,k board (at most 16 cells), then time the exact evaluation "
-        "of the random, onestep and perfect players (uniform among their moves) and of a "
-        "deterministic one (the lowest optimal cell) in each seat against each of the first "
-        "three."))
-    for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):
-        parser.add_argument(key, type=int, nargs="?", default=4, help=f"{meaning} (default 4)")
-    args = parser.parse_args(argv)
-    try:
-        check_size(args.m, args.n, args.k)
-    except ValueError as refused:
-        parser.error(str(refused))
-    print(_report(args.m, args.n, args.k))
-
-
-if __name__ == "__main__":
-    main()

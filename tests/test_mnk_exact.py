@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, game, mnk, mnk_exact, opponents
+from lab.bench.exact import report as exact_report
 
 
 @pytest.fixture(scope="module")
@@ -206,17 +207,15 @@ def test_4x4_random_against_random_matches_sampled_games(four):
     assert (abs(sampled - shares) < within).all(), (sampled, shares)
 
 
-def test_the_command_refuses_a_board_too_big_in_one_line(capsys):
-    with pytest.raises(SystemExit):
-        mnk_exact.main(["5", "5", "4"])
-    assert capsys.readouterr().err.splitlines() == [  # one line, as every command answers (lab.cli)
-        "error: python -m lab.mnk_exact: the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
-        "positions; 20 cells: up to 740 million), got m=5, n=5: 25 (see python -m lab.mnk_exact --help)"]
+def test_a_board_too_big_is_refused_in_one_line():
+    with pytest.raises(ValueError) as refused:
+        mnk_exact.solve(5, 5, 4)
+    assert str(refused.value) == ("the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
+                                  "positions; 20 cells: up to 740 million), got m=5, n=5: 25")
 
 
-def test_the_command_reports_counts_value_and_timings(capsys):
-    mnk_exact.main(["3", "3", "3"])
-    lines = capsys.readouterr().out.splitlines()
+def test_the_benchmark_reports_counts_value_and_timings():
+    lines = exact_report(3, 3, 3).splitlines()
     assert lines[0].startswith("3x3 k3: 5,478 positions, enumerated and solved in ")
     assert lines[2] == "terminal: 626 X wins, 316 O wins, 16 draws; value: +0 (X's view)"
     assert lines[4].split()[:5] == ["random", "X", lines[4].split()[2], "58.5/12.7/28.8", "39.5/8.3/52.2"]

@@ -14,10 +14,12 @@ the report section (`--report` alone): the end of a sweep over a finished 10,000
 configurations (figures, summary, report), timed, and the report's size. And the boards section
 (`--boards` alone, issue 26): uniformly random games per second of the lab's m,n,k engine
 (lab/mnk.py) on 3x3, 4x4 and 5x5 beside OpenSpiel's `mnk` game (the boards extra), and the ratio.
+The exact section (`--exact` alone): 4x4 enumerated and solved (lab.mnk_exact), then a policy's
+exact evaluation timed for each fixed player.
 The cluster section (`--cluster` alone: root, SLURM and a checkout of the lab) runs the parallel
 grid with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine,
 tests/cluster/cluster.sh).
 
 One module per section (throughput: the in-process measurements; driver, parallel, search, report,
-boards, cluster), and `python -m lab.bench` (__main__) runs them.
+boards, exact, cluster), and `python -m lab.bench` (__main__) runs them.
 """

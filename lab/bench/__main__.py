@@ -1,4 +1,4 @@
-"""`python -m lab.bench [--quick] [--driver] [--parallel] [--search] [--report] [--boards] [--cluster]`."""
+"""`python -m lab.bench [--quick] [--driver] [--parallel] [--search] [--report] [--boards] [--exact] [--cluster]`."""
 
 import argparse
 import sys
@@ -8,6 +8,7 @@ from lab import cli
 from lab.bench.boards import boards_section
 from lab.bench.cluster import cluster_section
 from lab.bench.driver import driver_section
+from lab.bench.exact import exact_section
 from lab.bench.parallel import parallel_section
 from lab.bench.report import report_section
 from lab.bench.search import search_section
@@ -34,13 +35,16 @@ def _bench() -> None:
     parser.add_argument("--report", action="store_true", help="only the report section")
     parser.add_argument("--boards", action="store_true",
                         help="only the boards section: random games on 3x3, 4x4, 5x5 against OpenSpiel's")
+    parser.add_argument("--exact", action="store_true",
+                        help="only the exact pass on 4x4 (3x3 with --quick): solving it, then exact() per player")
     parser.add_argument("--cluster", action="store_true",
                         help="only the cluster section: 2 SLURM nodes against 1 (root, SLURM, a checkout)")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 5.0
     only = [section for flag, section in ((args.driver, driver_section), (args.parallel, parallel_section),
                                           (args.search, search_section), (args.report, report_section),
-                                          (args.boards, boards_section), (args.cluster, cluster_section)) if flag]
+                                          (args.boards, boards_section), (args.exact, exact_section),
+                                          (args.cluster, cluster_section)) if flag]
     if only:
         for section in only:
             section(args.quick)
@@ -69,6 +73,7 @@ def _bench() -> None:
     search_section(args.quick)
     report_section(args.quick)
     boards_section(args.quick)
+    exact_section(args.quick)
 
 
 if __name__ == "__main__":

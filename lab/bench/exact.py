@@ -1,0 +1,49 @@
+"""The exact pass on 4x4 (`--exact`, issue 26): enumerating and solving the board, its counts and
+value, then exact() timed for each fixed player and a deterministic one (the lowest optimal cell)
+in each seat against random, onestep and perfect; 3x3 with --quick."""
+
+import resource
+import time
+
+from lab import mnk_exact
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _solved_lines(m: int, n: int, k: int) -> tuple[mnk_exact.Solved, list[str]]:
+    """The board solved, timed, with its counts and value."""
+    started, before = time.perf_counter(), _peak_mb()
+    solved = mnk_exact.solve(m, n, k)
+    seconds, found = time.perf_counter() - started, mnk_exact.counts(solved)
+    held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
+    return solved, [
+        f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in {seconds:.1f} s; "
+        f"arrays {held:.0f} MB, peak RSS {_peak_mb():.0f} MB ({before:.0f} before)",
+        f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
+        f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, {found['draws']:,} draws; "
+        f"value: {int(solved.value[0][0]):+d} (X's view)"]
+
+
+def report(m: int, n: int, k: int) -> str:
+    """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
+    solved, lines = _solved_lines(m, n, k)
+    lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in mnk_exact.OPPONENTS)
+                 + "  win/draw/loss %")
+    for name in (*mnk_exact.OPPONENTS, "lowest optimal"):
+        for player in (1, 2):
+            policy = mnk_exact.lowest_optimal(solved, player) if name == "lowest optimal" else name
+            started = time.perf_counter()
+            result = mnk_exact.exact(solved, policy, player)
+            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in mnk_exact.RESULTS)
+                      for o in mnk_exact.OPPONENTS]
+            lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
+                         + "".join(f"{s:>18}" for s in shares)
+                         + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))
+    return "\n".join(lines + [f"peak RSS {_peak_mb():.0f} MB"])
+
+
+def exact_section(quick: bool) -> None:
+    """The exact pass on 4x4 (3x3 with quick), timed."""
+    print(report(3, 3, 3) if quick else report(4, 4, 4), flush=True)
