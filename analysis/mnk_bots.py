@@ -12,7 +12,8 @@ import argparse
 import time
 
 from lab import cli, mnk, stats
-from lab.mnk_bots import bot, outcome_rates, play_match
+from lab.mnk_bots import bot, play_match
+from lab.mnk_evaluate import outcome_rates
 
 BOARDS = ((4, 4, 4), (5, 5, 4))
 """(m, n, k): issue 26's boards"""

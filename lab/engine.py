@@ -12,9 +12,8 @@ the kernel (numba.extending.overload), so nothing is decided while games are pla
   lab.mnk_bots bots (`RuleBots`, or `Bots` with the tree of those that search), a learner's
   table a lab.mnk_table table of the positions visited.
 
-On each engine the functions draw from the kernels' random stream exactly as that engine's
-learners always drew (lab.game's helpers on 3x3, lab.mnk's and lab.mnk_bots' elsewhere), so a
-learner written once gives the rows its two twins gave, on every board.
+The functions draw from the kernels' random stream as lab.game's helpers do on 3x3 and lab.mnk's
+and lab.mnk_bots' elsewhere, so the rows of the learners' former per-board twins are kept.
 
 Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
 
@@ -38,7 +37,6 @@ from lab import game, mnk, mnk_bots, mnk_table
 
 DRAW = 2
 """A game's result when nobody completed a line (the tally's third entry)"""
-
 
 AFTER, TERMINAL, WINNER, LEGAL = 0, 9, 10, 11
 """The columns of the tabulated engine's rows (one row per 3x3 board code): AFTER + cell the code
@@ -413,7 +411,6 @@ def _room(table, positions):
 
 
 # The same game, seen from Python: what a learner needs of the positions its kernel recorded.
-
 def records(positions: np.ndarray, games: int) -> np.ndarray:
     """A kernel's `history(g, games * cells)` of each game's positions ply by ply, as one row per
     game: (games, cells) codes on 3x3, (games, cells, 2) (x, o) bitboards elsewhere."""

@@ -1,4 +1,4 @@
-"""Fixed opponents on any m,n,k board (lab.mnk), compiled, and their evaluation by games.
+"""Fixed opponents on any m,n,k board (lab.mnk), compiled, and their games.
 
 The bots, each chosen by a spec (`bot(name, simulations)`):
 
@@ -25,10 +25,8 @@ search tree, preallocated arrays with one node per position reached, a node's ch
 contiguous (a simulation expands at most one node, with a child per legal move, so a search of S
 simulations needs at most 1 + S * cells nodes); and perfect's table, where the board is solved.
 
-Evaluation is sampled: `play_match` plays games between two bots and tallies them;
-`outcome_rates` turns a tally into win/draw/loss shares of one seat, each with its 95% Wilson
-interval (lab.stats), marked `evaluation: "games"` (lab.evaluate's 3x3 figures are exact).
-`lab.stats.games_needed(0.02)` = 9,600 games make every interval at most 2 points wide.
+`play_match` plays games between two bots and tallies them (lab.mnk_evaluate.outcome_rates
+makes a tally shares with intervals).
 """
 
 import functools
@@ -37,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import mnk_exact, stats
+from lab import mnk_exact
 from lab.mnk import empty_mask, random_move, wins
 
 ANY_BOARD = ("random", "onestep", "block", "mcts")
@@ -54,8 +52,6 @@ EXPLORATION = 0.5
 """UCB1's exploration constant (rewards in [0, 1]), chosen by measurement on 5x5 k4 at 1,000
 simulations: with 0.5 the search prevented an open three (tests/test_mnk_bots.py) in 20 of 20 seeds
 and lost 1 game of 1,000 as O to onestep; with UCB1's textbook sqrt(2), 16 of 20 and 3 of 400."""
-EVALUATION = "games"
-"""How outcome_rates' figures were obtained: sampled by games (lab.evaluate's are exact)."""
 
 
 class Bot(NamedTuple):
@@ -434,19 +430,3 @@ def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
 def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
     """The cell `player` plays in the one position (x, o): moves' for a single position."""
     return int(moves(shape, player, [x], [o], seed)[0])
-
-
-def outcome_rates(tally, seat: int) -> dict:
-    """The win/draw/loss shares, from seat `seat`'s side (1 X, 2 O), of a tally [X wins, O wins,
-    draws]: {evaluation: "games", games, win, win_low, win_high, draw, ..., loss, ...}, each
-    share with its 95% Wilson interval."""
-    if seat not in (1, 2):
-        raise ValueError(f"seat must be 1 (X) or 2 (O), got {seat!r}")
-    x_wins, o_wins, draws = (int(n) for n in tally)
-    games = x_wins + o_wins + draws
-    rates = {"evaluation": EVALUATION, "games": games}
-    counts = {"win": x_wins, "draw": draws, "loss": o_wins} if seat == 1 else \
-        {"win": o_wins, "draw": draws, "loss": x_wins}
-    for key, count in counts.items():
-        rates[key], rates[f"{key}_low"], rates[f"{key}_high"] = stats.wilson(count, games)
-    return rates

@@ -3,7 +3,8 @@
 Exact where lab.mnk_exact can enumerate the board (at most 16 cells: 4x4 included), against
 random, onestep and perfect; the board is solved once per process (about 3 s and 0.3 GB on 4x4)
 and kept. Elsewhere by games (lab.mnk_bots): `eval_games` games in each seat against random and
-the run's opponent (onestep in self-play), each share with its 95% Wilson interval. Every
+the run's opponent (onestep in self-play), each share with its 95% Wilson interval
+(`outcome_rates`; lab.stats.games_needed(0.02) = 9,600 games make each at most 2 points wide). Every
 evaluated row says which in its `evaluation` column ("exact" or "games"). The columns are named
 as 3x3's (lab.evaluate.column: eval_p<seat>_<opponent>_<result>), so random and onestep shares
 land in the same columns on every board; a rate by games adds <result>_low, <result>_high and
@@ -18,13 +19,14 @@ import functools
 
 import numpy as np
 
-from lab import mnk_bots, mnk_exact
+from lab import mnk_bots, mnk_exact, stats
 from lab.evaluate import column
 from lab.knobs import RunConfig
 
 EXACT = "exact"
 """The `evaluation` column of a row evaluated by lab.mnk_exact (GAMES: by games)"""
-GAMES = mnk_bots.EVALUATION
+GAMES = "games"
+"""The `evaluation` column of a row evaluated by games"""
 RESULTS = ("win", "draw", "loss")
 OPPONENTS = tuple(dict.fromkeys((*mnk_exact.OPPONENTS, *mnk_bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (mnk_exact) or by games (the bots)"""
@@ -62,7 +64,7 @@ def evaluation(agent, run: RunConfig) -> dict:
     out = {"evaluation": GAMES}
     for seat in run.seats:
         for bot in bots(run):
-            rates = mnk_bots.outcome_rates(agent.play(bot, seat, run.eval_games, run.seed), seat)
+            rates = outcome_rates(agent.play(bot, seat, run.eval_games, run.seed), seat)
             out.update({column(seat, f"{bot.name}_{key}"): value for key, value in rates.items()
                         if key != "evaluation"})
     return out
@@ -71,3 +73,19 @@ def evaluation(agent, run: RunConfig) -> dict:
 def bitboard_policy(agent):
     """The agent's policy as mnk_exact.exact takes a function: (X's stones, O's stones) -> rows."""
     return lambda x, o: agent.policy(np.stack([x, o], axis=1))
+
+
+def outcome_rates(tally, seat: int) -> dict:
+    """The win/draw/loss shares, from seat `seat`'s side (1 X, 2 O), of a tally [X wins, O wins,
+    draws]: {evaluation: "games", games, win, win_low, win_high, draw, ..., loss, ...}, each
+    share with its 95% Wilson interval."""
+    if seat not in (1, 2):
+        raise ValueError(f"seat must be 1 (X) or 2 (O), got {seat!r}")
+    x_wins, o_wins, draws = (int(n) for n in tally)
+    games = x_wins + o_wins + draws
+    rates = {"evaluation": GAMES, "games": games}
+    counts = {"win": x_wins, "draw": draws, "loss": o_wins} if seat == 1 else \
+        {"win": o_wins, "draw": draws, "loss": x_wins}
+    for key, count in counts.items():
+        rates[key], rates[f"{key}_low"], rates[f"{key}_high"] = stats.wilson(count, games)
+    return rates

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from lab import evaluate, mnk, opponents, stats
-from lab.mnk_bots import Bot, bot, choose, moves, outcome_rates, play_match
+from lab.mnk_bots import Bot, bot, choose, moves, play_match
+from lab.mnk_evaluate import outcome_rates
 
 FIVE = mnk.board(5, 5, 4)
 THREE = mnk.board(3, 3, 3)

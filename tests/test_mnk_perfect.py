@@ -10,7 +10,8 @@ import pytest
 from lab import columns, evaluate, mnk, mnk_bots, mnk_ceiling, mnk_evaluate, mnk_exact
 from lab.compose import compose
 from lab.config import job
-from lab.mnk_bots import bot, choose, outcome_rates, play_match
+from lab.mnk_bots import bot, choose, play_match
+from lab.mnk_evaluate import outcome_rates
 from lab.run import run
 
 FOUR = mnk.board(4, 4, 4)
