@@ -70,7 +70,7 @@ def test_an_ensemble_is_measured_at_every_size(make_learner, tmp_path):
     learner.iterate()
     agent = learner.agent()
     assert agent.members.shape == (3, game.N_CODES, 9)
-    np.testing.assert_array_equal(agent.members.sum(axis=0), agent.q)
+    np.testing.assert_array_equal(agent.members.sum(axis=0), agent.table)
     path = tmp_path / "ensemble.npz"
     agent.save(path)
     restored = agents.load(path)

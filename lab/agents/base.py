@@ -266,32 +266,16 @@ class Algorithm:
     self_play: bool
     """whether it also trains with opponent=self"""
     BoardAgent: type | None = None
-    """its trained agent on bigger m,n,k boards, which plays bitboards (as lab.mnk_evaluate takes
-    it), where `Agent` plays 3x3's board codes; None: it trains on 3x3 only"""
+    """its trained agent on bigger m,n,k boards: `Agent` itself where one class plays every board
+    (the tabular learners'), else another class (mc_vfa's, q_net's and alphazero's, for now);
+    None: it trains on 3x3 only"""
     BoardLearner: type[Learner] | None = None
-    """its learner on bigger boards where that is another class than `Learner` (q_net's and
-    alphazero's, for now)"""
+    """its learner on bigger boards where that is another class than `Learner` (alphazero's, for
+    now)"""
 
     def learner(self, bigger_board: bool) -> type[Learner]:
         """The Learner class that trains a run on 3x3, or on a bigger board with bigger_board."""
         return self.BoardLearner or self.Learner if bigger_board else self.Learner
-
-
-class QTableAgent(Agent):
-    """Plays the move of highest Q in a (3^9, 9) table of Q(position, move)."""
-
-    def __init__(self, q: np.ndarray):
-        self.q = q
-
-    def scores(self, codes):
-        return self.q[codes]
-
-    def arrays(self):
-        return {"q": self.q}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(np.asarray(arrays["q"], dtype=float))
 
 
 OTHER = "other_"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab import engine, game, mnk, mnk_bots, opponents
-from lab.agents import base, mnk_tabular, net_games
+from lab.agents import base, tabular, net_games
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
@@ -220,7 +220,7 @@ class BoardAgent(base.Agent):
         return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
 
 
-class Learner(mnk_tabular.Learner):
+class Learner(tabular.Learner):
     DERIVED = ("game", "opponent", "inputs")
 
     def __init__(self, knobs: Config, run: RunConfig):

@@ -40,8 +40,8 @@ import numpy as np
 from numba import njit
 
 from lab import engine, evaluate, game, mnk_table
-from lab.agents import base, mnk_tabular
-from lab.knobs import Knobs, RunConfig, require
+from lab.agents import base, tabular
+from lab.knobs import TTT, Knobs, RunConfig, require
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,15 @@ class Config(Knobs):
         require(self.ensemble >= 1, "ensemble", self.ensemble, "a positive integer")
 
 
-class Agent(base.QTableAgent):
-    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move.
-    An ensemble's agent also keeps its members' tables (`members`, K x N_CODES x 9), so it can be
-    measured at every ensemble size (`by_size`)."""
+class Agent(tabular.Agent):
+    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move. On
+    3x3 an ensemble's agent also keeps its members' tables (`members`, K x N_CODES x 9), so it
+    can be measured at every ensemble size (`by_size`)."""
 
     algorithm = "negamax_q"
 
-    def __init__(self, q: np.ndarray, members: np.ndarray | None = None):
-        super().__init__(q)
+    def __init__(self, table, shape=TTT, reading=None, members: np.ndarray | None = None):
+        super().__init__(table, shape, reading)
         self.members = members
 
     def arrays(self):
@@ -83,22 +83,17 @@ class Agent(base.QTableAgent):
 
     @classmethod
     def from_arrays(cls, arrays):
+        agent = super().from_arrays(arrays)
         members = arrays.get("members")
-        return cls(np.asarray(arrays["q"], dtype=float),
-                   None if members is None else np.asarray(members, dtype=float))
-
-
-class BoardAgent(mnk_tabular.Agent):
-    """Agent on a bigger board: the move of highest Q, summed over the ensemble."""
-
-    algorithm = "negamax_q"
+        agent.members = None if members is None else np.asarray(members, dtype=float)
+        return agent
 
 
 def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
     """Write-up 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
     the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
     members, seat and exact()'s measures."""
-    members = agent.members if agent.members is not None else agent.q[None]
+    members = agent.members if agent.members is not None else agent.table[None]
     totals = np.cumsum(members, axis=0)
     return [{"members": k + 1, "seat": seat, **evaluate.exact(Agent(totals[k]), seat)}
             for k in range(len(members)) for seat in seats]
@@ -217,7 +212,7 @@ def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: g
     return game.tally(np.array(winners))
 
 
-class Learner(mnk_tabular.Learner):
+class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         if self.dense():
@@ -239,17 +234,17 @@ class Learner(mnk_tabular.Learner):
             played = train(self.game, table, self.opponent, self.games, episodes, self.params, tally)
             self.games += played
             return played
-        mnk_tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
+        tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def memory(self) -> dict:
-        return mnk_tabular.memory(self.q)
+        return tabular.memory(self.q)
 
-    def agent(self) -> Agent | BoardAgent:
+    def agent(self) -> Agent:
         if isinstance(self.q, np.ndarray):
-            return Agent(self.q.sum(axis=0), self.q.copy() if len(self.q) > 1 else None)
-        reading = mnk_tabular.Reading(False, 0.0, self.knobs.ensemble)
-        return BoardAgent(self.q.copy(), self.run.game, reading)
+            return Agent(self.q.sum(axis=0), members=self.q.copy() if len(self.q) > 1 else None)
+        reading = tabular.Reading(False, 0.0, self.knobs.ensemble)
+        return Agent(self.q.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
+ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True, BoardAgent=Agent)

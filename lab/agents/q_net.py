@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab import engine, game
-from lab.agents import base, mc_vfa, mnk_tabular, net_games
+from lab.agents import base, mc_vfa, tabular, net_games
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
@@ -141,7 +141,7 @@ class BoardAgent(mc_vfa.BoardAgent):
         return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
 
 
-class Learner(mnk_tabular.Learner):
+class Learner(tabular.Learner):
     DERIVED = ("game", "opponent", "epsilons", "pairs")  # rebuilt on restore (`iteration` is kept)
 
     def __init__(self, knobs: Config, run: RunConfig):

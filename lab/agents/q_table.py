@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from lab import engine, game, mnk_table
-from lab.agents import base, mnk_tabular
+from lab.agents import base, tabular
 from lab.knobs import Knobs, RunConfig, require
 
 
@@ -45,20 +45,16 @@ class Config(Knobs):
                 self.epsilon_decay_per_game, "in (0, 1]")
 
 
-class Agent(base.QTableAgent):
-    """Plays the move of highest Q; positions it never trained on score 0 (ties: any move)."""
+READING = tabular.Reading(afterstates=False, draw_value=0.0, members=1)
+"""How its table scores moves: a Q value per cell"""
+
+
+class Agent(tabular.Agent):
+    """Plays the move of highest Q; positions it never trained on score 0 (ties: any move). On a
+    bigger board its table holds the positions it moved from."""
 
     algorithm = "q_table"
-
-
-class BoardAgent(mnk_tabular.Agent):
-    """Agent on a bigger board: its table holds the positions it moved from."""
-
-    algorithm = "q_table"
-
-
-READING = mnk_tabular.Reading(afterstates=False, draw_value=0.0, members=1)
-"""How a bigger board's table scores moves: a Q value per cell"""
+    READING = READING
 
 
 class Params(NamedTuple):
@@ -148,7 +144,7 @@ def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
     return epsilon, game.tally(np.array(winners))
 
 
-class Learner(mnk_tabular.Learner):
+class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         if self.dense():
@@ -170,19 +166,17 @@ class Learner(mnk_tabular.Learner):
             played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
                                          tally)
             return played
-        mnk_tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
+        tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def exploration(self) -> float:
         return float(self.epsilon)  # the last game's: epsilon decays before every game
 
     def memory(self) -> dict:
-        return mnk_tabular.memory(self.q)
+        return tabular.memory(self.q)
 
-    def agent(self) -> Agent | BoardAgent:
-        if isinstance(self.q, np.ndarray):
-            return Agent(self.q.copy())
-        return BoardAgent(self.q.copy(), self.run.game, READING)
+    def agent(self) -> Agent:
+        return Agent(self.q.copy(), self.run.game, READING)
 
 
-ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False, BoardAgent=BoardAgent)
+ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False, BoardAgent=Agent)

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from lab import engine, game, mnk_table
-from lab.agents import base, mnk_tabular
+from lab.agents import base, tabular
 from lab.knobs import Knobs, RunConfig, require
 
 
@@ -58,30 +58,12 @@ UPDATES = ("td", "end_of_game")
 """The values of the `update` knob (see the module doc)."""
 
 
-class Agent(base.Agent):
+class Agent(tabular.Agent):
     """Plays the move to the afterstate of highest value."""
 
     algorithm = "td_value"
-
-    def __init__(self, values: np.ndarray):
-        self.values = values
-
-    def scores(self, codes):
-        after = game.AFTER[codes]
-        return np.where(after >= 0, self.values[np.maximum(after, 0)], -np.inf)
-
-    def arrays(self):
-        return {"values": self.values}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        return cls(np.asarray(arrays["values"], dtype=float))
-
-
-class BoardAgent(mnk_tabular.Agent):
-    """Agent on a bigger board: plays the move to the afterstate of highest value."""
-
-    algorithm = "td_value"
+    DENSE = "values"
+    READING = tabular.Reading(afterstates=True, draw_value=0.0, members=1)  # 3x3's table holds draws' values
 
 
 def initial_values(draw_value: float) -> np.ndarray:
@@ -210,7 +192,7 @@ def reference_train(v, opponent_moves, n, params, stream: game.Stream):
     return game.tally(np.array(winners))
 
 
-class Learner(mnk_tabular.Learner):
+class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         if self.dense():
@@ -229,17 +211,15 @@ class Learner(mnk_tabular.Learner):
 
         def play(table, episodes: int) -> int:
             return train(self.game, table, self.opponent, episodes, self.params, tally)
-        mnk_tabular.play_all(self.values, self.params.per_game, self.run.episodes_per_update, play)
+        tabular.play_all(self.values, self.params.per_game, self.run.episodes_per_update, play)
         return tally
 
     def memory(self) -> dict:
-        return mnk_tabular.memory(self.values)
+        return tabular.memory(self.values)
 
-    def agent(self) -> Agent | BoardAgent:
-        if isinstance(self.values, np.ndarray):
-            return Agent(self.values.copy())
-        reading = mnk_tabular.Reading(True, self.knobs.draw_value, 1)
-        return BoardAgent(self.values.copy(), self.run.game, reading)
+    def agent(self) -> Agent:
+        reading = tabular.Reading(True, self.knobs.draw_value, 1)
+        return Agent(self.values.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
+ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True, BoardAgent=Agent)

@@ -1,6 +1,6 @@
-"""What the tabular learners share: their Learners' start (the game's engine, the fixed opponent),
-and on bigger m,n,k boards reading a move's score off a table of visited positions
-(lab.mnk_table), greedy play on it, and the trained agent.
+"""What the tabular learners share: their Learners' start (the game's engine, the fixed opponent)
+and their trained agent, one class for every board: on 3x3 it reads a dense table, on bigger
+m,n,k boards a move's score off a table of visited positions (lab.mnk_table).
 
 q_table, td_value and negamax_q (each one module for every board, lab.engine) differ in what their
 rows hold here, which `Reading` says:
@@ -18,6 +18,7 @@ from numba import njit
 from lab import engine, game, mnk, mnk_bots, opponents
 from lab.agents import base
 from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.knobs import TTT
 from lab.mnk import best_cell, empty_mask, place
 from lab.mnk_bots import cells_in
 from lab.mnk_table import Table, find
@@ -104,20 +105,35 @@ def play_games(board, t, reading, kinds, simulations, tree, n):
 
 
 class Agent(base.Agent):
-    """Plays greedily from its table of visited positions on the board `shape` (m, n, k), in
-    either seat; subclasses name the algorithm."""
+    """Plays greedily from its table, in either seat, on the board `shape` (m, n, k): on 3x3 a
+    dense array with a row per board code (a Q row per code, or a value per code read at the
+    code after each move), elsewhere a table of visited positions; `reading` says how the rows
+    score moves. Subclasses name the algorithm, the dense array in a checkpoint and the reading a
+    3x3 table is read by."""
 
-    def __init__(self, table: Table, shape: tuple, reading: Reading):
-        self.table, self.shape, self.reading = table, tuple(shape), reading
-        self.board = mnk.board(*self.shape)
+    DENSE = "q"
+    """the name of a 3x3 table among the checkpoint's arrays"""
+    READING = Reading(afterstates=False, draw_value=0.0, members=1)
+    """how a 3x3 table is read (a bigger board's checkpoint says its own)"""
+
+    def __init__(self, table, shape: tuple = TTT, reading: Reading | None = None):
+        self.table, self.shape, self.reading = table, tuple(shape), reading or self.READING
+        self.dense = isinstance(table, np.ndarray)
+        self.board = None if self.dense else mnk.board(*self.shape)
 
     def scores(self, positions):
+        if self.dense:  # 3x3's codes index the rows; finished afterstates hold their fixed values
+            if not self.reading.afterstates:
+                return self.table[positions]
+            after = game.AFTER[positions]
+            return np.where(after >= 0, self.table[np.maximum(after, 0)], -np.inf)
         positions = np.asarray(positions, np.uint64).reshape(-1, 2)
         return score_rows(self.board, self.table.view(), self.reading, positions[:, 0], positions[:, 1])
 
     def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
-        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
+        `opponent` on a bigger board, drawn with `seed`; the compiled kernels' random stream is
+        left as it was."""
         kinds = np.array([mnk_bots.NAMES.index(opponent.name)] * 2, np.int64)
         kinds[seat - 1] = TABLE
         simulations = np.full(2, opponent.simulations, np.int64)
@@ -129,12 +145,16 @@ class Agent(base.Agent):
         return tally
 
     def arrays(self) -> dict:
+        if self.dense:
+            return {self.DENSE: self.table}
         return {**self.table.compact(), "default": np.array(self.table.default),
                 **{name: np.array(value) for name, value in self.reading._asdict().items()},
                 "board": np.array(self.shape)}
 
     @classmethod
     def from_arrays(cls, arrays) -> "Agent":
+        if "board" not in arrays:
+            return cls(np.asarray(arrays[cls.DENSE], dtype=float))
         table = Table.from_entries(arrays["x"], arrays["o"], arrays["values"], float(arrays["default"]))
         reading = Reading(bool(arrays["afterstates"]), float(arrays["draw_value"]),
                           int(arrays["members"]))
