@@ -113,7 +113,7 @@ def test_a_checkpoint_round_trip_gives_the_same_policy(tmp_path):
     path = tmp_path / "agent.npz"
     path.write_bytes(agent.to_bytes())
     loaded = agents.load(path)
-    assert isinstance(loaded, q_net.BoardAgent) and loaded.shape == (5, 5, 4)
+    assert isinstance(loaded, q_net.Agent) and loaded.shape == (5, 5, 4)
     rng = np.random.default_rng(0)
     x = rng.integers(0, 1 << 25, 200, dtype=np.uint64)
     o = rng.integers(0, 1 << 25, 200, dtype=np.uint64) & ~x

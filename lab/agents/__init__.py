@@ -6,9 +6,8 @@ whose fields each have a one-line docstring; defaults live in `conf/algorithm/<n
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
 search.) An algorithm that also trains on bigger m,n,k boards names its agent there in its
-record (`BoardAgent`: the tabular learners' `Agent` plays every board, tabular.py; mc_vfa's and
-q_net's are another class in the same module); alphazero trains there by a module of its own, for
-now (mnk_alphazero.py, whose `ALGORITHM` is the whole record).
+record (`BoardAgent`: its `Agent` itself, which plays every board); alphazero trains there by a
+module of its own, for now (mnk_alphazero.py, whose `ALGORITHM` is the whole record).
 """
 
 import functools

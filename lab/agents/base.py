@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import engine, game
+from lab import engine, game, mnk, mnk_bots
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT, Knobs, RunConfig, side
@@ -266,9 +266,8 @@ class Algorithm:
     self_play: bool
     """whether it also trains with opponent=self"""
     BoardAgent: type | None = None
-    """its trained agent on bigger m,n,k boards: `Agent` itself where one class plays every board
-    (the tabular learners'), else another class (mc_vfa's, q_net's and alphazero's, for now);
-    None: it trains on 3x3 only"""
+    """its trained agent on bigger m,n,k boards: `Agent` itself where one class plays every board,
+    another class where it does not (alphazero's, for now); None: it trains on 3x3 only"""
     BoardLearner: type[Learner] | None = None
     """its learner on bigger boards where that is another class than `Learner` (alphazero's, for
     now)"""
@@ -283,27 +282,51 @@ OTHER = "other_"
 
 
 class NetAgent(Agent):
-    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O); trained in
-    self-play, a second MLP, `other`, for the other seat. With `symmetry` its nets see every
-    board as its canonical image (lab.game.CANONICAL)."""
+    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O), on the board
+    `shape`; trained in self-play, a second MLP, `other`, for the other seat. With `symmetry`
+    (3x3's) its nets see every board as its canonical image (lab.game.CANONICAL). Subclasses
+    score moves, and say how their compiled greedy games are played (`games`, bigger boards)."""
 
-    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False):
-        self.net = net
-        self.player = player
-        self.other = other
-        self.symmetry = symmetry
+    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False,
+                 shape: tuple = TTT):
+        self.net, self.player, self.other, self.symmetry = net, player, other, symmetry
+        self.shape = tuple(shape)
+        self.board = None if self.shape == TTT else mnk.board(*self.shape)
+
+    def seat_net(self, seat: int) -> MLP:
+        """The net that plays seat `seat`."""
+        return self.net if seat == self.player or self.other is None else self.other
 
     def outputs(self, x: np.ndarray, net: MLP | None = None) -> np.ndarray:
         """Output 0 of the net (`net`, else the agent's) at each row of a batch x."""
         return (net or self.net)(x)[:, 0]
 
+    def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
+        """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`
+        against lab.mnk_bots bot `opponent`, drawn with `seed`; the compiled kernels' random
+        stream is left as it was."""
+        kinds = [mnk_bots.NAMES.index(opponent.name)] * 2
+        board, net = self.board, self.seat_net(seat).compiled()
+        bots = engine.bots(kinds, opponent.simulations, lambda: mnk_bots.tree(board, opponent.simulations))
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        results = self.games(board, (net, net), (seat == 1, seat == 2), bots, games)
+        set_kernel_stream(before)
+        return np.bincount(results, minlength=3)
+
+    @staticmethod
+    @abc.abstractmethod
+    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
+        """The results of n greedy games on engine g as the agent's algorithm plays them."""
+
     def arrays(self):
         other = {} if self.other is None else self.other.arrays(OTHER)
-        return {**self.net.arrays(), "player": np.array(self.player), **other,
-                "symmetry": np.array(self.symmetry)}
+        where = {"symmetry": np.array(self.symmetry)} if self.board is None else {"board": np.array(self.shape)}
+        return {**self.net.arrays(), "player": np.array(self.player), **other, **where}
 
     @classmethod
     def from_arrays(cls, arrays):
         other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
         symmetry = "symmetry" in arrays and bool(arrays["symmetry"])  # saved before the knob: off
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other, symmetry)
+        shape = tuple(int(v) for v in arrays["board"]) if "board" in arrays else TTT
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other, symmetry, shape)

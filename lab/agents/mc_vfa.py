@@ -24,9 +24,8 @@ net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetr
 from dataclasses import dataclass
 import numpy as np
 
-from lab import engine, game, mnk, mnk_bots, opponents
-from lab.agents import base, tabular, net_games
-from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab import engine, game, mnk, opponents
+from lab.agents import base, net_games, tabular
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
@@ -89,15 +88,21 @@ N_CODES (an extra last entry of the arrays over codes)."""
 
 
 class Agent(base.NetAgent):
-    """Plays the move whose afterstate the net values most. Trained in self-play it holds a net
-    per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
+    """Plays the move whose afterstate the net values most, on any board. Trained in self-play it
+    holds a net per seat, `net` for seat `player` and `other` for the other seat, and plays
+    either seat."""
 
     algorithm = "mc_vfa"
 
-    def scores(self, codes):
+    def scores(self, positions):
+        """The value the side to move's net gives the position after each move: -inf where
+        illegal on 3x3, filled cells scored too (and ignored) elsewhere."""
+        if self.board is not None:
+            positions = np.asarray(positions, np.uint64).reshape(-1, 2)
+            return base.by_side(self, positions, self._afterstate_values)
         if self.other is None:
-            return self.net_scores(self.net, codes)
-        codes = np.asarray(codes)
+            return self.net_scores(self.net, positions)
+        codes = np.asarray(positions)
         mine = game.TO_MOVE[codes] == side(self.player)
         out = np.empty((len(codes), 9), dtype=self.net.weights[0].dtype)
         out[mine] = self.net_scores(self.net, codes[mine])
@@ -105,7 +110,7 @@ class Agent(base.NetAgent):
         return out
 
     def net_scores(self, net: MLP, codes):
-        """(n, 9) values of each move's afterstate at `codes` by `net`, -inf where illegal."""
+        """3x3: (n, 9) values of each move's afterstate at `codes` by `net`, -inf where illegal."""
         after = np.take(game.AFTER, codes, axis=0)  # np.take: row gathers 3-5x faster than []
         if self.symmetry:
             after = np.take(FOLD, after)
@@ -118,6 +123,18 @@ class Agent(base.NetAgent):
         values = np.full(game.N_CODES + 1, -np.inf, dtype=net.weights[0].dtype)
         values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0), net)
         return values[after]
+
+    def _afterstate_values(self, seat, positions):
+        """Bigger boards: the values seat `seat`'s net gives the position after each cell."""
+        net, cells = self.seat_net(seat), self.board.m * self.board.n
+        after = mnk.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
+        after = after[:, None, :].repeat(cells, axis=1)
+        after[:, np.arange(cells), np.arange(cells)] = 1.0 if seat == 1 else -1.0
+        return net(after.reshape(-1, cells))[:, 0].reshape(len(positions), cells)
+
+    @staticmethod
+    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
+        return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
 
 
 def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
@@ -162,62 +179,6 @@ def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
         alpha *= knobs.alpha_decay_per_update
         epsilon *= knobs.epsilon_decay_per_update
     return net
-
-
-class BoardAgent(base.Agent):
-    """Plays the move whose afterstate its net values most, on a bigger board (m, n, k); trained
-    in self-play it holds a net per seat (`net` for seat `player`, `other` for the other one)."""
-
-    algorithm = "mc_vfa"
-
-    def __init__(self, net: MLP, player: int, shape: tuple, other: MLP | None = None):
-        self.net, self.player, self.shape, self.other = net, player, tuple(shape), other
-        self.board = mnk.board(*self.shape)
-
-    def seat_net(self, seat: int) -> MLP:
-        return self.net if seat == self.player or self.other is None else self.other
-
-    def scores(self, positions):
-        """The value the side to move's net gives the position after each cell (filled cells too:
-        ignored)."""
-        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
-        return base.by_side(self, positions, self._afterstate_values)
-
-    def _afterstate_values(self, seat, positions):
-        net, cells = self.seat_net(seat), self.board.m * self.board.n
-        after = mnk.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
-        after = after[:, None, :].repeat(cells, axis=1)
-        after[:, np.arange(cells), np.arange(cells)] = 1.0 if seat == 1 else -1.0
-        return net(after.reshape(-1, cells))[:, 0].reshape(len(positions), cells)
-
-    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
-        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
-        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
-        kinds = [mnk_bots.NAMES.index(opponent.name)] * 2
-        board, net = self.board, self.seat_net(seat).compiled()
-        bots = engine.bots(kinds, opponent.simulations, lambda: mnk_bots.tree(board, opponent.simulations))
-        before = kernel_stream()
-        game.seed_kernels(seed)
-        results = self.games(board, (net, net), (seat == 1, seat == 2), bots, games)
-        set_kernel_stream(before)
-        return np.bincount(results, minlength=3)
-
-    @staticmethod
-    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
-        """The results of n greedy games of net_games.play_games as the agent's algorithm plays them."""
-        return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
-
-    def arrays(self) -> dict:
-        other = {} if self.other is None else self.other.arrays(base.OTHER)
-        return {**self.net.arrays(), "player": np.array(self.player), **other,
-                "board": np.array(self.shape)}
-
-    @classmethod
-    def from_arrays(cls, arrays) -> "BoardAgent":
-        selfplay = f"{base.OTHER}linear_output" in arrays
-        other = MLP.from_arrays(arrays, base.OTHER) if selfplay else None
-        shape = tuple(int(v) for v in arrays["board"])
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), shape, other)
 
 
 class Learner(tabular.Learner):
@@ -287,8 +248,8 @@ class Learner(tabular.Learner):
     def exploration(self) -> float:
         return float(self.played_epsilon)
 
-    def agent(self) -> Agent | BoardAgent:
-        return net_games.agent(self, Agent, BoardAgent)
+    def agent(self) -> Agent:
+        return net_games.agent(self, Agent)
 
 
-ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
+ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True, BoardAgent=Agent)

@@ -64,15 +64,12 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
     return positions, cells, plies, results
 
 
-def agent(learner, Agent, BoardAgent):
-    """The agent of a net learner (mc_vfa's or q_net's) with copies of its nets as they are: its
-    Agent on 3x3 (remembered scores), its BoardAgent on the bigger boards; in self-play both
-    seats' nets, else the learner's net and seat."""
+def agent(learner, Agent):
+    """The agent of a net learner (mc_vfa's or q_net's) with copies of its nets as they are, on
+    the learner's board: in self-play both seats' nets, else the learner's net and seat."""
     nets = (learner.nets[1].copy(), 1, learner.nets[2].copy()) if len(learner.run.seats) == 2 else (
         learner.net.copy(), learner.run.player, None)
-    if tabulated(learner.game):
-        return Agent(*nets, learner.knobs.symmetry)
-    return BoardAgent(nets[0], nets[1], learner.run.game, nets[2])
+    return Agent(*nets, learner.knobs.symmetry, learner.run.game)
 
 
 def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):

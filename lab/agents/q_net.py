@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab import engine, game
-from lab.agents import base, mc_vfa, tabular, net_games
+from lab.agents import base, net_games, tabular
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
 
@@ -108,13 +108,18 @@ def pair_codes(g, symmetry: bool) -> np.ndarray:
 
 
 class Agent(base.NetAgent):
-    """Plays the legal move with the highest Q on 3x3. Trained in self-play it holds a net per
-    seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
+    """Plays the legal move with the highest Q, on any board. Trained in self-play it holds a net
+    per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
 
     algorithm = "q_net"
 
-    def scores(self, codes):
-        codes = np.asarray(codes)
+    def scores(self, positions):
+        """The side to move's net's Q of each move: -inf where illegal on 3x3, filled cells scored
+        too (and ignored) elsewhere."""
+        if self.board is not None:
+            positions = np.asarray(positions, np.uint64).reshape(-1, 2)
+            return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
+        codes = np.asarray(positions)
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
         mine = game.TO_MOVE[codes[rows]] == side(self.player)
@@ -124,21 +129,9 @@ class Agent(base.NetAgent):
             q[rows[pick], moves[pick]] = pair_q(net, engine.TTT, codes[rows[pick]], moves[pick], self.symmetry)
         return q
 
-
-class BoardAgent(mc_vfa.BoardAgent):
-    """Plays the empty cell of highest Q, on a bigger board (m, n, k); trained in self-play it
-    holds a net per seat. Checkpoints as mc_vfa's."""
-
-    algorithm = "q_net"
-
     @staticmethod
     def games(g, nets, learns, opponent, n: int) -> np.ndarray:
         return net_games.play_games(g, nets, learns, opponent, n, 0.0, pair_codes(g, False), False)[-1]
-
-    def scores(self, positions):
-        """The side to move's net's Q of each cell (filled cells too: ignored)."""
-        positions = np.asarray(positions, np.uint64).reshape(-1, 2)
-        return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
 
 
 class Learner(tabular.Learner):
@@ -221,8 +214,8 @@ class Learner(tabular.Learner):
                 error = weights[:, None] * (acts[-1] - mean_targets[:, None])
             net.descend(net.gradients(acts, error), self.knobs.alpha)
 
-    def agent(self) -> Agent | BoardAgent:
-        return net_games.agent(self, Agent, BoardAgent)
+    def agent(self) -> Agent:
+        return net_games.agent(self, Agent)
 
 
-ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True, BoardAgent=BoardAgent)
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True, BoardAgent=Agent)
