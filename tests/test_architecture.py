@@ -1,6 +1,7 @@
 """docs/architecture.md lets a reader add a seventh algorithm: following its steps in a copy of the
 repository (the code blocks captioned with a file's path, then its shell commands) gives an
-algorithm that trains through a real sweep, shows up in the knob reference and learns."""
+algorithm that trains through a real sweep on 3x3 and on 4x4, shows up in the knob reference and
+learns on both."""
 
 import re
 import shutil
@@ -65,6 +66,7 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
             link.symlink_to(Path("..") / configs)
     commands = follow(copy)
     assert commands[0] == "python -m lab.reference > docs/knobs.md" and "lab.sweep" in commands[1]
+    assert "game=mnk_4_4_4" in commands[2] and "results_dir=results/mc_table_4x4" in commands[2]
     env = clean_env(PYTHONPATH=str(copy))
     for command in commands:
         done = subprocess.run(command.replace("python ", f"{sys.executable} ", 1), shell=True, cwd=copy,
@@ -76,6 +78,10 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
     runs = pd.read_parquet(copy / "results" / "mc_table").groupby("run_id").last()
     assert len(runs) == 2 and (runs.status == "finished").all() and (runs.algorithm == "mc_table").all()
     assert (runs.eval_p1_random_win > 0.7).all(), runs.eval_p1_random_win  # a random X wins 0.585
+    on_4x4 = pd.read_parquet(copy / "results" / "mc_table_4x4").groupby("run_id").last()
+    assert len(on_4x4) == 2 and (on_4x4.status == "finished").all() and (on_4x4.m == 4).all()
+    assert (on_4x4.evaluation == "exact").all()
+    assert (on_4x4.eval_p1_random_win > 0.33).all(), on_4x4.eval_p1_random_win  # a random X wins 0.317
     checkpoint = next((copy / "results" / "mc_table" / "_checkpoints").glob("*.npz"))
     play = f"import lab.agents; print(lab.agents.load({str(checkpoint)!r}).act([1, 0, 0, 0, -1, 0, 0, 0, 0]))"
     done = subprocess.run([sys.executable, "-c", play], cwd=copy, env=env, capture_output=True, text=True)
