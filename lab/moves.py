@@ -13,8 +13,9 @@ from numba import njit
 
 from lab import engine, game
 
-MAX_CELLS = 32
-"""Boards whose positions `key` names in one int64 (5x5 and 4x8 included)"""
+MAX_CELLS = 31
+"""Boards whose positions `key` names in one non-negative int64 (5x5 included): O's stones sit
+above X's, and -1 marks a taken cell in `afterstate_keys`"""
 
 
 @njit(cache=True)

@@ -33,5 +33,5 @@ def test_on_4x4_each_afterstate_key_is_the_key_of_the_move_played():
 
 def test_a_board_too_big_for_one_int64_key_is_refused():
     g = engine.of((6, 6, 4))
-    with pytest.raises(ValueError, match="at most 32 cells, got 36"):
+    with pytest.raises(ValueError, match="at most 31 cells, got 36"):
         moves.afterstate_keys(g, np.zeros((1, 2), np.uint64))

@@ -45,16 +45,11 @@ class Config(Knobs):
                 self.epsilon_decay_per_game, "in (0, 1]")
 
 
-READING = tabular.Reading(afterstates=False, draw_value=0.0, members=1)
-"""How its table scores moves: a Q value per cell"""
-
-
 class Agent(tabular.Agent):
     """Plays the move of highest Q; positions it never trained on score 0 (ties: any move). On a
     bigger board its table holds the positions it moved from."""
 
-    algorithm = "q_table"
-    READING = READING
+    algorithm = "q_table"  # its table read as tabular.Agent's default: a Q value per cell
 
 
 class Params(NamedTuple):
@@ -176,7 +171,7 @@ class Learner(tabular.Learner):
         return tabular.memory(self.q)
 
     def agent(self) -> Agent:
-        return Agent(self.q.copy(), self.run.game, READING)
+        return Agent(self.q.copy(), self.run.game)
 
 
 ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False, BoardAgent=Agent)
