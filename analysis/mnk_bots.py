@@ -1,4 +1,4 @@
-"""Every pairing of the fixed bots on 4x4 and 5x5 with four in a row (lab.mnk_bots): X's win,
+"""Every pairing of the fixed bots on 4x4 and 5x5 with four in a row (lab.game.bots): X's win,
 draw and loss shares with their 95% Wilson intervals, sampled by games, and games per second.
 
     python analysis/mnk_bots.py [--games N] [--mcts-games N] [--seed N]
@@ -11,9 +11,10 @@ to 6 points wide), MCTS at 1,000 simulations being some 1,000 times slower per g
 import argparse
 import time
 
-from lab import cli, mnk, stats
-from lab.mnk_bots import bot, play_match
-from lab.mnk_evaluate import outcome_rates
+from lab import cli, stats
+from lab.game import bitboards
+from lab.game.bots import bot, play_match
+from lab.evaluate_bitboards import outcome_rates
 
 BOARDS = ((4, 4, 4), (5, 5, 4))
 """(m, n, k): issue 26's boards"""
@@ -26,7 +27,7 @@ def share(rates: dict, key: str) -> str:
 
 
 def board_table(m: int, n: int, k: int, games: int, mcts_games: int, seed: int) -> str:
-    shape = mnk.board(m, n, k)
+    shape = bitboards.board(m, n, k)
     play_match(shape, bot("mcts", 10), bot("random"), 1, seed)  # compile before timing
     lines = [f"{m}x{n} k{k}: X's results in %, 95% Wilson intervals (evaluation: games)",
              f"{'X':<10} {'O':<10} {'games':>6}  {'X wins':<20} {'draws':<20} {'O wins':<20} {'games/s':>9}"]

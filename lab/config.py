@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, mnk, mnk_bots, mnk_exact, opponents, stats
+from lab import agents, game, opponents, stats
+from lab.game import bitboards, bots, solver
 from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
 
@@ -60,11 +61,11 @@ def checkpoint_opponent(value: str, player) -> str:
 
 
 def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[str]]:
-    """Validate m, n, k (lab.mnk.check_shape) and the algorithm on that board: the game and the
-    opponents allowed there (bigger boards: the lab.mnk_bots bots, and self-play)."""
+    """Validate m, n, k (lab.game.bitboards.check_shape) and the algorithm on that board: the
+    game and the opponents allowed there (bigger boards: the lab.game.bots bots, and self-play)."""
     m, n, k = (cfg.get(key) for key in ("m", "n", "k"))
     try:
-        mnk.check_shape(m, n, k)
+        bitboards.check_shape(m, n, k)
     except ValueError as refused:
         raise ConfigError(f"game m={m}, n={n}, k={k} is not allowed: {refused}") from None
     if (m, n, k) == TTT:
@@ -73,12 +74,12 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
     require(algorithm in available, "algorithm", algorithm,
             f"one of {', '.join(available)} on game m={m}, n={n}, k={k} (the others train on "
             f"3x3 only, game=ttt, for now)")
-    solved = m * n <= mnk_exact.MAX_CELLS
-    others = [*mnk_bots.ANY_BOARD, *(["self"] if agents.get(algorithm).self_play else [])]
+    solved = m * n <= solver.MAX_CELLS
+    others = [*bots.ANY_BOARD, *(["self"] if agents.get(algorithm).self_play else [])]
     require(solved or cfg.get("opponent") != "perfect", "opponent", "perfect",
             f"one of {', '.join(others)} on game m={m}, n={n}, k={k}: perfect plays only where "
-            f"the lab solves the board (at most {mnk_exact.MAX_CELLS} cells, here {m * n})")
-    return (m, n, k), list(mnk_bots.NAMES if solved else mnk_bots.ANY_BOARD)
+            f"the lab solves the board (at most {solver.MAX_CELLS} cells, here {m * n})")
+    return (m, n, k), list(bots.NAMES if solved else bots.ANY_BOARD)
 
 
 def check_board_knobs(cfg: dict) -> tuple[int, int]:
@@ -181,7 +182,7 @@ def identity(run: RunConfig, knobs: Knobs) -> dict:
     games), so a 3x3 run keeps the identity and run id it had before bigger boards; likewise an
     algorithm's knob added later, at the value runs had before it (its Config's ADDED)."""
     unused = {"mcts_simulations": run.opponent != "mcts",
-              "eval_games": not run.bigger_board or run.m * run.n <= mnk_exact.MAX_CELLS,
+              "eval_games": not run.bigger_board or run.m * run.n <= solver.MAX_CELLS,
               **dict.fromkeys(("m", "n", "k"), not run.bigger_board)}
     # fields, not dataclasses.asdict: every knob is a plain value, and asdict deep-copies each
     # (a third of planning a grid of short runs)

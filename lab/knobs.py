@@ -109,7 +109,7 @@ class RunConfig:
     about 50 per run"""
     m: int
     """the board's columns (game=ttt: 3; game=mnk_4_4_4, mnk_5_5_4, or any m,n,k the engine
-    lab.mnk holds)"""
+    lab.game.bitboards holds)"""
     n: int
     """the board's rows"""
     k: int
@@ -128,7 +128,7 @@ class RunConfig:
 
     @property
     def bigger_board(self) -> bool:
-        """Whether the run plays an m,n,k game other than tic-tac-toe (3,3,3), on lab.mnk's
+        """Whether the run plays an m,n,k game other than tic-tac-toe (3,3,3), on lab.game.bitboards'
         bitboards instead of lab.game's tables."""
         return self.game != TTT
 

@@ -11,7 +11,7 @@ its greedy policy, tied best moves drawn at random (--seed).
 --vs OPPONENT plays the agent --games games in each seat against random, onestep, block, mcts
 (--simulations playouts a move), perfect (on the boards the lab solves, at most 16 cells) or
 another CHECKPOINT of the same board, and prints the tallies. The games are played side by side,
-one batch of moves at a time; the bots are lab.mnk_bots'.
+one batch of moves at a time; the bots are lab.game.bots'.
 
 --start BOARD begins every game from a given position (write-up 004 played from openings): the
 board's cells row by row, each x, o or . (or -), such as `x...o....` on 3x3. --show-values prints
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, cli, engine, mnk, mnk_bots, mnk_exact
+from lab import agents, cli
+from lab.game import bitboards, bots, engine, solver
 from lab.terminal import Quit, ask
 
 MARKS = {1: "X", 2: "O"}
@@ -44,13 +45,13 @@ def _taken(x: int, o: int, cell: int) -> bool:
     return bool((x | o) >> cell & 1)
 
 
-def draw(board: mnk.Board, x: int, o: int) -> str:
+def draw(board: bitboards.Board, x: int, o: int) -> str:
     """The board with X's stones x and O's o; an empty cell shows the number you type to play there."""
     cells = ["X" if x >> c & 1 else "O" if o >> c & 1 else str(c + 1) for c in range(board.m * board.n)]
     return _grid(cells, board.m)
 
 
-def ask_move(board: mnk.Board, x: int, o: int, read, write) -> int:
+def ask_move(board: bitboards.Board, x: int, o: int, read, write) -> int:
     """The person's move as a cell index, asked again until it is an empty cell."""
     cells = board.m * board.n
     empty = [c + 1 for c in range(cells) if not _taken(x, o, c)]
@@ -64,7 +65,7 @@ def ask_move(board: mnk.Board, x: int, o: int, read, write) -> int:
             return int(line) - 1
 
 
-def has_line(board: mnk.Board, stones: int) -> bool:
+def has_line(board: bitboards.Board, stones: int) -> bool:
     """Whether the stones cover one of the board's winning windows."""
     return any(stones & int(window) == int(window) for window in board.windows)
 
@@ -73,7 +74,7 @@ def _stones(bits: int) -> int:
     return bin(bits).count("1")
 
 
-def reachable(board: mnk.Board, x: int, o: int) -> bool:
+def reachable(board: bitboards.Board, x: int, o: int) -> bool:
     """Whether a game reaches X's stones x and O's o: X moved first, the players alternated, and
     nobody played on after a win (so a winner's last stone completed every line it has)."""
     turns = _stones(x) - _stones(o)
@@ -87,12 +88,12 @@ def reachable(board: mnk.Board, x: int, o: int) -> bool:
                                    for c in range(board.m * board.n))
 
 
-def over(board: mnk.Board, x: int, o: int) -> bool:
+def over(board: bitboards.Board, x: int, o: int) -> bool:
     """Whether the game is over at (x, o): a line completed, or the board full."""
     return has_line(board, x) or has_line(board, o) or (x | o) == int(board.full)
 
 
-def parse_board(text: str, board: mnk.Board) -> tuple[int, int]:
+def parse_board(text: str, board: bitboards.Board) -> tuple[int, int]:
     """(x, o) of a position written as the board's cells of x, o or . (or -), row by row;
     ValueError unless a game can reach it and it is not over."""
     cells, size = text.strip().lower(), board.m * board.n
@@ -117,7 +118,7 @@ def agent_moves(agent, x, o, rng) -> np.ndarray:
     return np.argmax(cumulative > rng.random((len(policy), 1)) * cumulative[:, -1:], axis=1)
 
 
-def values(agent, board: mnk.Board, x: int, o: int) -> str:
+def values(agent, board: bitboards.Board, x: int, o: int) -> str:
     """The agent's score of each legal move at (x, o), drawn on the board (higher is better for
     the agent; '.' where the cell is taken)."""
     scores = agent.scores(engine.positions_of(engine.of(agent.shape), [x], [o]))[0]
@@ -128,7 +129,7 @@ def values(agent, board: mnk.Board, x: int, o: int) -> str:
 def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> int:
     """Play one game from `start` (x, o), the person in `seat` (1 = X, 2 = O); the side that won
     (0 X, 1 O) or DRAW."""
-    board = mnk.board(*agents.game_of(agent))
+    board = bitboards.board(*agents.game_of(agent))
     stones = list(start)
     side = _stones(stones[0]) - _stones(stones[1])
     while not over(board, *stones):
@@ -176,23 +177,23 @@ def load_checkpoint(path):
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
 
 
-def _bot_moves(board: mnk.Board, bot: mnk_bots.Bot, x, o, rng) -> np.ndarray:
-    return mnk_bots.moves(board, bot, x, o, int(rng.integers(2**31)))
+def _bot_moves(board: bitboards.Board, bot: bots.Bot, x, o, rng) -> np.ndarray:
+    return bots.moves(board, bot, x, o, int(rng.integers(2**31)))
 
 
 def opponent(agent, name: str, simulations: int):
-    """The player that --vs names, as moves(x, o, rng) -> cells: a bot of lab.mnk_bots, or the
+    """The player that --vs names, as moves(x, o, rng) -> cells: a bot of lab.game.bots, or the
     agent in a checkpoint of the same board; ValueError in one line if there is none."""
     shape = agents.game_of(agent)
-    board = mnk.board(*shape)
-    if name in mnk_bots.NAMES:
-        if name == "perfect" and board.m * board.n > mnk_exact.MAX_CELLS:
-            raise ValueError(f"--vs perfect: the lab solves boards of at most {mnk_exact.MAX_CELLS} cells; "
+    board = bitboards.board(*shape)
+    if name in bots.NAMES:
+        if name == "perfect" and board.m * board.n > solver.MAX_CELLS:
+            raise ValueError(f"--vs perfect: the lab solves boards of at most {solver.MAX_CELLS} cells; "
                              f"this one has {board.m * board.n} (mcts plays well there)")
-        bot = mnk_bots.bot(name, simulations if name == "mcts" else None)
+        bot = bots.bot(name, simulations if name == "mcts" else None)
         return functools.partial(_bot_moves, board, bot)
     if not Path(name).is_file():
-        raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(mnk_bots.NAMES)}) "
+        raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(bots.NAMES)}) "
                          "nor a checkpoint file")
     other = load_checkpoint(name)
     if agents.game_of(other) != shape:
@@ -201,7 +202,7 @@ def opponent(agent, name: str, simulations: int):
     return functools.partial(agent_moves, other)
 
 
-def match(board: mnk.Board, players, games: int, start, rng) -> np.ndarray:
+def match(board: bitboards.Board, players, games: int, start, rng) -> np.ndarray:
     """[X wins, O wins, draws] of `games` games from `start` (x, o), players[0] playing X and
     players[1] O, each as moves(x, o, rng) -> cells for all the open games at once."""
     stones = np.array([[start[0]], [start[1]]], np.uint64).repeat(games, axis=1)
@@ -225,7 +226,7 @@ def tallies(agent, other, games: int, start=(0, 0), rng=None) -> dict:
     """{seat: (wins, draws, losses)} of the agent over `games` games in each seat against
     `other` (moves(x, o, rng) -> cells), from `start`."""
     rng = rng or np.random.default_rng()
-    board, me = mnk.board(*agents.game_of(agent)), functools.partial(agent_moves, agent)
+    board, me = bitboards.board(*agents.game_of(agent)), functools.partial(agent_moves, agent)
     x_wins, o_wins, draws = match(board, (me, other), games, start, rng)
     other_x, other_o, other_draws = match(board, (other, me), games, start, rng)
     return {1: (int(x_wins), int(draws), int(o_wins)), 2: (int(other_o), int(other_draws), int(other_x))}
@@ -248,7 +249,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seat", choices=("x", "o"), default="x",
                         help="your seat: x moves first (default), o moves second")
     parser.add_argument("--vs", metavar="OPPONENT",
-                        help=f"play the agent against {', '.join(mnk_bots.NAMES)} or another CHECKPOINT")
+                        help=f"play the agent against {', '.join(bots.NAMES)} or another CHECKPOINT")
     parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--simulations", type=cli.positive_int, default=100,
@@ -265,7 +266,7 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     args = _parser().parse_args(argv)
     try:
         agent = load_checkpoint(args.checkpoint)
-        start = parse_board(args.start, mnk.board(*agents.game_of(agent))) if args.start else (0, 0)
+        start = parse_board(args.start, bitboards.board(*agents.game_of(agent))) if args.start else (0, 0)
         other = opponent(agent, args.vs, args.simulations) if args.vs else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ import pandas as pd
 from numba.core import event
 
 import lab
-from lab import evaluate, mnk_evaluate, provenance
+from lab import evaluate, evaluate_bitboards, provenance
 from lab.agents.base import Agent
 from lab.config import Job
 from lab.files import write_atomic
@@ -204,7 +204,7 @@ class Training:
         evaluated = iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations
         if evaluated:
             with self.evaluating:
-                measure = mnk_evaluate.evaluation if run_cfg.bigger_board else evaluation
+                measure = evaluate_bitboards.evaluation if run_cfg.bigger_board else evaluation
                 self.rows[-1].update(measure(self.learner.agent(), run_cfg), **self.learner.memory())
         self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
         return evaluated

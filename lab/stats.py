@@ -27,7 +27,7 @@ A percentile interval can only span values the seeds took: with 3 seeds it is ab
 of their means' resamples, and it is narrower than a 95% interval should be (it undercovers
 for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
 
-Where the game is too big to enumerate (lab.mnk_bots on m,n,k boards), results are sampled by
+Where the game is too big to enumerate (lab.game.bots on m,n,k boards), results are sampled by
 playing games instead, and the seeds are no longer the whole sample: a configuration's interval
 there (`by_games`), like a knob value's pooled IQM and a probability of improvement, resamples the
 seeds and then each seed's games. One run's share of the games (wins, say) gets the Wilson score

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, evaluate, mnk_ceiling, mnk_evaluate, results, stats
+from lab import agents, evaluate, evaluate_bitboards, exact_ceiling, results, stats
 from lab.cli import ArgumentParser, one_line, results_dir_argument
 from lab.knobs import RUN_KEYS
 
@@ -72,11 +72,11 @@ def game(row: pd.Series) -> str:
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
     """The ceiling {win, draw, loss} of seat `seat` against `opponent` in game `game_name` (as
-    `game` names it): lab.evaluate's on 3x3, lab.mnk_ceiling's on a bigger board the lab solves
+    `game` names it): lab.evaluate's on 3x3, lab.exact_ceiling's on a bigger board the lab solves
     (4x4); None for any other opponent or board."""
     if game_name == "ttt":
         return evaluate.ceiling(opponent, seat) if opponent in evaluate.OPPONENTS else None
-    return mnk_ceiling.ceiling(tuple(int(v) for v in game_name.split("_")[1:]), opponent, seat)
+    return exact_ceiling.ceiling(tuple(int(v) for v in game_name.split("_")[1:]), opponent, seat)
 
 
 def games(frame: pd.DataFrame) -> pd.Series:
@@ -219,7 +219,7 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     if "game" not in runs:
         return row
     evaluated = top_run.get("evaluation")
-    return row | {"evaluation": evaluated if pd.notna(evaluated) else mnk_evaluate.EXACT} \
+    return row | {"evaluation": evaluated if pd.notna(evaluated) else evaluate_bitboards.EXACT} \
         | _pooled_interval(seeds, vs)
 
 
@@ -241,7 +241,7 @@ COLUMN_NOTES = {
     "trained_vs": "the opponent it trained against",
     "win, draw, loss": "final rates (exact, or shares of games on a board too big to enumerate), mean over seeds",
     "win_loss": "final win - loss, mean over seeds [95% bootstrap interval; by games, resampling each seed's games too] (the ranking below)",
-    "evaluation": "exact (every position) or games (lab.mnk_evaluate); win, draw, loss by games are shares of games",
+    "evaluation": "exact (every position) or games (lab.evaluate_bitboards); win, draw, loss by games are shares of games",
     "games": "by games: the games each run played against `evaluated_vs` (the fewest, if runs differ)",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",

@@ -88,7 +88,7 @@ def test_figures_of_each_game_apart_named_after_it(dirs, drawn, tmp_path):
         if "ttt" in on or name == "comparison_exact_win.png":
             assert "mnk_" not in titles, name
     assert _dashed(drawn["mc_vfa_exact_ttt_player2_l1_n8.png"]) == 4  # 3x3's ceilings: win and loss vs random and onestep
-    # 4x4's ceilings (lab.mnk_ceiling): win and loss vs random, onestep and perfect; the win vs
+    # 4x4's ceilings (lab.exact_ceiling): win and loss vs random, onestep and perfect; the win vs
     # random and onestep in the comparison; none on 5x5, which the lab does not solve
     four = drawn["mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png"]
     assert [line.get_ydata()[0] for ax in four.axes for line in ax.lines if line.get_linestyle() == "--"] \

@@ -152,7 +152,7 @@ def test_a_4x4_sweep_runs_end_to_end_in_forks(tmp_path):
 
 
 def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
-    from lab import evaluate, mnk_ceiling, summary
+    from lab import evaluate, exact_ceiling, summary
 
     tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
     for board in ("game=ttt", "game=mnk_4_4_4"):
@@ -162,9 +162,9 @@ def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
     best = summary.best_configurations(results.load(tmp_path))
     on_board = best["config"].str.startswith("mnk_4_4_4")
     assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
-    for row in best.itertuples():  # 4x4's ceilings are lab.mnk_ceiling's, not 3x3's
+    for row in best.itertuples():  # 4x4's ceilings are lab.exact_ceiling's, not 3x3's
         seat = 1 if row.seat == "X" else 2
-        expected = mnk_ceiling.KNOWN[(4, 4, 4)][(row.evaluated_vs, seat)] if row.config.startswith("mnk_4_4_4") \
+        expected = exact_ceiling.KNOWN[(4, 4, 4)][(row.evaluated_vs, seat)] if row.config.startswith("mnk_4_4_4") \
             else evaluate.ceiling(row.evaluated_vs, seat)
         assert (row.ceiling_win, row.ceiling_loss) == (expected["win"], expected["loss"])
 

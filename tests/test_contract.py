@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab import agents, game, mnk
+from lab import agents, game
+from lab.game import bitboards
 from lab.agents import base
 from lab.compose import compose
 from lab.config import job, parse
@@ -51,7 +52,7 @@ def _open_positions(board, count, rng) -> np.ndarray:
         x, o, won = np.uint64(0), np.uint64(0), False
         for ply in range(int(rng.integers(0, board.m * board.n - 1))):
             empty = [c for c in range(board.m * board.n) if not int(x | o) >> c & 1]
-            x, o, won = mnk.place(board, x, o, ply % 2, int(rng.choice(empty)))
+            x, o, won = bitboards.place(board, x, o, ply % 2, int(rng.choice(empty)))
             if won:
                 break
         if not won:
@@ -65,7 +66,7 @@ def test_a_board_agent_plays_the_best_scored_empty_cells_for_the_side_to_move(na
     learner = agents.get(name).learner(bigger_board=True)(knobs, run_cfg)
     learner.iterate()
     agent = learner.agent()
-    positions = _open_positions(mnk.board(4, 4, 4), 40, np.random.default_rng(0))
+    positions = _open_positions(bitboards.board(4, 4, 4), 40, np.random.default_rng(0))
     to_move = [int(x).bit_count() > int(o).bit_count() for x, o in positions]
     assert 5 < sum(to_move) < 35  # both sides to move among them
     empty = np.array([[not int(x | o) >> c & 1 for c in range(16)] for x, o in positions])
@@ -145,7 +146,7 @@ def test_imports_point_only_down():
         assert not below(module) & set(chain[i + 1:]), module
     assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
     assert graph["lab.cli"] == set()  # every command's one-line rule: any module may use it
-    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.mnk_evaluate", "lab.knobs",
+    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.evaluate_bitboards", "lab.knobs",
                                   "lab.agents", "lab.knob_figures", "lab.search.saved", "lab.cli", "lab"}
     # the statistics know nothing of results, sweeps or figures
     assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.game", "lab.opponents", "lab.cli", "lab"}

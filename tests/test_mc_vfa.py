@@ -102,7 +102,8 @@ def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, t
     assert {p.dtype for p in agent.net.params} == {dtype}
     assert agent.scores(game.DECISIONS[:10]).dtype == dtype
     table = agent.move_table()
-    from lab import engine, opponents
+    from lab import opponents
+    from lab.game import engine
     from lab.agents import net_games
     net = learner.net.compiled()
     positions, _, plies, _ = net_games.play_games(engine.TTT, (net, net), (True, False), opponents.table("random"),

@@ -4,7 +4,8 @@ training end to end through lab.run, resuming, checkpoints, and learning against
 import numpy as np
 import pytest
 
-from lab import agents, mnk, mnk_bots, results
+from lab import agents, results
+from lab.game import bitboards, bots
 from lab.agents import mnk_alphazero
 from lab.compose import compose
 from lab.config import job
@@ -12,7 +13,7 @@ from lab.knobs import ConfigError
 from lab.nets import MLP
 from lab.run import Training, run
 
-BOARD = mnk.board(5, 5, 4)
+BOARD = bitboards.board(5, 5, 4)
 TINY_5X5 = ("algorithm=alphazero", "game=mnk_5_5_4", "layers=1", "neurons=16", "iterations=4",
             "episodes_per_update=4", "simulations=16", "train_steps=4", "gating_games=2",
             "eval_every=2", "eval_games=40")
@@ -28,9 +29,9 @@ def stones(*cells) -> int:
 
 
 def winning_cells(mine: int, theirs: int) -> set:
-    """The empty cells where a stone completes a line for `mine`, by lab.mnk.wins."""
+    """The empty cells where a stone completes a line for `mine`, by lab.game.bitboards.wins."""
     return {c for c in range(25) if not (mine | theirs) >> c & 1
-            and mnk.wins(BOARD, np.uint64(mine | 1 << c), c)}
+            and bitboards.wins(BOARD, np.uint64(mine | 1 << c), c)}
 
 
 def moves(agent, x: int, o: int) -> set:
@@ -93,7 +94,7 @@ def test_a_checkpoint_plays_as_the_agent_did(tmp_path):
     path = tmp_path / "agent.npz"
     path.write_bytes(agent.to_bytes())
     loaded = agents.load(path)
-    for bot in (mnk_bots.bot("onestep"), mnk_bots.bot("mcts", 20)):
+    for bot in (bots.bot("onestep"), bots.bot("mcts", 20)):
         assert np.array_equal(loaded.play(bot, 2, 30, seed=3), agent.play(bot, 2, 30, seed=3))
     x, o = np.array([stones((2, 2)), stones((0, 0), (1, 1))], np.uint64), np.array(
         [0, stones((2, 2))], np.uint64)
@@ -116,7 +117,7 @@ def test_symmetries_are_the_board_s_flips_and_turns():
     square, wide = mnk_alphazero.symmetries(5, 5), mnk_alphazero.symmetries(4, 3)
     assert len(square) == 8 and len(wide) == 4
     for images, (m, n) in ((square, (5, 5)), (wide, (4, 3))):
-        board = mnk.board(m, n, 3)
+        board = bitboards.board(m, n, 3)
         assert all(sorted(image) == list(range(m * n)) for image in images)
         lines = {int(w) for w in board.windows}
         for image in images:  # an image maps every winning line onto a winning line
@@ -136,6 +137,6 @@ def test_500_self_play_games_learn_to_hold_mcts_as_o():
     learner = mnk_alphazero.Learner(trained.knobs, trained.run)
     for _ in range(5):
         learner.iterate()
-    agent, mcts = learner.agent(), mnk_bots.bot("mcts", 200)
+    agent, mcts = learner.agent(), bots.bot("mcts", 200)
     as_x, as_o = agent.play(mcts, 1, 100, seed=0), agent.play(mcts, 2, 100, seed=0)
-    assert as_o[mnk_bots.X_WINS] <= 15 and as_x[mnk_bots.X_WINS] >= 90
+    assert as_o[bots.X_WINS] <= 15 and as_x[bots.X_WINS] >= 90

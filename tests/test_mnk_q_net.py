@@ -5,7 +5,8 @@ same rows from the same seed, and learning on 4x4 as X against random."""
 import numpy as np
 import pytest
 
-from lab import agents, engine, mnk, results
+from lab import agents, results
+from lab.game import bitboards, engine
 from lab.agents import net_games, q_net
 from lab.compose import compose
 from lab.config import job, parse
@@ -61,7 +62,7 @@ def test_compiled_games_play_empty_cells_and_record_them(opponent):
                                                              one.pairs, False)
     positions = engine.records(positions, 50)
     xs, os = positions[..., 0], positions[..., 1]
-    board = mnk.board(5, 5, 4)
+    board = bitboards.board(5, 5, 4)
     for g in range(50):
         x = o = 0
         for ply in range(plies[g]):
@@ -70,7 +71,7 @@ def test_compiled_games_play_empty_cells_and_record_them(opponent):
             x, o = (x | bit, o) if ply % 2 == 0 else (x, o | bit)
             assert (int(xs[g, ply]), int(os[g, ply])) == (x, o)
         assert (cells[g, plies[g]:] == -1).all()
-        won = mnk.wins(board, np.uint64(x if plies[g] % 2 else o), int(cells[g, plies[g] - 1]))
+        won = bitboards.wins(board, np.uint64(x if plies[g] % 2 else o), int(cells[g, plies[g] - 1]))
         assert won == (outcomes[g] != 2)
 
 

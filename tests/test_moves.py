@@ -1,10 +1,11 @@
-"""lab.moves, the game a move at a time from plain Python: the same positions, moves and keys as
+"""lab.game.moves, the game a move at a time from plain Python: the same positions, moves and keys as
 the compiled engine's on 3x3 and on a bigger board."""
 
 import numpy as np
 import pytest
 
-from lab import engine, game, moves
+from lab import game
+from lab.game import engine, moves
 
 
 def test_on_3x3_positions_are_codes_and_afterstates_are_lab_games():

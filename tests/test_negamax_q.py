@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from lab import engine, game, opponents
+from lab import game, opponents
+from lab.game import engine
 from lab.agents import negamax_q
 from lab.evaluate import exact
 

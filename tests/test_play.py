@@ -8,13 +8,14 @@ import sys
 import numpy as np
 import pytest
 
-from lab import game, mnk, play
+from lab import game, play
+from lab.game import bitboards
 from lab.agents import base
 from lab.compose import compose
 from lab.config import job
 from lab.run import run
 
-TTT = mnk.board(3, 3, 3)
+TTT = bitboards.board(3, 3, 3)
 
 
 class Scripted(base.Agent):

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from lab import agents, engine, game
+from lab import agents, game
+from lab.game import engine
 from lab.agents import net_games, q_net
 from lab.compose import compose
 from lab.config import job, parse

@@ -1,16 +1,17 @@
 """The tabular learners on bigger m,n,k boards (issue 26): the table of visited positions
-(lab.mnk_table), q_table, td_value and negamax_q trained end to end on 4x4 with their table's
+(lab.game.sparse), q_table, td_value and negamax_q trained end to end on 4x4 with their table's
 memory in the rows, the same run resumed or repeated, checkpoints, and runs refused before they
 start when their table could outgrow memory."""
 
 import numpy as np
 import pytest
 
-from lab import agents, mnk_bots, mnk_table, results
+from lab import agents, results
+from lab.game import bots, sparse
 from lab.compose import compose
 from lab.config import job
 from lab.knobs import ConfigError
-from lab.mnk_table import FREE, Table, find, full, insert
+from lab.game.sparse import FREE, Table, find, full, insert
 from lab.run import Training, run
 
 TINY = ("game=mnk_4_4_4", "iterations=4", "episodes_per_update=300", "eval_every=2")
@@ -45,8 +46,8 @@ def test_the_table_inserts_finds_and_keeps_its_entries_as_it_grows():
 
 
 def test_memory_bound_and_bytes_follow_the_stated_rule():
-    assert mnk_table.positions_bound(9, range(10)) == 6046  # 3x3: 5,478 reachable among them
-    assert mnk_table.bytes_for(512, 1) == 1024 * 24 and mnk_table.bytes_for(513, 1) == 2048 * 24
+    assert sparse.positions_bound(9, range(10)) == 6046  # 3x3: 5,478 reachable among them
+    assert sparse.bytes_for(512, 1) == 1024 * 24 and sparse.bytes_for(513, 1) == 2048 * 24
 
 
 @pytest.mark.parametrize("algorithm, opponent", [("q_table", "random"), ("td_value", "onestep"),
@@ -90,7 +91,7 @@ def test_a_run_is_the_same_resumed_or_repeated_and_its_checkpoint_plays_alike(al
     o = np.array([0, 0, 0b110000], np.uint64)
     positions = np.stack([x, o], axis=1)
     np.testing.assert_array_equal(loaded.policy(positions), agent.policy(positions))
-    opponent_bot = mnk_bots.bot("random")
+    opponent_bot = bots.bot("random")
     assert (loaded.play(opponent_bot, 2, 200, 7) == agent.play(opponent_bot, 2, 200, 7)).all()
 
 
@@ -116,7 +117,7 @@ def test_a_run_whose_table_could_outgrow_memory_is_refused_in_one_line(algorithm
     iterations = next(o for o in overrides if o.startswith("iterations="))
     assert message.startswith(f"{iterations} is not allowed: iterations must be at most {most} ")
     assert f"for algorithm={algorithm} on game m=5, n=5, k=4" in message and "\n" not in message
-    assert "4 GiB limit (lab.mnk_table.MEMORY_LIMIT)" in message
+    assert "4 GiB limit (lab.game.sparse.MEMORY_LIMIT)" in message
     allowed = [o if o != iterations else f"iterations={most.replace(',', '')}" for o in overrides]
     job(compose("game=mnk_5_5_4", f"algorithm={algorithm}", *allowed))  # the most it names runs
 

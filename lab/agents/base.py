@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import engine, game, mnk, mnk_bots
+from lab import game
+from lab.game import bitboards, bots, engine
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT, Knobs, RunConfig, side
@@ -26,7 +27,7 @@ class Agent(abc.ABC):
     """A trained greedy player on the board `shape` (m, n, k). Subclasses score moves; the
     best-scoring legal moves are its play.
 
-    Positions are lab.engine's: board codes on 3x3, (x, o) pairs of uint64 bitboards elsewhere
+    Positions are lab.game.engine's: board codes on 3x3, (x, o) pairs of uint64 bitboards elsewhere
     (an (n, 2) array). `scores` must work from any reachable open position, for the side to move
     there (which the position says: X when both have as many stones).
     """
@@ -116,7 +117,7 @@ class Learner(abc.ABC):
     def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
         """Refuse, with a one-line ConfigError naming the key, a run this learner could not
         hold, before anything runs (lab.config.parse): here none is refused; bigger boards'
-        tabular learners refuse runs whose tables could outgrow memory (lab.mnk_table)."""
+        tabular learners refuse runs whose tables could outgrow memory (lab.game.sparse)."""
 
     def memory(self) -> dict:
         """Run-table columns of the memory its tables take, added to every evaluated row: none
@@ -291,7 +292,7 @@ class NetAgent(Agent):
                  shape: tuple = TTT):
         self.net, self.player, self.other, self.symmetry = net, player, other, symmetry
         self.shape = tuple(shape)
-        self.board = None if self.shape == TTT else mnk.board(*self.shape)
+        self.board = None if self.shape == TTT else bitboards.board(*self.shape)
 
     def seat_net(self, seat: int) -> MLP:
         """The net that plays seat `seat`."""
@@ -303,14 +304,15 @@ class NetAgent(Agent):
 
     def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`
-        against lab.mnk_bots bot `opponent`, drawn with `seed`; the compiled kernels' random
+        against lab.game.bots bot `opponent`, drawn with `seed`; the compiled kernels' random
         stream is left as it was."""
-        kinds = [mnk_bots.NAMES.index(opponent.name)] * 2
+        kinds = [bots.NAMES.index(opponent.name)] * 2
         board, net = self.board, self.seat_net(seat).compiled()
-        bots = engine.bots(kinds, opponent.simulations, lambda: mnk_bots.tree(board, opponent.simulations))
+        fixed = engine.fixed_opponent(kinds, opponent.simulations,
+                                      lambda: bots.tree(board, opponent.simulations))
         before = kernel_stream()
         game.seed_kernels(seed)
-        results = self.games(board, (net, net), (seat == 1, seat == 2), bots, games)
+        results = self.games(board, (net, net), (seat == 1, seat == 2), fixed, games)
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 

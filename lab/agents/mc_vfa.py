@@ -4,7 +4,7 @@ The agent judges a move by the afterstate it produces (the board right after its
 of `layers` x `neurons` tanh units maps the cells of an afterstate (+1 X, -1 O, 0 empty) to a
 value in (-1, 1) from the agent's side. Between updates the policy is fixed, so the
 `episodes_per_update` episodes of one iteration are played as one batch by a compiled kernel
-written once against lab.engine (lab.agents.net_games): the net values the afterstates of each
+written once against lab.game.engine (lab.agents.net_games): the net values the afterstates of each
 greedy move with the compiled forward pass of lab.nets; on 3x3 each afterstate is valued once, when
 first needed, and remembered per board code for the batch (its games meet about a fifth of the
 agent's 2,700 afterstates; a numpy pass over all of them took half of the iteration's time).
@@ -24,7 +24,8 @@ net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetr
 from dataclasses import dataclass
 import numpy as np
 
-from lab import engine, game, mnk, opponents
+from lab import game, opponents
+from lab.game import bitboards, engine
 from lab.agents import base, net_games, tabular
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
@@ -127,7 +128,7 @@ class Agent(base.NetAgent):
     def _afterstate_values(self, seat, positions):
         """Bigger boards: the values seat `seat`'s net gives the position after each cell."""
         net, cells = self.seat_net(seat), self.board.m * self.board.n
-        after = mnk.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
+        after = bitboards.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
         after = after[:, None, :].repeat(cells, axis=1)
         after[:, np.arange(cells), np.arange(cells)] = 1.0 if seat == 1 else -1.0
         return net(after.reshape(-1, cells))[:, 0].reshape(len(positions), cells)

@@ -10,7 +10,7 @@ symmetries (8 on a square board, 4 otherwise).
 
 Where the net is read differs. 3x3 computes its priors and values once per net at all 4,520
 positions; a bigger board has too many (4x4: 9.7 million), so here the compiled search
-(`search`) calls the net (lab.nets.forward, one row) at each new leaf, on lab.mnk's bitboards.
+(`search`) calls the net (lab.nets.forward, one row) at each new leaf, on lab.game.bitboards.
 Positions the rules decide get their exact value instead (no net call): lost (-1, for the side
 to move) if the previous move completed a line, drawn on a full board, won (+1) if the side to
 move can complete a line or, with no threat against it, make two winning cells at once (a double
@@ -21,7 +21,7 @@ threat is played without searching (the counts all on those cells). Without nois
 deterministic: the agent's most visited move is a function of the position.
 
 Its games are compiled too (`play_games`): each seat either searches with its net or is a
-lab.mnk_bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect where the lab
+lab.game.bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect where the lab
 solves the board). head=mse12 (write-up 002's 12 outputs) is 3x3's only (refused by `check_run`).
 """
 
@@ -31,13 +31,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, mnk, mnk_bots, nets
+from lab import game, nets
+from lab.game import bitboards, bots
 from lab.agents import alphazero, base
 from lab.agents.puct import Params, choose
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import RunConfig, require
-from lab.mnk import empty_mask, wins
-from lab.mnk_bots import cells_in, winning_cells
+from lab.game.bitboards import empty_mask, wins
+from lab.game.bots import cells_in, winning_cells
 from lab.nets import MLP, forward
 
 NET = -1
@@ -242,7 +243,7 @@ def search(board, net, x, o, side, params, tree, inputs):
 @njit(cache=True)
 def play_games(board, nets, kinds, params, simulations, tree, bot_tree, n, record):
     """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, else is the
-    lab.mnk_bots bot of that kind (simulations[s] playouts for mcts, in bot_tree). Returns
+    lab.game.bots bot of that kind (simulations[s] playouts for mcts, in bot_tree). Returns
     (x, o, searched, policies, results): the stones before each ply (n, cells), whether a net
     searched there, its normalised visit counts (n, cells, cells; only with `record`, else
     empty) and the results (X_WINS, O_WINS or DRAW)."""
@@ -255,7 +256,7 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, n, recor
     inputs = np.empty((1, cells), dtype=nets[0][0][0].dtype)
     for g in range(n):
         x, o = np.uint64(0), np.uint64(0)
-        result, ply = mnk_bots.DRAW, 0
+        result, ply = bots.DRAW, 0
         while ply < cells:
             side = ply % 2
             xs[g, ply], os[g, ply] = x, o
@@ -266,7 +267,7 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, n, recor
                     policies[g, ply, :] = counts / counts.sum()
                 cell = choose(counts, ply < params.temperature_moves)
             else:
-                cell = mnk_bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
+                cell = bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
             bit = np.uint64(1) << np.uint64(cell)
             if side == 0:
                 x |= bit
@@ -304,7 +305,7 @@ class Agent(base.Agent):
 
     def __init__(self, net: MLP, simulations: int, c_puct: float, shape: tuple):
         self.net, self.simulations, self.c_puct, self.shape = net, simulations, c_puct, tuple(shape)
-        self.board = mnk.board(*self.shape)
+        self.board = bitboards.board(*self.shape)
         self.params = Params.greedy(simulations, c_puct)
 
     def scores(self, positions):
@@ -314,10 +315,10 @@ class Agent(base.Agent):
         net, tree = self.net.compiled(), new_tree(self.board.m * self.board.n, self.simulations)
         return visit_counts(self.board, net, positions[:, 0], positions[:, 1], self.params, tree)
 
-    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
         `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
-        kinds = np.array([mnk_bots.NAMES.index(opponent.name)] * 2, np.int64)
+        kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
         kinds[seat - 1] = NET
         net = self.net.compiled()
         before = kernel_stream()
@@ -325,7 +326,7 @@ class Agent(base.Agent):
         results = play_games(self.board, (net, net), kinds, self.params,
                              np.full(2, opponent.simulations, np.int64),
                              new_tree(self.board.m * self.board.n, self.simulations),
-                             mnk_bots.tree(self.board, opponent.simulations,
+                             bots.tree(self.board, opponent.simulations,
                                            perfect=opponent.name == "perfect"), games, False)[-1]
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
@@ -352,16 +353,16 @@ class Learner(base.Learner):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.board = mnk.board(*run.game)
+        self.board = bitboards.board(*run.game)
         self.cells = cells = run.m * run.n
         self.candidate = MLP([cells] + [knobs.neurons] * knobs.layers + [cells + 1], self.rng,
                              output="linear", hidden=knobs.activation)
         self.best = self.candidate.copy()
         self.self_play = run.opponent == "self"
-        kind = NET if self.self_play else mnk_bots.NAMES.index(run.opponent)
+        kind = NET if self.self_play else bots.NAMES.index(run.opponent)
         self.kinds = np.array([NET if seat in run.seats else kind for seat in (1, 2)], np.int64)
         self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
-        self.bot_tree = mnk_bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
+        self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                       perfect=run.opponent == "perfect")
         self.images = symmetries(run.m, run.n)
         self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
@@ -394,7 +395,7 @@ class Learner(base.Learner):
         self.mine = np.concatenate([self.mine, np.where(side == 0, x, o)])
         self.theirs = np.concatenate([self.theirs, np.where(side == 0, o, x)])
         self.policies = np.concatenate([self.policies, policies[games, plies]])
-        outcome = np.where(result == mnk_bots.DRAW, 0.0, np.where(result == side, 1.0, -1.0))
+        outcome = np.where(result == bots.DRAW, 0.0, np.where(result == side, 1.0, -1.0))
         self.outcomes = np.concatenate([self.outcomes, outcome])
         self.game_ids = np.concatenate([self.game_ids, self.games + games])
         self.games += len(results)
@@ -411,7 +412,7 @@ class Learner(base.Learner):
         for _ in range(self.knobs.train_steps):
             rows = self.rng.integers(len(self.outcomes), size=size)
             image = self.images[self.rng.integers(len(self.images), size=size)]
-            boards = mnk.cell_inputs(self.mine[rows], self.theirs[rows], self.cells, dtype)
+            boards = bitboards.cell_inputs(self.mine[rows], self.theirs[rows], self.cells, dtype)
             boards = np.take_along_axis(boards, image, axis=1)
             policies = np.take_along_axis(self.policies[rows], image, axis=1)
             acts = net.activations(boards)
@@ -431,8 +432,8 @@ class Learner(base.Learner):
             both = np.array([NET, NET], np.int64)
             as_x = self._play((self.candidate, self.best), both, self.gating, n - n // 2, False)[-1]
             as_o = self._play((self.best, self.candidate), both, self.gating, n // 2, False)[-1]
-            candidate_wins = (as_x == mnk_bots.X_WINS).sum() + (as_o == mnk_bots.O_WINS).sum()
-            best_wins = (as_x == mnk_bots.O_WINS).sum() + (as_o == mnk_bots.X_WINS).sum()
+            candidate_wins = (as_x == bots.X_WINS).sum() + (as_o == bots.O_WINS).sum()
+            best_wins = (as_x == bots.O_WINS).sum() + (as_o == bots.X_WINS).sum()
             return candidate_wins >= best_wins
         side = self.run.player - 1
         scores = []

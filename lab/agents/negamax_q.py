@@ -26,9 +26,9 @@ too.
 g mod K, each with its own Q values; the run's seed fixes them all) and the agent plays their sum:
 a move few members consider bad scores best. The episodes of a run are split between the members,
 so the run's rows count every episode once. Updates happen every episode, so the episodes run
-one after another in a compiled loop, `train`, written once against lab.engine for every m,n,k
+one after another in a compiled loop, `train`, written once against lab.game.engine for every m,n,k
 board: on 3x3 the K tables are dense (K x 3**9 x 9); on bigger boards one table of the positions
-played (lab.mnk_table) holds the K members' Q values side by side in a row. `reference_train` is
+played (lab.game.sparse) holds the K members' Q values side by side in a row. `reference_train` is
 the 3x3 loop in plain Python. Not yet on bigger boards: the per-size measure of an ensemble
 (`by_size`), whose agents keep their members apart.
 """
@@ -39,7 +39,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, evaluate, game, mnk_table
+from lab import evaluate, game
+from lab.game import engine, sparse
 from lab.agents import base, tabular
 from lab.knobs import TTT, Knobs, RunConfig, require
 
@@ -144,7 +145,7 @@ def shaped_reward(k, won, params):
 
 @njit(cache=True)
 def train(g, table, opponent, first_game, n, params, tally):
-    """Play up to n episodes on the game g (lab.engine), game number i (counted from first_game)
+    """Play up to n episodes on the game g (lab.game.engine), game number i (counted from first_game)
     training member i % K. A side that plays the table moves epsilon-greedy on that member, a
     side that does not plays `opponent`. Stops before an episode that could take a table of
     visited positions over half full. Adds the results to tally [X wins, O wins, draws];
@@ -218,14 +219,14 @@ class Learner(tabular.Learner):
         if self.dense():
             self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
         else:
-            self.q = mnk_table.Table(knobs.ensemble * run.m * run.n, 0.0)
+            self.q = sparse.Table(knobs.ensemble * run.m * run.n, 0.0)
         self.params = Params.of(knobs, run)
         self.games = 0
 
     @classmethod
     def check_run(cls, knobs: Config, run: RunConfig) -> None:
         if run.bigger_board:
-            mnk_table.check_fits(run, "negamax_q", range(run.m * run.n), knobs.ensemble * run.m * run.n)
+            sparse.check_fits(run, "negamax_q", range(run.m * run.n), knobs.ensemble * run.m * run.n)
 
     def iterate(self) -> np.ndarray:
         tally = np.zeros(3, np.int64)

@@ -1,4 +1,4 @@
-"""The compiled games of the net learners, mc_vfa and q_net, written once against lab.engine.
+"""The compiled games of the net learners, mc_vfa and q_net, written once against lab.game.engine.
 
 Between two updates a learner's policy is fixed, so an iteration's games are played as one batch
 by `play_games`: the learner's side plays epsilon-greedy on what its net says of each legal move
@@ -7,15 +7,16 @@ fixed opponent (or, in self-play, the other seat's net) plays the other side. On
 asked about each afterstate or position once per batch and the answer remembered (`memory`).
 
 What a net says of the moves at a position (`afterstate_values`, `q_values`) is written the way
-lab.engine writes the game: a function the kernel calls, its body compiled for the engine of `g`.
+lab.game.engine writes the game: a function the kernel calls, its body compiled for the engine of `g`.
 """
 
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from lab import engine, game
-from lab.engine import AFTER, LEGAL, tabulated
+from lab import game
+from lab.game import engine
+from lab.game.engine import AFTER, LEGAL, tabulated
 from lab.nets import forward
 
 

@@ -8,7 +8,7 @@ cells alone, a Q per cell (the bigger boards' default: one pass a position where
 moves).
 
 Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
-played as one batch by a compiled kernel written once against lab.engine (lab.agents.net_games):
+played as one batch by a compiled kernel written once against lab.game.engine (lab.agents.net_games):
 the agent plays epsilon-greedy on Q, ties at random; on 3x3 a position's Q values are computed
 once, when first needed, and remembered for the batch. After the games each agent move (s, a)
 gets the on-policy TD target gamma Q(s', a'), where (s', a') is the agent's next position and move
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import engine, game
+from lab import game
+from lab.game import engine
 from lab.agents import base, net_games, tabular
 from lab.knobs import Knobs, RunConfig, require, side
 from lab.nets import MLP
@@ -79,7 +80,7 @@ def per_cell(net: MLP, cells: int) -> bool:
 
 
 def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
-    """Q by `net` of each (position, move) pair on the game g (lab.engine's positions); with
+    """Q by `net` of each (position, move) pair on the game g (lab.game.engine's positions); with
     `symmetry` (3x3's) of the pair's canonical image (lab.game.canonical_pairs)."""
     if symmetry:
         positions, moves = game.canonical_pairs(positions, moves)

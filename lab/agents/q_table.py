@@ -15,8 +15,8 @@ Epsilon is multiplied by epsilon_decay_per_game before every game (so, as in the
 first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random
 O; here the agent takes either seat against any fixed opponent, on any m,n,k board. Updates
 happen every step, so the episodes run one after another in a compiled loop, `train`, written
-once against lab.engine: on 3x3 the table has a row for each of the 3**9 board codes, on bigger
-boards a row for each position the agent moved from (lab.mnk_table). `reference_train` is the
+once against lab.game.engine: on 3x3 the table has a row for each of the 3**9 board codes, on bigger
+boards a row for each position the agent moved from (lab.game.sparse). `reference_train` is the
 3x3 loop in plain Python.
 """
 
@@ -26,7 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, game, mnk_table
+from lab import game
+from lab.game import engine, sparse
 from lab.agents import base, tabular
 from lab.knobs import Knobs, RunConfig, require
 
@@ -77,7 +78,7 @@ def depths(run: RunConfig) -> range:
 @njit(cache=True)
 def train(g, table, opponent, epsilon, n, params, tally):
     """Play up to n episodes of the agent learning `table` against `opponent` on the game g
-    (lab.engine), stopping before one that could take a table of visited positions over half
+    (lab.game.engine), stopping before one that could take a table of visited positions over half
     full. Adds the results to tally [X wins, O wins, draws]; returns (episodes played, the
     decayed epsilon)."""
     q, me, alpha = engine.values(table), params.side, params.alpha
@@ -145,14 +146,14 @@ class Learner(tabular.Learner):
         if self.dense():
             self.q = np.zeros((game.N_CODES, 9))
         else:
-            self.q = mnk_table.Table(run.m * run.n, 0.0)
+            self.q = sparse.Table(run.m * run.n, 0.0)
         self.epsilon = knobs.epsilon
         self.params = Params.of(knobs, run)
 
     @classmethod
     def check_run(cls, knobs: Config, run: RunConfig) -> None:
         if run.bigger_board:
-            mnk_table.check_fits(run, "q_table", depths(run), run.m * run.n)
+            sparse.check_fits(run, "q_table", depths(run), run.m * run.n)
 
     def iterate(self) -> np.ndarray:
         tally = np.zeros(3, np.int64)

@@ -1,8 +1,8 @@
 """What the tabular learners share: their Learners' start (the game's engine, the fixed opponent)
 and their trained agent, one class for every board: on 3x3 it reads a dense table, on bigger
-m,n,k boards a move's score off a table of visited positions (lab.mnk_table).
+m,n,k boards a move's score off a table of visited positions (lab.game.sparse).
 
-q_table, td_value and negamax_q (each one module for every board, lab.engine) differ in what their
+q_table, td_value and negamax_q (each one module for every board, lab.game.engine) differ in what their
 rows hold here, which `Reading` says:
 a Q value per cell of the position to move from (q_table; negamax_q with `members` tables side by
 side in a row, the greedy reading their sum), or one value per afterstate (td_value: the position
@@ -15,16 +15,17 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, game, mnk, mnk_bots, opponents
+from lab import game, opponents
+from lab.game import bitboards, bots, engine
 from lab.agents import base
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT
-from lab.mnk import best_cell, empty_mask, place
-from lab.mnk_bots import cells_in
-from lab.mnk_table import Table, find
+from lab.game.bitboards import best_cell, empty_mask, place
+from lab.game.bots import cells_in
+from lab.game.sparse import Table, find
 
 TABLE = -1
-"""The kind, beside lab.mnk_bots' bot kinds, of a seat played from the table"""
+"""The kind, beside lab.game.bots' bot kinds, of a seat played from the table"""
 
 
 class Reading(NamedTuple):
@@ -82,20 +83,20 @@ def score_rows(board, t, reading, xs, os):
 @njit(cache=True)
 def play_games(board, t, reading, kinds, simulations, tree, n):
     """Tally [X wins, O wins, draws] of n games, seat s played greedily from the table if
-    kinds[s] == TABLE, else by that lab.mnk_bots bot."""
+    kinds[s] == TABLE, else by that lab.game.bots bot."""
     cells = board.m * board.n
     tally = np.zeros(3, np.int64)
     scores = np.empty(cells)
     for _ in range(n):
         x, o = np.uint64(0), np.uint64(0)
-        result = mnk_bots.DRAW
+        result = bots.DRAW
         for ply in range(cells):
             side = ply % 2
             if kinds[side] == TABLE:
                 scores_at(board, t, reading, x, o, side, -1, scores)
                 cell = best_cell(scores, empty_mask(board, x, o), cells)
             else:
-                cell = mnk_bots.bot_move(board, tree, kinds[side], simulations[side], x, o, side)
+                cell = bots.bot_move(board, tree, kinds[side], simulations[side], x, o, side)
             x, o, won = place(board, x, o, side, cell)
             if won:
                 result = side
@@ -119,7 +120,7 @@ class Agent(base.Agent):
     def __init__(self, table, shape: tuple = TTT, reading: Reading | None = None):
         self.table, self.shape, self.reading = table, tuple(shape), reading or self.READING
         self.dense = isinstance(table, np.ndarray)
-        self.board = None if self.dense else mnk.board(*self.shape)
+        self.board = None if self.dense else bitboards.board(*self.shape)
 
     def scores(self, positions):
         if self.dense:  # 3x3's codes index the rows; finished afterstates hold their fixed values
@@ -130,17 +131,17 @@ class Agent(base.Agent):
         positions = np.asarray(positions, np.uint64).reshape(-1, 2)
         return score_rows(self.board, self.table.view(), self.reading, positions[:, 0], positions[:, 1])
 
-    def play(self, opponent: mnk_bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
         `opponent` on a bigger board, drawn with `seed`; the compiled kernels' random stream is
         left as it was."""
-        kinds = np.array([mnk_bots.NAMES.index(opponent.name)] * 2, np.int64)
+        kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
         kinds[seat - 1] = TABLE
         simulations = np.full(2, opponent.simulations, np.int64)
         before = kernel_stream()
         game.seed_kernels(seed)
         tally = play_games(self.board, self.table.view(), self.reading, kinds, simulations,
-                           mnk_bots.tree(self.board, opponent.simulations), games)
+                           bots.tree(self.board, opponent.simulations), games)
         set_kernel_stream(before)
         return tally
 
@@ -162,16 +163,16 @@ class Agent(base.Agent):
 
 
 def opponent(g, run):
-    """The fixed opponent a learner's kernel plays on the game g (lab.engine): 3x3's move table
-    (lab.opponents), or elsewhere the lab.mnk_bots bot of each seat it does not train in (TABLE
+    """The fixed opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
+    (lab.opponents), or elsewhere the lab.game.bots bot of each seat it does not train in (TABLE
     in those it does), with the MCTS tree it needs."""
     if engine.tabulated(g):
         return opponents.for_training(run.opponent)
-    bot = None if run.opponent == "self" else mnk_bots.bot(
+    bot = None if run.opponent == "self" else bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
-    kinds = [TABLE if seat in run.seats else mnk_bots.NAMES.index(bot.name) for seat in (1, 2)]
+    kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]
     simulations = run.mcts_simulations if run.opponent == "mcts" else 1
-    return engine.bots(kinds, run.mcts_simulations, lambda: mnk_bots.tree(g, simulations))
+    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(g, simulations))
 
 
 def play_all(table, per_game: int, episodes: int, play) -> None:

@@ -20,10 +20,10 @@ Positions where X just moved and positions where O just moved are disjoint, so o
 mover's view holds X's table and O's table side by side. Against a fixed opponent only the
 agent's seat learns; in self-play (opponent=self) each side is a learner with its own afterstates
 in the same array, and the trained agent plays either seat. Updates happen every step, so the
-episodes run one after another in a compiled loop, `train`, written once against lab.engine for
+episodes run one after another in a compiled loop, `train`, written once against lab.game.engine for
 every m,n,k board: on 3x3 the table has a value for each of the 3**9 board codes (finished ones
 at their fixed values), on bigger boards one for each unfinished afterstate a learning side moved
-into (lab.mnk_table; X's and O's are disjoint by their numbers of stones). `reference_train` is
+into (lab.game.sparse; X's and O's are disjoint by their numbers of stones). `reference_train` is
 the 3x3 loop in plain Python.
 """
 
@@ -33,7 +33,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import engine, game, mnk_table
+from lab import game
+from lab.game import engine, sparse
 from lab.agents import base, tabular
 from lab.knobs import Knobs, RunConfig, require
 
@@ -105,7 +106,7 @@ def depths(run: RunConfig) -> range:
 
 @njit(cache=True)
 def train(g, table, opponent, n, params, tally):
-    """Play up to n episodes on the game g (lab.engine); a side that learns plays epsilon-greedy
+    """Play up to n episodes on the game g (lab.game.engine); a side that learns plays epsilon-greedy
     on the table's afterstate values and updates them, a side that does not plays `opponent`.
     Stops before an episode that could take a table of visited positions over half full. Adds
     the results to tally [X wins, O wins, draws]; returns the episodes played."""
@@ -198,13 +199,13 @@ class Learner(tabular.Learner):
         if self.dense():
             self.values = initial_values(knobs.draw_value)
         else:
-            self.values = mnk_table.Table(1, 0.5)
+            self.values = sparse.Table(1, 0.5)
         self.params = Params.of(knobs, run)
 
     @classmethod
     def check_run(cls, knobs: Config, run: RunConfig) -> None:
         if run.bigger_board:
-            mnk_table.check_fits(run, "td_value", depths(run), 1)
+            sparse.check_fits(run, "td_value", depths(run), 1)
 
     def iterate(self) -> np.ndarray:
         tally = np.zeros(3, np.int64)

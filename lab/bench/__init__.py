@@ -13,8 +13,9 @@ q_table search through the lab's sweeper against the same search written with Op
 the report section (`--report` alone): the end of a sweep over a finished 10,000-run grid of 2,500
 configurations (figures, summary, report), timed, and the report's size. And the boards section
 (`--boards` alone, issue 26): uniformly random games per second of the lab's m,n,k engine
-(lab/mnk.py) on 3x3, 4x4 and 5x5 beside OpenSpiel's `mnk` game (the boards extra), and the ratio.
-The exact section (`--exact` alone): 4x4 enumerated and solved (lab.mnk_exact), then a policy's
+(lab/game/bitboards.py) on 3x3, 4x4 and 5x5 beside OpenSpiel's `mnk` game (the boards extra), and
+the ratio.
+The exact section (`--exact` alone): 4x4 enumerated and solved (lab.game.solver), then a policy's
 exact evaluation timed for each fixed player.
 The cluster section (`--cluster` alone: root, SLURM and a checkout of the lab) runs the parallel
 grid with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine,

@@ -1,5 +1,6 @@
-"""Random games on bigger boards (`--boards`, issue 26): the lab's m,n,k engine (lab/mnk.py)
-against OpenSpiel's `mnk` game on the same machine, in games per second after a warm-up.
+"""Random games on bigger boards (`--boards`, issue 26): the lab's m,n,k engine
+(lab/game/bitboards.py) against OpenSpiel's `mnk` game on the same machine, in games per second
+after a warm-up.
 
 OpenSpiel is timed two ways: a game played through its Python API (`legal_actions`, a random
 choice, `apply_action`), as a user of pyspiel writes it, and a game played in C++ by two of its
@@ -9,7 +10,7 @@ Python reaches. The ratio is taken against the faster of the two."""
 import random
 import time
 
-from lab import mnk
+from lab.game import bitboards
 
 BOARDS = ((3, 3, 3), (4, 4, 4), (5, 5, 4))
 """(m, n, k) of the boards compared: tic-tac-toe, then issue 26's 4x4 and 5x5 with four in a row"""
@@ -32,7 +33,7 @@ def timed(play_batch, seconds: float) -> tuple[float, list[int]]:
 
 def lab_batch(m: int, n: int, k: int):
     """20,000 random games of the lab's engine, one compiled call."""
-    return lambda seed: mnk.random_games(m, n, k, 20_000, seed).tolist()
+    return lambda seed: bitboards.random_games(m, n, k, 20_000, seed).tolist()
 
 
 def openspiel_python_batch(spiel_game, games: int = 200):

@@ -5,18 +5,18 @@ in each seat against random, onestep and perfect; 3x3 with --quick."""
 import resource
 import time
 
-from lab import mnk_exact
+from lab.game import solver
 
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _solved_lines(m: int, n: int, k: int) -> tuple[mnk_exact.Solved, list[str]]:
+def _solved_lines(m: int, n: int, k: int) -> tuple[solver.Solved, list[str]]:
     """The board solved, timed, with its counts and value."""
     started, before = time.perf_counter(), _peak_mb()
-    solved = mnk_exact.solve(m, n, k)
-    seconds, found = time.perf_counter() - started, mnk_exact.counts(solved)
+    solved = solver.solve(m, n, k)
+    seconds, found = time.perf_counter() - started, solver.counts(solved)
     held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
     return solved, [
         f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in {seconds:.1f} s; "
@@ -29,15 +29,15 @@ def _solved_lines(m: int, n: int, k: int) -> tuple[mnk_exact.Solved, list[str]]:
 def report(m: int, n: int, k: int) -> str:
     """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
     solved, lines = _solved_lines(m, n, k)
-    lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in mnk_exact.OPPONENTS)
+    lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in solver.OPPONENTS)
                  + "  win/draw/loss %")
-    for name in (*mnk_exact.OPPONENTS, "lowest optimal"):
+    for name in (*solver.OPPONENTS, "lowest optimal"):
         for player in (1, 2):
-            policy = mnk_exact.lowest_optimal(solved, player) if name == "lowest optimal" else name
+            policy = solver.lowest_optimal(solved, player) if name == "lowest optimal" else name
             started = time.perf_counter()
-            result = mnk_exact.exact(solved, policy, player)
-            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in mnk_exact.RESULTS)
-                      for o in mnk_exact.OPPONENTS]
+            result = solver.exact(solved, policy, player)
+            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in solver.RESULTS)
+                      for o in solver.OPPONENTS]
             lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
                          + "".join(f"{s:>18}" for s in shares)
                          + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))

@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import mnk
+from lab.game import bitboards
 
 MAX_CELLS = 16
 """Boards the exact pass takes: 4x4 has 9.7 million reachable positions (seconds, under 1 GB);
@@ -40,7 +40,7 @@ RESULTS = ("win", "draw", "loss")
 class Solved(NamedTuple):
     """The reachable positions of one board, depth by depth, with their minimax values."""
 
-    board: mnk.Board
+    board: bitboards.Board
     """the shape and its win-check tables"""
     keys: tuple
     """keys[d]: sorted uint64 keys x | o << cells of the positions after d moves"""
@@ -59,7 +59,7 @@ class Solved(NamedTuple):
 
 def check_size(m, n, k) -> None:
     """Raise ValueError in one line unless m, n, k make a board the exact pass can enumerate."""
-    mnk.check_shape(m, n, k)
+    bitboards.check_shape(m, n, k)
     if m * n > MAX_CELLS:
         raise ValueError(f"the exact pass takes m * n at most {MAX_CELLS} cells (4x4: 9.7 million "
                          f"positions; 20 cells: up to 740 million), got m={m}, n={n}: {m * n}")
@@ -118,7 +118,7 @@ def _winners(keys, windows, cells, mover):
     return out
 
 
-def _enumerate(board: mnk.Board):
+def _enumerate(board: bitboards.Board):
     """(keys, winner, children) of every reachable position, depth by depth."""
     cells, windows = board.m * board.n, np.unique(board.windows)
     keys, winner, children = [np.zeros(1, dtype=np.uint64)], [np.zeros(1, dtype=np.int8)], []
@@ -149,7 +149,7 @@ def _minimax(keys, winner, children) -> list:
 def solve(m: int, n: int, k: int) -> Solved:
     """Every reachable position of the m,n,k board (at most MAX_CELLS cells) and its value."""
     check_size(m, n, k)
-    board = mnk.board(m, n, k)
+    board = bitboards.board(m, n, k)
     keys, winner, children = _enumerate(board)
     value = _minimax(keys, winner, children)
     return Solved(board, tuple(keys), tuple(winner), tuple(children), tuple(value))

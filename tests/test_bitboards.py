@@ -1,11 +1,12 @@
-"""The m,n,k engine (lab/mnk.py) against ground truths: every 3x3 game enumerated with it, and
+"""The m,n,k engine (lab/game/bitboards.py) against ground truths: every 3x3 game enumerated with it, and
 lab.game's tables on every reachable 3x3 position; its win check against a brute-force walk on
 bigger and non-square boards; seeded random games; bad shapes refused."""
 
 import numpy as np
 import pytest
 
-from lab import game, mnk
+from lab import game
+from lab.game import bitboards
 
 
 def enumerate_games(shape):
@@ -19,11 +20,11 @@ def enumerate_games(shape):
     def count(x, o, ply):
         if (x, o) not in games_from:
             tally = np.zeros(3, dtype=np.int64)
-            empty = int(mnk.empty_mask(shape, np.uint64(x), np.uint64(o)))
+            empty = int(bitboards.empty_mask(shape, np.uint64(x), np.uint64(o)))
             for cell in (c for c in range(cells) if empty >> c & 1):
                 mover = 1 if ply % 2 == 0 else -1
                 nx, no = (x | 1 << cell, o) if mover == 1 else (x, o | 1 << cell)
-                if mnk.wins(shape, np.uint64(nx if mover == 1 else no), cell):
+                if bitboards.wins(shape, np.uint64(nx if mover == 1 else no), cell):
                     status[nx, no] = (True, mover)
                     tally[0 if mover == 1 else 1] += 1
                 elif ply + 1 == cells:
@@ -39,12 +40,12 @@ def enumerate_games(shape):
 
 
 def test_every_3x3_game_enumerated_with_the_engine_matches_the_ground_truth():
-    tally, _ = enumerate_games(mnk.board(3, 3, 3))
+    tally, _ = enumerate_games(bitboards.board(3, 3, 3))
     assert tally.tolist() == [131_184, 77_904, 46_080] and tally.sum() == 255_168
 
 
 def test_every_reachable_3x3_position_agrees_with_lab_games_tables():
-    _, status = enumerate_games(mnk.board(3, 3, 3))
+    _, status = enumerate_games(bitboards.board(3, 3, 3))
     codes = {}
     for (x, o), said in status.items():
         cells = [1 if x >> c & 1 else -1 if o >> c & 1 else 0 for c in range(9)]
@@ -71,31 +72,31 @@ def brute_force_wins(grid, row, col, k):
 
 @pytest.mark.parametrize("m, n, k", [(4, 4, 4), (5, 5, 4), (7, 6, 4), (8, 8, 5)])
 def test_the_win_check_agrees_with_a_brute_force_walk_on_random_positions(m, n, k):
-    shape, rng = mnk.board(m, n, k), np.random.default_rng(m * 100 + n * 10 + k)
+    shape, rng = bitboards.board(m, n, k), np.random.default_rng(m * 100 + n * 10 + k)
     outcomes = []
     for _ in range(3000):
         grid = rng.choice([0, 1, -1], size=(n, m), p=rng.dirichlet([1, 1, 1])).tolist()
         row, col = int(rng.integers(n)), int(rng.integers(m))
         grid[row][col] = 1  # X just moved there
         x = sum(1 << (r * m + c) for r in range(n) for c in range(m) if grid[r][c] == 1)
-        engine = mnk.wins(shape, np.uint64(x), row * m + col)
+        engine = bitboards.wins(shape, np.uint64(x), row * m + col)
         assert engine == brute_force_wins(grid, row, col, k), (grid, row, col)
         outcomes.append(engine)
     assert 300 < sum(outcomes) < 2700  # both answers are tested, many times
 
 
 def test_random_games_are_reproducible_by_seed_and_uniform():
-    first = mnk.random_games(5, 5, 4, 2000, seed=3)
-    assert first.sum() == 2000 and (first == mnk.random_games(5, 5, 4, 2000, seed=3)).all()
-    assert (first != mnk.random_games(5, 5, 4, 2000, seed=4)).any()
-    shares = mnk.random_games(3, 3, 3, 100_000, seed=0) / 100_000
+    first = bitboards.random_games(5, 5, 4, 2000, seed=3)
+    assert first.sum() == 2000 and (first == bitboards.random_games(5, 5, 4, 2000, seed=3)).all()
+    assert (first != bitboards.random_games(5, 5, 4, 2000, seed=4)).any()
+    shares = bitboards.random_games(3, 3, 3, 100_000, seed=0) / 100_000
     np.testing.assert_allclose(shares, [737 / 1260, 121 / 420, 8 / 63], atol=0.01)  # exact for random play
 
 
 def test_empty_mask_is_the_legal_moves():
-    shape = mnk.board(8, 8, 5)
+    shape = bitboards.board(8, 8, 5)
     x, o = np.uint64(1 << 63 | 1), np.uint64(1 << 9)
-    empty = int(mnk.empty_mask(shape, x, o))
+    empty = int(bitboards.empty_mask(shape, x, o))
     assert [c for c in range(64) if not empty >> c & 1] == [0, 9, 63]
 
 
@@ -108,10 +109,10 @@ def test_empty_mask_is_the_legal_moves():
 ])
 def test_bad_shapes_are_refused_in_one_line(m, n, k, message):
     with pytest.raises(ValueError) as refused:
-        mnk.random_games(m, n, k, 10, seed=0)
+        bitboards.random_games(m, n, k, 10, seed=0)
     assert str(refused.value) == message
 
 
 def test_a_negative_number_of_games_is_refused():
     with pytest.raises(ValueError, match="games must be a non-negative integer, got -1"):
-        mnk.random_games(3, 3, 3, -1, seed=0)
+        bitboards.random_games(3, 3, 3, -1, seed=0)

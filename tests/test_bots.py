@@ -1,4 +1,4 @@
-"""The bots on m,n,k boards (lab/mnk_bots.py) and evaluation by games: on 3x3 their sampled rates
+"""The bots on m,n,k boards (lab/game/bots.py) and evaluation by games: on 3x3 their sampled rates
 against lab.evaluate's exact ones; their rules on constructed 5x5 k4 positions, checked against a
 brute-force search; MCTS against random and onestep; the Wilson intervals' width and coverage;
 seeds; bad specs refused."""
@@ -8,12 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lab import evaluate, mnk, opponents, stats
-from lab.mnk_bots import Bot, bot, choose, moves, play_match
-from lab.mnk_evaluate import outcome_rates
+from lab import evaluate, opponents, stats
+from lab.game import bitboards
+from lab.game.bots import Bot, bot, choose, moves, play_match
+from lab.evaluate_bitboards import outcome_rates
 
-FIVE = mnk.board(5, 5, 4)
-THREE = mnk.board(3, 3, 3)
+FIVE = bitboards.board(5, 5, 4)
+THREE = bitboards.board(3, 3, 3)
 
 
 def position(*rows: str) -> tuple[int, int]:
@@ -35,7 +36,7 @@ def value(x: int, o: int, side: int, plies: int) -> int:
     best = -1
     for c in (c for c in range(25) if not (x | o) >> c & 1):
         nx, no = (x | 1 << c, o) if side == 0 else (x, o | 1 << c)
-        if mnk.wins(FIVE, np.uint64(nx if side == 0 else no), c):
+        if bitboards.wins(FIVE, np.uint64(nx if side == 0 else no), c):
             return 1
         best = max(best, -value(nx, no, 1 - side, plies - 1))
         if best == 1:
@@ -54,7 +55,7 @@ def test_random_against_random_is_the_engines_random_game():
     """Both draw from the same stream the same way: the tallies are identical."""
     for shape in (THREE, FIVE):
         tally = play_match(shape, bot("random"), bot("random"), 5_000, 7)
-        assert tally.tolist() == mnk.random_games(shape.m, shape.n, shape.k, 5_000, 7).tolist()
+        assert tally.tolist() == bitboards.random_games(shape.m, shape.n, shape.k, 5_000, 7).tolist()
 
 
 def test_exact_random_against_random_is_the_known_fraction():
@@ -160,7 +161,7 @@ def test_mcts_finds_a_forced_win_in_two():
 
 def test_mcts_blocks_a_three_and_prevents_an_open_three():
     """Blocking a three is proven after a few expansions. Preventing an open three needs the
-    loss four plies deep seen for every other move: 1,000 simulations do (lab.mnk_bots.EXPLORATION
+    loss four plies deep seen for every other move: 1,000 simulations do (lab.game.bots.EXPLORATION
     was chosen on this position)."""
     for seed in range(5):
         assert choose(FIVE, bot("mcts", 200), *MUST_BLOCK, seed) == cell(2, 3)
@@ -191,7 +192,7 @@ def test_mcts_1000_beats_random_and_never_loses_to_onestep(seat):
 # seeds and specs
 
 def test_the_same_seed_gives_the_same_tally():
-    four = mnk.board(4, 4, 4)
+    four = bitboards.board(4, 4, 4)
     first = play_match(four, bot("mcts", 50), bot("block"), 40, 3)
     assert first.tolist() == play_match(four, bot("mcts", 50), bot("block"), 40, 3).tolist()
     assert first.sum() == 40

@@ -7,13 +7,14 @@ the kernel (numba.extending.overload), so nothing is decided while games are pla
 - `TTT` (3x3, tabulated): a position is its base-3 code and the rules are lab.game's tables, a row
   per code; a move is one table read. Opponents are move tables (lab.opponents), a learner's
   table a dense array with a row per code.
-- `lab.mnk.Board` (every board up to 64 cells): a position is (x, o), X's and O's stones as two
-  uint64 bitboards; a move is an OR and a check of the windows through its cell. Opponents are
-  lab.mnk_bots bots (`RuleBots`, or `Bots` with the tree of those that search), a learner's
-  table a lab.mnk_table table of the positions visited.
+- `lab.game.bitboards.Board` (every board up to 64 cells): a position is (x, o), X's and O's
+  stones as two uint64 bitboards; a move is an OR and a check of the windows through its cell.
+  Opponents are lab.game.bots bots (`RuleBots`, or `Bots` with the tree of those that search),
+  a learner's table a lab.game.sparse table of the positions visited.
 
-The functions draw from the kernels' random stream as lab.game's helpers do on 3x3 and lab.mnk's
-and lab.mnk_bots' elsewhere, so the rows of the learners' former per-board twins are kept.
+The functions draw from the kernels' random stream as lab.game's helpers do on 3x3 and
+lab.game.bitboards' and lab.game.bots' elsewhere, so the rows of the learners' former per-board
+twins are kept.
 
 Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
 
@@ -33,7 +34,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from lab import game, mnk, mnk_bots, mnk_table
+from lab import game
+from lab.game import bitboards, bots, sparse
 
 DRAW = 2
 """A game's result when nobody completed a line (the tally's third entry)"""
@@ -64,7 +66,7 @@ class RuleBots(NamedTuple):
     """A fixed opponent on a bitboard engine that needs no tree: random, onestep or block."""
 
     kinds: tuple
-    """the lab.mnk_bots bot kind (lab.mnk_bots.NAMES' index) of X's seat and of O's (a tuple: a
+    """the lab.game.bots bot kind (lab.game.bots.NAMES' index) of X's seat and of O's (a tuple: a
     kernel indexes it by the side to move)"""
 
 
@@ -75,23 +77,23 @@ class Bots(NamedTuple):
     """as RuleBots'"""
     simulations: int
     """MCTS playouts per move"""
-    tree: mnk_bots.Tree
+    tree: bots.Tree
     """the search tree MCTS reuses, or perfect's table"""
 
 
-def bots(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
+def fixed_opponent(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
     """The opponent of bot `kinds` (and learners' seats): RuleBots unless a seat searches, then
     Bots with `tree_of()`. Kept apart because a kernel counts a reference for every array of a
     bundle at every move that hands it on: the Tree's twelve cost the tabular learners a third of
     their speed against random."""
-    if {mnk_bots.MCTS, mnk_bots.PERFECT} & set(kinds):
+    if {bots.MCTS, bots.PERFECT} & set(kinds):
         return Bots(tuple(kinds), simulations, tree_of())
     return RuleBots(tuple(kinds))
 
 
 def of(shape: tuple[int, int, int]):
     """The engine of the m,n,k board `shape`: tabulated for 3x3, bitboards for every other."""
-    return TTT if tuple(shape) == (3, 3, 3) else mnk.board(*shape)
+    return TTT if tuple(shape) == (3, 3, 3) else bitboards.board(*shape)
 
 
 def tabulated(g) -> bool:
@@ -208,7 +210,7 @@ def _play(g, pos, cell, side):
         return on_codes
 
     def on_bitboards(g, pos, cell, side):
-        x, o, won = mnk.place(g, pos[0], pos[1], side, cell)
+        x, o, won = bitboards.place(g, pos[0], pos[1], side, cell)
         return (x, o), won, won | ((x | o) == g.full)
     return on_bitboards
 
@@ -220,7 +222,7 @@ def _random_cell(g, pos):
 
     def on_bitboards(g, pos):
         empty = g.full & ~(pos[0] | pos[1])
-        return mnk.random_move(empty, mnk_bots.cells_in(empty))
+        return bitboards.random_move(empty, bots.cells_in(empty))
     return on_bitboards
 
 
@@ -228,7 +230,7 @@ def _random_cell(g, pos):
 def _best_cell(g, scores, pos):
     if tabulated(g):
         return lambda g, scores, pos: game.best_move(scores, g, pos, LEGAL)
-    return lambda g, scores, pos: mnk.best_cell(scores, g.full & ~(pos[0] | pos[1]), g.m * g.n)
+    return lambda g, scores, pos: bitboards.best_cell(scores, g.full & ~(pos[0] | pos[1]), g.m * g.n)
 
 
 @overload(afterstate_scores, inline="always")
@@ -245,14 +247,14 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
         for cell in range(g.m * g.n):
             bit = np.uint64(1) << np.uint64(cell)
             if empty & bit:
-                after_x, after_o, won = mnk.place(g, x, o, side, cell)
+                after_x, after_o, won = bitboards.place(g, x, o, side, cell)
                 if won:
                     out[cell] = 1.0
                 elif empty == bit:
                     out[cell] = draw_value
                 else:
-                    slot = mnk_table.slot_of(table, after_x, after_o)
-                    out[cell] = table.values[slot, 0] if table.x[slot] != mnk_table.FREE else table.default
+                    slot = sparse.slot_of(table, after_x, after_o)
+                    out[cell] = table.values[slot, 0] if table.x[slot] != sparse.FREE else table.default
     return visited
 
 
@@ -262,8 +264,8 @@ def _q_scores(table, g, pos, member, out):
         return lambda table, g, pos, member, out: table[member, pos]
     def visited(table, g, pos, member, out):
         x, o = pos
-        slot = mnk_table.slot_of(table, x, o)
-        held, cells, empty = table.x[slot] != mnk_table.FREE, g.m * g.n, g.full & ~(x | o)
+        slot = sparse.slot_of(table, x, o)
+        held, cells, empty = table.x[slot] != sparse.FREE, g.m * g.n, g.full & ~(x | o)
         for cell in range(cells):
             if empty & (np.uint64(1) << np.uint64(cell)):
                 out[cell] = table.values[slot, member * cells + cell] if held else table.default
@@ -284,8 +286,8 @@ def _best_q(table, g, pos, member):
 
     def visited(table, g, pos, member):
         x, o = pos
-        slot = mnk_table.slot_of(table, x, o)
-        if table.x[slot] == mnk_table.FREE:
+        slot = sparse.slot_of(table, x, o)
+        if table.x[slot] == sparse.FREE:
             return table.default
         cells, empty = g.m * g.n, g.full & ~(x | o)
         best = -np.inf
@@ -375,8 +377,8 @@ def _opponent_move(g, opponent, pos, side):
     if tabulated(g):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
     if isinstance(opponent, types.BaseNamedTuple) and opponent.instance_class is RuleBots:
-        return lambda g, opponent, pos, side: mnk_bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
-    return lambda g, opponent, pos, side: mnk_bots.bot_move(
+        return lambda g, opponent, pos, side: bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
+    return lambda g, opponent, pos, side: bots.bot_move(
         g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
 
 
@@ -384,10 +386,10 @@ def _opponent_move(g, opponent, pos, side):
 def _row(table, pos):
     if isinstance(table, types.Array):
         return lambda table, pos: pos
-    def visited(table, pos):  # lab.mnk_table.insert, read in place (see the module doc)
+    def visited(table, pos):  # lab.game.sparse.insert, read in place (see the module doc)
         x, o = pos
-        slot = mnk_table.slot_of(table, x, o)
-        if table.x[slot] == mnk_table.FREE:
+        slot = sparse.slot_of(table, x, o)
+        if table.x[slot] == sparse.FREE:
             table.x[slot] = x
             table.o[slot] = o
             table.values[slot, :] = table.default
@@ -407,7 +409,7 @@ def _values(table):
 def _room(table, positions):
     if isinstance(table, types.Array):
         return lambda table, positions: True
-    return lambda table, positions: not mnk_table.full(table, positions)
+    return lambda table, positions: not sparse.full(table, positions)
 
 
 # The same game, seen from Python: what a learner needs of the positions its kernel recorded.
@@ -447,4 +449,4 @@ def inputs(g, positions: np.ndarray, dtype) -> np.ndarray:
     """(n, cells) net inputs of positions: +1 X, -1 O, 0 empty."""
     if tabulated(g):
         return game.BOARDS[positions]
-    return mnk.cell_inputs(positions[:, 0], positions[:, 1], g.m * g.n, dtype)
+    return bitboards.cell_inputs(positions[:, 0], positions[:, 1], g.m * g.n, dtype)

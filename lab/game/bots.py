@@ -1,4 +1,4 @@
-"""Fixed opponents on any m,n,k board (lab.mnk), compiled, and their games.
+"""Fixed opponents on any m,n,k board (lab.game.bitboards), compiled, and their games.
 
 The bots, each chosen by a spec (`bot(name, simulations)`):
 
@@ -13,8 +13,8 @@ The bots, each chosen by a spec (`bot(name, simulations)`):
   a proven winning move is played at once, and a proven losing move only when all lose. Every
   node expanded is checked for an immediate win, so one is always taken.
 - perfect: uniform among the moves that keep the position's minimax value, looked up in the
-  board's solution (lab.mnk_exact): only on boards of at most 16 cells (4x4), as lab.opponents'
-  3x3 perfect and lab.mnk_exact's.
+  board's solution (lab.game.solver): only on boards of at most 16 cells (4x4), as lab.opponents'
+  3x3 perfect and lab.game.solver's.
 
 The first three mean what lab.opponents' 3x3 move tables mean (there they are exact over every
 position; here a move is drawn as the game reaches the position). All bots draw from the compiled
@@ -25,7 +25,7 @@ search tree, preallocated arrays with one node per position reached, a node's ch
 contiguous (a simulation expands at most one node, with a child per legal move, so a search of S
 simulations needs at most 1 + S * cells nodes); and perfect's table, where the board is solved.
 
-`play_match` plays games between two bots and tallies them (lab.mnk_evaluate.outcome_rates
+`play_match` plays games between two bots and tallies them (lab.evaluate_bitboards.outcome_rates
 makes a tally shares with intervals).
 """
 
@@ -35,14 +35,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import mnk_exact
-from lab.mnk import empty_mask, random_move, wins
+from lab.game import solver
+from lab.game.bitboards import empty_mask, random_move, wins
 
 ANY_BOARD = ("random", "onestep", "block", "mcts")
 """The bots that play on every board (evaluation by games plays them)."""
 NAMES = (*ANY_BOARD, "perfect")
 """The bots, in the order of their kind codes in the compiled kernels; perfect plays only on the
-boards lab.mnk_exact solves (at most mnk_exact.MAX_CELLS cells)."""
+boards lab.game.solver solves (at most solver.MAX_CELLS cells)."""
 RANDOM, ONESTEP, BLOCK, MCTS, PERFECT = range(len(NAMES))
 UNKNOWN, WON, LOST, DRAWN = 0, 1, 2, 3
 """A node's status, for the player who moved into it: not proven, won, lost, a full board drawn."""
@@ -50,7 +50,7 @@ X_WINS, O_WINS, DRAW = 0, 1, 2
 """Results: the tally's indices, and the winning side (0 X, 1 O) or a draw."""
 EXPLORATION = 0.5
 """UCB1's exploration constant (rewards in [0, 1]), chosen by measurement on 5x5 k4 at 1,000
-simulations: with 0.5 the search prevented an open three (tests/test_mnk_bots.py) in 20 of 20 seeds
+simulations: with 0.5 the search prevented an open three (tests/test_bots.py) in 20 of 20 seeds
 and lost 1 game of 1,000 as O to onestep; with UCB1's textbook sqrt(2), 16 of 20 and 3 of 400."""
 
 
@@ -113,12 +113,12 @@ class Tree(NamedTuple):
 
 def tree(shape, simulations: int, perfect: bool = True) -> Tree:
     """What the bots need on board `shape`: a tree big enough for a search of `simulations` and,
-    where lab.mnk_exact solves the board (at most 16 cells) and `perfect` is true, perfect's
+    where lab.game.solver solves the board (at most 16 cells) and `perfect` is true, perfect's
     table. The table comes from the solve that the exact evaluation shares (one board per
     process; 4x4: about 3 s and 0.3 GB, the table 86 MB more); perfect=False leaves it out, for
     games without the perfect bot."""
     size = 1 + max(simulations, 1) * shape.m * shape.n
-    solvable = perfect and shape.m * shape.n <= mnk_exact.MAX_CELLS
+    solvable = perfect and shape.m * shape.n <= solver.MAX_CELLS
     table = perfect_table(shape.m, shape.n, shape.k) if solvable else \
         (np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(1, np.int64))
     return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros(size, np.int8),
@@ -150,8 +150,8 @@ def _optimal_masks(keys, winner, children, value, value_next, cells):
 @functools.lru_cache(maxsize=1)
 def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """perfect's table of the m,n,k board (Tree.solved_keys, solved_moves, solved_starts), from
-    lab.mnk_exact.solve (cached there), built once per process (the last board asked)."""
-    solved = mnk_exact.solve(m, n, k)
+    lab.game.solver.solve (cached there), built once per process (the last board asked)."""
+    solved = solver.solve(m, n, k)
     parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
                             solved.value[d + 1], solved.cells) for d in range(len(solved.children))]
     starts = np.cumsum([0] + [len(keys) for keys, _ in parts]).astype(np.int64)
@@ -379,9 +379,9 @@ def _play(board, t, kinds, simulations, games, seed, tally):
 
 def _checked(player: Bot, shape) -> Bot:
     """A Bot built by hand, checked as bot() checks a spec, and able to play on board `shape`."""
-    if player.name == "perfect" and shape.m * shape.n > mnk_exact.MAX_CELLS:
+    if player.name == "perfect" and shape.m * shape.n > solver.MAX_CELLS:
         raise ValueError(f"the perfect bot plays only on boards the lab solves (at most "
-                         f"{mnk_exact.MAX_CELLS} cells), got m={shape.m}, n={shape.n}")
+                         f"{solver.MAX_CELLS} cells), got m={shape.m}, n={shape.n}")
     return bot(player.name, player.simulations if player.name == "mcts" or player.simulations else None)
 
 
@@ -391,7 +391,7 @@ def _checked_count(key, value, least):
 
 
 def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarray:
-    """Tally [X wins, O wins, draws] of `games` games on board `shape` (lab.mnk.board), x_bot
+    """Tally [X wins, O wins, draws] of `games` games on board `shape` (lab.game.bitboards.board), x_bot
     playing X and o_bot O; the same seed gives the same tally."""
     _checked_count("games", games, 0)
     _checked_count("seed", seed, 0)

@@ -1,17 +1,18 @@
 """The m,n,k game a move at a time from plain Python, on every board: what a learner that is not
 compiled plays with (docs/architecture.md's walk-through).
 
-Each move is lab.engine's, compiled once per engine, so a position is the engine's (a board code
+Each move is lab.game.engine's, compiled once per engine, so a position is the engine's (a board code
 on 3x3, an (x, o) pair of uint64 bitboards elsewhere), the random cells come from the compiled
 kernels' stream (lab.game.seed_kernels), and an opponent is what the compiled learners play
-(lab.agents.tabular.opponent: a move table on 3x3, lab.mnk_bots' bots elsewhere). Keys name
+(lab.agents.tabular.opponent: a move table on 3x3, lab.game.bots' bots elsewhere). Keys name
 positions by one integer, for tables of them: the code on 3x3, x | o << cells elsewhere.
 """
 
 import numpy as np
 from numba import njit
 
-from lab import engine, game
+from lab import game
+from lab.game import engine
 
 MAX_CELLS = 31
 """Boards whose positions `key` names in one non-negative int64 (5x5 included): O's stones sit

@@ -1,4 +1,4 @@
-"""The exact pass on m,n,k boards (lab/mnk_exact.py) against ground truths: lab.game's tables and
+"""The exact pass on m,n,k boards (lab/game/solver.py) against ground truths: lab.game's tables and
 lab.evaluate's exact figures on 3x3, a brute-force walk of small boards, and on 4x4 (slow) the
 game's known value, a perfect player that never loses, and sampled random games."""
 
@@ -7,13 +7,14 @@ from math import comb
 import numpy as np
 import pytest
 
-from lab import evaluate, game, mnk, mnk_exact, opponents
+from lab import evaluate, game, opponents
+from lab.game import bitboards, solver
 from lab.bench.exact import report as exact_report
 
 
 @pytest.fixture(scope="module")
 def ttt():
-    return mnk_exact.solve(3, 3, 3)
+    return solver.solve(3, 3, 3)
 
 
 def codes(x: np.ndarray, o: np.ndarray) -> np.ndarray:
@@ -23,30 +24,30 @@ def codes(x: np.ndarray, o: np.ndarray) -> np.ndarray:
 
 
 def test_3x3_positions_are_lab_games_reachable_ones_depth_by_depth(ttt):
-    found = mnk_exact.counts(ttt)
+    found = solver.counts(ttt)
     assert found["by_depth"] == [len(codes_) for codes_ in game.DEPTHS] and found["positions"] == 5478
     reachable = np.flatnonzero(game.REACHABLE)
     assert found["x_wins"] == (game.WINNER[reachable] == 1).sum() == 626
     assert found["o_wins"] == (game.WINNER[reachable] == -1).sum() == 316
     assert found["x_wins"] + found["o_wins"] + found["draws"] == game.TERMINAL[reachable].sum() == 958
     for depth, keys in enumerate(ttt.keys):
-        assert (np.sort(codes(*mnk_exact.split(ttt, keys))) == game.DEPTHS[depth]).all()
+        assert (np.sort(codes(*solver.split(ttt, keys))) == game.DEPTHS[depth]).all()
 
 
 def test_3x3_values_and_optimal_moves_are_lab_games(ttt):
     for keys, value in zip(ttt.keys, ttt.value):
-        x, o = mnk_exact.split(ttt, keys)
+        x, o = solver.split(ttt, keys)
         assert (value == game.VALUE[codes(x, o)]).all()
         for xi, oi, code in zip(x.tolist(), o.tolist(), codes(x, o)):
-            assert mnk_exact.optimal_moves(ttt, xi, oi) == np.flatnonzero(game.OPTIMAL[code]).tolist()
+            assert solver.optimal_moves(ttt, xi, oi) == np.flatnonzero(game.OPTIMAL[code]).tolist()
 
 
-@pytest.mark.parametrize("name", mnk_exact.OPPONENTS)
+@pytest.mark.parametrize("name", solver.OPPONENTS)
 @pytest.mark.parametrize("player", [1, 2])
 def test_3x3_fixed_players_are_lab_opponents_move_tables(ttt, name, player):
-    rows = codes(*mnk_exact.decisions(ttt, player))
+    rows = codes(*solver.decisions(ttt, player))
     assert len(rows) == (game.TO_MOVE[game.DECISIONS] == (1 if player == 1 else -1)).sum()
-    assert (mnk_exact.table(ttt, name, player) == opponents.table(name)[rows]).all()
+    assert (solver.table(ttt, name, player) == opponents.table(name)[rows]).all()
 
 
 def lab_policies():
@@ -61,15 +62,15 @@ def lab_policies():
 def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, name, player):
     moves = lab_policies()[name]
     expected = evaluate.exact(moves, player)
-    as_table = mnk_exact.exact(ttt, moves[codes(*mnk_exact.decisions(ttt, player))], player)
-    as_function = mnk_exact.exact(ttt, lambda x, o: moves[codes(x, o)], player)
+    as_table = solver.exact(ttt, moves[codes(*solver.decisions(ttt, player))], player)
+    as_function = solver.exact(ttt, lambda x, o: moves[codes(x, o)], player)
     assert as_table == as_function
     for key in evaluate.ALTERNATED_KEYS:
         assert as_table[key] == pytest.approx(expected[key], abs=1e-12), key
 
 
 def test_3x3_random_against_random_is_the_known_fraction(ttt):
-    as_x = mnk_exact.exact(ttt, "random", 1)
+    as_x = solver.exact(ttt, "random", 1)
     assert as_x["random_win"] == pytest.approx(737 / 1260, abs=1e-12)
     assert as_x["random_loss"] == pytest.approx(121 / 420, abs=1e-12)
     assert as_x["random_draw"] == pytest.approx(8 / 63, abs=1e-12)
@@ -77,8 +78,8 @@ def test_3x3_random_against_random_is_the_known_fraction(ttt):
 
 def test_3x3_the_perfect_opponent_is_the_perfect_policy_seen_from_the_other_seat(ttt):
     for player in (1, 2):
-        perfect = mnk_exact.exact(ttt, "perfect", player)
-        random = mnk_exact.exact(ttt, "random", 3 - player)
+        perfect = solver.exact(ttt, "perfect", player)
+        random = solver.exact(ttt, "random", 3 - player)
         for ours, theirs in (("win", "loss"), ("draw", "draw"), ("loss", "win")):
             assert random[f"perfect_{ours}"] == pytest.approx(perfect[f"random_{theirs}"], abs=1e-12)
         assert perfect["perfect_draw"] == pytest.approx(1.0, abs=1e-12) and random["perfect_win"] == 0.0
@@ -92,21 +93,21 @@ def test_a_function_is_asked_only_where_the_game_reaches(ttt):
         asked.extend(codes(x, o).tolist())
         return np.eye(9)[perfect[codes(x, o)].argmax(axis=1)]
 
-    assert mnk_exact.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
-    assert len(asked) == len(set(asked)) < len(mnk_exact.decisions(ttt, 1)[0]) / 2
+    assert solver.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
+    assert len(asked) == len(set(asked)) < len(solver.decisions(ttt, 1)[0]) / 2
     assert game.decode(asked[0]).tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
 
 
 def brute_force(m, n, k):
     """{(depth, x, o): (winner, value)} of every reachable position, by a memoised walk."""
-    shape, cells, found = mnk.board(m, n, k), m * n, {}
+    shape, cells, found = bitboards.board(m, n, k), m * n, {}
 
     def visit(x, o, depth):
         if (depth, x, o) not in found:
             mover, values = 1 if depth % 2 == 0 else -1, []
             for cell in (c for c in range(cells) if not (x | o) >> c & 1):
                 nx, no = (x | 1 << cell, o) if mover == 1 else (x, o | 1 << cell)
-                if mnk.wins(shape, np.uint64(nx if mover == 1 else no), cell):
+                if bitboards.wins(shape, np.uint64(nx if mover == 1 else no), cell):
                     found[depth + 1, nx, no] = (mover, mover)
                 elif depth + 1 == cells:
                     found[depth + 1, nx, no] = (0, 0)
@@ -122,14 +123,14 @@ def brute_force(m, n, k):
 @pytest.mark.parametrize("m, n, k", [(1, 1, 1), (2, 2, 2), (3, 2, 2), (2, 3, 3), (4, 2, 3),
                                      (3, 3, 1), (2, 4, 2)])
 def test_small_boards_match_a_brute_force_walk(m, n, k):
-    solved, walked = mnk_exact.solve(m, n, k), brute_force(m, n, k)
+    solved, walked = solver.solve(m, n, k), brute_force(m, n, k)
     listed = {}
     for depth, keys in enumerate(solved.keys):
-        x, o = mnk_exact.split(solved, keys)
+        x, o = solver.split(solved, keys)
         for xi, oi, winner, value in zip(x.tolist(), o.tolist(), solved.winner[depth], solved.value[depth]):
             listed[depth, xi, oi] = (int(winner), int(value))
     assert listed == walked
-    assert mnk_exact.counts(mnk_exact.solve(2, 2, 2))["positions"] == 29  # a published count
+    assert solver.counts(solver.solve(2, 2, 2))["positions"] == 29  # a published count
 
 
 @pytest.mark.parametrize("m, n, k, message", [
@@ -140,76 +141,76 @@ def test_small_boards_match_a_brute_force_walk(m, n, k):
 ])
 def test_boards_too_big_or_malformed_are_refused_in_one_line(m, n, k, message):
     with pytest.raises(ValueError) as refused:
-        mnk_exact.solve(m, n, k)
+        solver.solve(m, n, k)
     assert str(refused.value) == message
 
 
 def test_bad_policies_and_seats_are_refused_in_one_line(ttt):
-    table = mnk_exact.table(ttt, "random", 1)
+    table = solver.table(ttt, "random", 1)
     with pytest.raises(ValueError, match=r"^player must be 1 \(X, moves first\) or 2 \(O\), got 0$"):
-        mnk_exact.exact(ttt, table, 0)
+        solver.exact(ttt, table, 0)
     with pytest.raises(ValueError, match=r"^unknown player 'block'; allowed: random, onestep, perfect$"):
-        mnk_exact.exact(ttt, "block", 1)
+        solver.exact(ttt, "block", 1)
     with pytest.raises(ValueError, match=r"^a move table for this seat has shape \(2423, 9\) "):
-        mnk_exact.exact(ttt, table[1:], 1)
+        solver.exact(ttt, table[1:], 1)
     with pytest.raises(ValueError, match=r"^a policy is one of random, onestep, perfect, a move table"):
-        mnk_exact.exact(ttt, [0.5, 0.5], 1)
+        solver.exact(ttt, [0.5, 0.5], 1)
     table[5] = np.eye(9)[0]  # the 6th position where X moves has O on cell 0
     with pytest.raises(ValueError, match=r"^the policy's moves are not a probability distribution over "
                                          r"the empty cells at O\.\./\.\.X/\.\.\.: \[1\.0, 0\.0, "):
-        mnk_exact.exact(ttt, table, 1)
+        solver.exact(ttt, table, 1)
     with pytest.raises(ValueError, match=r"shape \(9,\) for 1 positions, expected \(1, 9\)"):
-        mnk_exact.exact(ttt, lambda x, o: np.ones(9) / 9, 1)
+        solver.exact(ttt, lambda x, o: np.ones(9) / 9, 1)
 
 
 def test_unreachable_positions_are_refused(ttt):
     for x, o in ((0b11, 0), (1, 1), (1 << 9, 0), (1 << 70, 0)):  # two X, a shared cell, off the board
         with pytest.raises(ValueError, match=f"^no reachable position has X on {x:#x} and O on {o:#x}$"):
-            mnk_exact.optimal_moves(ttt, x, o)
-    assert mnk_exact.optimal_moves(ttt, 0b111, 0b11000) == []  # X has won: nothing to play
+            solver.optimal_moves(ttt, x, o)
+    assert solver.optimal_moves(ttt, 0b111, 0b11000) == []  # X has won: nothing to play
 
 
 @pytest.fixture(scope="module")
 def four():
-    return mnk_exact.solve(4, 4, 4)
+    return solver.solve(4, 4, 4)
 
 
 @pytest.mark.slow
 def test_4x4_counts_and_its_value_a_draw(four):
-    found = mnk_exact.counts(four)
+    found = solver.counts(four)
     assert found["positions"] == 9_722_011 and len(found["by_depth"]) == 17
     for depth in range(7):  # no line before X's 4th stone: every placement is reachable
         assert found["by_depth"][depth] == comb(16, depth) * comb(depth, (depth + 1) // 2)
     assert (found["x_wins"], found["o_wins"], found["draws"]) == (401_096, 252_940, 5_356)
     assert four.value[0][0] == 0  # 4x4 with four in a row is a draw
-    assert mnk_exact.optimal_moves(four, 0, 0) == list(range(16))
+    assert solver.optimal_moves(four, 0, 0) == list(range(16))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("player", [1, 2])
 def test_4x4_the_perfect_player_never_loses(four, player):
-    deterministic = mnk_exact.lowest_optimal(four, player)  # a function, as a greedy agent's
+    deterministic = solver.lowest_optimal(four, player)  # a function, as a greedy agent's
     for policy in ("perfect", deterministic):
-        result = mnk_exact.exact(four, policy, player)
+        result = solver.exact(four, policy, player)
         assert result["random_loss"] == result["onestep_loss"] == result["perfect_loss"] == 0.0
         assert result["random_win"] > 0.5 and result["perfect_draw"] == pytest.approx(1.0, abs=1e-12)
-    assert 0 < deterministic.asked < len(mnk_exact.decisions(four, player)[0]) / 100
+    assert 0 < deterministic.asked < len(solver.decisions(four, player)[0]) / 100
 
 
 @pytest.mark.slow
 def test_4x4_random_against_random_matches_sampled_games(four):
-    result = mnk_exact.exact(four, "random", 1)
+    result = solver.exact(four, "random", 1)
     shares = np.array([result["random_win"], result["random_loss"], result["random_draw"]])
     assert shares.sum() == pytest.approx(1.0, abs=1e-12)
     games = 200_000
-    sampled = mnk.random_games(4, 4, 4, games, seed=11) / games  # X wins, O wins, draws
+    sampled = bitboards.random_games(4, 4, 4, games, seed=11) / games  # X wins, O wins, draws
     within = 4 * np.sqrt(shares * (1 - shares) / games)  # 4 standard errors: about 1 in 16,000 fails
     assert (abs(sampled - shares) < within).all(), (sampled, shares)
 
 
 def test_a_board_too_big_is_refused_in_one_line():
     with pytest.raises(ValueError) as refused:
-        mnk_exact.solve(5, 5, 4)
+        solver.solve(5, 5, 4)
     assert str(refused.value) == ("the exact pass takes m * n at most 16 cells (4x4: 9.7 million "
                                   "positions; 20 cells: up to 740 million), got m=5, n=5: 25")
 

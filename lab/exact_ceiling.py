@@ -1,16 +1,16 @@
-"""The ceiling on the m,n,k boards the lab solves (lab.mnk_exact: at most 16 cells, 4x4 included):
+"""The ceiling on the m,n,k boards the lab solves (lab.game.solver: at most 16 cells, 4x4 included):
 the best win/draw/loss a perfect player reaches against random, onestep and perfect, per seat.
 
 The same criterion as 3x3's (lab.evaluate.ceiling and best_response): at its own positions the
 player keeps the minimax value (a perfect player never gives a result away) and among those moves
 plays the one maximising its expected (win - loss) under the opponent's moves, then the higher
-win (within lab.evaluate.TIE_TOLERANCE), then the lowest cell; the opponent plays as lab.mnk_exact
+win (within lab.evaluate.TIE_TOLERANCE), then the lowest cell; the opponent plays as lab.game.solver
 has it play. One backward pass over the solved depths per opponent and seat, keeping the outcomes
 of one depth at a time. Against onestep the ceiling is random's: a player that keeps the value
 never leaves the opponent an immediate win, so onestep only plays its random moves.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
-(tests/test_mnk_perfect.py computes them again); `python -m lab.mnk_ceiling [m n k]` computes and
+(tests/test_mnk_perfect.py computes them again); `python -m lab.exact_ceiling [m n k]` computes and
 times any board's.
 """
 
@@ -21,9 +21,10 @@ import time
 import numpy as np
 from numba import njit
 
-from lab import cli, evaluate, mnk_exact
+from lab import cli, evaluate
+from lab.game import solver
 
-RESULTS = mnk_exact.RESULTS
+RESULTS = solver.RESULTS
 KNOWN = {
     (4, 4, 4): {
         ("random", 1): {"win": 0.9928649128649131, "draw": 0.007135087135087135, "loss": 0.0},
@@ -34,7 +35,7 @@ KNOWN = {
         ("perfect", 2): {"win": 0.0, "draw": 0.9999999999999999, "loss": 0.0},
     },
 }
-"""Computed ceilings (`python -m lab.mnk_ceiling 4 4 4`): {(opponent, seat): {win, draw, loss}}"""
+"""Computed ceilings (`python -m lab.exact_ceiling 4 4 4`): {(opponent, seat): {win, draw, loss}}"""
 
 
 @njit(cache=True)
@@ -63,18 +64,18 @@ def _outcomes(kind, side, mover, winner, children, value, value_next, winner_nex
             out[i] = after[best]
         else:
             # the exact pass's own move weights, so the opponents mean the same here
-            mnk_exact._fixed_weights(kind, row, mover, value[i], value_next, winner_next, weights)
+            solver._fixed_weights(kind, row, mover, value[i], value_next, winner_next, weights)
             for j in range(len(row)):
                 out[i] += weights[j] * after[row[j]]
     return out
 
 
-def _ceiling(solved: mnk_exact.Solved, opponent: str, player: int) -> dict:
+def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
     side, last = (1 if player == 1 else -1), len(solved.winner) - 1
     winner = solved.winner[last]  # every position is over: a line, or a full board drawn
     after = np.stack([winner == side, winner == 0, winner == -side], axis=1).astype(np.float64)
     for depth in range(len(solved.children) - 1, -1, -1):
-        after = _outcomes(mnk_exact.OPPONENTS.index(opponent), side, 1 if depth % 2 == 0 else -1,
+        after = _outcomes(solver.OPPONENTS.index(opponent), side, 1 if depth % 2 == 0 else -1,
                           solved.winner[depth], solved.children[depth], solved.value[depth],
                           solved.value[depth + 1], solved.winner[depth + 1], after,
                           evaluate.TIE_TOLERANCE)
@@ -83,7 +84,7 @@ def _ceiling(solved: mnk_exact.Solved, opponent: str, player: int) -> dict:
 
 @functools.lru_cache(maxsize=4)
 def ceilings(m: int, n: int, k: int) -> dict:
-    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of mnk_exact.OPPONENTS and
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of solver.OPPONENTS and
     seat (1 X, 2 O): KNOWN's if stored, else computed from the board's solution."""
     if (m, n, k) in KNOWN:
         return KNOWN[(m, n, k)]
@@ -91,35 +92,35 @@ def ceilings(m: int, n: int, k: int) -> dict:
 
 
 def computed(m: int, n: int, k: int) -> dict:
-    """ceilings() computed (lab.mnk_exact.solve, cached there, and a pass per opponent and seat)."""
-    solved = mnk_exact.solve(m, n, k)
+    """ceilings() computed (lab.game.solver.solve, cached there, and a pass per opponent and seat)."""
+    solved = solver.solve(m, n, k)
     return {(opponent, player): _ceiling(solved, opponent, player)
-            for opponent in mnk_exact.OPPONENTS for player in (1, 2)}
+            for opponent in solver.OPPONENTS for player in (1, 2)}
 
 
 def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     """The ceiling {win, draw, loss} of seat `player` against `opponent` on board game = (m, n, k),
     or None where there is none (a board the lab does not solve, an opponent it does not model)."""
     m, n, k = game
-    if m * n > mnk_exact.MAX_CELLS or opponent not in mnk_exact.OPPONENTS:
+    if m * n > solver.MAX_CELLS or opponent not in solver.OPPONENTS:
         return None
     return ceilings(m, n, k)[(opponent, player)]
 
 
 def main(argv=None) -> None:
-    parser = cli.ArgumentParser(prog="python -m lab.mnk_ceiling", description=(
+    parser = cli.ArgumentParser(prog="python -m lab.exact_ceiling", description=(
         "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
         "of a perfect player against random, onestep and perfect, per seat; timed."))
     for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):
         parser.add_argument(key, type=int, nargs="?", default=4, help=f"{meaning} (default 4)")
     args = parser.parse_args(argv)
     try:
-        mnk_exact.check_size(args.m, args.n, args.k)
+        solver.check_size(args.m, args.n, args.k)
     except ValueError as refused:
         parser.error(str(refused))
     peak_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
     started = time.perf_counter()
-    mnk_exact.solve(args.m, args.n, args.k)
+    solver.solve(args.m, args.n, args.k)
     solved_at = time.perf_counter()
     found = computed(args.m, args.n, args.k)
     print(f"{args.m}x{args.n} k{args.k}: solved in {solved_at - started:.1f} s, ceilings in "

@@ -1,8 +1,8 @@
 """Evaluation of a greedy agent on a bigger m,n,k board, as results-table columns.
 
-Exact where lab.mnk_exact can enumerate the board (at most 16 cells: 4x4 included), against
+Exact where lab.game.solver can enumerate the board (at most 16 cells: 4x4 included), against
 random, onestep and perfect; the board is solved once per process (about 3 s and 0.3 GB on 4x4)
-and kept. Elsewhere by games (lab.mnk_bots): `eval_games` games in each seat against random and
+and kept. Elsewhere by games (lab.game.bots): `eval_games` games in each seat against random and
 the run's opponent (onestep in self-play), each share with its 95% Wilson interval
 (`outcome_rates`; lab.stats.games_needed(0.02) = 9,600 games make each at most 2 points wide). Every
 evaluated row says which in its `evaluation` column ("exact" or "games"). The columns are named
@@ -11,7 +11,7 @@ land in the same columns on every board; a rate by games adds <result>_low, <res
 the number of games.
 
 An agent evaluated here is a lab.agents.base.Agent of the board: its `policy` at (x, o) positions
-(what mnk_exact.exact asks of the seat's positions the games reach) and its `play(bot, seat,
+(what solver.exact asks of the seat's positions the games reach) and its `play(bot, seat,
 games, seed)` (a tally of its compiled games against a bot).
 """
 
@@ -19,39 +19,40 @@ import functools
 
 import numpy as np
 
-from lab import mnk_bots, mnk_exact, stats
+from lab import stats
+from lab.game import bots, solver
 from lab.evaluate import column
 from lab.knobs import RunConfig
 
 EXACT = "exact"
-"""The `evaluation` column of a row evaluated by lab.mnk_exact (GAMES: by games)"""
+"""The `evaluation` column of a row evaluated by lab.game.solver (GAMES: by games)"""
 GAMES = "games"
 """The `evaluation` column of a row evaluated by games"""
 RESULTS = ("win", "draw", "loss")
-OPPONENTS = tuple(dict.fromkeys((*mnk_exact.OPPONENTS, *mnk_bots.NAMES)))
+OPPONENTS = tuple(dict.fromkeys((*solver.OPPONENTS, *bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (mnk_exact) or by games (the bots)"""
-KEYS = {**{f"{o}_{r}": float for o in mnk_exact.OPPONENTS for r in RESULTS},
-        **{f"{bot}_{key}": kind for bot in mnk_bots.ANY_BOARD  # perfect: where evaluation is exact
+KEYS = {**{f"{o}_{r}": float for o in solver.OPPONENTS for r in RESULTS},
+        **{f"{bot}_{key}": kind for bot in bots.ANY_BOARD  # perfect: where evaluation is exact
            for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
                                                 for end in ("", "_low", "_high")]}}
 """The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""
 
 
 @functools.lru_cache(maxsize=1)
-def solved(m: int, n: int, k: int) -> mnk_exact.Solved:
+def solved(m: int, n: int, k: int) -> solver.Solved:
     """The board's positions and values, solved once per process (the last board asked)."""
-    return mnk_exact.solve(m, n, k)
+    return solver.solve(m, n, k)
 
 
 def exact(run: RunConfig) -> bool:
     """Whether the run's board is evaluated exactly (else by games)."""
-    return run.m * run.n <= mnk_exact.MAX_CELLS
+    return run.m * run.n <= solver.MAX_CELLS
 
 
-def bots(run: RunConfig) -> list[mnk_bots.Bot]:
+def opponents_of(run: RunConfig) -> list[bots.Bot]:
     """Whom an evaluation by games plays: random and the run's opponent (onestep in self-play)."""
     names = dict.fromkeys(("random", "onestep" if run.opponent == "self" else run.opponent))
-    return [mnk_bots.bot(name, run.mcts_simulations if name == "mcts" else None) for name in names]
+    return [bots.bot(name, run.mcts_simulations if name == "mcts" else None) for name in names]
 
 
 def evaluation(agent, run: RunConfig) -> dict:
@@ -60,10 +61,10 @@ def evaluation(agent, run: RunConfig) -> dict:
         board = solved(*run.game)
         return {"evaluation": EXACT, **{
             column(seat, key): value for seat in run.seats
-            for key, value in mnk_exact.exact(board, bitboard_policy(agent), seat).items()}}
+            for key, value in solver.exact(board, bitboard_policy(agent), seat).items()}}
     out = {"evaluation": GAMES}
     for seat in run.seats:
-        for bot in bots(run):
+        for bot in opponents_of(run):
             rates = outcome_rates(agent.play(bot, seat, run.eval_games, run.seed), seat)
             out.update({column(seat, f"{bot.name}_{key}"): value for key, value in rates.items()
                         if key != "evaluation"})
@@ -71,7 +72,7 @@ def evaluation(agent, run: RunConfig) -> dict:
 
 
 def bitboard_policy(agent):
-    """The agent's policy as mnk_exact.exact takes a function: (X's stones, O's stones) -> rows."""
+    """The agent's policy as solver.exact takes a function: (X's stones, O's stones) -> rows."""
     return lambda x, o: agent.policy(np.stack([x, o], axis=1))
 
 

@@ -3,7 +3,7 @@
 3x3's tabular learners (q_table, td_value, negamax_q) hold a row for every one of the 3**9 board
 codes. 4x4 has 43 million codes (9.7 million reachable), 5x5 about 1e11 positions, so on bigger
 boards a learner keeps rows only for the positions it has visited: an open-addressing hash table
-(linear probing) keyed by the position's two uint64 bitboards (lab.mnk), a row of `width`
+(linear probing) keyed by the position's two uint64 bitboards (lab.game.bitboards), a row of `width`
 float64 per position (a Q value per cell, or one afterstate value). A position not in the table
 reads as `default` in every column (the 3x3 tables' starting value); inserting it writes that
 first. Entries are never removed.
@@ -202,4 +202,4 @@ def check_fits(run: RunConfig, algorithm: str, depths, width: int) -> None:
         f"m={run.m}, n={run.n}, k={run.k}: its table of visited positions could reach {bound:,} "
         f"entries, a table of {needed / 2**30:,.1f} GiB (at most half full), over the "
         f"{MEMORY_LIMIT / 2**30:g} GiB limit "
-        f"(lab.mnk_table.MEMORY_LIMIT)")
+        f"(lab.game.sparse.MEMORY_LIMIT)")

@@ -1,4 +1,16 @@
-"""Tic-tac-toe rules as lookup tables over base-3 board codes.
+"""The m,n,k game (m columns, n rows, k in a row wins; X moves first): tic-tac-toe is (3, 3, 3).
+
+The package holds the game and what plays it without learning:
+- here: tic-tac-toe's rules as lookup tables over base-3 board codes (below);
+- lab.game.bitboards: every board's rules on two uint64 bitboards (up to 64 cells);
+- lab.game.engine: the one interface the compiled learners play through (tabulated on 3x3,
+  bitboards elsewhere), and lab.game.moves, the same a move at a time from plain Python;
+- lab.game.bots: fixed players on bitboards (random, onestep, block, mcts, perfect);
+- lab.game.solver: every position of a board of at most 16 cells, solved, and exact evaluation
+  of a policy over them;
+- lab.game.sparse: tables of the positions a learner visited, for boards too big to tabulate.
+
+Tic-tac-toe's tables:
 
 A board is 9 cells, row-major (0 top-left .. 8 bottom-right): 1 = X, -1 = O, 0 = empty. X moves
 first. Its code is sum(digit[i] * 3**i) with digit 0 = empty, 1 = X, 2 = O, so every board is an
@@ -206,7 +218,7 @@ def _greedy_rows(scores, legal, probs, rows):
 # ---- compiled helpers: the moves and counts every kernel shares -------------------------------
 
 # How the compiled kernels are written:
-# - The learners' kernels take the game as lab.engine's one table (3x3's rows of rules, one
+# - The learners' kernels take the game as lab.game.engine's one table (3x3's rows of rules, one
 #   argument read in place); the others take the rules as one argument, `rules` (RULES), and name
 #   the tables they use once, at the top (`after, legal = rules.after, rules.legal`): numba counts
 #   a reference each time a loop reads an array out of a bundle, which costs a tabular learner
@@ -246,7 +258,7 @@ def sample_move(probs, code):
 
 @njit(cache=True, inline="always")
 def random_move(legal, row, first):
-    """A uniformly random legal move; legal[row, first + m] flags move m (lab.engine's rows hold
+    """A uniformly random legal move; legal[row, first + m] flags move m (lab.game.engine's rows hold
     the flags after other columns). The very draw sample_move makes on a row of
     uniform_over(LEGAL), the random opponent's table, without needing the table."""
     count = 0
