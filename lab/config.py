@@ -70,10 +70,6 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
         raise ConfigError(f"game m={m}, n={n}, k={k} is not allowed: {refused}") from None
     if (m, n, k) == TTT:
         return TTT, list(opponents.NAMES)
-    available = agents.BOARD_ALGORITHMS
-    require(algorithm in available, "algorithm", algorithm,
-            f"one of {', '.join(available)} on game m={m}, n={n}, k={k} (the others train on "
-            f"3x3 only, game=ttt, for now)")
     solved = m * n <= solver.MAX_CELLS
     others = [*bots.ANY_BOARD, *(["self"] if agents.get(algorithm).self_play else [])]
     require(solved or cfg.get("opponent") != "perfect", "opponent", "perfect",
@@ -141,7 +137,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     knobs = algo.Config(**{n: cfg[n] for n in names})
     require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
             f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
-    agents.get(algorithm).learner(bigger).check_run(knobs, run)
+    algo.Learner.check_run(knobs, run)
     return run, knobs
 
 
@@ -219,7 +215,7 @@ class Job:
     @property
     def learner(self) -> type:
         """The Learner class that trains it, on its board"""
-        return self.algorithm.learner(self.run.bigger_board)
+        return self.algorithm.Learner
 
     def identity(self) -> dict:
         return identity(self.run, self.knobs)

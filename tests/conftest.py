@@ -90,7 +90,7 @@ def _run_and_restore(tmp_path, *overrides):
     path.write_bytes(result.checkpoint)
     restored = agents.load(path)
     assert restored.algorithm == cfg["algorithm"]
-    learner = agents.get(cfg["algorithm"]).learner(run_cfg.bigger_board)(knobs, run_cfg)
+    learner = agents.get(cfg["algorithm"]).Learner(knobs, run_cfg)
     for _ in range(iterations):
         learner.iterate()
     trained = learner.agent()
@@ -116,7 +116,7 @@ def make_learner():
 
     def make(algorithm, *overrides, train=False):
         run_cfg, knobs = parse(compose(f"algorithm={algorithm}", *overrides))
-        learner = agents.get(algorithm).learner(run_cfg.bigger_board)(knobs, run_cfg)
+        learner = agents.get(algorithm).Learner(knobs, run_cfg)
         for _ in range(run_cfg.iterations if train else 0):
             learner.iterate()
         return learner

@@ -25,10 +25,6 @@ def test_every_algorithm_is_a_typed_record(name):
     assert issubclass(algorithm.Config, Knobs)
     assert issubclass(algorithm.Learner, base.Learner)
     assert issubclass(algorithm.Agent, base.Agent)
-    # on bigger boards (every algorithm, for now): its agent there, and its learner
-    assert algorithm.BoardAgent.algorithm == name and name in agents.BOARD_ALGORITHMS
-    assert issubclass(algorithm.BoardAgent, base.Agent)  # one contract: scores and policy at positions
-    assert issubclass(algorithm.learner(bigger_board=True), base.Learner)
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; allowed: mc_vfa"):
         agents.get("nope")
 
@@ -60,10 +56,10 @@ def _open_positions(board, count, rng) -> np.ndarray:
     return np.array(positions, np.uint64)
 
 
-@pytest.mark.parametrize("name", agents.BOARD_ALGORITHMS)
+@pytest.mark.parametrize("name", agents.ALGORITHMS)
 def test_a_board_agent_plays_the_best_scored_empty_cells_for_the_side_to_move(name):
     run_cfg, knobs = parse(compose(f"algorithm={name}", "game=mnk_4_4_4", "episodes_per_update=5", *TINY_RUNS[name]))
-    learner = agents.get(name).learner(bigger_board=True)(knobs, run_cfg)
+    learner = agents.get(name).Learner(knobs, run_cfg)
     learner.iterate()
     agent = learner.agent()
     positions = _open_positions(bitboards.board(4, 4, 4), 40, np.random.default_rng(0))

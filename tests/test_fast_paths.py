@@ -1,9 +1,9 @@
 """The compiled loops compute what their plain-Python references in the library compute.
 
 Each learner states its algorithm twice: a compiled kernel and, beside it, a `reference_*`
-function in plain Python. Where the kernel is a sequential loop (q_table, td_value, negamax_q, the
-alphazero search) the reference makes the same random draws in the same order through
-lab.game.Stream, so both must agree exactly, step by step. mc_vfa's kernel plays a whole
+function in plain Python. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
+reference makes the same random draws in the same order through lab.game.Stream, so both must
+agree exactly, step by step. mc_vfa's kernel plays a whole
 iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means, while
 its reference plays one game at a time from numpy's own stream: they start from the same net but
 draw different games, so they are compared on outcome statistics across seeds (the exact loss
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, game
-from lab.agents import alphazero, mc_vfa, negamax_q, puct, q_table, td_value
+from lab.agents import mc_vfa, negamax_q, q_table, td_value
 from lab.nets import MLP
 
 # A small net that learns visibly in 2,000 episodes as O against OneStep: its exact loss
@@ -93,22 +93,3 @@ def test_negamax_q_kernel_is_its_reference_step_by_step(make_learner, overrides)
     assert [t.tolist() for t in tallies] == [t.tolist() for t in plain]
     assert np.count_nonzero(q) > 100
     np.testing.assert_array_equal(learner.q, q)
-
-
-@pytest.mark.parametrize("noise", [False, True])
-def test_alphazero_search_is_its_reference(noise):
-    """On an untrained net's tables, from positions of every depth, with and without root noise
-    (drawn from the same stream by both)."""
-    net = MLP([9, 16, 10], np.random.default_rng(0), output="linear")
-    priors, values = alphazero.net_tables(net)
-    params = puct.Params(simulations=60, c_puct=1.5, dirichlet_alpha=0.5,
-                         dirichlet_weight=0.25 if noise else 0.0, temperature_moves=0)
-    roots = [codes[0] for codes in game.DEPTHS[:7]] + list(game.DECISIONS[::500])
-    tree = puct.new_tree(params.simulations)
-    game.seed_kernels(11)
-    stream = game.Stream(11)
-    for root in roots:
-        counts = puct.search(root, priors, values, params, tree, game.RULES).copy()
-        plain = puct.reference_search(root, priors, values, params, stream)
-        assert counts.sum() == params.simulations
-        np.testing.assert_array_equal(counts, plain)

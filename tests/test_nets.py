@@ -4,7 +4,7 @@ import pytest
 from numba import njit
 
 from lab import nets
-from lab.agents import alphazero
+from lab.agents import puct
 from lab.nets import MLP
 
 
@@ -121,7 +121,8 @@ def test_tanh_and_exp_are_close_to_the_true_functions(dtype, tolerance):
     assert np.abs(z - np.tanh(x.astype(np.float64))).max() < tolerance
     assert z[x >= 20].min() == 1 and z[x <= -20].max() == -1
     y = np.linspace(-40, 0, 10_001)
-    probs = alphazero.priors_and_values(np.column_stack([y] * 9 + [y]).astype(np.float32), np.eye(9, dtype=bool)[[0] * len(y)])[0]
+    one_empty = 1.0 - np.eye(9)[[0] * len(y)]  # the net's input rows: cell 0 empty, the rest taken
+    probs = puct.priors_and_values(np.column_stack([y] * 9 + [y]).astype(np.float32), one_empty)[0]
     assert (probs[:, 0] == 1).all()  # one legal move: all of the probability
     mine = np.array([nets_exp(v) for v in y])
     assert np.abs(mine / np.exp(y) - 1).max() < 1e-12 and nets_exp(-41.0) == 0

@@ -5,9 +5,8 @@ Each module `lab/agents/<name>.py` reads top to bottom and ends with its `ALGORI
 whose fields each have a one-line docstring; defaults live in `conf/algorithm/<name>.yaml`), its
 `Learner` and its `Agent` (see lab.agents.base for the contract). Adding an algorithm means
 writing that module and listing it here. (base.py holds the contract; puct.py is alphazero's
-search.) An algorithm that also trains on bigger m,n,k boards names its agent there in its
-record (`BoardAgent`: its `Agent` itself, which plays every board); alphazero trains there by a
-module of its own, for now (mnk_alphazero.py, whose `ALGORITHM` is the whole record).
+search.) Every algorithm trains on every board; a Learner refuses, in its `check_run`, a board
+it cannot train on.
 """
 
 import functools
@@ -15,7 +14,6 @@ import zipfile
 
 from lab import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
-from lab.agents.mnk_alphazero import ALGORITHM as ALPHAZERO_ON_BOARDS
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays
 from lab.knobs import TTT
@@ -23,10 +21,7 @@ from lab.knobs import TTT
 REGISTRY: dict[str, Algorithm] = {
     m.ALGORITHM.name: m.ALGORITHM for m in (mc_vfa, q_table, td_value, negamax_q, q_net, alphazero)
 }
-REGISTRY[ALPHAZERO_ON_BOARDS.name] = ALPHAZERO_ON_BOARDS  # with its bigger boards' learner
 ALGORITHMS = tuple(REGISTRY)
-BOARD_ALGORITHMS = tuple(name for name, algorithm in REGISTRY.items() if algorithm.BoardAgent)
-"""The algorithms that also train on m,n,k boards other than 3x3"""
 
 
 def get(name: str) -> Algorithm:
@@ -51,11 +46,10 @@ def load(path):
     """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
     arrays = _arrays(path)
     name = str(arrays.pop("algorithm", ""))
-    algorithm = REGISTRY.get(name)  # agents of bigger boards save theirs: "board"
-    agent = algorithm and (algorithm.BoardAgent if "board" in arrays else algorithm.Agent)
-    if agent is None:
+    algorithm = REGISTRY.get(name)
+    if algorithm is None:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
-    return agent.from_arrays(arrays)
+    return algorithm.Agent.from_arrays(arrays)
 
 
 def _arrays(path) -> dict:

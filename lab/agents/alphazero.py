@@ -1,13 +1,11 @@
-"""AlphaZero: a policy + value net guiding PUCT search, trained on its own search (write-up 002).
+"""AlphaZero: a policy + value net guiding PUCT search, trained on its own search (write-up 002),
+on every board.
 
-The net (`layers` x `neurons` tanh units) reads the board from the side to move's view (own marks
-+1, the opponent's -1) and outputs 9 move logits (softmax over the legal moves: the priors P) and
-a value v = tanh(.) in (-1, 1), the expected result for the side to move.
-
-Search: PUCT with no rollouts (lab.agents.puct), a new leaf's net value backed up. The net
-is fixed while games are played, so its priors and values are computed once per net for every
-one of the 4,520 decision positions in one vectorised pass (the ultimate batch of leaf
-evaluations); the search then reads them.
+The net (`layers` x `neurons` units) reads the board from the side to move's view (a cell: +1 its
+own stone, -1 the opponent's, 0 empty) and outputs a logit per cell (softmax over the empty
+cells: the priors P) and a value v = tanh(.) in (-1, 1), the expected result for the side to move.
+The search (lab.agents.puct) reads it at each new leaf and leaves the positions the rules decide
+(a win, a forced block, a double threat) to the rules.
 
 One iteration:
 1. `episodes_per_update` games with the best net. With `opponent=self` it plays both seats;
@@ -18,34 +16,38 @@ One iteration:
    game, then it is the most visited. Every position's value target is the game's result from
    its mover's view.
 2. The candidate net (kept across iterations) takes `train_steps` SGD steps on minibatches drawn
-   uniformly from the positions of the last `window` games, each position in a random one of its
-   8 symmetric images, on the loss (z - v)^2 - pi . log p + l2 |weights|^2.
+   uniformly from the positions of the last `window` games, each position in a random one of the
+   board's symmetric images (8 on a square board, 4 otherwise), on the loss
+   (z - v)^2 - pi . log p + l2 |weights|^2.
 3. Gating. Self-play: the candidate plays the best `gating_games` games, seats alternated, both
    searching without noise (first `temperature_moves` moves drawn from the visit counts so that
    games differ); it replaces the best unless it won fewer games. Against a fixed opponent: each
    net plays `gating_games` games in seat `player` against it; the candidate replaces the best
    unless its wins minus losses are lower. gating_games = 0 always replaces.
 
-Write-up 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its 12
-outputs: the one-hot result of the game for the side to move, [win, draw, loss], then the 9
-moves, all fitted by mean squared error; here the move part's target is the visit-count policy).
-The priors are then the 9 move outputs, floored at PRIOR_FLOOR on the legal moves and normalised,
-and the value is output[win] - output[loss], clipped to [-1, 1]. A checkpoint's net says which
-head it has (10 or 12 outputs).
+Write-up 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its
+outputs: the one-hot result of the game for the side to move, [win, draw, loss], then a move per
+cell, 12 on 3x3, all fitted by mean squared error; here the move part's target is the visit-count
+policy). A checkpoint's net says which head it has (cells + 1 or cells + 3 outputs).
 
-The greedy agent runs the same search without noise from the position it is asked about and plays
-the most visited move: deterministic, so its scores survive a checkpoint exactly.
+The fixed opponents are the engine's (lab.game.engine): on 3x3 a move table (lab.opponents:
+random, onestep, block, perfect, a checkpoint), drawn at the position's board code; elsewhere a
+lab.game.bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect where the lab
+solves the board). The greedy agent runs the same search without noise from the position it is
+asked about and plays the most visited move: deterministic, so its scores survive a checkpoint.
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from lab import game, nets, opponents
-from lab.agents import base, puct
-from lab.knobs import Knobs, RunConfig, require, side
+from lab import game, opponents
+from lab.agents import base
+from lab.agents.puct import Params, choose, new_tree, priors_and_values, search, visit_counts
+from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.game import bitboards, bots
+from lab.knobs import TTT, Knobs, RunConfig, require
 from lab.nets import MLP
 
 
@@ -80,7 +82,8 @@ class Config(Knobs):
     activation: str
     """hidden units: tanh, or relu (write-up 002's net)"""
     head: str
-    """softmax_value: 9 logits + a tanh value; mse12: write-up 002's 12 outputs fitted by MSE"""
+    """softmax_value: a logit per cell + a tanh value; mse12: write-up 002's [win, draw, loss] + a
+    move per cell (12 outputs on 3x3) fitted by MSE"""
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
@@ -96,216 +99,217 @@ class Config(Knobs):
         require(self.gating_games >= 0, "gating_games", self.gating_games, "a non-negative integer")
 
 
-# ---- the net: priors and values --------------------------------------------------------------
+HEADS = {"softmax_value": 1, "mse12": 3}
+"""The values of the `head` knob and the net outputs they need beyond one per cell."""
+NET, TABLE = -1, -2
+"""The kinds, in `play_games`' kinds, of a seat that searches with its net and of one that plays
+3x3's move table (else a lab.game.bots bot's kind)."""
+_CELL_DIGITS = 3 ** np.arange(9)
 
 
-def mover_view(codes: np.ndarray) -> np.ndarray:
-    """(n, 9) boards with the side to move's marks +1 and the opponent's -1."""
-    return game.BOARDS[codes] * game.TO_MOVE[codes][:, None]
-
-
-HEADS = {"softmax_value": 10, "mse12": 12}
-"""The values of the `head` knob and the net outputs they need."""
-PRIOR_FLOOR = 1e-3
-"""mse12: the least prior a legal move gets (a regressed probability can be 0 or negative)."""
-
-
-def priors_and_values(outputs: np.ndarray, legal: np.ndarray):
-    """The priors over the legal moves (n, 9) and the values (n,) from the net's outputs: softmax
-    of the logits and tanh of the value output (10 outputs), or write-up 002's head (12 outputs,
-    see the module doc)."""
-    if outputs.shape[1] == HEADS["mse12"]:
-        moves = np.where(legal, np.maximum(outputs[:, 3:], PRIOR_FLOOR), 0.0)
-        return moves / moves.sum(axis=1, keepdims=True), np.clip(outputs[:, 0] - outputs[:, 2], -1, 1)
-    return _softmax_value(outputs, legal)
+def symmetries(m: int, n: int) -> np.ndarray:
+    """(images, m * n): cell j of image i is cell [i, j] of the original; the board's 4 flips
+    and turns (8 on a square board, whose transpose is one too)."""
+    rows, cols = np.divmod(np.arange(m * n), m)
+    images = []
+    for transpose in (False, True) if m == n else (False,):
+        r0, c0 = (cols, rows) if transpose else (rows, cols)
+        for r in (r0, n - 1 - r0):
+            for c in (c0, m - 1 - c0):
+                images.append(r * m + c)
+    return np.array(images)
 
 
 @njit(cache=True)
-def _softmax_value(outputs, legal):
-    """The softmax head: priors = softmax of the 9 logits over the legal moves, value = tanh of
-    output 9, in float64 by lab.nets' exp and tanh (numpy's differ between CPUs)."""
-    priors, values = np.zeros((len(outputs), 9)), np.empty(len(outputs))
-    for r in range(len(outputs)):
-        top = -np.inf
-        for m in range(9):
-            if legal[r, m]:
-                top = max(top, np.float64(outputs[r, m]))
-        total = 0.0
-        for m in range(9):
-            if legal[r, m]:
-                priors[r, m] = nets.exp(np.float64(outputs[r, m]) - top)
-                total += priors[r, m]
-        for m in range(9):
-            priors[r, m] /= total
-        values[r] = nets.tanh(np.float64(outputs[r, 9]))
-    return priors, values
-
-
-def net_tables(net: MLP):
-    """The net's priors (N_CODES, 9) and values (N_CODES,) at every decision position, for the side
-    to move; terminal positions hold their exact value (-1: the side that just moved won)."""
-    priors = np.zeros((game.N_CODES, 9))
-    values = (game.WINNER * game.TO_MOVE).astype(np.float64)
-    codes = game.DECISIONS
-    priors[codes], values[codes] = priors_and_values(net(mover_view(codes)), game.LEGAL[codes])
-    return priors, values
-
-
-def symmetric_images(codes: np.ndarray, policies: np.ndarray, images: np.ndarray):
-    """Each position and its (n, 9) move policy seen through symmetry images[i] (lab.game's
-    SYMMETRIES: cell j of the image is cell SYMMETRIES[k, j] of the original, moves alike)."""
-    image_codes = game.symmetric_codes(codes)[images, np.arange(len(codes))]
-    return image_codes, np.take_along_axis(policies, game.SYMMETRIES[images], axis=1)
-
-
-# ---- games between a searching net and another side ----------------------------------------
-
-
-_NO_PRIORS, _NO_VALUES = np.zeros((1, 9)), np.zeros(1)
-
-
-class Contestant(NamedTuple):
-    """One side of the games `play_games` plays: a net searching with its tables, or a fixed move
-    table. Compiled code takes every field as an array, so the unused ones are placeholders."""
-
-    searches: bool
-    priors: np.ndarray
-    """the net's priors (net_tables), if it searches"""
-    values: np.ndarray
-    """the net's values (net_tables), if it searches"""
-    moves: np.ndarray
-    """a move table, if it does not search"""
-
-    @classmethod
-    def searching(cls, net: MLP) -> "Contestant":
-        # the self-play placeholder move table: a read-only table like every opponent's, so both
-        # kinds of Contestant have one type for numba
-        return cls(True, *net_tables(net), opponents.for_training(opponents.SELF))
-
-    @classmethod
-    def playing(cls, moves: np.ndarray) -> "Contestant":
-        return cls(False, _NO_PRIORS, _NO_VALUES, moves)
+def _code(x, o):
+    """The 3x3 board code (lab.game) of the bitboards x, o."""
+    code = 0
+    for cell in range(9):
+        bit = np.uint64(1) << np.uint64(cell)
+        code += _CELL_DIGITS[cell] * (1 if x & bit else 2 if o & bit else 0)
+    return code
 
 
 @njit(cache=True)
-def play_games(n, x, o, params, rules):
-    """Play n games of Contestant x (X) against Contestant o (O). A searching side moves by PUCT
-    search on its own tables, the other samples its move table. Returns positions (n, 9) (the
-    code before move t, -1 after the end), policies (n, 9, 9) (normalised root visit counts;
-    zeros for the moves of a side that does not search) and winners (n,) (1, -1, 0)."""
-    after, terminal, winner = rules.after, rules.terminal, rules.winner
-    tree = puct.new_tree(params.simulations)
-    positions = np.full((n, 9), -1, dtype=np.int64)
-    policies = np.zeros((n, 9, 9))
-    winners = np.empty(n, dtype=np.int8)
+def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n, record):
+    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, draws from the 3x3
+    move table `table` if TABLE, else is the lab.game.bots bot of that kind (simulations[s]
+    playouts for mcts, in bot_tree). Returns (x, o, searched, policies, results): the stones
+    before each ply (n, cells), whether a net searched there, its normalised visit counts (n,
+    cells, cells; only with `record`, else empty) and the results (X_WINS, O_WINS or DRAW)."""
+    cells = board.m * board.n
+    xs = np.zeros((n, cells), np.uint64)
+    os = np.zeros((n, cells), np.uint64)
+    searched = np.zeros((n, cells), np.bool_)
+    policies = np.zeros((n if record else 0, cells, cells))
+    results = np.empty(n, np.int8)
+    inputs = np.empty((1, cells), dtype=nets[0][0][0].dtype)
     for g in range(n):
-        code, t = 0, 0
-        while not terminal[code]:
-            mover = x if t % 2 == 0 else o
-            positions[g, t] = code
-            if mover.searches:
-                counts = puct.search(code, mover.priors, mover.values, params, tree, rules)
-                policies[g, t, :] = counts / counts.sum()
-                move = puct.choose(counts, t < params.temperature_moves)
+        x, o = np.uint64(0), np.uint64(0)
+        result, ply = bots.DRAW, 0
+        while ply < cells:
+            side = ply % 2
+            xs[g, ply], os[g, ply] = x, o
+            if kinds[side] == NET:
+                counts = search(board, nets[side], x, o, side, params, tree, inputs)
+                searched[g, ply] = True
+                if record:
+                    policies[g, ply, :] = counts / counts.sum()
+                cell = choose(counts, ply < params.temperature_moves)
+            elif kinds[side] == TABLE:
+                cell = game.sample_move(table, _code(x, o))
             else:
-                move = game.sample_move(mover.moves, code)
-            code = after[code, move]
-            t += 1
-        winners[g] = winner[code]
-    return positions, policies, winners
+                cell = bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
+            bit = np.uint64(1) << np.uint64(cell)
+            if side == 0:
+                x |= bit
+            else:
+                o |= bit
+            ply += 1
+            if bitboards.wins(board, x if side == 0 else o, cell):
+                result = side
+                break
+        results[g] = result
+    return xs, os, searched, policies, results
 
 
-# ---- the agent and the learner ----------------------------------------------------------------
+_NO_TABLE = np.zeros((1, 9))
+"""The `table` argument of games without a move-table seat."""
 
 
 class Agent(base.Agent):
-    """Plays the most visited move of a noise-free search guided by the net."""
+    """Plays the most visited move of a noise-free search guided by its net, on the board
+    (m, n, k); one net for both seats (it reads the board from the mover's view)."""
 
     algorithm = "alphazero"
 
-    def __init__(self, net: MLP, simulations: int, c_puct: float):
-        self.net, self.simulations, self.c_puct = net, simulations, c_puct
-        self.priors, self.values = net_tables(net)
+    def __init__(self, net: MLP, simulations: int, c_puct: float, shape: tuple = TTT):
+        self.net, self.simulations, self.c_puct, self.shape = net, simulations, c_puct, tuple(shape)
+        self.board = bitboards.board(*self.shape)
+        self.params = Params.greedy(simulations, c_puct)
 
-    def scores(self, codes):
-        return puct.root_counts(np.asarray(codes, dtype=np.int64), self.priors, self.values,
-                                puct.Params.greedy(self.simulations, self.c_puct), game.RULES)
+    def scores(self, positions):
+        """The visit counts of a noise-free search from each position: its moves are the most
+        visited cells, tied ones sharing."""
+        if self.shape == TTT:
+            cells = game.BOARDS[np.asarray(positions, np.int64)]
+            bits = np.uint64(1) << np.arange(9, dtype=np.uint64)
+            x, o = ((cells == mark) @ bits for mark in (1, -1))
+        else:
+            x, o = np.asarray(positions, np.uint64).reshape(-1, 2).T
+        net, tree = self.net.compiled(), new_tree(self.board.m * self.board.n, self.simulations)
+        return visit_counts(self.board, net, np.ascontiguousarray(x, np.uint64),
+                            np.ascontiguousarray(o, np.uint64), self.params, tree)
 
-    def arrays(self):
+    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
+        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
+        kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
+        kinds[seat - 1] = NET
+        net = self.net.compiled()
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        results = play_games(self.board, (net, net), kinds, self.params,
+                             np.full(2, opponent.simulations, np.int64),
+                             new_tree(self.board.m * self.board.n, self.simulations),
+                             bots.tree(self.board, opponent.simulations, perfect=opponent.name == "perfect"),
+                             _NO_TABLE, games, False)[-1]
+        set_kernel_stream(before)
+        return np.bincount(results, minlength=3)
+
+    def arrays(self) -> dict:
+        board = {} if self.shape == TTT else {"board": np.array(self.shape)}
         return {**self.net.arrays(), "simulations": np.array(self.simulations),
-                "c_puct": np.array(self.c_puct)}
+                "c_puct": np.array(self.c_puct), **board}
 
     @classmethod
-    def from_arrays(cls, arrays):
-        return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]))
+    def from_arrays(cls, arrays) -> "Agent":
+        shape = tuple(int(v) for v in arrays["board"]) if "board" in arrays else TTT
+        return cls(MLP.from_arrays(arrays), int(arrays["simulations"]), float(arrays["c_puct"]), shape)
 
 
 class Learner(base.Learner):
+    DERIVED = ("board", "kinds", "bot_simulations", "bot_tree", "images")
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
         game.seed_kernels(run.seed)
-        self.candidate = MLP([9] + [knobs.neurons] * knobs.layers + [HEADS[knobs.head]], self.rng,
-                             output="linear", hidden=knobs.activation)
+        self.board = bitboards.board(*run.game)
+        self.cells = cells = run.m * run.n
+        self.candidate = MLP([cells] + [knobs.neurons] * knobs.layers + [cells + HEADS[knobs.head]],
+                             self.rng, output="linear", hidden=knobs.activation)
         self.best = self.candidate.copy()
         self.self_play = run.opponent == opponents.SELF
-        self.opponent = (None if self.self_play
-                         else Contestant.playing(opponents.for_training(run.opponent)))
-        self.side = None if self.self_play else side(run.player)
-        self.training, self.gating = puct.Params.of(knobs, noise=True), puct.Params.of(knobs, noise=False)
+        if self.self_play:
+            fixed = NET
+        elif run.game == TTT:
+            fixed = TABLE
+        else:
+            fixed = bots.NAMES.index(run.opponent)
+        self.kinds = np.array([NET if seat in run.seats else fixed for seat in (1, 2)], np.int64)
+        # 3x3's fixed opponent: its move table (a writable copy: one array type for numba)
+        self.opponent = np.array(opponents.for_training(run.opponent)) if fixed == TABLE else _NO_TABLE
+        self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
+        self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
+                                  perfect=run.opponent == "perfect" and fixed != TABLE)
+        self.images = symmetries(run.m, run.n)
+        self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0
-        # The training window: one row per position of the recent games, with its game number.
-        self.codes = np.empty(0, dtype=np.int64)
-        self.policies = np.empty((0, 9))
+        # The training window: a row per searched position of the recent games, the mover's view.
+        self.mine = np.empty(0, np.uint64)
+        self.theirs = np.empty(0, np.uint64)
+        self.policies = np.empty((0, cells))
         self.outcomes = np.empty(0)
-        self.game_ids = np.empty(0, dtype=np.int64)
+        self.game_ids = np.empty(0, np.int64)
 
-    def _pairing(self, contestant: Contestant):
-        """(X, O) for a game of `contestant` in seat `run.player` against the fixed opponent."""
-        return (contestant, self.opponent) if self.side == 1 else (self.opponent, contestant)
+    def _play(self, nets: tuple, kinds, params: Params, n: int, record: bool):
+        return play_games(self.board, tuple(net.compiled() for net in nets), kinds, params,
+                          self.bot_simulations, new_tree(self.cells, self.knobs.simulations),
+                          self.bot_tree, self.opponent, n, record)
 
     def iterate(self) -> np.ndarray:
-        n = self.run.episodes_per_update
-        best = Contestant.searching(self.best)
-        x, o = (best, best) if self.self_play else self._pairing(best)
-        positions, policies, winners = play_games(n, x, o, self.training, game.RULES)
-        self._remember(positions, policies, winners)
+        played = self._play((self.best, self.best), self.kinds, self.training,
+                            self.run.episodes_per_update, True)
+        self._remember(*played)
         self._train()
-        if self._candidate_holds_up(best):
+        if self._candidate_holds_up():
             self.best = self.candidate.copy()
-        return game.tally(winners)
+        return np.bincount(played[-1], minlength=3)
 
-    def _remember(self, positions, policies, winners):
+    def _remember(self, xs, os, searched, policies, results):
         """Add the searched positions of the new games to the window; drop games too old."""
-        searched = policies.sum(axis=2) > 0
-        game_ids = np.broadcast_to(self.games + np.arange(len(winners))[:, None], searched.shape)
-        codes = positions[searched]
-        self.games += len(winners)
-        self.codes = np.concatenate([self.codes, codes])
-        self.policies = np.concatenate([self.policies, policies[searched]])
-        outcomes = np.broadcast_to(winners[:, None], searched.shape)[searched] * game.TO_MOVE[codes]
-        self.outcomes = np.concatenate([self.outcomes, outcomes])
-        self.game_ids = np.concatenate([self.game_ids, game_ids[searched]])
+        games, plies = np.nonzero(searched)
+        x, o, side, result = xs[games, plies], os[games, plies], plies % 2, results[games]
+        self.mine = np.concatenate([self.mine, np.where(side == 0, x, o)])
+        self.theirs = np.concatenate([self.theirs, np.where(side == 0, o, x)])
+        self.policies = np.concatenate([self.policies, policies[games, plies]])
+        outcome = np.where(result == bots.DRAW, 0.0, np.where(result == side, 1.0, -1.0))
+        self.outcomes = np.concatenate([self.outcomes, outcome])
+        self.game_ids = np.concatenate([self.game_ids, self.games + games])
+        self.games += len(results)
         keep = self.game_ids >= self.games - self.knobs.window
-        self.codes, self.policies = self.codes[keep], self.policies[keep]
+        self.mine, self.theirs, self.policies = self.mine[keep], self.theirs[keep], self.policies[keep]
         self.outcomes, self.game_ids = self.outcomes[keep], self.game_ids[keep]
 
     def _train(self):
         """`train_steps` SGD steps, each on `batch_size` positions drawn uniformly from the window,
-        each seen in one of its 8 symmetric images drawn at random (augmentation)."""
+        each in a random one of the board's symmetric images (the module doc's loss)."""
         net, size = self.candidate, self.knobs.batch_size
+        dtype = net.weights[0].dtype
         for _ in range(self.knobs.train_steps):
-            rows = self.rng.integers(len(self.codes), size=size)
-            images = self.rng.integers(len(game.SYMMETRIES), size=size)
-            codes, policies = symmetric_images(self.codes[rows], self.policies[rows], images)
+            rows = self.rng.integers(len(self.outcomes), size=size)
+            image = self.images[self.rng.integers(len(self.images), size=size)]
+            boards = bitboards.cell_inputs(self.mine[rows], self.theirs[rows], self.cells, dtype)
+            boards = np.take_along_axis(boards, image, axis=1)
+            policies = np.take_along_axis(self.policies[rows], image, axis=1)
             outcomes = self.outcomes[rows]
-            acts = net.activations(mover_view(codes))
+            acts = net.activations(boards)
             if self.knobs.head == "mse12":  # d/d(outputs) of mean |outputs - [result, pi]|^2
                 results = np.eye(3)[(1 - outcomes).astype(np.int64)]  # win, draw, loss
                 d_outputs = 2.0 * (acts[-1] - np.hstack([results, policies]))
-            else:
-                p, v = priors_and_values(acts[-1], game.LEGAL[codes])
-                # d/d(outputs) of mean[(z - v)^2 - pi . log softmax(logits)]
+            else:  # d/d(outputs) of mean[(z - v)^2 - pi . log softmax(logits)]
+                p, v = priors_and_values(acts[-1], boards)
                 d_value = 2.0 * (v - outcomes) * (1.0 - v * v)
                 d_outputs = np.hstack([p - policies, d_value[:, None]])
             grads = net.gradients(acts, d_outputs / size)
@@ -313,26 +317,27 @@ class Learner(base.Learner):
                 grads[i] = grads[i] + 2.0 * self.knobs.l2 * w
             net.descend(grads, self.knobs.alpha)
 
-    def _candidate_holds_up(self, best: Contestant) -> bool:
+    def _candidate_holds_up(self) -> bool:
         """The gating match (see the module docstring)."""
         n = self.knobs.gating_games
         if n == 0:
             return True
-        candidate = Contestant.searching(self.candidate)
         if self.self_play:
-            _, _, as_x = play_games(n - n // 2, candidate, best, self.gating, game.RULES)
-            _, _, as_o = play_games(n // 2, best, candidate, self.gating, game.RULES)
-            candidate_wins = (as_x == 1).sum() + (as_o == -1).sum()
-            best_wins = (as_x == -1).sum() + (as_o == 1).sum()
+            both = np.array([NET, NET], np.int64)
+            as_x = self._play((self.candidate, self.best), both, self.gating, n - n // 2, False)[-1]
+            as_o = self._play((self.best, self.candidate), both, self.gating, n // 2, False)[-1]
+            candidate_wins = (as_x == bots.X_WINS).sum() + (as_o == bots.O_WINS).sum()
+            best_wins = (as_x == bots.O_WINS).sum() + (as_o == bots.X_WINS).sum()
             return candidate_wins >= best_wins
+        side = self.run.player - 1
         scores = []
-        for contestant in (candidate, best):
-            _, _, winners = play_games(n, *self._pairing(contestant), self.gating, game.RULES)
-            scores.append((self.side * winners).sum())  # wins minus losses
+        for net in (self.candidate, self.best):
+            results = self._play((net, net), self.kinds, self.gating, n, False)[-1]
+            scores.append((results == side).sum() - (results == 1 - side).sum())  # wins - losses
         return scores[0] >= scores[1]
 
     def agent(self) -> Agent:
-        return Agent(self.best, self.knobs.simulations, self.knobs.c_puct)
+        return Agent(self.best.copy(), self.knobs.simulations, self.knobs.c_puct, self.run.game)
 
 
 ALGORITHM = base.Algorithm("alphazero", Config, Learner, Agent, self_play=True)

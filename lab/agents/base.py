@@ -266,16 +266,6 @@ class Algorithm:
     Agent: type[Agent]
     self_play: bool
     """whether it also trains with opponent=self"""
-    BoardAgent: type | None = None
-    """its trained agent on bigger m,n,k boards: `Agent` itself where one class plays every board,
-    another class where it does not (alphazero's, for now); None: it trains on 3x3 only"""
-    BoardLearner: type[Learner] | None = None
-    """its learner on bigger boards where that is another class than `Learner` (alphazero's, for
-    now)"""
-
-    def learner(self, bigger_board: bool) -> type[Learner]:
-        """The Learner class that trains a run on 3x3, or on a bigger board with bigger_board."""
-        return self.BoardLearner or self.Learner if bigger_board else self.Learner
 
 
 OTHER = "other_"

@@ -253,4 +253,4 @@ class Learner(tabular.Learner):
         return net_games.agent(self, Agent)
 
 
-ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True, BoardAgent=Agent)
+ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)

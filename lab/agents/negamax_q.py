@@ -248,4 +248,4 @@ class Learner(tabular.Learner):
         return Agent(self.q.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True, BoardAgent=Agent)
+ALGORITHM = base.Algorithm("negamax_q", Config, Learner, Agent, self_play=True)

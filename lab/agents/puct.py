@@ -1,13 +1,22 @@
-"""PUCT search guided by a net's priors and values, compiled, on arrays (lab.agents.alphazero).
+"""PUCT search guided by a policy + value net, compiled, on every board (lab.agents.alphazero).
 
-From the root, descend by argmax over legal moves of
+From the root, descend by argmax over the moves a node allows of
 Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), with Q = 0 for unvisited moves (the
-max makes a node's first visit follow its priors); a newly reached position is a leaf whose net
-value is backed up, negated at each level (the mover alternates); terminal positions back up
-their exact result. Each simulation adds one node, so the tree lives in small arrays (`Tree`) and
-`search` is compiled with numba; `reference_search` is the same search in plain Python. The
-priors and values are tables over every position (alphazero.net_tables), read, not computed,
-by the search.
+max makes a node's first visit follow its priors); a newly reached position is a leaf whose value
+is backed up, negated at each level (the mover alternates). Each simulation adds one node, so the
+tree lives in small arrays (`Tree`) and the search is one compiled loop on lab.game.bitboards.
+
+The net (lab.nets.forward, one row) is read at each new leaf: its input is the board from the
+side to move's view (a cell: +1 its own stone, -1 the opponent's, 0 empty), and `head` turns its
+outputs into priors over the empty cells and a value. Positions the rules decide get their exact
+value instead (no net call): lost (-1, for the side to move) if the previous move completed a
+line, drawn on a full board, won (+1) if the side to move can complete a line or, with no threat
+against it, make two winning cells at once (a double threat: the opponent blocks one at most),
+lost if the opponent has two already. Where the opponent has exactly one, the search only plays
+the block (any other move loses at once), so it spends its simulations on the lines that matter.
+At the root, a win, a forced block or a double threat is played without searching (the counts all
+on those cells). Without noise the search is deterministic: the most visited move is a function
+of the position.
 """
 
 from typing import NamedTuple
@@ -15,7 +24,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game
+from lab import nets
+from lab.game.bitboards import empty_mask, wins
+from lab.game.bots import cells_in, winning_cells
+from lab.nets import forward
+
+PRIOR_FLOOR = 1e-3
+"""Write-up 002's head: the least prior an empty cell gets (a regressed probability can be 0 or
+negative)."""
 
 
 class Params(NamedTuple):
@@ -44,160 +60,209 @@ class Params(NamedTuple):
         return cls(simulations, c_puct, 1.0, 0.0, 0)
 
 
+@njit(cache=True)
+def head(outputs, board, priors):
+    """Writes the priors over the empty cells (where `board`, the net's input row, is 0) into
+    `priors` and returns the value, from the net's outputs. A cell per output and one more: the
+    softmax of the cells' logits and tanh of the last. Three more (write-up 002's head): outputs
+    [win, draw, loss, a cell each], the cells' outputs floored at PRIOR_FLOOR and normalised, the
+    value win - loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh, the same bits on
+    every machine."""
+    cells = board.shape[0]
+    regressed = outputs.shape[0] == cells + 3
+    top = -np.inf
+    for j in range(cells):
+        if board[j] == 0:
+            top = max(top, np.float64(outputs[j]))
+    total = 0.0
+    for j in range(cells):
+        if board[j] != 0:
+            priors[j] = 0.0
+        elif regressed:
+            priors[j] = max(np.float64(outputs[3 + j]), PRIOR_FLOOR)
+        else:
+            priors[j] = nets.exp(np.float64(outputs[j]) - top)
+        total += priors[j]
+    for j in range(cells):
+        priors[j] /= total
+    if regressed:
+        return min(1.0, max(-1.0, np.float64(outputs[0]) - np.float64(outputs[2])))
+    return nets.tanh(np.float64(outputs[cells]))
+
+
+@njit(cache=True)
+def priors_and_values(outputs, boards):
+    """The priors (n, cells) and values (n,) of the net's outputs at a batch of its inputs."""
+    priors, values = np.zeros(boards.shape), np.empty(boards.shape[0])
+    for r in range(boards.shape[0]):
+        values[r] = head(outputs[r], boards[r], priors[r])
+    return priors, values
+
+
 class Tree(NamedTuple):
-    """A search tree in arrays, one row per node (node 0 the root): work space that a search
-    overwrites, big enough for simulations + 1 nodes (`new_tree`)."""
+    """A search's work space, a row per node (node 0 the root), for simulations + 1 nodes."""
 
-    codes: np.ndarray
-    """(size,) the node's position"""
+    x: np.ndarray
+    """X's stones at the node"""
+    o: np.ndarray
+    """O's stones"""
     children: np.ndarray
-    """(size, 9) the node reached by each move, -1 while unexpanded"""
+    """(nodes, cells) the node after each cell, -1 while unexpanded"""
     visits: np.ndarray
-    """(size, 9) N(s, a)"""
+    """(nodes, cells) N(s, a)"""
     totals: np.ndarray
-    """(size, 9) W(s, a), the sum of the values backed up through the move (mover's view)"""
+    """(nodes, cells) W(s, a): the values backed up through the move, its mover's view"""
     priors: np.ndarray
-    """(size, 9) P(s, a), with the noise at the root"""
+    """(nodes, cells) P(s, a), with the noise at the root"""
+    moves: np.ndarray
+    """the cells to play (uint64): the wins, the block of a single threat, the double threats
+    to make, else every empty cell"""
+    exact: np.ndarray
+    """whether `value` is the game's (the rules decide it), not the net's"""
+    value: np.ndarray
+    """the node's value for its side to move"""
 
 
-@njit(cache=True)
-def new_tree(simulations):
+def new_tree(cells: int, simulations: int) -> Tree:
     size = simulations + 1
-    return Tree(np.empty(size, np.int64), np.empty((size, 9), np.int64), np.empty((size, 9)),
-                np.empty((size, 9)), np.empty((size, 9)))
+    return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros((size, cells), np.int64),
+                np.zeros((size, cells)), np.zeros((size, cells)), np.zeros((size, cells)),
+                np.zeros(size, np.uint64), np.zeros(size, np.bool_), np.zeros(size))
 
 
-@njit(inline="always")
-def _open(tree, node, code, priors):
-    """Node `node` of the tree becomes position `code`: no children, no visits, the net's priors."""
-    tree.codes[node] = code
-    tree.children[node, :] = -1
-    tree.visits[node, :] = 0.0
-    tree.totals[node, :] = 0.0
-    tree.priors[node, :] = priors[code]
-
-
-# One compiled loop: the descent and the backup stay inline in it (a call per step of every
-# simulation would cost the search speed), and it reads line for line as reference_search.
 @njit(cache=True)
-def search(root, priors, values, params, tree, rules):
-    """PUCT search of params.simulations from position `root` guided by a net's priors and
-    values (net_tables) in work space `tree`. Returns the root's visit counts (a view into the
-    tree: read them before the next search)."""
-    after, legal, terminal = rules.after, rules.legal, rules.terminal
-    codes, children, visits, totals, tree_priors = tree
-    _open(tree, 0, root, priors)
+def _forks(board, mine, empty):
+    """The empty cells where a stone added to `mine` makes two cells that complete a line (a
+    double threat), as a mask."""
+    found = np.uint64(0)
+    for cell in range(board.m * board.n):
+        bit = np.uint64(1) << np.uint64(cell)
+        if empty & bit and cells_in(winning_cells(board, mine | bit, empty & ~bit)) >= 2:
+            found |= bit
+    return found
+
+
+@njit(cache=True)
+def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
+    """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by the other side's
+    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's
+    (with its priors, which a root the rules leave open gets too), and the cells to play there."""
+    weights, biases, hidden, output = net
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
+    xs[node], os[node] = x, o
+    children[node, :] = -1
+    visits[node, :] = 0.0
+    totals[node, :] = 0.0
+    mine, theirs = (x, o) if side == 0 else (o, x)
+    empty = empty_mask(board, x, o)
+    moves[node], exact[node], value[node] = empty, True, 0.0
+    if not root and wins(board, theirs, cell):
+        value[node] = -1.0
+    elif empty != 0:
+        chances = winning_cells(board, mine, empty)
+        threats = winning_cells(board, theirs, empty)
+        if chances:
+            moves[node], value[node] = chances, 1.0
+        elif cells_in(threats) >= 2:
+            value[node] = -1.0
+        elif threats:
+            exact[node], moves[node] = False, threats
+        else:
+            forks = _forks(board, mine, empty)
+            exact[node] = forks != 0
+            moves[node], value[node] = (forks, 1.0) if forks else (empty, 0.0)
+    if not exact[node] or (root and moves[node] == empty):
+        for j in range(board.m * board.n):
+            bit = np.uint64(1) << np.uint64(j)
+            inputs[0, j] = 1.0 if mine & bit else -1.0 if theirs & bit else 0.0
+        net_value = head(forward(weights, biases, hidden, output, inputs)[0], inputs[0], priors[node])
+        if not exact[node]:
+            value[node] = net_value
+
+
+@njit(cache=True)
+def _select(board, tree, node, c_puct):
+    """The allowed cell (Tree.moves) of highest Q + c_puct P sqrt(max(N, 1)) / (1 + n), Q = 0 unvisited."""
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
+    allowed = moves[node]
+    sqrt_visits = np.sqrt(max(visits[node].sum(), 1.0))
+    best, best_score = -1, -np.inf
+    for m in range(board.m * board.n):
+        if allowed >> np.uint64(m) & np.uint64(1):
+            n = visits[node, m]
+            q = totals[node, m] / n if n > 0 else 0.0
+            score = q + c_puct * priors[node, m] * sqrt_visits / (1.0 + n)
+            if score > best_score:
+                best, best_score = m, score
+    return best
+
+
+@njit(cache=True)
+def search(board, net, x, o, side, params, tree, inputs):
+    """The root's visit counts (cells,) of a PUCT search of params.simulations from the position
+    (x, o), `side` to move, guided by `net` (a CompiledNet) in work space `tree` (new_tree);
+    inputs: scratch (1, cells) in the net's precision."""
+    xs, os, children, visits, totals, priors, moves, exact, value = tree
+    cells = board.m * board.n
+    counts = np.zeros(cells)
+    empty = empty_mask(board, x, o)
+    _leaf(board, net, tree, 0, x, o, side, -1, inputs, True)
+    if moves[0] != empty:  # the rules chose (a win, a block, a double threat to make): no search
+        for m in range(cells):
+            counts[m] = 1.0 if moves[0] >> np.uint64(m) & np.uint64(1) else 0.0
+        return counts
     if params.dirichlet_weight > 0.0:
-        noise = np.zeros(9)
-        for m in range(9):
-            if legal[root, m]:
+        noise = np.zeros(cells)
+        for m in range(cells):
+            if empty >> np.uint64(m) & np.uint64(1):
                 noise[m] = np.random.gamma(params.dirichlet_alpha, 1.0)
-        noise /= noise.sum()
         weight = params.dirichlet_weight
-        tree_priors[0, :] = (1.0 - weight) * tree_priors[0, :] + weight * noise
+        priors[0, :] = (1.0 - weight) * priors[0, :] + weight * noise / noise.sum()
     n_nodes = 1
-    path_nodes = np.empty(9, np.int64)
-    path_moves = np.empty(9, np.int64)
+    path_nodes, path_moves = np.empty(cells, np.int64), np.empty(cells, np.int64)
     for _ in range(params.simulations):
-        node, depth = 0, 0
-        while True:
-            code = codes[node]
-            if terminal[code]:
-                value = values[code]
-                break
-            sqrt_visits = np.sqrt(max(visits[node].sum(), 1.0))
-            best, best_score = -1, -np.inf
-            for m in range(9):
-                if legal[code, m]:
-                    n = visits[node, m]
-                    q = totals[node, m] / n if n > 0 else 0.0
-                    score = q + params.c_puct * tree_priors[node, m] * sqrt_visits / (1.0 + n)
-                    if score > best_score:
-                        best, best_score = m, score
+        node, depth, mover = 0, 0, side
+        while depth == 0 or not exact[node]:
+            best = _select(board, tree, node, params.c_puct)
             path_nodes[depth], path_moves[depth] = node, best
             depth += 1
+            mover = 1 - mover
             child = children[node, best]
-            if child < 0:  # a new leaf: the net's value (or the exact one if the game is over)
-                child = n_nodes
-                n_nodes += 1
-                code = after[code, best]
-                _open(tree, child, code, priors)
+            if child < 0:  # a new leaf
+                child, n_nodes = n_nodes, n_nodes + 1
+                bit = np.uint64(1) << np.uint64(best)
+                after_x, after_o = (xs[node] | bit, os[node]) if mover == 1 else (xs[node], os[node] | bit)
+                _leaf(board, net, tree, child, after_x, after_o, mover, best, inputs, False)
                 children[node, best] = child
-                value = values[code]
+                node = child
                 break
             node = child
-        # `value` is for the side to move at the end of the path; each edge above belongs to the
-        # other side, so the sign flips level by level.
+        # value[node] is for its side to move; each edge above is the other side's move
+        backed = value[node]
         for d in range(depth - 1, -1, -1):
-            value = -value
+            backed = -backed
             visits[path_nodes[d], path_moves[d]] += 1.0
-            totals[path_nodes[d], path_moves[d]] += value
-    return visits[0]
-
-
-def reference_search(root: int, priors, values, params: Params, stream: game.Stream | None = None):
-    """`search` in plain Python, a node a dict: the root's visit counts (9,). With root noise
-    (params.dirichlet_weight > 0) it draws the noise from `stream` as the kernel draws it from
-    numba's stream, so from the same seed both searches are the same."""
-
-    def node(code):
-        return {"code": code, "children": {}, "N": np.zeros(9), "W": np.zeros(9),
-                "P": priors[code].copy()}
-
-    tree = node(root)
-    if params.dirichlet_weight > 0.0:
-        noise = np.zeros(9)
-        for m in np.flatnonzero(game.LEGAL[root]):
-            noise[m] = stream.gamma(params.dirichlet_alpha)
-        total = 0.0
-        for x in noise:  # summed in order, as the kernel sums
-            total += x
-        noise /= total
-        weight = params.dirichlet_weight
-        tree["P"] = (1.0 - weight) * tree["P"] + weight * noise
-    for _ in range(params.simulations):
-        current, path = tree, []
-        while True:  # descend by PUCT until a new leaf or the end of the game
-            code = current["code"]
-            if game.TERMINAL[code]:
-                value = values[code]
-                break
-            sqrt_visits = np.sqrt(max(current["N"].sum(), 1.0))
-            best, best_score = -1, -np.inf
-            for m in np.flatnonzero(game.LEGAL[code]):
-                n = current["N"][m]
-                q = current["W"][m] / n if n > 0 else 0.0
-                score = q + params.c_puct * current["P"][m] * sqrt_visits / (1.0 + n)
-                if score > best_score:
-                    best, best_score = m, score
-            path.append((current, best))
-            if best not in current["children"]:  # a new leaf: its value from the net's table
-                current["children"][best] = node(game.AFTER[code, best])
-                value = values[game.AFTER[code, best]]
-                break
-            current = current["children"][best]
-        for parent, move in reversed(path):  # back up, from the mover's view at each level
-            value = -value
-            parent["N"][move] += 1.0
-            parent["W"][move] += value
-    return tree["N"]
-
-
-@njit(cache=True)
-def root_counts(roots, priors, values, params, rules):
-    """(n, 9) visit counts of a search from each root (zeros at terminal roots)."""
-    tree = new_tree(params.simulations)
-    counts = np.zeros((roots.shape[0], 9))
-    for i in range(roots.shape[0]):
-        if not rules.terminal[roots[i]]:
-            counts[i] = search(roots[i], priors, values, params, tree, rules)
+            totals[path_nodes[d], path_moves[d]] += backed
+    counts[:] = visits[0]
     return counts
 
 
 @njit(cache=True)
+def visit_counts(board, net, xs, os, params, tree):
+    """(n, cells): at each position (X's stones xs, O's os), the visit counts of a search (no
+    noise: params.dirichlet_weight 0) from there, for the side to move."""
+    cells = board.m * board.n
+    out = np.zeros((xs.shape[0], cells))
+    inputs = np.empty((1, cells), dtype=net[0][0].dtype)
+    for i in range(xs.shape[0]):
+        side = 0 if cells_in(xs[i]) == cells_in(os[i]) else 1
+        out[i] = search(board, net, xs[i], os[i], side, params, tree, inputs)
+    return out
+
+
+@njit(cache=True)
 def choose(counts, sample):
-    """A move drawn in proportion to visit counts, or the most visited (ties at random); on any
-    board (lab.agents.mnk_alphazero's too)."""
+    """A move drawn in proportion to visit counts, or the most visited (ties at random)."""
     if sample:
         u = np.random.random() * counts.sum()
         for m in range(counts.shape[0]):

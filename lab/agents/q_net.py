@@ -219,4 +219,4 @@ class Learner(tabular.Learner):
         return net_games.agent(self, Agent)
 
 
-ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True, BoardAgent=Agent)
+ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)

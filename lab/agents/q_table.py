@@ -175,4 +175,4 @@ class Learner(tabular.Learner):
         return Agent(self.q.copy(), self.run.game)
 
 
-ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False, BoardAgent=Agent)
+ALGORITHM = base.Algorithm("q_table", Config, Learner, Agent, self_play=False)

@@ -223,4 +223,4 @@ class Learner(tabular.Learner):
         return Agent(self.values.copy(), self.run.game, reading)
 
 
-ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True, BoardAgent=Agent)
+ALGORITHM = base.Algorithm("td_value", Config, Learner, Agent, self_play=True)

@@ -29,7 +29,6 @@ tally (`count_result`). `Stream` makes the same random draws in plain Python for
 reference implementations.
 """
 
-import random
 from typing import NamedTuple
 
 import numpy as np
@@ -356,12 +355,6 @@ class Stream:
     def random(self) -> float:
         """A float in [0, 1): the kernels' np.random.random()."""
         return self._state.random_sample()
-
-    def gamma(self, shape: float) -> float:
-        """A Gamma(shape, 1) draw: the kernels' np.random.gamma(shape, 1.0). numba draws it with
-        CPython's random.gammavariate algorithm from its uniform stream (not numpy's), so this
-        runs that very function on this stream's uniforms."""
-        return random.Random.gammavariate(self, shape, 1.0)
 
     def sample_move(self, probs: np.ndarray) -> int:
         """A move drawn from one row of a move table: walk the probabilities until the draw is
