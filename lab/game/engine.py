@@ -12,11 +12,9 @@ the kernel (numba.extending.overload), so nothing is decided while games are pla
   Opponents are lab.game.bots bots (`RuleBots`, or `Bots` with the tree of those that search),
   a learner's table a lab.game.sparse table of the positions visited.
 
-The functions draw from the kernels' random stream as lab.game's helpers do on 3x3 and
-lab.game.bitboards' and lab.game.bots' elsewhere, so the rows of the learners' former per-board
-twins are kept.
-
-Sides are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
+The functions draw from the kernels' random stream as lab.game's, lab.game.bitboards' and
+lab.game.bots' helpers do, so the rows of the learners' former per-board twins are kept. Sides
+are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
 
 The bodies are inlined into the kernels, and each binds its arguments afresh: numba counts a
 reference for every array of a bundle (a bitboard engine, a table of visited positions, an
