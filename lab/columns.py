@@ -10,7 +10,7 @@ from functools import cache
 
 import pyarrow as pa
 
-from lab import agents, config, evaluate, evaluate_bitboards, provenance
+from lab import agents, config, evaluate, provenance
 from lab.knobs import RunConfig
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
@@ -35,8 +35,8 @@ EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evalua
 
 BOARDS = [("evaluation", pa.string())] + [
     (evaluate.column(seat, key), _ARROW[kind]) for seat in (1, 2)
-    for key, kind in evaluate_bitboards.KEYS.items() if key not in evaluate.KEYS]
-"""Evaluation on bigger m,n,k boards (lab.evaluate_bitboards): "exact" or "games", and the columns
+    for key, kind in evaluate.BOARD_KEYS.items() if key not in evaluate.KEYS]
+"""Evaluation on bigger m,n,k boards (lab.evaluate): "exact" or "games", and the columns
 3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
 TABLES = [("table_entries", pa.int64()), ("table_bytes", pa.int64())]
 """The memory of a tabular learner's table of visited positions on a bigger board

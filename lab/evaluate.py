@@ -1,6 +1,7 @@
-"""Exact evaluation of an agent's move table: no sampled games, no noise.
+"""How a trained agent is measured, on every board: `evaluation(agent, run)` gives its run-table
+columns (eval_p<seat>_<key>) in the seats it trains in, exactly where the board allows.
 
-The game has 5,478 reachable positions, so every measure here is a dynamic programme over them,
+3x3 (`tabulated`): no sampled games, no noise. The game has 5,478 reachable positions, so every measure here is a dynamic programme over them,
 one depth of lab.game.DEPTHS at a time: backwards for outcomes and line counts, forwards for
 reachability, as compiled passes over precomputed arrays of the game tree (2.9 -> 0.25 ms per
 exact() call; the numpy version they replace is the specification in
@@ -21,26 +22,55 @@ probability) or a move table itself, so tie-breaking at random is averaged over 
 possible. That is the yardstick for the first six numbers.
 
 Print the ceilings: `python -m lab.evaluate`.
+
+Bigger boards: exact where lab.game.solver enumerates the board (at most 16 cells: 4x4 included),
+against random, onestep and perfect; the board is solved once per process (about 3 s and 0.3 GB
+on 4x4) and kept. Elsewhere by games (lab.game.bots): `eval_games` games in each seat against
+random and the run's opponent (onestep in self-play), each share with its 95% Wilson interval
+(`outcome_rates`; lab.stats.games_needed(0.02) = 9,600 games make each at most 2 points wide).
+Every evaluated row says which in its `evaluation` column (EXACT or GAMES). Random and onestep
+shares land in 3x3's columns; a rate by games adds <result>_low, <result>_high and the number of
+games. There the agent is asked for its `policy` at (x, o) positions (what solver.exact asks of
+the positions its seat reaches) and its `play(bot, seat, games, seed)`, a tally of its compiled
+games against a bot.
 """
+
+import functools
 
 import numpy as np
 from numba import njit
 
-from lab import cli, game, opponents
+from lab import cli, game, opponents, stats
+from lab.game import bots, solver
+from lab.knobs import RunConfig
 
+RESULTS = ("win", "draw", "loss")
+"""The results a share is given of, in table order."""
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
 OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
 """How figures and tables name them."""
 SEATS = {1: "X", 2: "O"}
 """The seats' marks: player 1 is X and moves first."""
-KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in ("win", "draw", "loss")},
+KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in RESULTS},
         "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float,
         "winning_lines": int, "drawing_lines": int}
 """The keys of exact()'s result, in order, each with the type of its value."""
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (float sums of the same rationals differ by
 rounding only)."""
+EXACT = "exact"
+"""The `evaluation` column of a row evaluated by lab.game.solver (GAMES: by games)"""
+GAMES = "games"
+"""The `evaluation` column of a row evaluated by games"""
+BOARD_OPPONENTS = tuple(dict.fromkeys((*solver.OPPONENTS, *bots.NAMES)))
+"""Whom an agent on a bigger board can be measured against: exactly (lab.game.solver) or by games
+(the bots)"""
+BOARD_KEYS = {**{f"{o}_{r}": float for o in solver.OPPONENTS for r in RESULTS},
+              **{f"{bot}_{key}": kind for bot in bots.ANY_BOARD  # perfect: where evaluation is exact
+                 for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
+                                                      for end in ("", "_low", "_high")]}}
+"""The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""
 
 
 def _level(codes):
@@ -274,7 +304,7 @@ def column(seat: int, key: str) -> str:
     return f"eval_p{seat}_{key}"
 
 
-ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in ("win", "draw", "loss"))
+ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in RESULTS)
 """The measures of `alternated`: win/draw/loss against each opponent, seats alternated."""
 
 
@@ -288,6 +318,79 @@ def alternated(as_x: dict, as_o: dict) -> dict:
 def alternated_column(key: str) -> str:
     """The results-table column holding measure `key` of `alternated`."""
     return f"eval_alternated_{key}"
+
+
+def tabulated(agent, run: RunConfig) -> dict:
+    """3x3: `exact` of the agent in the seats it trains in (both in self-play), as columns
+    eval_p<seat>_<key>; evaluated in both seats, also the seats-alternated results (`alternated`)
+    as eval_alternated_<key>."""
+    seats = run.seats
+    moves = agent.move_table(seats[0] if len(seats) == 1 else None)
+    measured = {seat: exact(moves, seat) for seat in seats}
+    columns = {column(seat, key): value
+               for seat, result in measured.items() for key, value in result.items()}
+    if len(measured) == 2:
+        columns.update({alternated_column(key): value for key, value in
+                        alternated(measured[1], measured[2]).items()})
+    return columns
+
+
+@functools.lru_cache(maxsize=1)
+def solved(m: int, n: int, k: int) -> solver.Solved:
+    """The board's positions and values, solved once per process (the last board asked)."""
+    return solver.solve(m, n, k)
+
+
+def solvable(run: RunConfig) -> bool:
+    """Whether the run's board is evaluated exactly (else by games)."""
+    return run.m * run.n <= solver.MAX_CELLS
+
+
+def opponents_of(run: RunConfig) -> list[bots.Bot]:
+    """Whom an evaluation by games plays: random and the run's opponent (onestep in self-play)."""
+    names = dict.fromkeys(("random", "onestep" if run.opponent == "self" else run.opponent))
+    return [bots.bot(name, run.mcts_simulations if name == "mcts" else None) for name in names]
+
+
+def evaluation(agent, run: RunConfig) -> dict:
+    """The agent in the seats it trains in (both in self-play), as results-table columns, on its
+    board: 3x3 by `tabulated`, a board the lab solves by lab.game.solver's exact pass, any other
+    by games against bots."""
+    if not run.bigger_board:
+        return tabulated(agent, run)
+    if solvable(run):
+        board = solved(*run.game)
+        return {"evaluation": EXACT, **{
+            column(seat, key): value for seat in run.seats
+            for key, value in solver.exact(board, bitboard_policy(agent), seat).items()}}
+    out = {"evaluation": GAMES}
+    for seat in run.seats:
+        for bot in opponents_of(run):
+            rates = outcome_rates(agent.play(bot, seat, run.eval_games, run.seed), seat)
+            out.update({column(seat, f"{bot.name}_{key}"): value for key, value in rates.items()
+                        if key != "evaluation"})
+    return out
+
+
+def bitboard_policy(agent):
+    """The agent's policy as solver.exact takes a function: (X's stones, O's stones) -> rows."""
+    return lambda x, o: agent.policy(np.stack([x, o], axis=1))
+
+
+def outcome_rates(tally, seat: int) -> dict:
+    """The win/draw/loss shares, from seat `seat`'s side (1 X, 2 O), of a tally [X wins, O wins,
+    draws]: {evaluation: "games", games, win, win_low, win_high, draw, ..., loss, ...}, each
+    share with its 95% Wilson interval."""
+    if seat not in (1, 2):
+        raise ValueError(f"seat must be 1 (X) or 2 (O), got {seat!r}")
+    x_wins, o_wins, draws = (int(n) for n in tally)
+    games = x_wins + o_wins + draws
+    rates = {"evaluation": GAMES, "games": games}
+    counts = {"win": x_wins, "draw": draws, "loss": o_wins} if seat == 1 else \
+        {"win": o_wins, "draw": draws, "loss": x_wins}
+    for key, count in counts.items():
+        rates[key], rates[f"{key}_low"], rates[f"{key}_high"] = stats.wilson(count, games)
+    return rates
 
 
 def _ceiling_table() -> str:

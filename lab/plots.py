@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import evaluate, evaluate_bitboards, knob_figures, results, summary  # noqa: E402
+from lab import evaluate, knob_figures, results, summary  # noqa: E402
 from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
 from lab.search import saved  # noqa: E402
 
@@ -215,11 +215,11 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
 
 def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
     """3x3: PANELS. A bigger board: win and loss against each opponent its runs were evaluated
-    against, of lab.evaluate_bitboards.OPPONENTS (no optimal moves or lines: lab.game.solver does not
+    against, of lab.evaluate.BOARD_OPPONENTS (no optimal moves or lines: lab.game.solver does not
     count them)."""
     if game == "ttt":
         return PANELS
-    return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in evaluate_bitboards.OPPONENTS
+    return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in evaluate.BOARD_OPPONENTS
             if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")]
 
 
@@ -285,13 +285,13 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
 
 
 def _evaluation(group: pd.DataFrame) -> str:
-    """How a bigger board's runs were evaluated: exact or games (lab.evaluate_bitboards)."""
+    """How a bigger board's runs were evaluated: exact or games (lab.evaluate)."""
     kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []
     return kinds[0] if len(kinds) == 1 else "exact"
 
 
 def _evaluated(group: pd.DataFrame, game: str) -> str:
-    if game != "ttt" and _evaluation(group) == evaluate_bitboards.GAMES:
+    if game != "ttt" and _evaluation(group) == evaluate.GAMES:
         return "the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
     return "exact evaluation of the greedy agent"
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lab import columns, evaluate, evaluate_bitboards
+from lab import columns, evaluate
 from lab.files import npz_arrays, write_atomic, write_group
 
 CHECKPOINTS = "_checkpoints"
@@ -426,8 +426,8 @@ def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
     their plain keys (random_win, ..., optimal_move_rate), beside every other column.
 
     The seat evaluated is the one the agent trained in (both in self-play). On bigger boards
-    the measures are lab.evaluate_bitboards's, under their plain keys too."""
-    keys = [*evaluate.KEYS, *(key for key in evaluate_bitboards.KEYS if key not in evaluate.KEYS)]
+    the measures are lab.evaluate's, under their plain keys too."""
+    keys = [*evaluate.KEYS, *(key for key in evaluate.BOARD_KEYS if key not in evaluate.KEYS)]
     plain = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
              for seat in (1, 2)}
     keep = [c for c in frame.columns if c not in {**plain[1], **plain[2]}]

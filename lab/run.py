@@ -17,11 +17,9 @@ import pandas as pd
 from numba.core import event
 
 import lab
-from lab import evaluate, evaluate_bitboards, provenance
-from lab.agents.base import Agent
+from lab import evaluate, provenance
 from lab.config import Job
 from lab.files import write_atomic
-from lab.knobs import RunConfig
 
 _IMPORT_SECONDS = time.perf_counter() - lab.IMPORT_STARTED
 _first_run_in_process = True
@@ -113,21 +111,6 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
     return progress["rows"], progress["train_seconds"]
 
 
-def evaluation(agent: Agent, run_cfg: RunConfig) -> dict:
-    """lab.evaluate.exact of the agent in the seats it trains in (both in self-play), as
-    columns eval_p<seat>_<key>; evaluated in both seats, also the seats-alternated results
-    (lab.evaluate.alternated) as eval_alternated_<key>."""
-    seats = run_cfg.seats
-    moves = agent.move_table(seats[0] if len(seats) == 1 else None)
-    measured = {seat: evaluate.exact(moves, seat) for seat in seats}
-    columns = {evaluate.column(seat, key): value
-               for seat, result in measured.items() for key, value in result.items()}
-    if len(measured) == 2:
-        columns.update({evaluate.alternated_column(key): value for key, value in
-                        evaluate.alternated(measured[1], measured[2]).items()})
-    return columns
-
-
 class Training:
     """One run in progress. `run` trains it to its end; a search (lab.search) trains several in
     turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
@@ -204,8 +187,8 @@ class Training:
         evaluated = iteration % run_cfg.eval_every == 0 or iteration == run_cfg.iterations
         if evaluated:
             with self.evaluating:
-                measure = evaluate_bitboards.evaluation if run_cfg.bigger_board else evaluation
-                self.rows[-1].update(measure(self.learner.agent(), run_cfg), **self.learner.memory())
+                measured = evaluate.evaluation(self.learner.agent(), run_cfg)
+                self.rows[-1].update(measured, **self.learner.memory())
         self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
         return evaluated
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, evaluate, evaluate_bitboards, exact_ceiling, results, stats
+from lab import agents, evaluate, exact_ceiling, results, stats
 from lab.cli import ArgumentParser, one_line, results_dir_argument
 from lab.knobs import RUN_KEYS
 
@@ -219,7 +219,7 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     if "game" not in runs:
         return row
     evaluated = top_run.get("evaluation")
-    return row | {"evaluation": evaluated if pd.notna(evaluated) else evaluate_bitboards.EXACT} \
+    return row | {"evaluation": evaluated if pd.notna(evaluated) else evaluate.EXACT} \
         | _pooled_interval(seeds, vs)
 
 
@@ -241,7 +241,7 @@ COLUMN_NOTES = {
     "trained_vs": "the opponent it trained against",
     "win, draw, loss": "final rates (exact, or shares of games on a board too big to enumerate), mean over seeds",
     "win_loss": "final win - loss, mean over seeds [95% bootstrap interval; by games, resampling each seed's games too] (the ranking below)",
-    "evaluation": "exact (every position) or games (lab.evaluate_bitboards); win, draw, loss by games are shares of games",
+    "evaluation": "exact (every position) or games (lab.evaluate); win, draw, loss by games are shares of games",
     "games": "by games: the games each run played against `evaluated_vs` (the fewest, if runs differ)",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",

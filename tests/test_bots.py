@@ -11,7 +11,7 @@ import pytest
 from lab import evaluate, opponents, stats
 from lab.game import bitboards
 from lab.game.bots import Bot, bot, choose, moves, play_match
-from lab.evaluate_bitboards import outcome_rates
+from lab.evaluate import outcome_rates
 
 FIVE = bitboards.board(5, 5, 4)
 THREE = bitboards.board(3, 3, 3)

@@ -231,7 +231,7 @@ CLOSE = {(2, 8, 0.01): (0.50, 0.52, 0.53, 0.55), (2, 8, 0.001): (0.40, 0.41, 0.4
 
 
 def _by_games(games: int) -> pd.DataFrame:
-    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.evaluate_bitboards)."""
+    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.evaluate)."""
     frame = _runs(CLOSE).assign(m=5, n=5, k=4, evaluation="games")
     for vs in evaluate.OPPONENTS:
         frame[evaluate.column(2, f"{vs}_games")] = games

@@ -7,12 +7,12 @@ ceiling on those boards (lab.exact_ceiling): 3x3's through mnk_exact's engine is
 import numpy as np
 import pytest
 
-from lab import columns, evaluate, evaluate_bitboards, exact_ceiling
+from lab import columns, evaluate, exact_ceiling
 from lab.game import bitboards, bots, solver
 from lab.compose import compose
 from lab.config import job
 from lab.game.bots import bot, choose, play_match
-from lab.evaluate_bitboards import outcome_rates
+from lab.evaluate import outcome_rates
 from lab.run import run
 
 FOUR = bitboards.board(4, 4, 4)
@@ -74,10 +74,10 @@ def test_a_board_it_cannot_play_on_refuses_it_in_one_line():
 
 def test_evaluation_columns_gain_nothing_from_it():
     """perfect is evaluated exactly where it plays: no by-games columns for it."""
-    assert [key for key in evaluate_bitboards.KEYS if key.startswith("perfect")] == \
+    assert [key for key in evaluate.BOARD_KEYS if key.startswith("perfect")] == \
         ["perfect_win", "perfect_draw", "perfect_loss"]
     assert "eval_p1_perfect_games" not in dict(columns.BOARDS) and "eval_p2_perfect_win" in dict(columns.BOARDS)
-    assert evaluate_bitboards.OPPONENTS == ("random", "onestep", "perfect", "block", "mcts")
+    assert evaluate.BOARD_OPPONENTS == ("random", "onestep", "perfect", "block", "mcts")
 
 
 def test_mc_vfa_trains_against_it_on_4x4():

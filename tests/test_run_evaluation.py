@@ -12,7 +12,7 @@ from lab import agents, evaluate, results, run as run_module
 from lab.compose import compose
 from lab.config import job, parse
 from sweeping import TINY_RUNS
-from lab.run import evaluation, run
+from lab.run import run
 
 KEYS = list(evaluate.KEYS)
 
@@ -82,13 +82,13 @@ def test_self_play_fills_both_seats():
     run_cfg, knobs = parse(compose("layers=2", "neurons=8", "seed=2"))
     learner = agents.get("mc_vfa").Learner(knobs, run_cfg)
     agent = learner.agent()
-    both = evaluation(agent, dataclasses.replace(run_cfg, opponent="self", player=None))
+    both = evaluate.evaluation(agent, dataclasses.replace(run_cfg, opponent="self", player=None))
     alternated = {evaluate.alternated_column(key) for key in evaluate.ALTERNATED_KEYS}
     assert set(both) == set(columns(1)) | set(columns(2)) | alternated
     for seat in (1, 2):
         expected = evaluate.exact(agent, seat)
         assert [both[evaluate.column(seat, k)] for k in KEYS] == [expected[k] for k in KEYS]
-    assert set(evaluation(agent, run_cfg)) == set(columns(2))
+    assert set(evaluate.evaluation(agent, run_cfg)) == set(columns(2))
 
 
 

@@ -25,7 +25,7 @@ search tree, preallocated arrays with one node per position reached, a node's ch
 contiguous (a simulation expands at most one node, with a child per legal move, so a search of S
 simulations needs at most 1 + S * cells nodes); and perfect's table, where the board is solved.
 
-`play_match` plays games between two bots and tallies them (lab.evaluate_bitboards.outcome_rates
+`play_match` plays games between two bots and tallies them (lab.evaluate.outcome_rates
 makes a tally shares with intervals).
 """
 
