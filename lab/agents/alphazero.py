@@ -104,7 +104,6 @@ HEADS = {"softmax_value": 1, "mse12": 3}
 NET, TABLE = -1, -2
 """The kinds, in `play_games`' kinds, of a seat that searches with its net and of one that plays
 3x3's move table (else a lab.game.bots bot's kind)."""
-_CELL_DIGITS = 3 ** np.arange(9)
 
 
 def symmetries(m: int, n: int) -> np.ndarray:
@@ -126,7 +125,7 @@ def _code(x, o):
     code = 0
     for cell in range(9):
         bit = np.uint64(1) << np.uint64(cell)
-        code += _CELL_DIGITS[cell] * (1 if x & bit else 2 if o & bit else 0)
+        code += game.POW3[cell] * (1 if x & bit else 2 if o & bit else 0)
     return code
 
 
