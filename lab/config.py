@@ -69,7 +69,7 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
     except ValueError as refused:
         raise ConfigError(f"game m={m}, n={n}, k={k} is not allowed: {refused}") from None
     if (m, n, k) == TTT:
-        return TTT, list(opponents.NAMES)
+        return TTT, [*opponents.NAMES, "mcts"]
     solved = m * n <= solver.MAX_CELLS
     others = [*bots.ANY_BOARD, *(["self"] if agents.get(algorithm).self_play else [])]
     require(solved or cfg.get("opponent") != "perfect", "opponent", "perfect",

@@ -91,10 +91,9 @@ class RunConfig:
     negamax_q, q_net, alphazero)"""
     opponent: str
     """who the agent trains against: random, onestep (wins if it can, never blocks), block (wins,
-    else blocks), perfect (minimax), self (self-play), or PATH.npz: a checkpoint of any algorithm,
-    frozen, playing its greedy moves; on bigger boards random, onestep, block, mcts (MCTS-Solver
-    of mcts_simulations playouts), perfect where the lab solves the board (at most 16 cells) or
-    self"""
+    else blocks), mcts (MCTS-Solver of mcts_simulations playouts), perfect (minimax; where the lab
+    solves the board: at most 16 cells), self (self-play), or on 3x3 PATH.npz: a checkpoint of
+    any algorithm, frozen, playing its greedy moves"""
     player: int | None
     """the agent's seat: 1 = X (moves first), 2 = O; ignored in self-play, where the agent takes
     both seats (stored as null)"""
@@ -115,7 +114,7 @@ class RunConfig:
     k: int
     """stones in a row that win"""
     mcts_simulations: int
-    """MCTS playouts per move of opponent=mcts (bigger boards only)"""
+    """MCTS playouts per move of opponent=mcts"""
     eval_games: int
     """games against each opponent at every evaluation by games (boards of more than 16 cells,
     where the exact pass cannot enumerate); null = 9,600, which makes every 95% interval at most

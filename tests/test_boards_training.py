@@ -46,7 +46,6 @@ def test_3x3_rows_carry_no_game_columns():
      "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),
     (("game=mnk_4_4_4", "opponent=/tmp/agent.npz"), "opponent must be one of random, onestep"),
     (("game=mnk_4_4_4", "symmetry=true"), "symmetry=True is not allowed: symmetry must be false"),
-    (("opponent=mcts",), "opponent='mcts' is not allowed"),
     (("m=9", "n=9"), "game m=9, n=9, k=3 is not allowed: m * n must be at most 64 cells"),
     (("m=4", "n=4", "k=5"), "k must be at most max(m, n) = 4"),
     (("m=0",), "m (columns) must be a positive integer"),
@@ -114,6 +113,21 @@ def test_mcts_and_self_play_train_and_the_checkpoint_loads(tmp_path):
     assert agent.shape == (4, 4, 4) and agent.other is not None
     moves = agent.policy(np.array([[0b11, 0b110000]], np.uint64))[0]  # X on 0, 1; O on 4, 5: X to move
     assert moves.sum() == pytest.approx(1) and moves[[0, 1, 4, 5]].sum() == 0
+
+
+@pytest.mark.parametrize("algorithm", [
+    "q_table", *(pytest.param(a, marks=pytest.mark.slow) for a in agents.ALGORITHMS if a != "q_table")])
+def test_every_algorithm_trains_against_mcts_on_3x3(algorithm):
+    one = job(compose(f"algorithm={algorithm}", "opponent=mcts", "mcts_simulations=8", "player=2",
+                      "iterations=2", "episodes_per_update=4", "eval_every=1"))
+    assert one.identity()["mcts_simulations"] == 8
+    whole = run(one)
+    assert not whole.failed, whole.rows["error"].iloc[0]
+    assert (whole.rows[["p1_wins", "p2_wins", "draws"]].sum(axis=1) == 4).all()
+    assert whole.rows["eval_p2_random_win"].notna().all()  # 3x3's exact evaluation
+    again = run(one)
+    assert results.fingerprint(again.rows, again.checkpoint) == \
+        results.fingerprint(whole.rows, whole.checkpoint)
 
 
 def test_a_board_run_is_the_same_run_resumed_or_repeated():

@@ -8,8 +8,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lab import evaluate, opponents, stats
-from lab.game import bitboards
+from numba import njit
+
+from lab import evaluate, game, opponents, stats
+from lab.game import bitboards, bots, engine
 from lab.game.bots import Bot, bot, choose, moves, play_match
 from lab.evaluate import outcome_rates
 
@@ -190,6 +192,28 @@ def test_mcts_1000_beats_random_and_never_loses_to_onestep(seat):
 
 
 # seeds and specs
+
+@njit(cache=True)
+def _coded_moves(opponent, codes, sides, seed, out):
+    np.random.seed(seed)
+    for i in range(len(codes)):
+        out[i] = engine.opponent_move(engine.TTT, opponent, codes[i], sides[i])
+
+
+def test_3x3_learners_meet_the_same_mcts_through_their_board_codes():
+    # A 3x3 learner's kernel plays its positions as board codes; its MCTS opponent reads them as
+    # bitboards and must move as lab.game.bots' MCTS does at those stones, draw for draw.
+    codes = game.DECISIONS[::7]
+    sides = (game.TO_MOVE[codes] == -1).astype(np.int64)
+    coded = engine.fixed_opponent((bots.MCTS, bots.MCTS), 30, lambda: bots.tree(THREE, 30, perfect=False))
+    drawn = np.empty(len(codes), np.int64)
+    _coded_moves(coded, codes, sides, 11, drawn)
+    x, o = game.STONES[codes, 0], game.STONES[codes, 1]
+    assert drawn.tolist() == moves(THREE, bot("mcts", 30), x, o, 11).tolist()
+    assert game.LEGAL[codes, drawn].all()
+    bit = lambda stones: (stones[:, None] >> np.arange(9, dtype=np.uint64)) & np.uint64(1)
+    assert ((bit(x) + 2 * bit(o)) @ game.POW3 == codes).all()  # the stones are the codes' boards
+
 
 def test_the_same_seed_gives_the_same_tally():
     four = bitboards.board(4, 4, 4)

@@ -191,9 +191,7 @@ class Agent(base.Agent):
         """The visit counts of a noise-free search from each position: its moves are the most
         visited cells, tied ones sharing."""
         if self.shape == TTT:
-            cells = game.BOARDS[np.asarray(positions, np.int64)]
-            bits = np.uint64(1) << np.arange(9, dtype=np.uint64)
-            x, o = ((cells == mark) @ bits for mark in (1, -1))
+            x, o = game.STONES[np.asarray(positions, np.int64)].T
         else:
             x, o = np.asarray(positions, np.uint64).reshape(-1, 2).T
         net, tree = self.net.compiled(), new_tree(self.board.m * self.board.n, self.simulations)
@@ -242,7 +240,7 @@ class Learner(base.Learner):
         self.self_play = run.opponent == opponents.SELF
         if self.self_play:
             fixed = NET
-        elif run.game == TTT:
+        elif run.game == TTT and run.opponent != "mcts":
             fixed = TABLE
         else:
             fixed = bots.NAMES.index(run.opponent)

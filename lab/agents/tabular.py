@@ -164,15 +164,16 @@ class Agent(base.Agent):
 
 def opponent(g, run):
     """The fixed opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.opponents), or elsewhere the lab.game.bots bot of each seat it does not train in (TABLE
-    in those it does), with the MCTS tree it needs."""
-    if engine.tabulated(g):
+    (lab.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE in those it
+    does) with the MCTS tree it needs (on 3x3: mcts only, searching at the codes' bitboards)."""
+    if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     bot = None if run.opponent == "self" else bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
     kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]
     simulations = run.mcts_simulations if run.opponent == "mcts" else 1
-    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(g, simulations))
+    board = engine.THREE if engine.tabulated(g) else g
+    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(board, simulations))
 
 
 def play_all(table, per_game: int, episodes: int, play) -> None:

@@ -67,6 +67,9 @@ def _build_tables():
 BOARDS, WINNER, TO_MOVE, TERMINAL, LEGAL, AFTER = _build_tables()
 """BOARDS[c] cells; WINNER[c] 1/-1/0; TO_MOVE[c] 1 (X) or -1 (O); TERMINAL[c]; LEGAL[c, m];
 AFTER[c, m] the code after the side to move plays m (-1 where illegal)."""
+STONES = np.stack([(BOARDS == mark) @ (np.uint64(1) << np.arange(9, dtype=np.uint64))
+                   for mark in (1, -1)], axis=1)
+"""STONES[c]: X's and O's stones at code c as uint64 bitboards (cell i is bit i: lab.game.bitboards')"""
 
 
 def _reachable_by_depth():

@@ -5,22 +5,21 @@ argument, `g`. numba picks each function's implementation by the type of `g` whe
 the kernel (numba.extending.overload), so nothing is decided while games are played:
 
 - `TTT` (3x3, tabulated): a position is its base-3 code and the rules are lab.game's tables, a row
-  per code; a move is one table read. Opponents are move tables (lab.opponents), a learner's
-  table a dense array with a row per code.
+  per code; a move is one table read. Opponents are move tables (lab.opponents), or `Bots`
+  searching at each code's bitboards (MCTS); a learner's table a dense array with a row per code.
 - `lab.game.bitboards.Board` (every board up to 64 cells): a position is (x, o), X's and O's
   stones as two uint64 bitboards; a move is an OR and a check of the windows through its cell.
   Opponents are lab.game.bots bots (`RuleBots`, or `Bots` with the tree of those that search),
   a learner's table a lab.game.sparse table of the positions visited.
 
 The functions draw from the kernels' random stream as lab.game's, lab.game.bitboards' and
-lab.game.bots' helpers do, so the rows of the learners' former per-board twins are kept. Sides
-are 0 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
+lab.game.bots' helpers do (the rows of the learners' former per-board twins are kept). Sides are 0
+(X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
 
-The bodies are inlined into the kernels, and each binds its arguments afresh: numba counts a
-reference for every array of a bundle (a bitboard engine, a table of visited positions, an
-opponent's tree) that a body then hands on to another compiled function, at every call. So the
-bodies read a bundle's arrays in place where that is short (a table's probe, its row, an empty
-mask) and hand a bundle on only where the work is long anyway (a line check, a bot's search):
+The bodies are inlined into the kernels. numba counts a reference for every array of a bundle (a
+bitboard engine, a table of visited positions, an opponent's tree) that a body hands on to another
+compiled function, at every call, so the bodies read a bundle's arrays in place where the work is
+short (a table's probe, its row) and hand it on only where it is long (a line check, a search):
 handed on, they cost the bigger boards' learners 10-30% of their speed. A table is read and
 written in place alike: a trial kernel that read a table in place around a compiled insert into
 it played other games than it should have.
@@ -45,9 +44,8 @@ after the side to move plays cell (-1 where illegal), TERMINAL whether the game 
 
 
 def _tabulate() -> np.ndarray:
-    # One int16 array, not a bundle of lab.game's tables: a kernel reads its argument in place,
-    # but counts a reference at each read of an array out of a bundle (3x3's learners ran 30%
-    # slower so), and a position's rules share a cache line.
+    # One int16 array, not a bundle of lab.game's tables: a kernel counts a reference at each read
+    # of an array out of a bundle (3x3's learners ran 30% slower so); a position's rules share a line.
     rows = np.zeros((game.N_CODES, LEGAL + 9), np.int16)
     rows[:, AFTER:AFTER + 9] = game.AFTER
     rows[:, TERMINAL] = game.TERMINAL
@@ -58,6 +56,8 @@ def _tabulate() -> np.ndarray:
 
 TTT = _tabulate()
 """3x3, tabulated: lab.game's rules as rows over all 3**9 board codes (the columns above)"""
+THREE = bitboards.board(3, 3, 3)
+"""3x3 as bitboards: where the tabulated engine's MCTS opponent searches (at lab.game.STONES)"""
 
 
 class RuleBots(NamedTuple):
@@ -81,9 +81,8 @@ class Bots(NamedTuple):
 
 def fixed_opponent(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
     """The opponent of bot `kinds` (and learners' seats): RuleBots unless a seat searches, then
-    Bots with `tree_of()`. Kept apart because a kernel counts a reference for every array of a
-    bundle at every move that hands it on: the Tree's twelve cost the tabular learners a third of
-    their speed against random."""
+    Bots with `tree_of()` (apart: handed on at every move, the Tree's twelve arrays cost the
+    tabular learners a third of their speed against random)."""
     if {bots.MCTS, bots.PERFECT} & set(kinds):
         return Bots(tuple(kinds), simulations, tree_of())
     return RuleBots(tuple(kinds))
@@ -111,8 +110,7 @@ def start(g):
 
 
 def play(g, pos, cell, side):
-    """(the position after `side` plays `cell` at `pos`, whether that completed a line, whether
-    the game is over)."""
+    """(the position after `side` plays `cell` at `pos`, whether it made a line, whether the game is over)."""
 
 
 def random_cell(g, pos):
@@ -129,14 +127,13 @@ def afterstate_scores(g, table, pos, side, draw_value, out):
 
 
 def q_scores(table, g, pos, member, out):
-    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q
-    rows: the table's own row (dense, K x codes x cells), or `out` filled (a table of visited
-    positions, members side by side in a row; a position not in it reads as the default)."""
+    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q rows:
+    its own row (dense, K x codes x cells), or `out` filled (visited positions' table, members side
+    by side; a position not in it reads as the default)."""
 
 
 def best_q(table, g, pos, member):
-    """The highest Q of member `member` over the legal cells at `pos` (the default if a table of
-    visited positions does not hold it)."""
+    """The highest Q of member `member` over the legal cells at `pos` (a table's default if absent)."""
 
 
 def q_step(table, g, slot, member, cell, target, alpha):
@@ -164,8 +161,8 @@ def add(table, slot, change):
 
 
 def epsilon_greedy(g, scores, pos, epsilon):
-    """A learner's move at `pos`: with probability epsilon a uniformly random legal cell, else a
-    best-scoring one (ties at random). Returns (cell, whether it was the random one)."""
+    """(a learner's move at `pos`: with probability epsilon a random legal cell, else a best-scoring
+    one, ties at random; whether it was the random one)."""
 
 
 def opponent_move(g, opponent, pos, side):
@@ -181,8 +178,7 @@ def values(table):
 
 
 def room(table, positions):
-    """Whether a game adding up to `positions` rows keeps the table at most half full (a dense
-    table always has room)."""
+    """Whether a game adding up to `positions` rows keeps the table at most half full (dense: always)."""
 
 
 @overload(cells, inline="always")
@@ -372,8 +368,12 @@ def _epsilon_greedy(g, scores, pos, epsilon):  # between them cost 3x3's learner
 
 @overload(opponent_move, inline="always")
 def _opponent_move(g, opponent, pos, side):
-    if tabulated(g):
+    if tabulated(g) and isinstance(opponent, types.Array):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
+    if tabulated(g):
+        return lambda g, opponent, pos, side: bots.bot_move(
+            THREE, opponent.tree, opponent.kinds[side], opponent.simulations,
+            game.STONES[pos, 0], game.STONES[pos, 1], side)
     if isinstance(opponent, types.BaseNamedTuple) and opponent.instance_class is RuleBots:
         return lambda g, opponent, pos, side: bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
     return lambda g, opponent, pos, side: bots.bot_move(
