@@ -10,7 +10,7 @@ of one depth at a time. Against onestep the ceiling is random's: a player that k
 never leaves the opponent an immediate win, so onestep only plays its random moves.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
-(tests/test_mnk_perfect.py computes them again); `python -m lab.exact_ceiling [m n k]` computes and
+(tests/test_perfect.py computes them again); `python -m lab.exact_ceiling [m n k]` computes and
 times any board's.
 """
 

@@ -1,7 +1,7 @@
 """The perfect bot on the boards the lab solves (lab.game.bots, from lab.game.solver's solution): its
 moves are the value-keeping ones, it never loses, its games agree with the exact pass; a learner
 trains against it through the bots' route; boards it cannot play on refuse it in one line. The
-ceiling on those boards (lab.exact_ceiling): 3x3's through mnk_exact's engine is lab.evaluate's,
+ceiling on those boards (lab.exact_ceiling): 3x3's through lab.game.solver is lab.evaluate's,
 4x4's stored figures are the computed ones. 3x3 first, then 4x4: the solve is one board at a time."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Every pairing of the fixed bots on 4x4 and 5x5 with four in a row (lab.game.bots): X's win,
 draw and loss shares with their 95% Wilson intervals, sampled by games, and games per second.
 
-    python analysis/mnk_bots.py [--games N] [--mcts-games N] [--seed N]
+    python analysis/bots_table.py [--games N] [--mcts-games N] [--seed N]
 
 A pairing of two rule bots plays --games games (default 9,600: every interval at most 2 points
 wide, lab.stats.games_needed); one with an MCTS bot, --mcts-games (default 1,000: intervals up
