@@ -67,10 +67,12 @@ BOARD_OPPONENTS = tuple(dict.fromkeys((*solver.OPPONENTS, *bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (lab.game.solver) or by games
 (the bots)"""
 BOARD_KEYS = {**{f"{o}_{r}": float for o in solver.OPPONENTS for r in RESULTS},
+              **{key: kind for key, kind in KEYS.items() if not key.startswith(OPPONENTS)},
               **{f"{bot}_{key}": kind for bot in bots.ANY_BOARD  # perfect: where evaluation is exact
                  for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
                                                       for end in ("", "_low", "_high")]}}
-"""The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""
+"""The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types:
+lines and optimal-move rate where exact, as on 3x3."""
 
 
 def _level(codes):

@@ -215,12 +215,13 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
 
 def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
     """3x3: PANELS. A bigger board: win and loss against each opponent its runs were evaluated
-    against, of lab.evaluate.BOARD_OPPONENTS (no optimal moves or lines: lab.game.solver does not
-    count them)."""
+    against, of lab.evaluate.BOARD_OPPONENTS, then where evaluated exactly PANELS' last two."""
     if game == "ttt":
         return PANELS
+    exact = "optimal_move_rate" in group and group["optimal_move_rate"].notna().any()
     return [(f"{o}_{r}", f"{r} rate vs {evaluate.OPPONENT_TITLES.get(o, o)}") for o in evaluate.BOARD_OPPONENTS
-            if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")]
+            if f"{o}_win" in group and group[f"{o}_win"].notna().any() for r in ("win", "loss")] \
+        + (PANELS[-2:] if exact else [])
 
 
 def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:

@@ -65,8 +65,29 @@ def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, nam
     as_table = solver.exact(ttt, moves[codes(*solver.decisions(ttt, player))], player)
     as_function = solver.exact(ttt, lambda x, o: moves[codes(x, o)], player)
     assert as_table == as_function
-    for key in evaluate.ALTERNATED_KEYS:
-        assert as_table[key] == pytest.approx(expected[key], abs=1e-12), key
+    assert_evaluates_alike(as_table, expected)
+
+
+def assert_evaluates_alike(measured: dict, expected: dict) -> None:
+    """The exact pass's measures are lab.evaluate's: every key, lines counted alike, shares and
+    rates to rounding (the two passes sum in other orders)."""
+    assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in evaluate.RESULTS}
+    for key, value in expected.items():
+        if evaluate.KEYS[key] is float:
+            assert measured[key] == pytest.approx(value, abs=1e-12), key
+        else:
+            assert measured[key] == value and type(measured[key]) is type(value), key
+
+
+@pytest.mark.parametrize("player", [1, 2])
+def test_3x3_lines_and_optimal_rates_are_lab_evaluates_with_mixed_probabilities(ttt, player):
+    rng = np.random.default_rng(player)
+    for _ in range(6):  # random supports (ties, zeros) and probabilities on them
+        weights = rng.random((game.N_CODES, 9)) * game.LEGAL * (rng.random((game.N_CODES, 9)) < 0.6)
+        weights = np.where(weights.sum(axis=1, keepdims=True) > 0, weights, game.LEGAL)
+        moves = weights / np.where(weights.sum(axis=1, keepdims=True) > 0, weights.sum(axis=1, keepdims=True), 1)
+        measured = solver.exact(ttt, moves[codes(*solver.decisions(ttt, player))], player)
+        assert_evaluates_alike(measured, evaluate.exact(moves, player))
 
 
 def test_3x3_random_against_random_is_the_known_fraction(ttt):
@@ -131,6 +152,27 @@ def test_small_boards_match_a_brute_force_walk(m, n, k):
             listed[depth, xi, oi] = (int(winner), int(value))
     assert listed == walked
     assert solver.counts(solver.solve(2, 2, 2))["positions"] == 29  # a published count
+    games = brute_games(bitboards.board(m, n, k), 0, 0, 0)  # X wins, O wins, draws
+    for player, (won, lost) in ((1, (games[0], games[1])), (2, (games[1], games[0]))):
+        measured = solver.exact(solved, "random", player)  # random's lines: every game
+        assert (measured["winning_lines"], measured["losing_lines"], measured["drawing_lines"]) == \
+            (won, lost, games[2])
+        rate = solver.exact(solved, "perfect", player)["optimal_move_rate"]
+        assert rate == pytest.approx(1.0, abs=1e-12) if player == 1 or k > 1 else np.isnan(rate)  # k=1: X wins at once, O never moves
+
+
+def brute_games(shape, x, o, depth):
+    """[X wins, O wins, draws]: the games from (x, o), every move sequence played out."""
+    cells, mover, tally = shape.m * shape.n, depth % 2, np.zeros(3, np.int64)
+    for cell in (c for c in range(cells) if not (x | o) >> c & 1):
+        nx, no = (x | 1 << cell, o) if mover == 0 else (x, o | 1 << cell)
+        if bitboards.wins(shape, np.uint64(no if mover else nx), cell):
+            tally[mover] += 1
+        elif depth + 1 == cells:
+            tally[2] += 1
+        else:
+            tally += brute_games(shape, nx, no, depth + 1)
+    return tally
 
 
 @pytest.mark.parametrize("m, n, k, message", [

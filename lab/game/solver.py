@@ -12,7 +12,9 @@ d + 1 after the j-th empty cell of position i, so the passes never search.
 - `exact(solved, policy, player)` carries reach probabilities forward, depth by depth, over the
   positions reached only, the policy in one seat and each of random, onestep (an immediate win if
   any, uniform among them, else random; it never blocks) and perfect (uniform among the
-  value-keeping moves) in the other, and sums them where the games end.
+  value-keeping moves) in the other, and sums them where the games end; alongside, the count of
+  lines of play (any opponent move, the policy's every supported move) and how often the policy
+  keeps the value: 3x3's exact measures (lab.evaluate), on every board it solves.
 
 Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
 lab.bench --exact` measures them.
@@ -35,6 +37,8 @@ POLICY_BATCH = 65_536
 """Positions a policy function is asked about at once: its scratch arrays (a net's afterstates,
 cells x cells floats a position) stay small when a policy of ties reaches millions of positions"""
 RESULTS = ("win", "draw", "loss")
+LINES = len(OPPONENTS)
+"""exact()'s column of reach that counts lines of play (after one per opponent)"""
 
 
 class Solved(NamedTuple):
@@ -246,12 +250,15 @@ def _first_bad(rows, keys, cells):
 
 @njit(cache=True)
 def _spread(frontier, reach, keys, winner, children, value, value_next, winner_next, cells,
-            depth, agent, rows, reach_next, reached):
-    """Carry the reach probability of the positions `frontier` (indices at `depth`, increasing)
-    to their children, marking in `reached` those that get some: column o of reach is the game
-    against OPPONENTS[o]. Where the policy moves, it is fixed player OPPONENTS[agent], or for
-    agent -1 `rows` holds its move probabilities by cell at the frontier's open positions, in
-    order. The games move together, edge by edge: one cache line per child, not three."""
+            depth, agent, mine, rows, reach_next, reached, optimal):
+    """Carry the reach of the positions `frontier` (indices at `depth`, increasing) to their
+    children, marking in `reached` those that get some. Column o < LINES of reach is the game
+    against OPPONENTS[o]; column LINES counts lines of play: every move of the opponent, every
+    move of the policy's support. Where the policy moves (`mine`), it is fixed player
+    OPPONENTS[agent], or for agent -1 `rows` holds its move probabilities by cell at the
+    frontier's open positions, in order; there `optimal` adds up its probability of keeping the
+    value, and counts the positions. The games move together, edge by edge: one cache line per
+    child, not four."""
     mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     mover, games = 1 if depth % 2 == 0 else -1, reach.shape[1]
     weights = np.empty((games, cells - depth))
@@ -268,16 +275,23 @@ def _spread(frontier, reach, keys, winner, children, value, value_next, winner_n
                     weights[:, j] = rows[r, c]
                     j += 1
         else:
-            for o in range(games):
-                _fixed_weights(o if agent < 0 else agent, children[i], mover, value[i], value_next,
+            for o in range(LINES):
+                _fixed_weights(agent if mine else o, children[i], mover, value[i], value_next,
                                winner_next, weights[o])
+        kept = 0.0
         for j in range(cells - depth):
             child = children[i, j]
+            if mine:
+                kept += weights[0, j] * (value_next[child] == value[i])
+            weights[LINES, j] = 1.0 if not mine or weights[0, j] > 0.0 else 0.0
             for o in range(games):
                 carried = reach[f, o] * weights[o, j]
                 if carried > 0.0:
                     reach_next[child, o] += carried
                     reached[child] = True
+        if mine:
+            optimal[0] += kept
+            optimal[1] += 1.0
 
 
 @njit(cache=True)
@@ -366,19 +380,28 @@ def picture(solved: Solved, key) -> str:
 
 
 def exact(solved: Solved, policy, player: int) -> dict:
-    """The exact probabilities {<opponent>_win, _draw, _loss} of `policy` in seat `player` (1 X,
-    2 O), from its side, against each of OPPONENTS.
+    """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluate
+    names them:
+
+    - `<opponent>_win`, `_draw`, `_loss` for each of OPPONENTS: the probability of each result;
+    - `winning_lines`, `drawing_lines`, `losing_lines`, `total_lines` and `never_loses`: the move
+      sequences to the end of a game in which every policy move has non-zero probability and
+      the opponent plays any legal move, by result (write-up 004's metric: counted, not
+      weighted);
+    - `optimal_move_rate`: over the policy's positions those lines reach, the mean probability
+      it keeps the minimax value.
 
     policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
     per cell, or a function (x, o) -> such rows for the positions given by their bitboards
-    (uint64 arrays), called at the depths where the seat moves, POLICY_BATCH positions at a time. Only the positions the games
-    reach are visited, so a function is asked (and a table checked) only there: for a greedy
-    policy, a fraction of the seat's positions."""
+    (uint64 arrays), called at the depths where the seat moves, POLICY_BATCH positions at a
+    time. Only the positions the games reach are visited (random's, which every line reaches),
+    so a function is asked (and a table checked) only there: for a greedy policy, a fraction of
+    the seat's positions."""
     side, named = _side(player), isinstance(policy, str)
     agent = _kind(policy) if named else -1
     rows_at = None if named else _policy_rows(solved, policy, side)
-    outcome, no_rows = np.zeros((len(OPPONENTS), 3)), np.zeros((0, solved.cells))
-    frontier, reach = np.zeros(1, dtype=np.int64), np.ones((1, len(OPPONENTS)))
+    outcome, no_rows = np.zeros((LINES + 1, 3)), np.zeros((0, solved.cells))
+    frontier, reach, optimal = np.zeros(1, dtype=np.int64), np.ones((1, LINES + 1)), np.zeros(2)
     for depth, winner in enumerate(solved.winner):
         _collect(frontier, reach, winner, side, depth == solved.cells, outcome)
         if depth == len(solved.children):
@@ -387,15 +410,19 @@ def exact(solved: Solved, policy, player: int) -> dict:
         at = frontier[winner[frontier] == 0]  # the open positions reached
         rows = np.concatenate([rows_at(depth, at[i:i + POLICY_BATCH]) for i in range(0, len(at), POLICY_BATCH)]) \
             if mine and not named and len(at) else no_rows
-        reach_next = np.zeros((len(solved.keys[depth + 1]), len(OPPONENTS)))  # touched if reached
+        reach_next = np.zeros((len(solved.keys[depth + 1]), LINES + 1))  # touched if reached
         reached = np.zeros(len(solved.keys[depth + 1]), dtype=np.bool_)
         _spread(frontier, reach, solved.keys[depth], winner, solved.children[depth],
                 solved.value[depth], solved.value[depth + 1], solved.winner[depth + 1],
-                solved.cells, depth, agent if mine else -1, rows, reach_next, reached)
+                solved.cells, depth, agent, mine, rows, reach_next, reached, optimal)
         frontier = np.flatnonzero(reached)
         reach = reach_next[frontier]
-    return {f"{name}_{result}": float(outcome[o, r])
-            for o, name in enumerate(OPPONENTS) for r, result in enumerate(RESULTS)}
+    won, drawn, lost = (int(n) for n in outcome[LINES])
+    return {**{f"{name}_{result}": float(outcome[o, r])
+               for o, name in enumerate(OPPONENTS) for r, result in enumerate(RESULTS)},
+            "winning_lines": won, "drawing_lines": drawn, "losing_lines": lost,
+            "total_lines": won + drawn + lost, "never_loses": lost == 0,
+            "optimal_move_rate": float(optimal[0] / optimal[1]) if optimal[1] else float("nan")}
 
 
 def lowest_optimal(solved: Solved, player: int) -> Callable:
