@@ -1,12 +1,12 @@
 """The ceiling on the m,n,k boards the lab solves (lab.game.solver: at most 16 cells, 4x4 included):
 the best win/draw/loss a perfect player reaches against random, onestep and perfect, per seat.
 
-The same criterion as 3x3's (lab.evaluate.ceiling and best_response): at its own positions the
-player keeps the minimax value (a perfect player never gives a result away) and among those moves
-plays the one maximising its expected (win - loss) under the opponent's moves, then the higher
-win (within lab.evaluate.TIE_TOLERANCE), then the lowest cell; the opponent plays as lab.game.solver
-has it play. One backward pass over the solved depths per opponent and seat, keeping the outcomes
-of one depth at a time. Against onestep the ceiling is random's: a player that keeps the value
+At its own positions the player keeps the minimax value (a perfect player never gives a result
+away) and among those moves plays the one maximising its expected (win - loss) under the
+opponent's moves, then the higher win (within TIE_TOLERANCE), then the lowest cell; the opponent
+plays as lab.game.solver has it play. One backward pass over the solved depths per opponent and
+seat, keeping the outcomes of one depth at a time. 3x3's lab.evaluate.ceiling is this pass on
+the 3,3,3 board (lab.evaluate.best_response writes its player as a move table). Against onestep the ceiling is random's: a player that keeps the value
 never leaves the opponent an immediate win, so onestep only plays its random moves.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
@@ -21,10 +21,13 @@ import time
 import numpy as np
 from numba import njit
 
-from lab import cli, evaluate
-from lab.game import solver
+from lab import cli
+from lab.game import measures, solver
 
-RESULTS = solver.RESULTS
+RESULTS = measures.RESULTS
+TIE_TOLERANCE = 1e-12
+"""Expected values closer than this count as equal (float sums of the same rationals differ by
+rounding only)."""
 KNOWN = {
     (4, 4, 4): {
         ("random", 1): {"win": 0.9928649128649131, "draw": 0.007135087135087135, "loss": 0.0},
@@ -64,7 +67,7 @@ def _outcomes(kind, side, mover, winner, children, value, value_next, winner_nex
             out[i] = after[best]
         else:
             # the exact pass's own move weights, so the opponents mean the same here
-            solver._fixed_weights(kind, row, mover, value[i], value_next, winner_next, weights)
+            measures._fixed_weights(kind, row, mover, value[i], value_next, winner_next, weights)
             for j in range(len(row)):
                 out[i] += weights[j] * after[row[j]]
     return out
@@ -75,16 +78,16 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
     winner = solved.winner[last]  # every position is over: a line, or a full board drawn
     after = np.stack([winner == side, winner == 0, winner == -side], axis=1).astype(np.float64)
     for depth in range(len(solved.children) - 1, -1, -1):
-        after = _outcomes(solver.OPPONENTS.index(opponent), side, 1 if depth % 2 == 0 else -1,
+        after = _outcomes(measures.OPPONENTS.index(opponent), side, 1 if depth % 2 == 0 else -1,
                           solved.winner[depth], solved.children[depth], solved.value[depth],
                           solved.value[depth + 1], solved.winner[depth + 1], after,
-                          evaluate.TIE_TOLERANCE)
+                          TIE_TOLERANCE)
     return dict(zip(RESULTS, after[0].tolist()))
 
 
 @functools.lru_cache(maxsize=4)
 def ceilings(m: int, n: int, k: int) -> dict:
-    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of solver.OPPONENTS and
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of measures.OPPONENTS and
     seat (1 X, 2 O): KNOWN's if stored, else computed from the board's solution."""
     if (m, n, k) in KNOWN:
         return KNOWN[(m, n, k)]
@@ -95,14 +98,14 @@ def computed(m: int, n: int, k: int) -> dict:
     """ceilings() computed (lab.game.solver.solve, cached there, and a pass per opponent and seat)."""
     solved = solver.solve(m, n, k)
     return {(opponent, player): _ceiling(solved, opponent, player)
-            for opponent in solver.OPPONENTS for player in (1, 2)}
+            for opponent in measures.OPPONENTS for player in (1, 2)}
 
 
 def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     """The ceiling {win, draw, loss} of seat `player` against `opponent` on board game = (m, n, k),
     or None where there is none (a board the lab does not solve, an opponent it does not model)."""
     m, n, k = game
-    if m * n > solver.MAX_CELLS or opponent not in solver.OPPONENTS:
+    if m * n > solver.MAX_CELLS or opponent not in measures.OPPONENTS:
         return None
     return ceilings(m, n, k)[(opponent, player)]
 
@@ -127,7 +130,7 @@ def main(argv=None) -> None:
           f"{time.perf_counter() - solved_at:.1f} s; peak RSS {peak_mb():.0f} MB")
     print(f"{'opponent':<9} {'seat':<6} {'win':>19} {'draw':>22} {'loss':>22}")
     for (opponent, player), c in found.items():
-        print(f"{opponent:<9} {evaluate.SEATS[player]} ({player})  "
+        print(f"{opponent:<9} {'XO'[player - 1]} ({player})  "
               + " ".join(f"{c[r]!r:>22}" for r in RESULTS))
 
 

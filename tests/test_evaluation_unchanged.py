@@ -1,10 +1,11 @@
 """Evaluation results unchanged on random, trained and perfect agents (issue 16).
 
-lab.evaluate.exact runs compiled passes over precomputed arrays of the game tree, and agents build
-their move tables from one batched pass with a compiled greedy. The plain numpy versions they
-replaced are kept below as the specification: the DP over lab.game.DEPTHS, the greedy policy with
-ties shared equally, and the net agents' scores as they were computed. New and old must agree:
-ints and bools exactly, floats within 1e-12 (today they agree bit for bit).
+lab.evaluate.exact runs lab.game.solver's compiled pass forwards over the positions the games
+reach, and agents build their move tables from one batched pass with a compiled greedy. The plain
+numpy versions before issue 16 are kept below as the specification: the DP over lab.game.DEPTHS,
+the greedy policy with ties shared equally, and the net agents' scores as they were computed. New
+and old must agree: ints and bools exactly, floats within 1e-12 (the forward pass sums in another
+order than the backward DP: they differ in the last bits).
 """
 
 import numpy as np
@@ -148,7 +149,7 @@ def test_random_tables_with_ties_and_mixed_probabilities(player):
         assert_same(evaluate.exact(table, player), reference_exact(table, player))
 
 
-def test_bad_tables_are_refused_with_the_same_message():
+def test_bad_tables_are_refused_where_the_specification_refuses_them():
     rng = np.random.default_rng(3)
     faults = [lambda row, m: 0.0 * row, lambda row, m: np.where(np.arange(9) == m, np.nan, row),
               lambda row, m: np.where(np.arange(9) == m, row + 1e-8, row),
@@ -159,13 +160,14 @@ def test_bad_tables_are_refused_with_the_same_message():
         for code in rng.choice(game.DECISIONS, 2):
             table[code] = faults[trial % len(faults)](table[code], rng.integers(9))
         for player in (1, 2):
-            messages = []
-            for measure in (evaluate.exact, reference_exact):
-                try:
-                    messages.append(measure(table, player))
-                except ValueError as error:
-                    messages.append(str(error))
-            assert messages[0] == messages[1]
+            try:
+                expected = reference_exact(table, player)
+            except ValueError:
+                with pytest.raises(ValueError, match="^the policy's moves are not a probability "
+                                                     "distribution over the empty cells at "):
+                    evaluate.exact(table, player)
+            else:
+                assert_same(evaluate.exact(table, player), expected)
 
 
 # --- the compiled greedy -------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import columns, evaluate, exact_ceiling
-from lab.game import bitboards, bots, solver
+from lab.game import bitboards, bots, measures, solver
 from lab.compose import compose
 from lab.config import job
 from lab.game.bots import bot, choose, play_match
@@ -58,7 +58,7 @@ def test_on_4x4_it_draws_itself_never_loses_and_matches_the_exact_pass():
     for seat, players in ((1, (bot("perfect"), bot("random"))), (2, (bot("random"), bot("perfect")))):
         rates = outcome_rates(play_match(FOUR, *players, 2_000, seat), seat)
         assert rates["loss"] == 0
-        assert rates["win_low"] <= solver.exact(solved, "perfect", seat)["random_win"] <= rates["win_high"]
+        assert rates["win_low"] <= measures.exact(solved, "perfect", seat)["random_win"] <= rates["win_high"]
 
 
 def test_a_board_it_cannot_play_on_refuses_it_in_one_line():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import evaluate, game, opponents
-from lab.game import bitboards, solver
+from lab.game import bitboards, measures, solver
 from lab.bench.exact import report as exact_report
 
 
@@ -42,12 +42,12 @@ def test_3x3_values_and_optimal_moves_are_lab_games(ttt):
             assert solver.optimal_moves(ttt, xi, oi) == np.flatnonzero(game.OPTIMAL[code]).tolist()
 
 
-@pytest.mark.parametrize("name", solver.OPPONENTS)
+@pytest.mark.parametrize("name", measures.OPPONENTS)
 @pytest.mark.parametrize("player", [1, 2])
 def test_3x3_fixed_players_are_lab_opponents_move_tables(ttt, name, player):
-    rows = codes(*solver.decisions(ttt, player))
+    rows = codes(*measures.decisions(ttt, player))
     assert len(rows) == (game.TO_MOVE[game.DECISIONS] == (1 if player == 1 else -1)).sum()
-    assert (solver.table(ttt, name, player) == opponents.table(name)[rows]).all()
+    assert (measures.table(ttt, name, player) == opponents.table(name)[rows]).all()
 
 
 def lab_policies():
@@ -62,8 +62,8 @@ def lab_policies():
 def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, name, player):
     moves = lab_policies()[name]
     expected = evaluate.exact(moves, player)
-    as_table = solver.exact(ttt, moves[codes(*solver.decisions(ttt, player))], player)
-    as_function = solver.exact(ttt, lambda x, o: moves[codes(x, o)], player)
+    as_table = measures.exact(ttt, moves[codes(*measures.decisions(ttt, player))], player)
+    as_function = measures.exact(ttt, lambda x, o: moves[codes(x, o)], player)
     assert as_table == as_function
     assert_evaluates_alike(as_table, expected)
 
@@ -86,12 +86,12 @@ def test_3x3_lines_and_optimal_rates_are_lab_evaluates_with_mixed_probabilities(
         weights = rng.random((game.N_CODES, 9)) * game.LEGAL * (rng.random((game.N_CODES, 9)) < 0.6)
         weights = np.where(weights.sum(axis=1, keepdims=True) > 0, weights, game.LEGAL)
         moves = weights / np.where(weights.sum(axis=1, keepdims=True) > 0, weights.sum(axis=1, keepdims=True), 1)
-        measured = solver.exact(ttt, moves[codes(*solver.decisions(ttt, player))], player)
+        measured = measures.exact(ttt, moves[codes(*measures.decisions(ttt, player))], player)
         assert_evaluates_alike(measured, evaluate.exact(moves, player))
 
 
 def test_3x3_random_against_random_is_the_known_fraction(ttt):
-    as_x = solver.exact(ttt, "random", 1)
+    as_x = measures.exact(ttt, "random", 1)
     assert as_x["random_win"] == pytest.approx(737 / 1260, abs=1e-12)
     assert as_x["random_loss"] == pytest.approx(121 / 420, abs=1e-12)
     assert as_x["random_draw"] == pytest.approx(8 / 63, abs=1e-12)
@@ -99,8 +99,8 @@ def test_3x3_random_against_random_is_the_known_fraction(ttt):
 
 def test_3x3_the_perfect_opponent_is_the_perfect_policy_seen_from_the_other_seat(ttt):
     for player in (1, 2):
-        perfect = solver.exact(ttt, "perfect", player)
-        random = solver.exact(ttt, "random", 3 - player)
+        perfect = measures.exact(ttt, "perfect", player)
+        random = measures.exact(ttt, "random", 3 - player)
         for ours, theirs in (("win", "loss"), ("draw", "draw"), ("loss", "win")):
             assert random[f"perfect_{ours}"] == pytest.approx(perfect[f"random_{theirs}"], abs=1e-12)
         assert perfect["perfect_draw"] == pytest.approx(1.0, abs=1e-12) and random["perfect_win"] == 0.0
@@ -114,8 +114,8 @@ def test_a_function_is_asked_only_where_the_game_reaches(ttt):
         asked.extend(codes(x, o).tolist())
         return np.eye(9)[perfect[codes(x, o)].argmax(axis=1)]
 
-    assert solver.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
-    assert len(asked) == len(set(asked)) < len(solver.decisions(ttt, 1)[0]) / 2
+    assert measures.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
+    assert len(asked) == len(set(asked)) < len(measures.decisions(ttt, 1)[0]) / 2
     assert game.decode(asked[0]).tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
 
 
@@ -154,10 +154,10 @@ def test_small_boards_match_a_brute_force_walk(m, n, k):
     assert solver.counts(solver.solve(2, 2, 2))["positions"] == 29  # a published count
     games = brute_games(bitboards.board(m, n, k), 0, 0, 0)  # X wins, O wins, draws
     for player, (won, lost) in ((1, (games[0], games[1])), (2, (games[1], games[0]))):
-        measured = solver.exact(solved, "random", player)  # random's lines: every game
+        measured = measures.exact(solved, "random", player)  # random's lines: every game
         assert (measured["winning_lines"], measured["losing_lines"], measured["drawing_lines"]) == \
             (won, lost, games[2])
-        rate = solver.exact(solved, "perfect", player)["optimal_move_rate"]
+        rate = measures.exact(solved, "perfect", player)["optimal_move_rate"]
         assert rate == pytest.approx(1.0, abs=1e-12) if player == 1 or k > 1 else np.isnan(rate)  # k=1: X wins at once, O never moves
 
 
@@ -188,21 +188,21 @@ def test_boards_too_big_or_malformed_are_refused_in_one_line(m, n, k, message):
 
 
 def test_bad_policies_and_seats_are_refused_in_one_line(ttt):
-    table = solver.table(ttt, "random", 1)
+    table = measures.table(ttt, "random", 1)
     with pytest.raises(ValueError, match=r"^player must be 1 \(X, moves first\) or 2 \(O\), got 0$"):
-        solver.exact(ttt, table, 0)
+        measures.exact(ttt, table, 0)
     with pytest.raises(ValueError, match=r"^unknown player 'block'; allowed: random, onestep, perfect$"):
-        solver.exact(ttt, "block", 1)
+        measures.exact(ttt, "block", 1)
     with pytest.raises(ValueError, match=r"^a move table for this seat has shape \(2423, 9\) "):
-        solver.exact(ttt, table[1:], 1)
+        measures.exact(ttt, table[1:], 1)
     with pytest.raises(ValueError, match=r"^a policy is one of random, onestep, perfect, a move table"):
-        solver.exact(ttt, [0.5, 0.5], 1)
+        measures.exact(ttt, [0.5, 0.5], 1)
     table[5] = np.eye(9)[0]  # the 6th position where X moves has O on cell 0
     with pytest.raises(ValueError, match=r"^the policy's moves are not a probability distribution over "
                                          r"the empty cells at O\.\./\.\.X/\.\.\.: \[1\.0, 0\.0, "):
-        solver.exact(ttt, table, 1)
+        measures.exact(ttt, table, 1)
     with pytest.raises(ValueError, match=r"shape \(9,\) for 1 positions, expected \(1, 9\)"):
-        solver.exact(ttt, lambda x, o: np.ones(9) / 9, 1)
+        measures.exact(ttt, lambda x, o: np.ones(9) / 9, 1)
 
 
 def test_unreachable_positions_are_refused(ttt):
@@ -231,17 +231,17 @@ def test_4x4_counts_and_its_value_a_draw(four):
 @pytest.mark.slow
 @pytest.mark.parametrize("player", [1, 2])
 def test_4x4_the_perfect_player_never_loses(four, player):
-    deterministic = solver.lowest_optimal(four, player)  # a function, as a greedy agent's
+    deterministic = measures.lowest_optimal(four, player)  # a function, as a greedy agent's
     for policy in ("perfect", deterministic):
-        result = solver.exact(four, policy, player)
+        result = measures.exact(four, policy, player)
         assert result["random_loss"] == result["onestep_loss"] == result["perfect_loss"] == 0.0
         assert result["random_win"] > 0.5 and result["perfect_draw"] == pytest.approx(1.0, abs=1e-12)
-    assert 0 < deterministic.asked < len(solver.decisions(four, player)[0]) / 100
+    assert 0 < deterministic.asked < len(measures.decisions(four, player)[0]) / 100
 
 
 @pytest.mark.slow
 def test_4x4_random_against_random_matches_sampled_games(four):
-    result = solver.exact(four, "random", 1)
+    result = measures.exact(four, "random", 1)
     shares = np.array([result["random_win"], result["random_loss"], result["random_draw"]])
     assert shares.sum() == pytest.approx(1.0, abs=1e-12)
     games = 200_000

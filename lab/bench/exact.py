@@ -5,7 +5,7 @@ in each seat against random, onestep and perfect; 3x3 with --quick."""
 import resource
 import time
 
-from lab.game import solver
+from lab.game import measures, solver
 
 
 def _peak_mb() -> float:
@@ -29,15 +29,15 @@ def _solved_lines(m: int, n: int, k: int) -> tuple[solver.Solved, list[str]]:
 def report(m: int, n: int, k: int) -> str:
     """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
     solved, lines = _solved_lines(m, n, k)
-    lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in solver.OPPONENTS)
+    lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in measures.OPPONENTS)
                  + "  win/draw/loss %")
-    for name in (*solver.OPPONENTS, "lowest optimal"):
+    for name in (*measures.OPPONENTS, "lowest optimal"):
         for player in (1, 2):
-            policy = solver.lowest_optimal(solved, player) if name == "lowest optimal" else name
+            policy = measures.lowest_optimal(solved, player) if name == "lowest optimal" else name
             started = time.perf_counter()
-            result = solver.exact(solved, policy, player)
-            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in solver.RESULTS)
-                      for o in solver.OPPONENTS]
+            result = measures.exact(solved, policy, player)
+            shares = ["/".join(f"{100 * result[f'{o}_{r}']:.1f}" for r in measures.RESULTS)
+                      for o in measures.OPPONENTS]
             lines.append(f"{name:<15} {'XO'[player - 1]:<4} {time.perf_counter() - started:7.2f} "
                          + "".join(f"{s:>18}" for s in shares)
                          + (f"  asked at {policy.asked:,} positions" if callable(policy) else ""))

@@ -1,5 +1,4 @@
-"""The exact pass on small m,n,k boards (4x4 included): every reachable position, solved, and the
-exact win/draw/loss of a policy against random, OneStep and a perfect player.
+"""Small m,n,k boards (4x4 included) solved: every reachable position and its minimax value.
 
 lab.game indexes 3x3 by base-3 codes; 4x4 would need 3**16 (43 million) for its 9.7 million
 reachable positions. Here depth d (stones on the board) holds the sorted uint64 keys
@@ -7,21 +6,16 @@ reachable positions. Here depth d (stones on the board) holds the sorted uint64 
 board), a position is its index in its depth, and `children[d][i, j]` is the index at depth
 d + 1 after the j-th empty cell of position i, so the passes never search.
 
-- `solve(m, n, k)` enumerates (compiled moves, numpy's sort for the transpositions) and finds
-  every position's minimax value by backward induction over the depths.
-- `exact(solved, policy, player)` carries reach probabilities forward, depth by depth, over the
-  positions reached only, the policy in one seat and each of random, onestep (an immediate win if
-  any, uniform among them, else random; it never blocks) and perfect (uniform among the
-  value-keeping moves) in the other, and sums them where the games end; alongside, the count of
-  lines of play (any opponent move, the policy's every supported move) and how often the policy
-  keeps the value: 3x3's exact measures (lab.evaluate), on every board it solves.
+`solve(m, n, k)` enumerates (compiled moves, numpy's sort for the transpositions) and finds every
+position's minimax value by backward induction over the depths; lab.game.measures measures a
+policy on the result exactly, lab.exact_ceiling the best a perfect player does.
 
 Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
 lab.bench --exact` measures them.
 """
 
 import functools
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,14 +25,6 @@ from lab.game import bitboards
 MAX_CELLS = 16
 """Boards the exact pass takes: 4x4 has 9.7 million reachable positions (seconds, under 1 GB);
 20 cells would have up to 740 million, 25 cells (5x5) up to 1.6e11."""
-OPPONENTS = ("random", "onestep", "perfect")
-"""The fixed players exact() measures against (and a policy may be named as)."""
-POLICY_BATCH = 65_536
-"""Positions a policy function is asked about at once: its scratch arrays (a net's afterstates,
-cells x cells floats a position) stay small when a policy of ties reaches millions of positions"""
-RESULTS = ("win", "draw", "loss")
-LINES = len(OPPONENTS)
-"""exact()'s column of reach that counts lines of play (after one per opponent)"""
 
 
 class Solved(NamedTuple):
@@ -191,250 +177,8 @@ def optimal_moves(solved: Solved, x: int, o: int) -> list[int]:
     return [c for c, v in zip(empty, after) if v == solved.value[depth][index]]
 
 
-# ---- exact evaluation: reach probabilities forward over the depths ----------------------------
-
-@njit(cache=True)
-def _fixed_weights(kind, row, mover, value_here, value_next, winner_next, weights):
-    """Fill weights[j], the probability of the move to child row[j], for fixed player
-    OPPONENTS[kind]: uniform over all moves (random), the winning ones if any (onestep), the
-    value-keeping ones (perfect)."""
-    chosen = 0
-    for j in range(len(row)):
-        child = row[j]
-        take = (kind == 0) or (kind == 1 and winner_next[child] == mover) or \
-               (kind == 2 and value_next[child] == value_here)
-        weights[j] = 1.0 if take else 0.0
-        chosen += take
-    if chosen == 0:  # onestep without a winning move plays at random
-        weights[:] = 1.0
-        chosen = len(row)
-    weights /= chosen
-
-
-@njit(cache=True)
-def _fixed_rows(kind, keys, winner, children, value, value_next, winner_next, cells, depth):
-    """The move probabilities, by cell, of fixed player OPPONENTS[kind] at the open positions of
-    `depth`, in key order."""
-    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
-    mover = 1 if depth % 2 == 0 else -1
-    rows = np.zeros((np.sum(winner == 0), cells))
-    weights = np.empty(cells - depth)
-    r = 0
-    for i in range(len(keys)):
-        if winner[i] == 0:
-            _fixed_weights(kind, children[i], mover, value[i], value_next, winner_next, weights)
-            empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & mask, 0
-            for c in range(cells):
-                if (empty >> np.uint64(c)) & np.uint64(1):
-                    rows[r, c] = weights[j]
-                    j += 1
-            r += 1
-    return rows
-
-
-@njit(cache=True)
-def _first_bad(rows, keys, cells):
-    """The first row that is not a probability distribution over the empty cells of its position
-    (non-negative, 0 on stones, summing to 1 within 1e-9; NaN fails), -1 if none."""
-    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
-    for r in range(len(rows)):
-        stones, total, ok = (keys[r] | (keys[r] >> np.uint64(cells))) & mask, 0.0, True
-        for c in range(cells):
-            p = rows[r, c]
-            ok &= (p >= 0.0) & ((((stones >> np.uint64(c)) & np.uint64(1)) == 0) | (p == 0.0))
-            total += p
-        if not (ok and abs(total - 1.0) <= 1e-9):
-            return r
-    return -1
-
-
-@njit(cache=True)
-def _spread(frontier, reach, keys, winner, children, value, value_next, winner_next, cells,
-            depth, agent, mine, rows, reach_next, reached, optimal):
-    """Carry the reach of the positions `frontier` (indices at `depth`, increasing) to their
-    children, marking in `reached` those that get some. Column o < LINES of reach is the game
-    against OPPONENTS[o]; column LINES counts lines of play: every move of the opponent, every
-    move of the policy's support. Where the policy moves (`mine`), it is fixed player
-    OPPONENTS[agent], or for agent -1 `rows` holds its move probabilities by cell at the
-    frontier's open positions, in order; there `optimal` adds up its probability of keeping the
-    value, and counts the positions. The games move together, edge by edge: one cache line per
-    child, not four."""
-    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
-    mover, games = 1 if depth % 2 == 0 else -1, reach.shape[1]
-    weights = np.empty((games, cells - depth))
-    r = -1
-    for f in range(len(frontier)):
-        i = frontier[f]
-        if winner[i] != 0:
-            continue
-        r += 1
-        if rows.shape[0]:
-            empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & mask, 0
-            for c in range(cells):
-                if (empty >> np.uint64(c)) & np.uint64(1):
-                    weights[:, j] = rows[r, c]
-                    j += 1
-        else:
-            for o in range(LINES):
-                _fixed_weights(agent if mine else o, children[i], mover, value[i], value_next,
-                               winner_next, weights[o])
-        kept = 0.0
-        for j in range(cells - depth):
-            child = children[i, j]
-            if mine:
-                kept += weights[0, j] * (value_next[child] == value[i])
-            weights[LINES, j] = 1.0 if not mine or weights[0, j] > 0.0 else 0.0
-            for o in range(games):
-                carried = reach[f, o] * weights[o, j]
-                if carried > 0.0:
-                    reach_next[child, o] += carried
-                    reached[child] = True
-        if mine:
-            optimal[0] += kept
-            optimal[1] += 1.0
-
-
-@njit(cache=True)
-def _collect(frontier, reach, winner, side, full, outcome):
-    """Add the reach of the frontier's positions that end the game to outcome[:, win / draw /
-    loss] (from `side`'s view; a full board without a line is a draw)."""
-    for f in range(len(frontier)):
-        w = winner[frontier[f]]
-        if w != 0 or full:
-            outcome[:, 0 if w == side else 2 if w == -side else 1] += reach[f]
-
-
-def _kind(name: str) -> int:
-    """The index of a fixed player in OPPONENTS; ValueError naming the allowed ones."""
-    if name not in OPPONENTS:
-        raise ValueError(f"unknown player {name!r}; allowed: {', '.join(OPPONENTS)}")
-    return OPPONENTS.index(name)
-
-
-def _side(player) -> int:
-    if isinstance(player, bool) or player not in (1, 2):
-        raise ValueError(f"player must be 1 (X, moves first) or 2 (O), got {player!r}")
-    return 1 if player == 1 else -1
-
-
-def _seat_depths(solved: Solved, side: int) -> range:
-    """The depths where `side` moves: X at the even ones."""
-    return range(0 if side == 1 else 1, len(solved.children), 2)
-
-
-def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (x, o) bitboards of the positions where the seat moves, depth by depth, in key order:
-    the rows of a move table for exact()."""
-    depths = _seat_depths(solved, _side(player))
-    return split(solved, np.concatenate([solved.keys[d][solved.winner[d] == 0] for d in depths]))
-
-
-def _fixed_table(solved: Solved, name: str, depth: int) -> np.ndarray:
-    args = (solved.keys[depth], solved.winner[depth], solved.children[depth], solved.value[depth],
-            solved.value[depth + 1], solved.winner[depth + 1], solved.cells, depth)
-    return _fixed_rows(_kind(name), *args)
-
-
-def table(solved: Solved, name: str, player: int) -> np.ndarray:
-    """The move table (rows: decisions(solved, player); columns: cells) of fixed player `name`."""
-    depths = _seat_depths(solved, _side(player))
-    return np.concatenate([_fixed_table(solved, name, d) for d in depths])
-
-
-def _policy_rows(solved: Solved, policy, side: int) -> Callable[[int, np.ndarray], np.ndarray]:
-    """(depth, open positions reached there) -> the policy's rows at them, checked."""
-    if callable(policy):
-        return lambda depth, at: _checked(solved, policy(*split(solved, solved.keys[depth][at])),
-                                          solved.keys[depth][at])
-    if not isinstance(policy, np.ndarray):
-        raise ValueError(f"a policy is one of {', '.join(OPPONENTS)}, a move table or a function "
-                         f"(x, o) -> move probabilities, got {type(policy).__name__}")
-    sizes = [int((solved.winner[d] == 0).sum()) for d in _seat_depths(solved, side)]
-    if policy.shape != (sum(sizes), solved.cells):
-        raise ValueError(f"a move table for this seat has shape {(sum(sizes), solved.cells)} "
-                         f"(rows: decisions()), got {policy.shape}")
-    starts = dict(zip(_seat_depths(solved, side), np.cumsum([0] + sizes)))
-    rank = lambda depth, at: np.searchsorted(np.flatnonzero(solved.winner[depth] == 0), at)
-    return lambda depth, at: _checked(solved, policy[starts[depth] + rank(depth, at)],
-                                      solved.keys[depth][at])
-
-
-def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
-    """rows as float64, if they are move probabilities at the positions of keys; else ValueError."""
-    rows = np.asarray(rows, dtype=np.float64)
-    if rows.shape != (len(keys), solved.cells):
-        raise ValueError(f"the policy gave move probabilities of shape {rows.shape} for "
-                         f"{len(keys)} positions, expected {(len(keys), solved.cells)}")
-    bad = _first_bad(rows, keys, solved.cells)
-    if bad >= 0:
-        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
-                         f"cells at {picture(solved, keys[bad])}: {rows[bad].tolist()}")
-    return rows
-
-
 def picture(solved: Solved, key) -> str:
     """A position in one line, row by row from the top: X, O or . per cell, rows split by /."""
     x, o, m = int(key) & (1 << solved.cells) - 1, int(key) >> solved.cells, solved.board.m
     cells = "".join("X" if x >> c & 1 else "O" if o >> c & 1 else "." for c in range(solved.cells))
     return "/".join(cells[r:r + m] for r in range(0, solved.cells, m))
-
-
-def exact(solved: Solved, policy, player: int) -> dict:
-    """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluate
-    names them:
-
-    - `<opponent>_win`, `_draw`, `_loss` for each of OPPONENTS: the probability of each result;
-    - `winning_lines`, `drawing_lines`, `losing_lines`, `total_lines` and `never_loses`: the move
-      sequences to the end of a game in which every policy move has non-zero probability and
-      the opponent plays any legal move, by result (write-up 004's metric: counted, not
-      weighted);
-    - `optimal_move_rate`: over the policy's positions those lines reach, the mean probability
-      it keeps the minimax value.
-
-    policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
-    per cell, or a function (x, o) -> such rows for the positions given by their bitboards
-    (uint64 arrays), called at the depths where the seat moves, POLICY_BATCH positions at a
-    time. Only the positions the games reach are visited (random's, which every line reaches),
-    so a function is asked (and a table checked) only there: for a greedy policy, a fraction of
-    the seat's positions."""
-    side, named = _side(player), isinstance(policy, str)
-    agent = _kind(policy) if named else -1
-    rows_at = None if named else _policy_rows(solved, policy, side)
-    outcome, no_rows = np.zeros((LINES + 1, 3)), np.zeros((0, solved.cells))
-    frontier, reach, optimal = np.zeros(1, dtype=np.int64), np.ones((1, LINES + 1)), np.zeros(2)
-    for depth, winner in enumerate(solved.winner):
-        _collect(frontier, reach, winner, side, depth == solved.cells, outcome)
-        if depth == len(solved.children):
-            break
-        mine = (depth % 2 == 0) == (side == 1)
-        at = frontier[winner[frontier] == 0]  # the open positions reached
-        rows = np.concatenate([rows_at(depth, at[i:i + POLICY_BATCH]) for i in range(0, len(at), POLICY_BATCH)]) \
-            if mine and not named and len(at) else no_rows
-        reach_next = np.zeros((len(solved.keys[depth + 1]), LINES + 1))  # touched if reached
-        reached = np.zeros(len(solved.keys[depth + 1]), dtype=np.bool_)
-        _spread(frontier, reach, solved.keys[depth], winner, solved.children[depth],
-                solved.value[depth], solved.value[depth + 1], solved.winner[depth + 1],
-                solved.cells, depth, agent, mine, rows, reach_next, reached, optimal)
-        frontier = np.flatnonzero(reached)
-        reach = reach_next[frontier]
-    won, drawn, lost = (int(n) for n in outcome[LINES])
-    return {**{f"{name}_{result}": float(outcome[o, r])
-               for o, name in enumerate(OPPONENTS) for r, result in enumerate(RESULTS)},
-            "winning_lines": won, "drawing_lines": drawn, "losing_lines": lost,
-            "total_lines": won + drawn + lost, "never_loses": lost == 0,
-            "optimal_move_rate": float(optimal[0] / optimal[1]) if optimal[1] else float("nan")}
-
-
-def lowest_optimal(solved: Solved, player: int) -> Callable:
-    """The perfect player that plays its lowest optimal cell, as a function of (x, o): a
-    deterministic policy, as a greedy agent's; policy.asked counts the positions asked about."""
-    cell = {d: _fixed_table(solved, "perfect", d).argmax(axis=1)
-            for d in _seat_depths(solved, _side(player))}
-
-    def policy(x, o):
-        depth, policy.asked = bin(int(x[0] | o[0])).count("1"), policy.asked + len(x)
-        keys = x | o << np.uint64(solved.cells)
-        at = np.searchsorted(solved.keys[depth][solved.winner[depth] == 0], keys)
-        return np.eye(solved.cells)[cell[depth][at]]
-    policy.asked = 0
-    return policy

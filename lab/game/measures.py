@@ -1,0 +1,341 @@
+"""A policy's exact measures on a board lab.game.solver solved: reach probabilities carried
+forwards, depth by depth, over the positions the games reach only.
+
+`exact(solved, policy, player)` plays the policy in one seat and each of random, onestep (an
+immediate win if any, uniform among them, else random; it never blocks) and perfect (uniform
+among the value-keeping moves) in the other, and sums the games where they end; alongside, it
+counts the lines of play (any opponent move, the policy's every supported move) and how often
+the policy keeps the value: 3x3's exact measures (lab.evaluate), on every board the lab solves.
+A policy is a fixed player's name, a move table (`measure` reads any numbering of its rows: 3x3's
+board codes, say) or a function of the positions, asked only where the games go.
+
+Costs on 4x4: docs/speed.md (Bigger boards); `python -m lab.bench --exact` measures them.
+"""
+
+import functools
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from lab.game.solver import Solved, picture, split
+
+OPPONENTS = ("random", "onestep", "perfect")
+"""The fixed players exact() measures against (and a policy may be named as)."""
+POLICY_BATCH = 65_536
+"""Positions a policy function is asked about at once: its scratch arrays (a net's afterstates,
+cells x cells floats a position) stay small when a policy of ties reaches millions of positions"""
+RESULTS = ("win", "draw", "loss")
+
+
+@njit(cache=True)
+def _fixed_weights(kind, row, mover, value_here, value_next, winner_next, weights):
+    """Fill weights[j], the probability of the move to child row[j], for fixed player
+    OPPONENTS[kind]: uniform over all moves (random), the winning ones if any (onestep), the
+    value-keeping ones (perfect)."""
+    if kind == 0:
+        weights[:] = 1.0 / len(row)
+        return
+    chosen = 0
+    for j in range(len(row)):
+        child = row[j]
+        take = (kind == 0) or (kind == 1 and winner_next[child] == mover) or \
+               (kind == 2 and value_next[child] == value_here)
+        weights[j] = 1.0 if take else 0.0
+        chosen += take
+    if chosen == 0:  # onestep without a winning move plays at random
+        weights[:] = 1.0
+        chosen = len(row)
+    weights /= chosen
+
+
+@njit(cache=True)
+def _fixed_rows(kind, keys, winner, children, value, value_next, winner_next, cells, depth):
+    """The move probabilities, by cell, of fixed player OPPONENTS[kind] at the open positions of
+    `depth`, in key order."""
+    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
+    mover = 1 if depth % 2 == 0 else -1
+    rows = np.zeros((np.sum(winner == 0), cells))
+    weights = np.empty(cells - depth)
+    r = 0
+    for i in range(len(keys)):
+        if winner[i] == 0:
+            _fixed_weights(kind, children[i], mover, value[i], value_next, winner_next, weights)
+            empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & mask, 0
+            for c in range(cells):
+                if (empty >> np.uint64(c)) & np.uint64(1):
+                    rows[r, c] = weights[j]
+                    j += 1
+            r += 1
+    return rows
+
+
+@njit(cache=True)
+def _first_bad(rows, keys, cells):
+    """The first row that is not a probability distribution over the empty cells of its position
+    (non-negative, 0 on stones, summing to 1 within 1e-9; NaN fails), -1 if none."""
+    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
+    for r in range(len(rows)):
+        stones, total, ok = (keys[r] | (keys[r] >> np.uint64(cells))) & mask, 0.0, True
+        for c in range(cells):
+            p = rows[r, c]
+            ok &= (p >= 0.0) & ((((stones >> np.uint64(c)) & np.uint64(1)) == 0) | (p == 0.0))
+            total += p
+        if not (ok and abs(total - 1.0) <= 1e-9):
+            return r
+    return -1
+
+
+@njit(cache=True)
+def _spread(frontier, reach, keys, winner, children, value, value_next, winner_next, cells,
+            depth, agent, mine, kinds, rows, reach_next, reached, optimal):
+    """Carry the reach of the positions `frontier` (indices at `depth`, increasing) to their
+    children, marking in `reached` those that get some. Column o of reach is the game against
+    fixed player OPPONENTS[kinds[o]]; the last column counts lines of play: every move of the
+    opponent, every move of the policy's support. Where the policy moves (`mine`), it is fixed
+    player OPPONENTS[agent], or for agent -1 `rows` holds its move probabilities by cell at the
+    frontier's open positions, in order; there `optimal` adds up its probability of keeping the
+    value, and counts the positions. The games move together, edge by edge: one cache line per
+    child, not one per game."""
+    mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
+    mover, lines = 1 if depth % 2 == 0 else -1, len(kinds)
+    weights = np.empty((lines + 1, cells - depth))
+    r = -1
+    for f in range(len(frontier)):
+        i = frontier[f]
+        if winner[i] != 0:
+            continue
+        r += 1
+        if rows.shape[0]:
+            empty, j = ~(keys[i] | (keys[i] >> np.uint64(cells))) & mask, 0
+            for c in range(cells):
+                if (empty >> np.uint64(c)) & np.uint64(1):
+                    weights[:, j] = rows[r, c]
+                    j += 1
+        else:  # the fixed policy's weights once, each opponent's own
+            for o in range(lines):
+                if mine and o:
+                    weights[o] = weights[0]
+                else:
+                    _fixed_weights(agent if mine else kinds[o], children[i], mover, value[i],
+                                   value_next, winner_next, weights[o])
+        kept = 0.0
+        for j in range(cells - depth):
+            child = children[i, j]
+            if mine:
+                kept += weights[0, j] * (value_next[child] == value[i])
+            weights[lines, j] = 1.0 if not mine or weights[0, j] > 0.0 else 0.0
+            for o in range(lines + 1):
+                carried = reach[f, o] * weights[o, j]
+                if carried > 0.0:
+                    reach_next[child, o] += carried
+                    reached[child] = True
+        if mine:
+            optimal[0] += kept
+            optimal[1] += 1.0
+
+
+@njit(cache=True)
+def _collect(frontier, reach, winner, side, full, outcome):
+    """Add the reach of the frontier's positions that end the game to outcome[:, win / draw /
+    loss] (from `side`'s view; a full board without a line is a draw)."""
+    for f in range(len(frontier)):
+        w = winner[frontier[f]]
+        if w != 0 or full:
+            outcome[:, 0 if w == side else 2 if w == -side else 1] += reach[f]
+
+
+def _kind(name: str) -> int:
+    """The index of a fixed player in OPPONENTS; ValueError naming the allowed ones."""
+    if name not in OPPONENTS:
+        raise ValueError(f"unknown player {name!r}; allowed: {', '.join(OPPONENTS)}")
+    return OPPONENTS.index(name)
+
+
+def _side(player) -> int:
+    if isinstance(player, bool) or player not in (1, 2):
+        raise ValueError(f"player must be 1 (X, moves first) or 2 (O), got {player!r}")
+    return 1 if player == 1 else -1
+
+
+def _seat_depths(solved: Solved, side: int) -> range:
+    """The depths where `side` moves: X at the even ones."""
+    return range(0 if side == 1 else 1, len(solved.children), 2)
+
+
+def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (x, o) bitboards of the positions where the seat moves, depth by depth, in key order:
+    the rows of a move table for exact()."""
+    depths = _seat_depths(solved, _side(player))
+    return split(solved, np.concatenate([solved.keys[d][solved.winner[d] == 0] for d in depths]))
+
+
+def _fixed_table(solved: Solved, name: str, depth: int) -> np.ndarray:
+    args = (solved.keys[depth], solved.winner[depth], solved.children[depth], solved.value[depth],
+            solved.value[depth + 1], solved.winner[depth + 1], solved.cells, depth)
+    return _fixed_rows(_kind(name), *args)
+
+
+def table(solved: Solved, name: str, player: int) -> np.ndarray:
+    """The move table (rows: decisions(solved, player); columns: cells) of fixed player `name`."""
+    depths = _seat_depths(solved, _side(player))
+    return np.concatenate([_fixed_table(solved, name, d) for d in depths])
+
+
+def _decision_rows(solved: Solved, policy: np.ndarray, side: int) -> tuple:
+    """Where each position's row is in a move table over decisions(solved, player): its rank
+    among the seat's open positions (-1 at the other depths); the table's shape checked."""
+    depths, first, rows = _seat_depths(solved, side), 0, []
+    for depth, winner in enumerate(solved.winner):
+        rank = np.cumsum(winner == 0) - 1 + first
+        rows.append(rank if depth in depths else np.full(len(winner), -1))
+        first += int((winner == 0).sum()) if depth in depths else 0
+    if policy.shape != (first, solved.cells):
+        raise ValueError(f"a move table for this seat has shape {(first, solved.cells)} "
+                         f"(rows: decisions()), got {policy.shape}")
+    return tuple(rows)
+
+
+def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
+    """rows as float64, if they are move probabilities at the positions of keys; else ValueError."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.shape != (len(keys), solved.cells):
+        raise ValueError(f"the policy gave move probabilities of shape {rows.shape} for "
+                         f"{len(keys)} positions, expected {(len(keys), solved.cells)}")
+    bad = _first_bad(rows, keys, solved.cells)
+    if bad >= 0:
+        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
+                         f"cells at {picture(solved, keys[bad])}: {rows[bad].tolist()}")
+    return rows
+
+
+def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> dict:
+    """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluate
+    names them:
+
+    - `<opponent>_win`, `_draw`, `_loss` for each opponent `against` (of OPPONENTS): the
+      probability of each result;
+    - `winning_lines`, `drawing_lines`, `losing_lines`, `total_lines` and `never_loses`: the move
+      sequences to the end of a game in which every policy move has non-zero probability and
+      the opponent plays any legal move, by result (write-up 004's metric: counted, not
+      weighted);
+    - `optimal_move_rate`: over the policy's positions those lines reach, the mean probability
+      it keeps the minimax value.
+
+    policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
+    per cell (every row checked, then one compiled walk over the depths), or a function (x, o) ->
+    such rows for the positions given by their bitboards (uint64 arrays), called at the depths
+    where the seat moves, POLICY_BATCH positions at a time, only at the positions the games
+    reach (random's, which every line reaches): for a greedy policy, a fraction of the seat's."""
+    side = _side(player)
+    if callable(policy):
+        return _measures(_asking, against, solved, policy, side)
+    if isinstance(policy, np.ndarray):
+        return measure(solved, policy, _decision_rows(solved, policy, side), player, against)
+    if not isinstance(policy, str):
+        raise ValueError(f"a policy is one of {', '.join(OPPONENTS)}, a move table or a function "
+                         f"(x, o) -> move probabilities, got {type(policy).__name__}")
+    no_rows = tuple(np.zeros(0, np.int64) for _ in solved.winner)
+    return _measures(_walking, against, solved, _kind(policy), np.zeros((0, solved.cells)), no_rows, side)
+
+
+def measure(solved: Solved, table: np.ndarray, rows: tuple, player: int, against=OPPONENTS) -> dict:
+    """exact() of a move table whose row rows[depth][i] holds the policy's move probabilities by
+    cell at position i of that depth (any row numbering: lab.evaluate's 3x3 board codes, say),
+    in one compiled walk that checks the rows it reaches."""
+    return _measures(_walking, against, solved, -1, np.asarray(table, np.float64), rows, _side(player))
+
+
+def _walking(solved, agent, table, rows, side, kinds, outcome, optimal) -> None:
+    bad = _walk(solved.keys, solved.winner, solved.children, solved.value, solved.cells, side,
+                agent, kinds, table, rows, outcome, optimal)
+    if bad[0] >= 0:
+        key, row = solved.keys[bad[0]][bad[1]], table[rows[bad[0]][bad[1]]]
+        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
+                         f"cells at {picture(solved, key)}: {row.tolist()}")
+
+
+@functools.lru_cache(maxsize=None)
+def _games(against: tuple) -> tuple[np.ndarray, tuple]:
+    """The kinds of the fixed players `against` and the keys of their shares, in outcome's order."""
+    return (np.array([_kind(name) for name in against], np.int64),
+            tuple(f"{name}_{result}" for name in against for result in RESULTS))
+
+
+def _measures(walk, against, *args) -> dict:
+    """The measures (see exact) of the games `walk(*args, kinds, outcome, optimal)` plays."""
+    kinds, keys = _games(tuple(against))
+    outcome, optimal = np.zeros((len(kinds) + 1, 3)), np.zeros(2)
+    walk(*args, kinds, outcome, optimal)
+    won, drawn, lost = (int(n) for n in outcome[-1])
+    return {**dict(zip(keys, outcome[:-1].ravel().tolist())),
+            "winning_lines": won, "drawing_lines": drawn, "losing_lines": lost,
+            "total_lines": won + drawn + lost, "never_loses": lost == 0,
+            "optimal_move_rate": float(optimal[0] / optimal[1]) if optimal[1] else float("nan")}
+
+
+@njit(cache=True)
+def _step(frontier, reach, keys, winner, children, value, value_next, winner_next, cells, depth,
+          side, agent, kinds, rows, outcome, optimal):
+    """One depth of exact(): the games ending at the frontier collected, the others spread to the
+    next depth; returns its (frontier, reach)."""
+    _collect(frontier, reach, winner, side, False, outcome)
+    reach_next = np.zeros((len(winner_next), reach.shape[1]))  # touched where reached
+    reached = np.zeros(len(winner_next), dtype=np.bool_)
+    _spread(frontier, reach, keys, winner, children, value, value_next, winner_next, cells, depth,
+            agent, (depth % 2 == 0) == (side == 1), kinds, rows, reach_next, reached, optimal)
+    following = np.flatnonzero(reached)
+    return following, reach_next[following]
+
+
+@njit(cache=True)
+def _walk(keys, winner, children, value, cells, side, agent, kinds, table, rows, outcome, optimal):
+    """exact() of fixed player OPPONENTS[agent], or for agent -1 of the move table `table` (see
+    measure), in one compiled pass. Returns (depth, index) of the first position reached whose
+    row is not move probabilities over its empty cells, else (-1, -1)."""
+    frontier, reach = np.zeros(1, np.int64), np.ones((1, len(kinds) + 1))
+    for depth in range(len(children)):
+        moves = np.zeros((0, cells))
+        if agent < 0 and (depth % 2 == 0) == (side == 1):
+            at = frontier[winner[depth][frontier] == 0]
+            moves = np.empty((len(at), cells))
+            for r in range(len(at)):
+                moves[r] = table[rows[depth][at[r]]]
+            bad = _first_bad(moves, keys[depth][at], cells)
+            if bad >= 0:
+                return depth, at[bad]
+        frontier, reach = _step(frontier, reach, keys[depth], winner[depth], children[depth],
+                                value[depth], value[depth + 1], winner[depth + 1], cells, depth,
+                                side, agent, kinds, moves, outcome, optimal)
+    _collect(frontier, reach, winner[len(children)], side, len(children) == cells, outcome)
+    return -1, -1
+
+
+def _asking(solved: Solved, policy, side: int, kinds, outcome, optimal) -> None:
+    """exact() of a policy function, asked depth by depth at the open positions reached."""
+    frontier, reach = np.zeros(1, dtype=np.int64), np.ones((1, len(kinds) + 1))
+    for depth in range(len(solved.children)):
+        rows, at = np.zeros((0, solved.cells)), frontier[solved.winner[depth][frontier] == 0]
+        if (depth % 2 == 0) == (side == 1) and len(at):
+            asked = [solved.keys[depth][at[i:i + POLICY_BATCH]] for i in range(0, len(at), POLICY_BATCH)]
+            rows = np.concatenate([_checked(solved, policy(*split(solved, keys)), keys) for keys in asked])
+        frontier, reach = _step(frontier, reach, solved.keys[depth], solved.winner[depth],
+                                solved.children[depth], solved.value[depth], solved.value[depth + 1],
+                                solved.winner[depth + 1], solved.cells, depth, side, -1, kinds,
+                                rows, outcome, optimal)
+    _collect(frontier, reach, solved.winner[-1], side, len(solved.children) == solved.cells, outcome)
+
+
+def lowest_optimal(solved: Solved, player: int) -> Callable:
+    """The perfect player that plays its lowest optimal cell, as a function of (x, o): a
+    deterministic policy, as a greedy agent's; policy.asked counts the positions asked about."""
+    cell = {d: _fixed_table(solved, "perfect", d).argmax(axis=1)
+            for d in _seat_depths(solved, _side(player))}
+
+    def policy(x, o):
+        depth, policy.asked = bin(int(x[0] | o[0])).count("1"), policy.asked + len(x)
+        keys = x | o << np.uint64(solved.cells)
+        at = np.searchsorted(solved.keys[depth][solved.winner[depth] == 0], keys)
+        return np.eye(solved.cells)[cell[depth][at]]
+    policy.asked = 0
+    return policy
