@@ -110,7 +110,9 @@ def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     return ceilings(m, n, k)[(opponent, player)]
 
 
+@cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
+    """`python -m lab.exact_ceiling [m n k]`: a board's ceilings, timed."""
     parser = cli.ArgumentParser(prog="python -m lab.exact_ceiling", description=(
         "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
         "of a perfect player against random, onestep and perfect, per seat; timed."))

@@ -91,7 +91,8 @@ CASES = [  # (id, (command, arguments), exit status, words the line must hold)
     ("play no games", ("play", ["{checkpoint}", "--vs", "random", "--games", "0"]), 2,
      ["--games: '0' is not a positive integer"]),
     ("bench with a misspelled flag", ("bench", ["--quik"]), 2, ["did you mean `--quick`?"]),
-    ("evaluate with an argument", ("evaluate", ["--all"]), 2, ["unrecognized arguments"]),
+    ("ceiling of a board too big", ("exact_ceiling", ["5", "5", "4"]), 2, ["at most 16 cells"]),
+    ("ceiling of a board in words", ("exact_ceiling", ["four"]), 2, ["invalid int value: 'four'"]),
     ("reference with an argument", ("reference", ["docs"]), 2, ["unrecognized arguments"]),
 ]
 
@@ -142,7 +143,7 @@ def run(command, args, cwd) -> tuple[int, str, str]:
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main() if command not in ("play", "evaluate", "reference") else main(args)
+            code = main() if command not in ("play", "exact_ceiling", "reference") else main(args)
     except SystemExit as exc:
         code = exc.code
     finally:
@@ -176,7 +177,7 @@ def test_a_mistake_is_one_line_and_changes_nothing(place, tmp_path, monkeypatch,
 def test_the_walk_through_covers_every_command():
     assert len(CASES) >= 30
     assert {c[1][0] for c in CASES} >= {"sweep", "summary", "plot", "report", "export", "play", "bench",
-                                        "evaluate", "reference"}
+                                        "exact_ceiling", "reference"}
 
 
 def test_a_planted_regression_fails_the_walk_through(place, tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ BAD = [  # (override, what the message must say)
     ("algorithm=nope", ["algorithm=nope: there is no nope", "the options of algorithm are", "mc_vfa"]),
     ("opponent=nope", ["opponent=nope: there is no nope", "onestep", "perfect"]),
     ("algorithm=q_table opponent=self",
-     ["opponent='self' is not allowed", "random, onestep, block, perfect for algorithm=q_table"]),
+     ["opponent='self' is not allowed", "random, onestep, block, perfect, mcts for algorithm=q_table"]),
     ("opponent=nowhere/agent.npz",
      ["opponent='nowhere/agent.npz' is not allowed", "agent.npz does not"]),
     ("+sweeps=nope", ["+sweeps=nope: there is no nope", "the named sweeps are", "smoke"]),
