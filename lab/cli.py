@@ -1,10 +1,7 @@
 """The one rule every command follows when it cannot do what was asked: one line on stderr that
-names what was wrong and what is allowed, and an exit status that tells whose fault it was.
-
-MISTAKE (2): the command line or its inputs (a misspelled knob, a missing folder, a damaged
-file): nothing is written. FAULT (1): the machine (a folder it cannot write, a full disk).
-
-It imports nothing of the lab, so any module may use it.
+names what was wrong and what is allowed, and an exit status that tells whose fault it was:
+MISTAKE (2) the command line or its inputs (nothing is written), FAULT (1) the machine (a folder
+it cannot write, a full disk). It imports nothing of the lab, so any module may use it.
 """
 
 import argparse
@@ -79,18 +76,11 @@ def results_dir_argument(path) -> None:
         fail(f"{path} is a file: give the results_dir that holds it ({Path(path).parent})")
 
 
-def os_error(exc: OSError) -> tuple[str, int]:
-    """An OSError as one line and its status: a path that does not exist (or is a file where a
-    folder is needed) is the user's mistake; anything else (permissions, a full disk) the machine's."""
-    where = f"{exc.filename}: " if exc.filename else ""
-    status = MISTAKE if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)) else FAULT
-    return f"{where}{exc.strerror or exc}", status
-
-
 def one_line(*mistakes: type[Exception]):
     """Decorate a command's main(): `mistakes` (say lab.results.ResultsError, lab.knobs.ConfigError:
     passed in, as this module imports nothing of the lab) end in one line and exit 2, the
-    machine's faults (OSError) in one line and exit 1 (2 for a path that does not exist)."""
+    machine's faults (OSError) in one line and exit 1 (2 for a path that does not exist, or a
+    file where a folder is needed: the user's mistake)."""
 
     def decorate(main):
         @functools.wraps(main)
@@ -100,7 +90,9 @@ def one_line(*mistakes: type[Exception]):
             except mistakes as exc:
                 fail(str(exc))
             except OSError as exc:
-                fail(*os_error(exc))
+                where = f"{exc.filename}: " if exc.filename else ""
+                missing = isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError))
+                fail(f"{where}{exc.strerror or exc}", MISTAKE if missing else FAULT)
 
         return wrapped
 
@@ -129,9 +121,7 @@ def require_writable(folder, what: str = "results_dir") -> None:
 def terminate_as_interrupt() -> None:
     """SIGTERM (`timeout`, `kill`, a batch scheduler) does what Ctrl-C does in this process, so
     the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
-    The first of them stops it; later ones are ignored, as they would cut that stopping short (a
-    `kill` of the process group and then of this process, as the benchmark stops its sweeps, or
-    Ctrl-C in a terminal and then SIGTERM). A fork of this process keeps the default: it dies."""
+    Later signals are ignored, as they would cut that stopping short. A fork of it just dies."""
     def stop_once(signum, frame):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -148,10 +138,9 @@ def terminate_as_interrupt() -> None:
 
 
 def stop_children_first(seconds: float = 60) -> None:
-    """Ctrl-C or SIGTERM in a command that runs others (the benchmark's sweeps): each child is
-    asked to stop (SIGTERM, which a sweep takes as Ctrl-C) and given `seconds` to stop what it
-    started, before KeyboardInterrupt unwinds this process (its temporary folders removed);
-    otherwise subprocess.run would kill the child at once, leaving its local Ray behind."""
+    """Ctrl-C or SIGTERM in a command that runs others (the benchmark's sweeps): each child gets
+    SIGTERM (a sweep's Ctrl-C) and `seconds` to stop what it started (subprocess.run would kill it
+    at once, leaving its local Ray behind), then KeyboardInterrupt unwinds this process."""
     owner = os.getpid()
 
     def handle(signum, frame):

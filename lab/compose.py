@@ -1,9 +1,6 @@
-"""Hydra composition: the lab's config files -> flat configurations (plain dicts of knobs).
-
-`compose(*overrides)` gives the configuration `python -m lab.sweep OVERRIDES` would run, for
-tests, notebooks and the benchmark; `flat` turns a composed Hydra config into the plain knobs that
-lab.config.job validates; `Composer` gives the flat configuration of every job of a --multirun
-grid, equal to Hydra's own composition of each job but without paying for it per job.
+"""Hydra composition: the lab's config files -> flat configurations (plain dicts of knobs, which
+lab.config.job validates): one (`compose`, as `python -m lab.sweep OVERRIDES` would run it), or
+every job of a --multirun grid (`Composer`, equal to Hydra's own but not paid for per job).
 """
 
 import copy
@@ -36,21 +33,12 @@ def compose(*overrides: str) -> dict:
 class Composer:
     """The flat configuration of each job of a sweep: `composer(job_overrides) -> dict`.
 
-    Hydra's config loader composes a job (`load_sweep_config`) from scratch, reading and merging
-    the whole defaults tree again (some 70 ms), which made a 10,000-job grid spend minutes before
-    its first run. A job's overrides are of two kinds, told apart as Hydra tells them: config-group
-    choices (`algorithm=q_table`, `+net=l2_n8`, `~opponent`) decide which files are merged; value
-    overrides (`seed=3`, `+tag=x`, `~layers`, `results_dir=/data/${algorithm}`) are applied by
-    Hydra to the merged config afterwards. So Hydra composes each distinct combination of group
-    choices once, and a job's value overrides go onto a copy of that composition through Hydra's
-    own override code. When they all set top-level plain values to plain values (the
-    `seed=range(0,10000)` of a big grid) the copy is a dict: OmegaConf would store those values
-    as given. Whatever fails on this path (a bad override, or one that refers to Hydra's own node,
-    which the cached composition leaves out) is composed from scratch, so errors are Hydra's own.
-    tests/test_compose.py checks the equality with Hydra's composition on randomised grids.
-
-    Relies on internals of hydra-core 1.3 (lab.compat.hydra): the config repository Hydra
-    composes from and the function that applies value overrides; and on OmegaConf's node types.
+    Hydra composes a job from scratch (some 70 ms: minutes for a 10,000-job grid). Here each
+    distinct combination of config-group choices (`algorithm=q_table`, `+net=l2_n8`) is composed
+    once, and a job's value overrides (`seed=3`, `~layers`) go onto a copy of it through Hydra's
+    own override code, or, where they all set plain top-level values, onto a dict. Whatever fails
+    on this path is composed from scratch, so errors are Hydra's own (tests/test_compose.py checks
+    the equality on randomised grids). Relies on hydra-core 1.3's internals (lab.compat.hydra).
     """
 
     def __init__(self, config_loader, master_config: DictConfig):
@@ -67,8 +55,7 @@ class Composer:
         self.parsed, self.groups, self.bases = {}, {}, {}
 
     def full(self, overrides: list[str]) -> dict:
-        """Hydra's own composition of one job, from scratch; its error as a ConfigError of one
-        line naming the job (Hydra's own takes several)."""
+        """Hydra's own composition of one job; its error as a one-line ConfigError naming the job."""
         from hydra.errors import HydraException
 
         from lab.cli import first_line
@@ -99,7 +86,7 @@ class Composer:
 
     def _parse(self, text: str):
         """The parsed override and whether Hydra takes it as a config-group choice (the rule of
-        Hydra's defaults_list.Overrides), once per distinct string: a grid repeats them."""
+        Hydra's defaults_list.Overrides), once per distinct string."""
         if text not in self.parsed:
             # Hydra's ANTLR parser takes 0.1-0.3 ms a string and seed=range(0,10000) makes 10,000
             # distinct ones; `key=<integer>` is read here as Hydra reads it (tests/test_compose.py).
@@ -114,8 +101,8 @@ class Composer:
 
     def _base(self, choices: tuple[str, ...]) -> tuple[DictConfig, dict, set[str]]:
         """Hydra's composition of these group choices without Hydra's node, its flat knobs, and
-        its top-level keys whose values a plain override replaces as is: untyped ones, and none
-        if the config holds an interpolation (which could depend on a replaced value)."""
+        its top-level keys a plain override replaces as is: untyped ones (none if the config holds
+        an interpolation, which could depend on a replaced value)."""
         if choices not in self.bases:
             from lab.compat.hydra import node
 

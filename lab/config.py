@@ -1,11 +1,6 @@
-"""What a run is: its validated knobs, its identity, and where it lands.
-
-A run's configuration is flat (the keys of conf/config.yaml plus the knobs of its algorithm's
-yaml). The driver turns each one into a `Job` once (`job`): the knobs every run has
-(lab.knobs.RunConfig), its algorithm's knobs (that algorithm's `Config`), its run id and its
-results directory. Everything downstream (lab.run, lab.results, lab.sweep) takes Jobs. A knob the
-algorithm does not use is not part of the run's identity, so a grid that varies it does not train
-the same run twice; every knob is stored in its declared type, so 1 and 1.0 are one run.
+"""What a run is: a flat configuration (conf/config.yaml's keys and its algorithm's knobs) made
+once into a `Job` (`job`): its validated knobs, its run id and its results directory, which
+everything downstream takes. A knob its algorithm does not use is not part of its identity.
 """
 
 import dataclasses
@@ -25,11 +20,6 @@ from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is
 GAME_KEYS = ("m", "n", "k", "mcts_simulations", "eval_games")
 """The run knobs bigger boards brought: a 3x3 run's identity leaves them out (`identity`), so its
 run id is the one it had before them"""
-
-
-def default_eval_every(iterations: int) -> int:
-    """About 50 evaluation points per learning curve."""
-    return max(1, iterations // 50)
 
 
 def checkpoint_opponent(value: str, player) -> str:
@@ -120,7 +110,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     require(is_kind(cfg.get("seed"), int) and cfg["seed"] >= 0, "seed", cfg.get("seed"), "a non-negative integer")
     eval_every = cfg.get("eval_every")
     if eval_every is None:
-        eval_every = default_eval_every(cfg["iterations"])
+        eval_every = max(1, cfg["iterations"] // 50)  # about 50 evaluation points per learning curve
     require(is_kind(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
             "a positive integer, or null for about 50 evaluations per run")
     simulations, eval_games = check_board_knobs(cfg)
@@ -147,12 +137,9 @@ ON_CODE_CHANGE = ("reuse", "rerun")
 
 
 def check_settings(cfg) -> tuple[Path, bool, str]:
-    """Validate where and whether a run happens: (absolute results_dir, force, on_code_change).
-
-    A relative results_dir is taken from the directory the sweep is launched from. Under `ray job
-    submit` that directory is a temporary copy of --working-dir on the head node, deleted with the
-    job's runtime environment, so there results_dir must be absolute.
-    """
+    """Validate where and whether a run happens: (absolute results_dir, force, on_code_change). A
+    relative results_dir is taken from where the sweep is launched (not allowed under `ray job
+    submit`: a temporary copy of --working-dir, deleted with the job)."""
     force = cfg.get("force", False)
     require(isinstance(force, bool), "force", force, "true or false")
     on_code_change = cfg.get("on_code_change", "reuse")

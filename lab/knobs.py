@@ -1,11 +1,6 @@
-"""Knobs: the typed, validated settings of a run, and the rules they follow.
-
-`RunConfig` holds the knobs every run has; each algorithm's `Config` (a frozen dataclass deriving
-from `Knobs`) holds the knobs it uses. Building one checks every field's type and rule and stores
-each value in its declared type, so `epsilon=1` and `epsilon=1.0` are the same knob value and the
-same run. Errors are `ConfigError`s whose message names the key and what it allows.
-
-This module sits below the learners: it imports nothing of the lab.
+"""Knobs: the typed, validated settings of a run. `RunConfig` holds the knobs every run has; each
+algorithm's `Config` (a frozen dataclass deriving from `Knobs`) the knobs it uses, each stored in
+its declared type (`epsilon=1` and `epsilon=1.0` are one run). It imports nothing of the lab.
 """
 
 import dataclasses
@@ -43,8 +38,8 @@ SHARED_RULES = {
     "epsilon": (lambda v: 0 <= v <= 1, "in [0, 1]"),
     "gamma": (lambda v: 0 <= v <= 1, "in [0, 1]"),
 }
-"""The rules of knobs that mean the same in every algorithm that uses them. A knob name means
-one thing across the lab; an algorithm may narrow a shared rule in its `check`, never widen it."""
+"""The rules of knobs that mean the same in every algorithm that uses them; an algorithm may
+narrow a shared rule in its `check`, never widen it."""
 
 
 @functools.cache

@@ -1,16 +1,10 @@
-"""A search from start to end: `search` is what `hydra/sweeper=search` runs once the space and
-settings are validated (hydra_plugins/lab_plugins: SearchSweeper).
-
-It refuses another search in a results_dir that holds one (`_search/search.json` says what it
-searched) and resumes the same one; starts the workers (lab.workers: forks of this process
-here, Ray actors when a cluster is joined); lets Optuna (lab.search.study) or population-based
-training (lab.search.pbt) drive the trials; saves every trial's runs as they end, each a run
-table with the lab's schema (a finished run already in results_dir is never replaced by a stopped
-or failed one); and ends with how busy the cores were and the outcome (lab.search.outcome).
-Ctrl-C stops it with one line and exit status 130: the trials that ended are saved, and the
-same command resumes the search.
+"""A search from start to end, once its space and settings are validated (hydra_plugins'
+SearchSweeper): refuse another search in its results_dir and resume the same one, start the
+workers, let Optuna (lab.search.study) or PBT (lab.search.pbt) drive the trials, save their runs
+as they end, report the outcome. Ctrl-C: one line, exit 130, the ended trials saved to resume.
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -32,7 +26,7 @@ def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict
     resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
                                   "space": {k: vars(d) for k, d in dims.items()},
-                                  "settings": settings.as_dict()}, default=str))
+                                  "settings": dataclasses.asdict(settings)}, default=str))
 
 
 WHERE = ("results_dir", "force", "on_code_change")
@@ -70,18 +64,13 @@ def _value(part: dict, key: str) -> str:
 
 
 PART_ROWS = 1_250
-"""A search's index parts (lab.results.Writer): smaller than a grid's, as the search's driver
-also holds its study. On a 1,000-trial search of 100-row runs the driver's peak memory was
-308-313 MB with parts of 8 MB (about 5,000 rows), 290-298 MB with parts of 2 MB (63 parts to
-read instead of 15)"""
+"""A search's index parts (lab.results.Writer): smaller than a grid's, as its driver also holds
+the study (a 1,000-trial search's driver: about 295 MB, against 310 MB with a grid's parts)"""
 
 
 class Saver:
-    """Stores runs into results_dir (and its index) as trials end, packed by their workers: the
-    runs that end together in one commit (lab.results.commit), so a search's trials take the
-    grid's fast path. A run finished there already is never replaced by a stopped or failed one
-    (a stopped trial of a configuration that a grid, or an earlier trial, trained in full).
-    `hooks` (lab.callbacks.Hooks) hears of each run stored."""
+    """Stores the runs that end together in one commit (lab.results.commit), never replacing a run
+    finished there by a stopped or failed one; `hooks` (lab.callbacks.Hooks) hears of each."""
 
     def __init__(self, results_dir: Path, hooks=None):
         self.writer, self.hooks = results.Writer(results_dir, PART_ROWS), hooks
@@ -97,8 +86,8 @@ class Saver:
                 self.finished.add(run.run_id)
         stored = results.commit(self.writer.results_dir, list(kept.values())) if kept else []
         self.writer.record(stored)
-        for run in stored:
-            if self.hooks is not None:
+        if self.hooks is not None:
+            for run in stored:
                 self.hooks.saved(self.writer.results_dir, run)
 
 
@@ -117,15 +106,9 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
     here = (Trainer, (code, interrupt.check))
     if parallel is False or size == 1:
         return InProcess(here, interrupt)
-    warm_up(base)
+    # the kernels loaded (or compiled) here before forking: no fork spends its first trial on them
+    Training(config.job({**base, "iterations": 1, "episodes_per_update": 1, "eval_every": 1})).advance()
     return Forks(size, (Trainer, (code,)), interrupt, fallback=here)
-
-
-def warm_up(base: dict) -> None:
-    """Load (or compile) the searched algorithm's kernels and the evaluation's in this process
-    before forking, so that no fork spends its first trial on them."""
-    training = Training(config.job({**base, "iterations": 1, "episodes_per_update": 1, "eval_every": 1}))
-    training.advance()
 
 
 def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
@@ -171,17 +154,16 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         try:
             done = trials.run()
         except KeyboardInterrupt:  # a second Ctrl-C changes nothing now
-            pool.close()
-            trials.write(always=True)
-            save.writer.flush()
-            progress.close()
-            print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
-                  "search (the trials in progress train again from their start)", file=sys.stderr)
-            return 130
+            pool.close()  # first: stop what the workers train
+            done = None
         trials.write(always=True)
         save.writer.flush()
         pool.close()
     progress.close()
+    if done is None:
+        print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
+              "search (the trials in progress train again from their start)", file=sys.stderr)
+        return 130
     if address or os.environ.get("RAY_ADDRESS") or parallel is True:
         sweep.disconnect()
     if done:
@@ -189,17 +171,15 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
     configurations = trials.configurations()
     status = outcome.finish(configurations, base, settings, results_dir)
-    _finished(folder, settings)
+    (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")  # a run again says so
     if figures and outcome.rank(configurations, settings):
         _apart(_figures, results_dir, figures)
     return status
 
 
 def _apart(function, *arguments) -> None:
-    """`function` in a spawned process: what is drawn at the end of a search (matplotlib, plotly,
-    scipy, the runs read back: some 50 MB and more) stays out of the driver's memory, which only
-    the trials should size (issue 22: a 1,000-trial search's driver within 300 MB). Spawned, not
-    forked: the driver may hold Ray's or pyarrow's threads."""
+    """`function` in a spawned process, so that drawing (matplotlib, plotly, the runs read back:
+    50 MB and more) stays out of the driver's memory; spawned, as the driver may hold threads."""
     import multiprocessing
 
     sys.stdout.flush()  # the child's lines come after the driver's
@@ -213,9 +193,8 @@ def _apart(function, *arguments) -> None:
 
 
 def _figures(results_dir: Path, figures) -> None:
-    """The search's figures and report, the search read back from results_dir as lab-report
-    reads it (nothing of the driver's sent over); with figures=all, every figure and the
-    summary of results_dir, as a grid draws them."""
+    """The search's figures and report, read back from results_dir as lab-report reads it; with
+    figures=all, every figure and the summary, as a grid draws them."""
     from lab import report, report_search, sweep
     from lab.search import saved
 
@@ -235,9 +214,8 @@ def _figures(results_dir: Path, figures) -> None:
 
 def _resuming(folder: Path, ours: dict) -> bool | str | None:
     """Whether results_dir holds this search already (to resume it), "finished" if it ended all
-    the trials asked for; None, and a line naming what differs, when it holds another one. A new
-    search writes what it searches (IDENTITY); a resumed one too, where its folder or
-    num_samples changed."""
+    the trials asked for; None, and a line naming what differs, when it holds another one. Writes
+    what it searches (IDENTITY) where that is new or changed (its folder, num_samples)."""
     saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
     if saved is None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -261,11 +239,6 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
         f"resuming the interrupted search in {folder}"
     print(what)
     return True
-
-
-def _finished(folder: Path, settings: Settings) -> None:
-    """Record that the search ended the trials it was asked for (a run again says so)."""
-    (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")
 
 
 def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):

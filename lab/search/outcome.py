@@ -1,12 +1,7 @@
 """A search's outcome: what each configuration did, the best one as a config file ready to train
-again (results_dir/_search/best.yaml), and the search's figures.
-
-A search draws the search, not every run: its objective figure (each configuration's aggregated
-objective against training episodes, with its seeds' spread), the final objective against each
-searched knob (lab.knob_figures.knob_figure), and the exact-evaluation figure of its few best
-configurations (lab.plots.exact_figures); hydra.launcher.figures=all adds every figure and the
-summary of lab.plots / lab.summary, as a grid draws them (lab.search.driver draws them in a child
-process).
+again (results_dir/_search/best.yaml), and the search's figures: each configuration's objective
+against episodes, the final objective against each searched knob, and the exact-evaluation
+figures of the few best (hydra.launcher.figures=all adds a grid's figures and summary).
 """
 
 import json

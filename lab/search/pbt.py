@@ -1,15 +1,12 @@
 """Population-based training, synchronous, on the search's workers (lab.workers).
 
-A population of `num_samples` configurations (members), sampled at random in the space, trains
-in generations of `perturbation_interval` iterations: every member, on each of its seeds, goes on
-from its training state (lab.run.snapshot) to the generation's end. Between generations the
-bottom quarter (by aggregated objective) copies the training state of a member of the top quarter
-and perturbs its knobs (lab.search.space.Dimension.perturb: x0.8 or x1.2, a neighbouring choice,
-or a fresh draw; always inside the searched space). A member's runs are named by the member and
-seed (its knobs change); their rows keep the knobs each iteration trained with and, in PBT_TRIAL,
-the member that trained it. After each generation the population's state is written to
-results_dir/_search/pbt/, from which the same command resumes an interrupted search (the
-generation in progress is trained again, to the same rows).
+`num_samples` members, sampled at random in the space, train in generations of
+`perturbation_interval` iterations, each seed going on from its snapshot (lab.run.snapshot).
+Between generations the bottom quarter copies the state of a top-quarter member and perturbs its
+knobs (lab.search.space.Dimension.perturb). A member's runs are named by member and seed; their
+rows keep the knobs each iteration trained with and, in PBT_TRIAL, the member that trained it.
+The population is written to results_dir/_search/pbt/ after each generation: the same command
+resumes from there (the generation in progress trains again, to the same rows).
 """
 
 import hashlib
@@ -25,7 +22,7 @@ from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
-from lab.search.study import Ended
+from lab.search.study import Ended, seed_jobs
 from lab.search.trial import Task
 from lab.run import lost
 from lab.workers import Lost
@@ -114,14 +111,10 @@ class Evolve:
     def configurations(self) -> list[Configuration]:
         """The population as it ended, for lab.search.outcome."""
         return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
-                for m in self.population()]
+                for m in self._load()[1]]
 
     def runs(self, member: Member) -> list[str]:
         return [run_id(self.base, self.settings.seed, member.name, seed) for seed in range(self.settings.seeds)]
-
-    def population(self) -> list[Member]:
-        """The members as the last generation left them (lab.search.outcome reads them)."""
-        return self._load()[1]
 
     def _sample(self) -> list[Member]:
         rng = np.random.default_rng([self.settings.seed, 0])
@@ -129,11 +122,8 @@ class Evolve:
                 for i in range(self.settings.num_samples)]
 
     def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
-        seeds = range(self.settings.seeds)
-        jobs = [config.job({**self.base, **member.params, "seed": seed}) for seed in seeds]
-        return Task(index, jobs, self.settings.objective, until=until, member=member.name,
-                    run_ids=self.runs(member),
-                    starts=snapshots.get(member.name))
+        return Task(index, seed_jobs(self.base, member.params, self.settings.seeds), self.settings.objective,
+                    until=until, member=member.name, run_ids=self.runs(member), starts=snapshots.get(member.name))
 
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
@@ -166,8 +156,8 @@ class Evolve:
 
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
-        jobs = [replace(config.job({**self.base, **member.params, "seed": seed}), run_id=run_id)
-                for seed, run_id in enumerate(self.runs(member))]
+        jobs = [replace(job, run_id=run_id)
+                for job, run_id in zip(seed_jobs(self.base, member.params, self.settings.seeds), self.runs(member))]
         self.save([results.pack(lost(job, RuntimeError(error))) for job in jobs])
         member.status, member.error, member.lost = "failed", error, True
         self._ended(member, "failed", 0.0, running)

@@ -4,7 +4,7 @@ the grid sweeper's with every field optional, so that a named search in sweeps/ 
 and lab.search reads them back into it."""
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -87,6 +87,3 @@ class Settings:
             cut = math.floor(len(values) / 4)
             values = values[cut:len(values) - cut]
         return float(np.mean(values))
-
-    def as_dict(self) -> dict:
-        return asdict(self)

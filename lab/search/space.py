@@ -1,11 +1,6 @@
-"""The search space: Hydra's override grammar read as Hydra's Optuna sweeper reads it.
-
-`interval(a,b)` uniform (integers for an integer knob), `tag(log,interval(a,b))` log-uniform,
-`choice(...)`, `range(...)` or a comma list categorical, a plain value fixed (`space`); anything
-else is refused in one line. The keys are resolved against the searched algorithm's knobs
-(`resolve`), and every configuration the space can produce is validated before anything starts:
-each searched knob at both ends of its interval and at every one of its choices (`validate`).
-`seed` is never searched: a configuration trains on seeds 0..K-1 (hydra.sweeper.seeds=K).
+"""The search space: Hydra's override grammar read as Hydra's Optuna sweeper reads it (`space`),
+its keys resolved against the searched algorithm's knobs (`resolve`), and every configuration it
+can produce validated before anything starts (`validate`: each knob at every extreme value).
 """
 
 import sys
@@ -91,11 +86,9 @@ def _not_allowed(override, why: str) -> ConfigError:
 
 
 def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
-    """Hydra Override objects (OverridesParser.parse_overrides) -> (the fixed overrides as
-    strings, the searched knobs as Dimensions); an override in `later` (the command line)
-    replaces one of `overrides` (a named search's hydra.sweeper.params) with the same key.
-    Anything that is not a knob's value or a dimension of the grammar is a ConfigError of one
-    line naming the override."""
+    """Hydra Override objects -> (the fixed overrides as strings, the searched knobs as
+    Dimensions); one in `later` (the command line) replaces one of `overrides` (a named search's
+    hydra.sweeper.params) of the same key. Anything else is a one-line ConfigError."""
     from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, RangeSweep, Transformer
 
     replaced = {o.get_key_element() for o in later}
@@ -123,11 +116,10 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
         if tags - {"log"}:
             raise _not_allowed(override, f"the only tag a search knows is log (not {', '.join(sorted(tags - {'log'}))})")
         if isinstance(value, IntervalSweep):
-            low, high = value.start, value.end
             log = "log" in tags
-            if not low < high or (log and low <= 0):
+            if not value.start < value.end or (log and value.start <= 0):
                 raise _not_allowed(override, "an interval needs low < high (and low > 0 on a log scale)")
-            dims[key] = Dimension("interval", low, high, log=log)
+            dims[key] = Dimension("interval", value.start, value.end, log=log)
         elif isinstance(value, (ChoiceSweep, RangeSweep)):
             if tags:
                 raise _not_allowed(override, "tag(log, ...) goes with interval(a,b) only")

@@ -1,14 +1,11 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.workers), report its aggregated objective to the pruner where the
-pruner may decide (`decisions`) and answer go on or stop, tell the study how it ended.
+worker is free (lab.workers), report its aggregated objective where the pruner may decide
+(`decisions`) and answer go on or stop, tell the study how it ended.
 
-Optuna's state lives in Optuna's own storage (a journal file in results_dir/_search by default,
-or hydra.sweeper.storage), so `optuna-dashboard` opens it and the same command resumes an
-interrupted search: the trials that ended are kept, and the ones left running are trained again
-from their start under the same trial (their pruner records included). Each trial samples its
-configuration with a sampler seeded by the search's seed and its own number, so a resumed search
-asks what the uninterrupted one would have asked; where trials run one at a time it gives the
-same trials and rows.
+The study lives in Optuna's storage (`optuna-dashboard` opens it), from which the same command
+resumes a search: the trials left running train again under the same trial. Each trial's sampler
+is seeded by the search's seed and its number, so a resumed search asks what the uninterrupted
+one would have.
 """
 
 import time
@@ -55,11 +52,9 @@ def _buffered_class():
     from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
 
     class Buffered(BaseJournalBackend):
-        """Optuna's journal file, written by the search's driver alone, whose new logs wait in
-        memory until `flush`: after every trial's end, and when the search ends or is interrupted.
-        Optuna's file backend syncs the file to disk at every log, some ten per trial, which
-        made this process, not the trials, set a search's pace. A search killed hard (not by
-        Ctrl-C) loses at most what happened since a trial last ended: those trials train again."""
+        """Optuna's journal file whose new logs wait in memory until `flush` (after every trial's
+        end): Optuna's own syncs the disk at every log, some ten per trial, which set a search's
+        pace. A search killed hard loses what happened since a trial last ended: those train again."""
 
         def __init__(self, path: str):
             self.file, self.written, self.pending = JournalFileBackend(path), None, []
@@ -126,10 +121,9 @@ def grace_period(settings: Settings, iterations: int, eval_every: int) -> int:
 
 
 def decisions(settings: Settings, iterations: int, eval_every: int) -> tuple:
-    """The evaluation points where the pruner may stop a configuration: successive halving's
-    rungs (every bracket's, for Hyperband) are at grace_period x reduction_factor^k iterations, and
-    it decides at the first point reported at or after a rung. Only these points are sent to it
-    (the final one is the trial's end): it decides there as it would seeing every point."""
+    """The evaluation points where the pruner may stop a configuration: the first at or after each
+    rung of successive halving (every bracket's, for Hyperband), at grace_period x
+    reduction_factor^k iterations, but the last. Sent only these, it decides as seeing every one."""
     if settings.scheduler not in ("asha", "hyperband"):
         return ()
     rungs, step = set(), grace_period(settings, iterations, eval_every)
@@ -188,15 +182,6 @@ def seed_jobs(base: dict, params: dict, seeds: int) -> list:
 
 
 @dataclass
-class Flight:
-    """A trial in training."""
-
-    trial: object
-    """its optuna.trial.Trial"""
-    task: Task | None
-
-
-@dataclass
 class Ended:
     """What the driver keeps of an ended trial."""
 
@@ -222,10 +207,9 @@ class Optimize:
     """The ask/tell loop: trials until the study holds num_samples of them, on `pool`'s workers.
     `save(runs)` stores a trial's runs; `progress(ended, running)` is called as each ends.
 
-    A worker that ends a trial gets the next one before the ended trial's runs are written (the
-    study hears of the end first, so the next configuration is asked knowing it): writing takes
-    longer than most trials of a fast learner. The study's storage is written out only after the
-    runs (`store`), so a trial it holds as ended always has its runs in results_dir."""
+    A worker that ends a trial gets the next one (asked knowing that end) before the ended trial's
+    runs are written, which takes longer than most fast trials; the study's storage is written
+    only after the runs, so a trial it holds as ended has its runs in results_dir."""
 
     def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: Settings,
                  pool, save, progress):
@@ -234,7 +218,8 @@ class Optimize:
         self.distributions = {key: dim.distribution() for key, dim in dims.items()}
         job = config.job(base)
         self.asks_at = decisions(settings, job.run.iterations, job.run.eval_every)
-        self.flights: dict[int, Flight] = {}
+        self.flights: dict[int, tuple] = {}
+        """each busy worker's (optuna.trial.Trial, Task)"""
         self.unsaved: list = []
         """the runs of trials that ended and are not written yet"""
         self.ended: list[Ended] = []
@@ -289,43 +274,43 @@ class Optimize:
         try:
             jobs = seed_jobs(self.base, {key: trial.params[key] for key in self.dims}, self.settings.seeds)
         except config.ConfigError as exc:  # validated at every extreme, but a combination can be refused
-            self._end(Flight(trial, None), None, f"ConfigError: {exc}")
+            self._end(trial, None, None, f"ConfigError: {exc}")
             return
         worker = idle.pop(0)
-        self.flights[worker] = Flight(trial, Task(trial.number, jobs, self.settings.objective, asks_at=self.asks_at))
-        self.pool.send(worker, ("start", self.flights[worker].task))
+        task = Task(trial.number, jobs, self.settings.objective, asks_at=self.asks_at)
+        self.flights[worker] = trial, task
+        self.pool.send(worker, ("start", task))
 
     def _answer(self, worker: int, answer, idle: list) -> None:
-        flight = self.flights[worker]
+        trial, task = self.flights[worker]
         if isinstance(answer, Point):
-            flight.trial.report(self.settings.aggregated(answer.values), answer.iteration)
-            self.pool.send(worker, ("advance", not flight.trial.should_prune()))
+            trial.report(self.settings.aggregated(answer.values), answer.iteration)
+            self.pool.send(worker, ("advance", not trial.should_prune()))
             return
         del self.flights[worker]
         if isinstance(answer, Lost):  # the worker is not used again
-            self._end(flight, None, answer.error)
+            self._end(trial, task, None, answer.error)
         else:
             idle.append(worker)
-            self._end(flight, answer, None)
+            self._end(trial, task, answer, None)
 
-    def _end(self, flight: Flight, done: Done | None, error: str | None) -> None:
+    def _end(self, trial, task: Task | None, done: Done | None, error: str | None) -> None:
         """Tell the study how a trial ended; its runs wait in `unsaved` for `write`."""
         from optuna.trial import TrialState
 
-        trial, curve = flight.trial, done.curve if done else []
+        curve = done.curve if done else []
         if done is not None:
             self.unsaved.append(done.results)
             status = done.status
         else:  # refused, or its worker died: its runs failed (the next search trains them again)
-            if flight.task is not None:  # its worker died, the machine's fault: the search exits 1
-                self.unsaved.append([results.pack(lost(job, RuntimeError(error))) for job in flight.task.jobs])
+            if task is not None:  # its worker died, the machine's fault: the search exits 1
+                self.unsaved.append([results.pack(lost(job, RuntimeError(error))) for job in task.jobs])
                 trial.set_user_attr("lost", True)
             status = "failed"
         if status == "failed":
             error = error or next(r.error for r in done.results if r.failed)
             trial.set_user_attr("error", error.splitlines()[0])
-        runs = flight.task.jobs if flight.task is not None else []
-        trial.set_user_attr("runs", [job.run_id for job in runs])
+        trial.set_user_attr("runs", [job.run_id for job in task.jobs] if task is not None else [])
         trial.set_user_attr("objectives", [[iteration, values] for iteration, values in curve])
         value = self.settings.aggregated(curve[-1][1]) if curve else None
         if status == "finished":

@@ -1,13 +1,7 @@
-"""What a search's worker does: train one trial, a configuration on its seeds, one evaluation
-point at a time.
-
-The seeds of a trial train in one process, in turn between evaluation points (each run on its
-own kernel random stream, so each seed's rows are the ones it has trained alone): at every point
-the trial has one objective per seed, which the driver aggregates, reports to its pruner and
-answers with go on or stop (`Trainer.advance`). It asks only where the pruner may decide; between
-those points, and where nothing can stop a trial (no pruner, or a PBT generation), it trains
-through, and the objectives of every point come back with its runs. A `Trainer` is the same object in a fork of the driver (lab.workers, over a
-pipe), in a Ray actor on a cluster, or in the driver itself.
+"""What a search's worker does (in a fork of the driver, a Ray actor, or the driver itself):
+train one trial, a configuration on its seeds, in turn between evaluation points, each run on its
+own kernel random stream (so its rows are the ones it trains alone). Where the pruner may decide
+it sends the driver a Point (one objective per seed) and waits for go on or stop.
 """
 
 import time
@@ -58,7 +52,6 @@ class Task:
 class Point:
     """A trial at an evaluation point: one objective per seed. The driver answers with go on or stop."""
 
-    number: int
     iteration: int
     values: list[float]
 
@@ -67,7 +60,6 @@ class Point:
 class Done:
     """A trial's end (or a PBT generation's)."""
 
-    number: int
     curve: list[tuple[int, list[float]]]
     """every evaluation point trained by this task: (iteration, the objective of each seed)"""
     results: list[Packed] = field(default_factory=list)
@@ -77,8 +69,6 @@ class Done:
     """PBT: the runs' training states at `until`"""
     busy: float = 0.0
     """seconds this task trained, from its start to this answer (waits for the driver apart)"""
-    started: float = 0.0
-    """when it started (time.time)"""
 
     @property
     def status(self) -> str:
@@ -95,7 +85,7 @@ class Trainer:
 
     def start(self, task: Task) -> Point | Done:
         began = time.perf_counter()
-        self.task, self.busy, self.curve, self.started = task, 0.0, [], time.time()
+        self.task, self.busy, self.curve = task, 0.0, []
         self.trainings, self.streams = [], []
         for i, job in enumerate(task.jobs):
             start = task.starts[i] if task.starts else None
@@ -128,7 +118,7 @@ class Trainer:
             self.curve.append((iteration, values))
             if iteration in task.asks_at and not self._over():
                 self.busy += time.perf_counter() - began
-                return Point(task.number, iteration, values)
+                return Point(iteration, values)
         return self._done(began)
 
     def _over(self) -> bool:
@@ -145,10 +135,8 @@ class Trainer:
         if ended:
             for training in self.trainings:
                 training.stop()  # the seeds of a failed one stop where they are
-        done = Done(task.number, self.curve,
-                    results=[pack(t.result()) for t in self.trainings] if ended else [],
+        done = Done(self.curve, results=[pack(t.result()) for t in self.trainings] if ended else [],
                     snapshots=None if ended else [t.snapshot() for t in self.trainings],
-                    started=self.started)
-        done.busy = self.busy + time.perf_counter() - began
+                    busy=self.busy + time.perf_counter() - began)
         self.task, self.trainings = None, []
         return done
