@@ -116,10 +116,8 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     simulations, eval_games = check_board_knobs(cfg)
     # A self-play agent plays both seats: the seat knob does not change the run.
     player = None if cfg["opponent"] == "self" else cfg["player"]
-    derived = ("player", "eval_every", "mcts_simulations", "eval_games")
-    run = RunConfig(**{key: cfg.get(key) for key in RUN_KEYS if key not in derived},
-                    player=player, eval_every=eval_every, mcts_simulations=simulations,
-                    eval_games=eval_games)
+    run = RunConfig(**{**{key: cfg.get(key) for key in RUN_KEYS}, "player": player, "eval_every": eval_every,
+                       "mcts_simulations": simulations, "eval_games": eval_games})
     names = algo.Config.names()
     missing = [n for n in names if n not in cfg]
     if missing:
@@ -148,11 +146,10 @@ def check_settings(cfg) -> tuple[Path, bool, str]:
     raw = cfg.get("results_dir")
     require(isinstance(raw, str) and raw.strip() != "", "results_dir", raw, "a directory path")
     path = Path(raw).expanduser()
-    if not path.is_absolute():
-        in_ray_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray for a submitted job's driver
-        require(not in_ray_job, "results_dir", raw,
-                "an absolute path under `ray job submit` (the driver runs in a temporary copy of "
-                "--working-dir; use a path on the head node or on shared storage)")
+    in_ray_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray for a submitted job's driver
+    require(path.is_absolute() or not in_ray_job, "results_dir", raw,
+            "an absolute path under `ray job submit` (the driver runs in a temporary copy of "
+            "--working-dir; use a path on the head node or on shared storage)")
     path = Path(os.path.abspath(path))
     existing = next(p for p in (path, *path.parents) if p.exists())
     require(existing.is_dir(), "results_dir", raw, f"a directory ({existing} is a file)")
