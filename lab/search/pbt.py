@@ -122,8 +122,9 @@ class Evolve:
                 for i in range(self.settings.num_samples)]
 
     def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
-        return Task(index, seed_jobs(self.base, member.params, self.settings.seeds), self.settings.objective,
-                    until=until, member=member.name, run_ids=self.runs(member), starts=snapshots.get(member.name))
+        jobs = seed_jobs(self.base, member.params, self.settings.seeds)
+        return Task(index, jobs, self.settings.objective, until=until, member=member.name,
+                    run_ids=self.runs(member), starts=snapshots.get(member.name))
 
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
@@ -156,8 +157,8 @@ class Evolve:
 
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
-        jobs = [replace(job, run_id=run_id)
-                for job, run_id in zip(seed_jobs(self.base, member.params, self.settings.seeds), self.runs(member))]
+        jobs = seed_jobs(self.base, member.params, self.settings.seeds)
+        jobs = [replace(job, run_id=run_id) for job, run_id in zip(jobs, self.runs(member))]
         self.save([results.pack(lost(job, RuntimeError(error))) for job in jobs])
         member.status, member.error, member.lost = "failed", error, True
         self._ended(member, "failed", 0.0, running)
