@@ -1,17 +1,12 @@
 """Small m,n,k boards (4x4 included) solved: every reachable position and its minimax value.
 
-lab.game indexes 3x3 by base-3 codes; 4x4 would need 3**16 (43 million) for its 9.7 million
-reachable positions. Here depth d (stones on the board) holds the sorted uint64 keys
-`x | o << cells` of the positions reached after d moves (X first; play stops at a win or a full
-board), a position is its index in its depth, and `children[d][i, j]` is the index at depth
-d + 1 after the j-th empty cell of position i, so the passes never search.
-
-`solve(m, n, k)` enumerates (compiled moves, numpy's sort for the transpositions) and finds every
-position's minimax value by backward induction over the depths; lab.game.measures measures a
-policy on the result exactly, lab.exact_ceiling the best a perfect player does.
-
-Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
-lab.bench --exact` measures them.
+3x3's base-3 codes would need 3**16 (43 million) on 4x4 for its 9.7 million reachable positions.
+Here depth d (stones on the board) holds the sorted uint64 keys `x | o << cells` of the positions
+reached after d moves, a position is its index in its depth, and `children[d][i, j]` the index at
+depth d + 1 after the j-th empty cell of position i, so the passes never search. `solve` enumerates
+them (compiled moves, numpy's sort for the transpositions) and finds the values by backward
+induction; lab.game.measures measures a policy on the result, lab.exact_ceiling the ceiling.
+Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards).
 """
 
 import functools
