@@ -3,6 +3,7 @@
 import numpy as np
 
 from lab import exact_ceiling, game, opponents
+from lab.game.solver import Solved
 
 
 def _level(codes):
@@ -39,3 +40,20 @@ def best_response(opponent: str, player: int) -> np.ndarray:
         moves[codes[mine]] = here[mine]
         value[codes] = np.einsum("nm,nmk->nk", here, child)
     return moves
+
+
+def optimal_moves(solved: Solved, x: int, o: int) -> list[int]:
+    """The cells that keep the minimax value of the reachable position with X's stones x and O's
+    o of a lab.game.solver.solve (none if the game is over there): perfect play, one position
+    at a time. ValueError if it is not reachable."""
+    depth = bin(x | o).count("1")
+    valid = not x & o and not (x | o) >> solved.cells and depth < len(solved.keys)
+    keys, key = (solved.keys[depth], x | o << solved.cells) if valid else (solved.keys[0][:0], 0)
+    index = int(np.searchsorted(keys, np.uint64(key)))
+    if keys[index:index + 1].tolist() != [key]:
+        raise ValueError(f"no reachable position has X on {x:#x} and O on {o:#x}")
+    if depth == len(solved.children) or solved.winner[depth][index] != 0:
+        return []
+    empty = [c for c in range(solved.cells) if not (x | o) >> c & 1]
+    after = solved.value[depth + 1][solved.children[depth][index]]
+    return [c for c, v in zip(empty, after) if v == solved.value[depth][index]]

@@ -60,20 +60,15 @@ THREE = bitboards.board(3, 3, 3)
 class RuleBots(NamedTuple):
     """A fixed opponent on a bitboard engine that needs no tree: random, onestep or block."""
 
-    kinds: tuple
-    """the lab.game.bots bot kind (lab.game.bots.NAMES' index) of X's seat and of O's (a tuple: a
-    kernel indexes it by the side to move)"""
+    kinds: tuple  # the lab.game.bots kind (NAMES' index) of X's seat and O's, indexed by side
 
 
 class Bots(NamedTuple):
     """A fixed opponent on a bitboard engine that may search: MCTS or perfect."""
 
-    kinds: tuple
-    """as RuleBots'"""
-    simulations: int
-    """MCTS playouts per move"""
-    tree: bots.Tree
-    """the search tree MCTS reuses, or perfect's table"""
+    kinds: tuple  # as RuleBots'
+    simulations: int  # MCTS playouts per move
+    tree: bots.Tree  # the search tree MCTS reuses, or perfect's table
 
 
 def fixed_opponent(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:

@@ -198,9 +198,13 @@ def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
                          f"{len(keys)} positions, expected {(len(keys), solved.cells)}")
     bad = _first_bad(rows, keys, solved.cells)
     if bad >= 0:
-        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
-                         f"cells at {picture(solved, keys[bad])}: {rows[bad].tolist()}")
+        raise _not_moves(solved, keys[bad], rows[bad])
     return rows
+
+
+def _not_moves(solved: Solved, key, row) -> ValueError:
+    return ValueError(f"the policy's moves are not a probability distribution over the empty "
+                      f"cells at {picture(solved, key)}: {row.tolist()}")
 
 
 def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> dict:
@@ -240,9 +244,7 @@ def _walking(solved, agent, table, rows, side, kinds, outcome, optimal) -> None:
     bad = _walk(solved.keys, solved.winner, solved.children, solved.value, solved.cells, side,
                 agent, kinds, table, rows, outcome, optimal)
     if bad[0] >= 0:
-        key, row = solved.keys[bad[0]][bad[1]], table[rows[bad[0]][bad[1]]]
-        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
-                         f"cells at {picture(solved, key)}: {row.tolist()}")
+        raise _not_moves(solved, solved.keys[bad[0]][bad[1]], table[rows[bad[0]][bad[1]]])
 
 
 @functools.lru_cache(maxsize=None)

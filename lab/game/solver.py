@@ -156,22 +156,6 @@ def split(solved: Solved, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys & ((np.uint64(1) << cells) - np.uint64(1)), keys >> cells
 
 
-def optimal_moves(solved: Solved, x: int, o: int) -> list[int]:
-    """The cells that keep the minimax value of the reachable position with X's stones x and O's
-    o (none if the game is over there): perfect play. ValueError if it is not reachable."""
-    depth = bin(x | o).count("1")
-    valid = not x & o and not (x | o) >> solved.cells and depth < len(solved.keys)
-    keys, key = (solved.keys[depth], x | o << solved.cells) if valid else (solved.keys[0][:0], 0)
-    index = int(np.searchsorted(keys, np.uint64(key)))
-    if keys[index:index + 1].tolist() != [key]:
-        raise ValueError(f"no reachable position has X on {x:#x} and O on {o:#x}")
-    if depth == len(solved.children) or solved.winner[depth][index] != 0:
-        return []
-    empty = [c for c in range(solved.cells) if not (x | o) >> c & 1]
-    after = solved.value[depth + 1][solved.children[depth][index]]
-    return [c for c, v in zip(empty, after) if v == solved.value[depth][index]]
-
-
 def picture(solved: Solved, key) -> str:
     """A position in one line, row by row from the top: X, O or . per cell, rows split by /."""
     x, o, m = int(key) & (1 << solved.cells) - 1, int(key) >> solved.cells, solved.board.m
