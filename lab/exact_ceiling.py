@@ -1,13 +1,12 @@
-"""The ceiling on the m,n,k boards the lab solves (lab.game.solver: at most 16 cells, 4x4 included):
-the best win/draw/loss a perfect player reaches against random, onestep and perfect, per seat.
+"""The ceiling on the m,n,k boards lab.game.solver solves (at most 16 cells): the best win/draw/loss
+a perfect player reaches against random, onestep and perfect, per seat.
 
 At its own positions the player keeps the minimax value (a perfect player never gives a result
-away) and among those moves plays the one maximising its expected (win - loss) under the
-opponent's moves, then the higher win (within TIE_TOLERANCE), then the lowest cell; the opponent
-plays as lab.game.solver has it play. One backward pass over the solved depths per opponent and
-seat, keeping the outcomes of one depth at a time. 3x3's lab.evaluate.ceiling is this pass on
-the 3,3,3 board (lab.evaluate.best_response writes its player as a move table). Against onestep the ceiling is random's: a player that keeps the value
-never leaves the opponent an immediate win, so onestep only plays its random moves.
+away) and among those moves maximises its expected (win - loss) under the opponent's moves, then
+the win (within TIE_TOLERANCE), then takes the lowest cell; the opponent plays as lab.game.measures
+has it play. One backward pass over the solved depths per opponent and seat. 3x3's
+lab.evaluate.ceiling is this pass on the 3,3,3 board. Against onestep the ceiling is random's: a
+player that keeps the value never leaves the opponent an immediate win.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
 (tests/test_perfect.py computes them again); `python -m lab.exact_ceiling [m n k]` computes and
@@ -88,14 +87,12 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
 @functools.lru_cache(maxsize=4)
 def ceilings(m: int, n: int, k: int) -> dict:
     """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of measures.OPPONENTS and
-    seat (1 X, 2 O): KNOWN's if stored, else computed from the board's solution."""
-    if (m, n, k) in KNOWN:
-        return KNOWN[(m, n, k)]
-    return computed(m, n, k)
+    seat (1 X, 2 O): KNOWN's if stored, else computed."""
+    return KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k)
 
 
 def computed(m: int, n: int, k: int) -> dict:
-    """ceilings() computed (lab.game.solver.solve, cached there, and a pass per opponent and seat)."""
+    """ceilings() computed: the board solved, a pass per opponent and seat."""
     solved = solver.solve(m, n, k)
     return {(opponent, player): _ceiling(solved, opponent, player)
             for opponent in measures.OPPONENTS for player in (1, 2)}

@@ -57,8 +57,6 @@ def table(name: str) -> np.ndarray:
 
 SELF = "self"
 """The `opponent` knob's value for self-play: the learner plays both seats."""
-
-
 CHECKPOINT_SUFFIX = ".npz"
 
 
@@ -77,21 +75,16 @@ def read_checkpoints_with(read) -> None:
     _read_checkpoint = read
 
 
-def checkpoint_table(path: str) -> np.ndarray:
-    """The move table of the agent in the checkpoint at `path`, read-only."""
-    if _read_checkpoint is None:
-        raise RuntimeError("import lab.agents first: it registers the checkpoint reader")
-    moves = np.ascontiguousarray(_read_checkpoint(path), dtype=np.float64)
-    moves.flags.writeable = False
-    return moves
-
-
 def for_training(name: str) -> np.ndarray:
-    """The move table of the opponent a learner trains against (its `opponent` knob).
+    """The move table, read-only, of the opponent a learner trains against (its `opponent` knob).
 
     In self-play (`self`) the learner plays both seats, so its kernel never consults the table;
     the random opponent's table fills the argument (same type, so no second compilation, and a
     read by mistake would still play legal moves). A checkpoint's agent plays its greedy table."""
-    if is_checkpoint(name):
-        return checkpoint_table(name)
-    return table("random" if name == SELF else name)
+    if not is_checkpoint(name):
+        return table("random" if name == SELF else name)
+    if _read_checkpoint is None:
+        raise RuntimeError("import lab.agents first: it registers the checkpoint reader")
+    moves = np.ascontiguousarray(_read_checkpoint(name), dtype=np.float64)
+    moves.flags.writeable = False
+    return moves

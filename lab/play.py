@@ -70,14 +70,10 @@ def has_line(board: bitboards.Board, stones: int) -> bool:
     return any(stones & int(window) == int(window) for window in board.windows)
 
 
-def _stones(bits: int) -> int:
-    return bin(bits).count("1")
-
-
 def reachable(board: bitboards.Board, x: int, o: int) -> bool:
     """Whether a game reaches X's stones x and O's o: X moved first, the players alternated, and
     nobody played on after a win (so a winner's last stone completed every line it has)."""
-    turns = _stones(x) - _stones(o)
+    turns = x.bit_count() - o.bit_count()
     x_line, o_line = has_line(board, x), has_line(board, o)
     if x & o or turns not in (0, 1) or x_line and o_line:
         return False
@@ -131,7 +127,7 @@ def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool
     (0 X, 1 O) or DRAW."""
     board = bitboards.board(*agents.game_of(agent))
     stones = list(start)
-    side = _stones(stones[0]) - _stones(stones[1])
+    side = stones[0].bit_count() - stones[1].bit_count()
     while not over(board, *stones):
         write("\n" + draw(board, *stones) + "\n")
         if side + 1 == seat:
@@ -150,7 +146,8 @@ def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool
 def play_person(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> dict:
     """Games from `start` until the person stops; the running score, from the person's side."""
     score = {"you": 0, "agent": 0, "draws": 0}
-    first = "you move first" if _stones(start[0]) - _stones(start[1]) + 1 == seat else "the agent moves first"
+    mover = start[0].bit_count() - start[1].bit_count() + 1
+    first = "you move first" if mover == seat else "the agent moves first"
     write(f"You play {MARKS[seat]}; {first}.\n")
     try:
         while True:
@@ -208,7 +205,7 @@ def match(board: bitboards.Board, players, games: int, start, rng) -> np.ndarray
     stones = np.array([[start[0]], [start[1]]], np.uint64).repeat(games, axis=1)
     result = np.full(games, -1)
     windows = np.unique(board.windows)
-    side, open_games = _stones(start[0]) - _stones(start[1]), np.arange(games)
+    side, open_games = start[0].bit_count() - start[1].bit_count(), np.arange(games)
     while len(open_games):
         cells = players[side](stones[0, open_games], stones[1, open_games], rng).astype(np.uint64)
         stones[side, open_games] |= np.uint64(1) << cells

@@ -12,6 +12,7 @@ import pytest
 
 from lab import evaluate, game, opponents
 from lab.agents import base
+from references import best_response
 
 # --- an independent tic-tac-toe in plain Python --------------------------------------------------
 
@@ -192,7 +193,7 @@ def test_perfect_agents_never_lose_and_the_best_reaches_the_ceiling(player):
     # exploits each opponent are both perfect; only the latter reaches the ceiling.
     uniform = evaluate.exact(opponents.table("perfect"), player)
     for name in evaluate.OPPONENTS:
-        best = evaluate.exact(evaluate.best_response(name, player), player)
+        best = evaluate.exact(best_response(name, player), player)
         for measured in (uniform, best):
             assert measured["losing_lines"] == 0 and measured["never_loses"]
             assert measured["total_lines"] > 0
@@ -247,7 +248,7 @@ def test_ceiling_matches_brute_force_expectimax(opponent, player):
 @pytest.mark.parametrize("opponent", evaluate.OPPONENTS)
 def test_best_response_reaches_the_ceiling_and_no_fixed_policy_beats_it(opponent, player):
     best = evaluate.ceiling(opponent, player)
-    measured = evaluate.exact(evaluate.best_response(opponent, player), player)
+    measured = evaluate.exact(best_response(opponent, player), player)
     assert_outcomes(measured, opponent, (best["win"], best["draw"], best["loss"]))
     for name in opponents.NAMES:
         other = evaluate.exact(opponents.table(name), player)

@@ -14,6 +14,7 @@ import pytest
 from lab import agents, config, evaluate, game, opponents
 from lab.agents import mc_vfa, q_net
 from lab.compose import compose
+from references import best_response
 
 # --- the specification: the numpy implementation before issue 16 ---------------------------------
 
@@ -135,7 +136,7 @@ def test_opponent_tables_as_agents(name, player):
 @pytest.mark.parametrize("player", [1, 2])
 @pytest.mark.parametrize("opponent", evaluate.OPPONENTS)
 def test_best_responses_and_ceilings(opponent, player):
-    table = evaluate.best_response(opponent, player)
+    table = best_response(opponent, player)
     assert_same(evaluate.exact(table, player), reference_exact(table, player))
     side = 1 if player == 1 else -1
     win, draw, loss = reference_outcomes(table, opponents.table(opponent), side)

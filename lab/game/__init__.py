@@ -1,32 +1,16 @@
 """The m,n,k game (m columns, n rows, k in a row wins; X moves first): tic-tac-toe is (3, 3, 3).
 
-The package holds the game and what plays it without learning:
-- here: tic-tac-toe's rules as lookup tables over base-3 board codes (below);
-- lab.game.bitboards: every board's rules on two uint64 bitboards (up to 64 cells);
-- lab.game.engine: the one interface the compiled learners play through (tabulated on 3x3,
-  bitboards elsewhere), and lab.game.moves, the same a move at a time from plain Python;
-- lab.game.bots: fixed players on bitboards (random, onestep, block, mcts, perfect);
-- lab.game.solver: every position of a board of at most 16 cells, solved, and exact evaluation
-  of a policy over them;
-- lab.game.sparse: tables of the positions a learner visited, for boards too big to tabulate.
+Here, tic-tac-toe's rules as lookup tables over base-3 board codes; lab.game.bitboards holds every
+board's rules on two uint64 bitboards, lab.game.engine the interface the compiled learners play
+through, lab.game.bots the fixed players, lab.game.solver and lab.game.measures the exact solve
+and measures, lab.game.sparse the tables of visited positions on bigger boards.
 
-Tic-tac-toe's tables:
-
-A board is 9 cells, row-major (0 top-left .. 8 bottom-right): 1 = X, -1 = O, 0 = empty. X moves
-first. Its code is sum(digit[i] * 3**i) with digit 0 = empty, 1 = X, 2 = O, so every board is an
-integer in [0, 3**9) and rules, values and policies become arrays indexed by code. The tables are
-built once at import, in a few milliseconds, by vectorised numpy.
-
-A *move table* is a (3**9, 9) float array: for each position, the probability of each move for
-the side to move. Opponents, greedy agents and epsilon-greedy mixtures are all move tables, so
-one compiled kernel plays any of them against any other, and the exact evaluator reads the same
-tables.
-
-Compiled kernels take the rule tables as one bundle, `RULES`, and share the helpers below for what
-every learner's loop does: a move drawn from a move table (`sample_move`), a best
-move with ties at random (`best_move`), a uniformly random one (`random_move`) and the result
-tally (`count_result`). `Stream` makes the same random draws in plain Python for the learners'
-reference implementations.
+A board is 9 cells, row-major (0 top-left .. 8 bottom-right): 1 = X, -1 = O, 0 = empty. Its code
+is sum(digit[i] * 3**i) with digit 0 = empty, 1 = X, 2 = O, so rules, values and policies are
+arrays indexed by code, built once at import by vectorised numpy. A *move table* is a (3**9, 9)
+float array, for each position the probability of each move for the side to move: opponents,
+greedy agents and epsilon-greedy mixtures alike, so one kernel plays any of them against any
+other, and the exact evaluator reads the same tables.
 """
 
 from typing import NamedTuple
@@ -109,22 +93,15 @@ OPTIMAL = LEGAL & (VALUE[np.maximum(AFTER, 0)] == VALUE[:, None])
 
 
 class Rules(NamedTuple):
-    """The rule tables as one argument for compiled kernels: numba takes a NamedTuple of arrays
-    (and caches the functions that take it), but cannot cache functions that read large global
-    arrays. Kernels read rules.after[code, move], rules.terminal[code] and so on."""
+    """The rule tables of the same names (above) as one argument for compiled kernels: numba
+    caches functions that take a NamedTuple of arrays, not those that read large global arrays."""
 
     after: np.ndarray
-    """AFTER: (N_CODES, 9) the code after a move, -1 where illegal"""
     terminal: np.ndarray
-    """TERMINAL: (N_CODES,) the game is over"""
     winner: np.ndarray
-    """WINNER: (N_CODES,) 1 X won, -1 O won, 0 nobody (yet)"""
     to_move: np.ndarray
-    """TO_MOVE: (N_CODES,) 1 X to move, -1 O to move"""
     legal: np.ndarray
-    """LEGAL: (N_CODES, 9) the moves of the side to move"""
     boards: np.ndarray
-    """BOARDS: (N_CODES, 9) the cells"""
 
 
 RULES = Rules(after=AFTER, terminal=TERMINAL, winner=WINNER, to_move=TO_MOVE, legal=LEGAL,
@@ -179,8 +156,7 @@ def uniform_over(mask: np.ndarray) -> np.ndarray:
 
 def greedy(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """Move probabilities of playing the best-scoring legal move, ties shared equally (scores
-    compare in their own dtype: equal float32 scores tie). Compiled: 0.38 -> 0.08 ms for the 4,520
-    decision positions."""
+    compare in their own dtype: equal float32 scores tie)."""
     scores, legal = np.asarray(scores), np.asarray(legal, dtype=bool)
     probs = np.empty(scores.shape)
     rows = np.arange(scores.size // 9)
@@ -199,10 +175,8 @@ def greedy_table(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
 @njit(cache=True)
 def _greedy_rows(scores, legal, probs, rows):
     """Write the greedy policy of each row r of scores into probs[rows[r]], the legal moves being
-    legal[rows[r]]: the best-scoring legal moves share the probability equally. A NaN among a
-    row's legal scores leaves it 0, as the numpy max this replaces did (the exact evaluation then
-    refuses the table). Written without branches on the scores, which are unpredictable: 2x
-    faster."""
+    legal[rows[r]]. A NaN among a row's legal scores leaves it 0 (the exact evaluation then
+    refuses the table). No branches on the scores, which are unpredictable: 2x faster."""
     for r in range(len(rows)):
         row, best, nan = rows[r], -np.inf, False
         for m in range(9):
@@ -217,23 +191,15 @@ def _greedy_rows(scores, legal, probs, rows):
             probs[row, m] = share if legal[row, m] & (scores[r, m] == best) else 0.0
 
 
-# ---- compiled helpers: the moves and counts every kernel shares -------------------------------
+# ---- compiled helpers: the moves every kernel shares -------------------------------------------
 
-# How the compiled kernels are written:
-# - The learners' kernels take the game as lab.game.engine's one table (3x3's rows of rules, one
-#   argument read in place); the others take the rules as one argument, `rules` (RULES), and name
-#   the tables they use once, at the top (`after, legal = rules.after, rules.legal`): numba counts
-#   a reference each time a loop reads an array out of a bundle, which costs a tabular learner
-#   some 10% of its speed. The algorithm's numbers come as one NamedTuple, `params`, read by name.
-# - All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`), and
-#   make their moves through the helpers below, so each kind of move draws the same way
-#   everywhere: a move from a move table (an opponent's: `after[code, sample_move(moves, code)]`)
-#   one draw, a uniformly random move one draw, a best move one draw per extra tied move, an
-#   epsilon-greedy choice one draw to decide first. `Stream` makes the same draws in plain Python
-#   for the learners' reference implementations.
-# - Small helpers called at every move are inlined (`inline="always"`): a call costs about as
-#   much as their work. They read flags in place (`legal[row, first + m]`), not a row view, which
-#   costs a reference count per call.
+# All kernels of a process draw from one random stream, numba's np.random (`seed_kernels`), and
+# make their moves through these helpers, so each kind of move draws the same way everywhere: a
+# move from a move table one draw, a uniformly random move one draw, a best move one draw per
+# extra tied move, an epsilon-greedy choice one draw to decide first. Helpers called at every
+# move are inlined (a call costs about their work) and read flags in place (`legal[row, first +
+# m]`): a row view costs a reference count per call. Kernels that take `rules` name the tables
+# they use once, at the top: numba counts a reference at each read of an array out of a bundle.
 
 
 @njit(cache=True)
@@ -298,12 +264,6 @@ def best_move(scores, legal, row, first):
     return move
 
 
-@njit(cache=True, inline="always")
-def count_result(tally, winner):
-    """Add one game's result (winner 1 X, -1 O, 0 draw) to tally [X wins, O wins, draws]."""
-    tally[0 if winner == 1 else 1 if winner == -1 else 2] += 1
-
-
 @njit(cache=True)
 def play_games(x_moves, o_moves, trajectories, winners, rules):
     """Play len(winners) games of move table x_moves (X) against o_moves (O).
@@ -311,7 +271,7 @@ def play_games(x_moves, o_moves, trajectories, winners, rules):
     Fills trajectories[g, t] with the code after move t (the rest -1) and winners[g] with
     1 (X won), -1 (O won) or 0 (draw).
     """
-    after, terminal, winner = rules.after, rules.terminal, rules.winner  # named once (see above)
+    after, terminal, winner = rules.after, rules.terminal, rules.winner
     for g in range(winners.shape[0]):
         code = 0
         t = 0
@@ -343,14 +303,9 @@ def tally(winners: np.ndarray) -> np.ndarray:
 
 
 class Stream:
-    """The compiled helpers' random draws in plain Python.
-
-    numba's np.random is the Mersenne Twister of numpy's legacy RandomState, seeded the same way,
-    so a plain loop that makes the same draws in the same order through these methods plays
-    exactly the games a kernel plays after seed_kernels(seed). The learners' `reference_*`
-    functions use it to state their kernels' algorithms readably, and the tests check that both
-    agree step by step.
-    """
+    """The compiled helpers' random draws in plain Python, for the learners' `reference_*`
+    functions: numba's np.random is numpy's legacy RandomState, seeded the same way, so the same
+    draws in the same order play exactly the games a kernel plays after seed_kernels(seed)."""
 
     def __init__(self, seed: int):
         self._state = np.random.RandomState(seed)
@@ -360,8 +315,7 @@ class Stream:
         return self._state.random_sample()
 
     def sample_move(self, probs: np.ndarray) -> int:
-        """A move drawn from one row of a move table: walk the probabilities until the draw is
-        spent (as lab.game.sample_move)."""
+        """A move drawn from one row of a move table (as lab.game.sample_move)."""
         u = self.random()
         moves = np.flatnonzero(probs > 0)
         for m in moves:

@@ -1,19 +1,11 @@
 """m,n,k games (m columns, n rows, k in a row wins; X moves first) on bitboards, compiled.
 
-The 3x3 game keeps lab.game's tables over all 3**9 board codes; bigger boards cannot have them
-(4x4 already has 3**16, 43 million codes). Here a position is two uint64 bitboards, X's stones
-and O's, with cell = row * m + column (row-major from the top left, as lab.game numbers 3x3),
-so m * n <= 64. Legal moves are the bits of the empty mask, `full & ~(x | o)`, and placing a
-stone is one OR.
-
-Only a move can make a line, so the win check after a move reads only the lines through that
-cell: `Board.windows` holds, for each cell, the masks of every k-cell window (row, column,
-diagonal, anti-diagonal) containing it, and the mover wins if their stones cover one. On 5x5
-with k = 4 that is at most 8 AND-compares. Measured against walking the four directions from
-the cell bit by bit, the windows play random games 1.5-1.8x faster.
-
-`random_games` plays uniformly random games in one compiled loop: the lab's engine throughput,
-measured against OpenSpiel's m,n,k game by `python -m lab.bench --boards`.
+Bigger boards cannot have 3x3's tables over every code (4x4 has 3**16), so a position is two
+uint64 bitboards, X's stones and O's, cell = row * m + column from the top left (m * n <= 64).
+Legal moves are the bits of `full & ~(x | o)`; a stone is one OR. Only a move can make a line, so
+the win check reads only `Board.windows` through that cell (on 5x5 k4 at most 8 AND-compares):
+1.5-1.8x faster random games than walking the four directions bit by bit. `random_games` is the
+engine's throughput, timed against OpenSpiel's by `python -m lab.bench --boards`.
 """
 
 import functools
@@ -165,10 +157,8 @@ def _play_random(board, games, seed, tally):
 
 
 def random_games(m: int, n: int, k: int, games: int, seed: int) -> np.ndarray:
-    """Tally [X wins, O wins, draws] of `games` uniformly random games on the m,n,k board.
-
-    Seeds the compiled kernels' random stream (the one lab.game.seed_kernels seeds) with seed,
-    so the same arguments give the same tally."""
+    """Tally [X wins, O wins, draws] of `games` uniformly random games on the m,n,k board, the
+    kernels' random stream seeded with seed."""
     shape = board(m, n, k)
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 0:
         raise ValueError(f"games must be a non-negative integer, got {games!r}")

@@ -16,17 +16,10 @@ The bots, each chosen by a spec (`bot(name, simulations)`):
   board's solution (lab.game.solver): only on boards of at most 16 cells (4x4), as lab.opponents'
   3x3 perfect and lab.game.solver's.
 
-The first three mean what lab.opponents' 3x3 move tables mean (there they are exact over every
-position; here a move is drawn as the game reaches the position). All bots draw from the compiled
-kernels' random stream, seeded per call: the same seed gives the same moves and tallies.
-
-What the bots need besides the board is one `Tree`, passed to `bot_move` with the bot's kind: the
-search tree, preallocated arrays with one node per position reached, a node's children
-contiguous (a simulation expands at most one node, with a child per legal move, so a search of S
-simulations needs at most 1 + S * cells nodes); and perfect's table, where the board is solved.
-
-`play_match` plays games between two bots and tallies them (lab.evaluate.outcome_rates
-makes a tally shares with intervals).
+The first three mean what lab.opponents' 3x3 move tables mean. All bots draw from the compiled
+kernels' random stream, seeded per call: the same seed gives the same moves and tallies. Besides
+the board they need one `Tree` (MCTS's nodes, perfect's table), passed to `bot_move` with the
+bot's kind. `play_match` plays games between two bots and tallies them.
 """
 
 import functools
@@ -81,42 +74,31 @@ def bot(name: str, simulations: int | None = None) -> Bot:
 
 
 class Tree(NamedTuple):
-    """What the bots need: the MCTS tree as arrays, a node per index (0 the root), and perfect's
-    table (empty where the board is not solved)."""
+    """What the bots need. The MCTS tree, preallocated, a node per index (0 the root), a node's
+    children contiguous (a simulation expands at most one node, with a child per legal move, so S
+    simulations need at most 1 + S * cells nodes); and perfect's table, empty where the board is
+    not solved: the keys x | o << cells of the open positions, sorted within each depth, depth d's
+    at solved_keys[solved_starts[d]:solved_starts[d + 1]], and the cells that keep each one's
+    minimax value as a uint16 bit mask."""
 
-    x: np.ndarray
-    """X's stones (uint64)"""
-    o: np.ndarray
-    """O's stones (uint64)"""
-    mover: np.ndarray
-    """the side that moved into the node: 0 X, 1 O"""
-    cell: np.ndarray
-    """the cell of that move"""
-    first: np.ndarray
-    """the node's first child"""
-    count: np.ndarray
-    """its number of children; -1 until expanded"""
-    visits: np.ndarray
-    """simulations through the node"""
-    reward: np.ndarray
-    """their reward summed for the mover: 1 a win, 1/2 a draw"""
-    status: np.ndarray
-    """UNKNOWN, WON, LOST (proven for the mover) or DRAWN (a full board)"""
+    x: np.ndarray  # X's stones (uint64)
+    o: np.ndarray  # O's stones (uint64)
+    mover: np.ndarray  # the side that moved into the node: 0 X, 1 O
+    cell: np.ndarray  # the cell of that move
+    first: np.ndarray  # the node's first child
+    count: np.ndarray  # its number of children; -1 until expanded
+    visits: np.ndarray  # simulations through the node
+    reward: np.ndarray  # their reward summed for the mover: 1 a win, 1/2 a draw
+    status: np.ndarray  # UNKNOWN, WON, LOST (proven for the mover) or DRAWN (a full board)
     solved_keys: np.ndarray
-    """perfect's table: the keys x | o << cells of the solved board's open positions, sorted within
-    each depth (stones on the board), depth after depth"""
     solved_moves: np.ndarray
-    """the cells that keep each one's minimax value, as a bit mask (uint16: at most 16 cells)"""
     solved_starts: np.ndarray
-    """depth d's positions are solved_keys[solved_starts[d]:solved_starts[d + 1]]"""
 
 
 def tree(shape, simulations: int, perfect: bool = True) -> Tree:
     """What the bots need on board `shape`: a tree big enough for a search of `simulations` and,
-    where lab.game.solver solves the board (at most 16 cells) and `perfect` is true, perfect's
-    table. The table comes from the solve that the exact evaluation shares (one board per
-    process; 4x4: about 3 s and 0.3 GB, the table 86 MB more); perfect=False leaves it out, for
-    games without the perfect bot."""
+    if `perfect` and the board is solved (at most 16 cells), perfect's table (from the solve the
+    exact evaluation shares; 4x4: about 3 s and 0.3 GB, the table 86 MB more)."""
     size = 1 + max(simulations, 1) * shape.m * shape.n
     solvable = perfect and shape.m * shape.n <= solver.MAX_CELLS
     table = perfect_table(shape.m, shape.n, shape.k) if solvable else \
@@ -149,8 +131,8 @@ def _optimal_masks(keys, winner, children, value, value_next, cells):
 
 @functools.lru_cache(maxsize=1)
 def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """perfect's table of the m,n,k board (Tree.solved_keys, solved_moves, solved_starts), from
-    lab.game.solver.solve (cached there), built once per process (the last board asked)."""
+    """perfect's table of the m,n,k board (Tree.solved_keys, solved_moves, solved_starts), built
+    once per process (the last board asked)."""
     solved = solver.solve(m, n, k)
     parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
                             solved.value[d + 1], solved.cells) for d in range(len(solved.children))]

@@ -1,28 +1,25 @@
-"""One interface to the m,n,k game for the compiled learners, whatever the board (issue 35).
+"""One interface to the m,n,k game for the compiled learners, whatever the board.
 
-A learner's kernel is written once against the functions below and takes the game as its first
-argument, `g`. numba picks each function's implementation by the type of `g` when it compiles
-the kernel (numba.extending.overload), so nothing is decided while games are played:
+A learner's kernel is written once against the functions below, the game its first argument `g`;
+numba compiles each function's body for the type of `g` (numba.extending.overload), so nothing is
+decided while games are played:
 
-- `TTT` (3x3, tabulated): a position is its base-3 code and the rules are lab.game's tables, a row
-  per code; a move is one table read. Opponents are move tables (lab.opponents), or `Bots`
-  searching at each code's bitboards (MCTS); a learner's table a dense array with a row per code.
-- `lab.game.bitboards.Board` (every board up to 64 cells): a position is (x, o), X's and O's
-  stones as two uint64 bitboards; a move is an OR and a check of the windows through its cell.
-  Opponents are lab.game.bots bots (`RuleBots`, or `Bots` with the tree of those that search),
-  a learner's table a lab.game.sparse table of the positions visited.
+- `TTT` (3x3, tabulated): a position is its base-3 code, the rules lab.game's tables, a row per
+  code. Opponents are move tables (lab.opponents) or `Bots` searching at each code's bitboards;
+  a learner's table is dense, a row per code.
+- `lab.game.bitboards.Board` (up to 64 cells): a position is (x, o), X's and O's uint64
+  bitboards. Opponents are lab.game.bots' (`RuleBots`, or `Bots` with a tree); a learner's table
+  is a lab.game.sparse table of the positions visited.
 
-The functions draw from the kernels' random stream as lab.game's, lab.game.bitboards' and
-lab.game.bots' helpers do (the rows of the learners' former per-board twins are kept). Sides are 0
+Random draws are those of lab.game's, lab.game.bitboards' and lab.game.bots' helpers. Sides are 0
 (X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
 
-The bodies are inlined into the kernels. numba counts a reference for every array of a bundle (a
-bitboard engine, a table of visited positions, an opponent's tree) that a body hands on to another
-compiled function, at every call, so the bodies read a bundle's arrays in place where the work is
-short (a table's probe, its row) and hand it on only where it is long (a line check, a search):
-handed on, they cost the bigger boards' learners 10-30% of their speed. A table is read and
-written in place alike: a trial kernel that read a table in place around a compiled insert into
-it played other games than it should have.
+numba counts a reference for every array of a bundle (an engine, a table, a tree) that a body
+hands on to another compiled function, at every call: so the bodies read a bundle's arrays in
+place where the work is short (a probe, a row) and hand it on only where it is long (a line
+check, a search); handed on, they cost the bigger boards' learners 10-30% of their speed. A
+table is read and written in place alike: a kernel that read a table in place around a compiled
+insert into it played other games than it should have.
 """
 
 from typing import NamedTuple
@@ -44,8 +41,8 @@ after the side to move plays cell (-1 where illegal), TERMINAL whether the game 
 
 
 def _tabulate() -> np.ndarray:
-    # One int16 array, not a bundle of lab.game's tables: a kernel counts a reference at each read
-    # of an array out of a bundle (3x3's learners ran 30% slower so); a position's rules share a line.
+    # One int16 array, not a bundle of tables: a kernel counts a reference at each read of an
+    # array out of a bundle (3x3's learners ran 30% slower so); a position's rules share a line.
     rows = np.zeros((game.N_CODES, LEGAL + 9), np.int16)
     rows[:, AFTER:AFTER + 9] = game.AFTER
     rows[:, TERMINAL] = game.TERMINAL
@@ -63,20 +60,15 @@ THREE = bitboards.board(3, 3, 3)
 class RuleBots(NamedTuple):
     """A fixed opponent on a bitboard engine that needs no tree: random, onestep or block."""
 
-    kinds: tuple
-    """the lab.game.bots bot kind (lab.game.bots.NAMES' index) of X's seat and of O's (a tuple: a
-    kernel indexes it by the side to move)"""
+    kinds: tuple  # the lab.game.bots kind (NAMES' index) of X's seat and O's, indexed by side
 
 
 class Bots(NamedTuple):
     """A fixed opponent on a bitboard engine that may search: MCTS or perfect."""
 
-    kinds: tuple
-    """as RuleBots'"""
-    simulations: int
-    """MCTS playouts per move"""
-    tree: bots.Tree
-    """the search tree MCTS reuses, or perfect's table"""
+    kinds: tuple  # as RuleBots'
+    simulations: int  # MCTS playouts per move
+    tree: bots.Tree  # the search tree MCTS reuses, or perfect's table
 
 
 def fixed_opponent(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
@@ -98,87 +90,21 @@ def tabulated(g) -> bool:
     return isinstance(g, (types.Array, np.ndarray))
 
 
-# The functions kernels call; each body below is what numba compiles for one engine.
+def compiled(typing):
+    """The function kernels call by `typing`'s name: a stub whose body numba compiles, inlined,
+    as the function `typing` returns for the types of the arguments (numba.extending.overload),
+    so each engine's implementation is chosen once, when a kernel compiles."""
+    def stub(*args):
+        pass
+    stub.__name__ = stub.__qualname__ = typing.__name__
+    stub.__doc__ = typing.__doc__
+    overload(stub, inline="always")(typing)
+    return stub
+
 
 def cells(g):
     """The board's number of cells (the one function here that Python calls too)."""
     return 9 if tabulated(g) else g.m * g.n
-
-
-def start(g):
-    """The empty board."""
-
-
-def play(g, pos, cell, side):
-    """(the position after `side` plays `cell` at `pos`, whether it made a line, whether the game is over)."""
-
-
-def random_cell(g, pos):
-    """A uniformly random legal cell at `pos`."""
-
-
-def best_cell(g, scores, pos):
-    """A legal cell of the highest score at `pos` (ties at random); `scores` has an entry per cell."""
-
-
-def afterstate_scores(g, table, pos, side, draw_value, out):
-    """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
-    completes a line, draw_value if it fills the board, else the table's (one value a row)."""
-
-
-def q_scores(table, g, pos, member, out):
-    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q rows:
-    its own row (dense, K x codes x cells), or `out` filled (visited positions' table, members side
-    by side; a position not in it reads as the default)."""
-
-
-def best_q(table, g, pos, member):
-    """The highest Q of member `member` over the legal cells at `pos` (a table's default if absent)."""
-
-
-def q_step(table, g, slot, member, cell, target, alpha):
-    """Move member `member`'s Q of `cell` in row `slot` a step alpha towards `target`."""
-
-
-def history(g, size):
-    """Room for `size` positions of a game (`keep`, `kept`)."""
-
-
-def keep(positions, i, pos):
-    """Store `pos` as position i."""
-
-
-def kept(positions, i):
-    """Position i."""
-
-
-def read(table, slot):
-    """The value of row `slot` of a table of one value a row."""
-
-
-def add(table, slot, change):
-    """Add `change` to the value of row `slot` of a table of one value a row."""
-
-
-def epsilon_greedy(g, scores, pos, epsilon):
-    """(a learner's move at `pos`: with probability epsilon a random legal cell, else a best-scoring
-    one, ties at random; whether it was the random one)."""
-
-
-def opponent_move(g, opponent, pos, side):
-    """The cell a fixed opponent (a move table, or `Bots`) plays with `side` to move at `pos`."""
-
-
-def row(table, pos):
-    """The row of a learner's table that holds `pos` (added if new, on a table of visited positions)."""
-
-
-def values(table):
-    """The (rows, width) array of a learner's table."""
-
-
-def room(table, positions):
-    """Whether a game adding up to `positions` rows keeps the table at most half full (dense: always)."""
 
 
 @overload(cells, inline="always")
@@ -188,15 +114,17 @@ def _cells(g):
     return lambda g: g.m * g.n
 
 
-@overload(start, inline="always")
-def _start(g):
+@compiled
+def start(g):
+    """The empty board."""
     if tabulated(g):
         return lambda g: 0
     return lambda g: (np.uint64(0), np.uint64(0))
 
 
-@overload(play, inline="always")
-def _play(g, pos, cell, side):
+@compiled
+def play(g, pos, cell, side):
+    """(the position after `side` plays `cell` at `pos`, whether it made a line, whether the game is over)."""
     if tabulated(g):
         def on_codes(g, pos, cell, side):
             after = np.int64(g[pos, AFTER + cell])
@@ -209,8 +137,9 @@ def _play(g, pos, cell, side):
     return on_bitboards
 
 
-@overload(random_cell, inline="always")
-def _random_cell(g, pos):
+@compiled
+def random_cell(g, pos):
+    """A uniformly random legal cell at `pos`."""
     if tabulated(g):
         return lambda g, pos: game.random_move(g, pos, LEGAL)
 
@@ -220,15 +149,18 @@ def _random_cell(g, pos):
     return on_bitboards
 
 
-@overload(best_cell, inline="always")
-def _best_cell(g, scores, pos):
+@compiled
+def best_cell(g, scores, pos):
+    """A legal cell of the highest score at `pos` (ties at random); `scores` has an entry per cell."""
     if tabulated(g):
         return lambda g, scores, pos: game.best_move(scores, g, pos, LEGAL)
     return lambda g, scores, pos: bitboards.best_cell(scores, g.full & ~(pos[0] | pos[1]), g.m * g.n)
 
 
-@overload(afterstate_scores, inline="always")
-def _afterstate_scores(g, table, pos, side, draw_value, out):
+@compiled
+def afterstate_scores(g, table, pos, side, draw_value, out):
+    """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
+    completes a line, draw_value if it fills the board, else the table's (one value a row)."""
     if tabulated(g):  # finished positions hold their fixed values in the table
         def on_codes(g, table, pos, side, draw_value, out):
             for cell in range(9):
@@ -252,8 +184,11 @@ def _afterstate_scores(g, table, pos, side, draw_value, out):
     return visited
 
 
-@overload(q_scores, inline="always")
-def _q_scores(table, g, pos, member, out):
+@compiled
+def q_scores(table, g, pos, member, out):
+    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q rows:
+    its own row (dense, K x codes x cells), or `out` filled (visited positions' table, members side
+    by side; a position not in it reads as the default)."""
     if isinstance(table, types.Array):
         return lambda table, g, pos, member, out: table[member, pos]
     def visited(table, g, pos, member, out):
@@ -267,8 +202,9 @@ def _q_scores(table, g, pos, member, out):
     return visited
 
 
-@overload(best_q, inline="always")
-def _best_q(table, g, pos, member):
+@compiled
+def best_q(table, g, pos, member):
+    """The highest Q of member `member` over the legal cells at `pos` (a table's default if absent)."""
     if isinstance(table, types.Array):
         def dense(table, g, pos, member):
             best = -np.inf
@@ -292,8 +228,9 @@ def _best_q(table, g, pos, member):
     return visited
 
 
-@overload(q_step, inline="always")
-def _q_step(table, g, slot, member, cell, target, alpha):
+@compiled
+def q_step(table, g, slot, member, cell, target, alpha):
+    """Move member `member`'s Q of `cell` in row `slot` a step alpha towards `target`."""
     if isinstance(table, types.Array):
         def dense(table, g, slot, member, cell, target, alpha):
             table[member, slot, cell] += alpha * (target - table[member, slot, cell])
@@ -305,15 +242,17 @@ def _q_step(table, g, slot, member, cell, target, alpha):
     return visited
 
 
-@overload(history, inline="always")
-def _history(g, size):
+@compiled
+def history(g, size):
+    """Room for `size` positions of a game (`keep`, `kept`)."""
     if tabulated(g):
         return lambda g, size: np.empty(size, np.int64)
     return lambda g, size: np.empty((size, 2), np.uint64)
 
 
-@overload(keep, inline="always")
-def _keep(positions, i, pos):
+@compiled
+def keep(positions, i, pos):
+    """Store `pos` as position i."""
     if positions.ndim == 1:
         def code(positions, i, pos):
             positions[i] = pos
@@ -324,22 +263,25 @@ def _keep(positions, i, pos):
     return bitboards
 
 
-@overload(kept, inline="always")
-def _kept(positions, i):
+@compiled
+def kept(positions, i):
+    """Position i."""
     if positions.ndim == 1:
         return lambda positions, i: positions[i]
     return lambda positions, i: (positions[i, 0], positions[i, 1])
 
 
-@overload(read, inline="always")
-def _read(table, slot):
+@compiled
+def read(table, slot):
+    """The value of row `slot` of a table of one value a row."""
     if isinstance(table, types.Array):
         return lambda table, slot: table[slot]
     return lambda table, slot: table.values[slot, 0]
 
 
-@overload(add, inline="always")
-def _add(table, slot, change):
+@compiled
+def add(table, slot, change):
+    """Add `change` to the value of row `slot` of a table of one value a row."""
     if isinstance(table, types.Array):
         def dense(table, slot, change):
             table[slot] += change
@@ -350,8 +292,11 @@ def _add(table, slot, change):
     return visited
 
 
-@overload(epsilon_greedy, inline="always")  # an overload, as what it calls: an njit function
-def _epsilon_greedy(g, scores, pos, epsilon):  # between them cost 3x3's learners 30% of their speed
+@compiled
+def epsilon_greedy(g, scores, pos, epsilon):
+    """(a learner's move at `pos`: with probability epsilon a random legal cell, else a best-scoring
+    one, ties at random; whether it was the random one). An overload, as what it calls: an njit
+    function between them cost 3x3's learners 30% of their speed."""
     if tabulated(g):
         def on_codes(g, scores, pos, epsilon):
             if np.random.random() < epsilon:
@@ -366,8 +311,9 @@ def _epsilon_greedy(g, scores, pos, epsilon):  # between them cost 3x3's learner
     return choose
 
 
-@overload(opponent_move, inline="always")
-def _opponent_move(g, opponent, pos, side):
+@compiled
+def opponent_move(g, opponent, pos, side):
+    """The cell a fixed opponent (a move table, or `Bots`) plays with `side` to move at `pos`."""
     if tabulated(g) and isinstance(opponent, types.Array):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
     if tabulated(g):
@@ -380,8 +326,9 @@ def _opponent_move(g, opponent, pos, side):
         g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
 
 
-@overload(row, inline="always")
-def _row(table, pos):
+@compiled
+def row(table, pos):
+    """The row of a learner's table that holds `pos` (added if new, on a table of visited positions)."""
     if isinstance(table, types.Array):
         return lambda table, pos: pos
     def visited(table, pos):  # lab.game.sparse.insert, read in place (see the module doc)
@@ -396,15 +343,17 @@ def _row(table, pos):
     return visited
 
 
-@overload(values, inline="always")
-def _values(table):
+@compiled
+def values(table):
+    """The (rows, width) array of a learner's table."""
     if isinstance(table, types.Array):
         return lambda table: table
     return lambda table: table.values
 
 
-@overload(room, inline="always")
-def _room(table, positions):
+@compiled
+def room(table, positions):
+    """Whether a game adding up to `positions` rows keeps the table at most half full (dense: always)."""
     if isinstance(table, types.Array):
         return lambda table, positions: True
     return lambda table, positions: not sparse.full(table, positions)

@@ -1,15 +1,10 @@
 """A policy's exact measures on a board lab.game.solver solved: reach probabilities carried
 forwards, depth by depth, over the positions the games reach only.
 
-`exact(solved, policy, player)` plays the policy in one seat and each of random, onestep (an
-immediate win if any, uniform among them, else random; it never blocks) and perfect (uniform
-among the value-keeping moves) in the other, and sums the games where they end; alongside, it
-counts the lines of play (any opponent move, the policy's every supported move) and how often
-the policy keeps the value: 3x3's exact measures (lab.evaluate), on every board the lab solves.
-A policy is a fixed player's name, a move table (`measure` reads any numbering of its rows: 3x3's
-board codes, say) or a function of the positions, asked only where the games go.
-
-Costs on 4x4: docs/speed.md (Bigger boards); `python -m lab.bench --exact` measures them.
+`exact(solved, policy, player)` plays the policy in one seat and random, onestep and perfect in
+the other, and sums the games where they end; alongside, it counts the lines of play and how often
+the policy keeps the value. Costs on 4x4: docs/speed.md (Bigger boards), `python -m lab.bench
+--exact`.
 """
 
 import functools
@@ -31,8 +26,8 @@ RESULTS = ("win", "draw", "loss")
 @njit(cache=True)
 def _fixed_weights(kind, row, mover, value_here, value_next, winner_next, weights):
     """Fill weights[j], the probability of the move to child row[j], for fixed player
-    OPPONENTS[kind]: uniform over all moves (random), the winning ones if any (onestep), the
-    value-keeping ones (perfect)."""
+    OPPONENTS[kind]: uniform over all moves (random), over the winning ones if any, else all
+    (onestep: it never blocks), over the value-keeping ones (perfect)."""
     if kind == 0:
         weights[:] = 1.0 / len(row)
         return
@@ -91,12 +86,11 @@ def _spread(frontier, reach, keys, winner, children, value, value_next, winner_n
             depth, agent, mine, kinds, rows, reach_next, reached, optimal):
     """Carry the reach of the positions `frontier` (indices at `depth`, increasing) to their
     children, marking in `reached` those that get some. Column o of reach is the game against
-    fixed player OPPONENTS[kinds[o]]; the last column counts lines of play: every move of the
-    opponent, every move of the policy's support. Where the policy moves (`mine`), it is fixed
-    player OPPONENTS[agent], or for agent -1 `rows` holds its move probabilities by cell at the
-    frontier's open positions, in order; there `optimal` adds up its probability of keeping the
-    value, and counts the positions. The games move together, edge by edge: one cache line per
-    child, not one per game."""
+    OPPONENTS[kinds[o]]; the last counts lines of play (every opponent move, every move of the
+    policy's support). Where the policy moves (`mine`) it is OPPONENTS[agent], or for agent -1
+    `rows` holds its move probabilities at the frontier's open positions, in order; `optimal`
+    sums its probability of keeping the value and counts the positions. The games move together,
+    edge by edge: one cache line per child, not one per game."""
     mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     mover, lines = 1 if depth % 2 == 0 else -1, len(kinds)
     weights = np.empty((lines + 1, cells - depth))
@@ -204,29 +198,30 @@ def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
                          f"{len(keys)} positions, expected {(len(keys), solved.cells)}")
     bad = _first_bad(rows, keys, solved.cells)
     if bad >= 0:
-        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
-                         f"cells at {picture(solved, keys[bad])}: {rows[bad].tolist()}")
+        raise _not_moves(solved, keys[bad], rows[bad])
     return rows
+
+
+def _not_moves(solved: Solved, key, row) -> ValueError:
+    return ValueError(f"the policy's moves are not a probability distribution over the empty "
+                      f"cells at {picture(solved, key)}: {row.tolist()}")
 
 
 def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> dict:
     """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluate
     names them:
 
-    - `<opponent>_win`, `_draw`, `_loss` for each opponent `against` (of OPPONENTS): the
-      probability of each result;
+    - `<opponent>_win`, `_draw`, `_loss` for each opponent `against`: each result's probability;
     - `winning_lines`, `drawing_lines`, `losing_lines`, `total_lines` and `never_loses`: the move
-      sequences to the end of a game in which every policy move has non-zero probability and
-      the opponent plays any legal move, by result (write-up 004's metric: counted, not
-      weighted);
+      sequences to a game's end in which every policy move has non-zero probability and the
+      opponent plays any legal move, by result (write-up 004's metric: counted, not weighted);
     - `optimal_move_rate`: over the policy's positions those lines reach, the mean probability
       it keeps the minimax value.
 
     policy: a name in OPPONENTS, a move table with rows decisions(solved, player) and a column
-    per cell (every row checked, then one compiled walk over the depths), or a function (x, o) ->
-    such rows for the positions given by their bitboards (uint64 arrays), called at the depths
-    where the seat moves, POLICY_BATCH positions at a time, only at the positions the games
-    reach (random's, which every line reaches): for a greedy policy, a fraction of the seat's."""
+    per cell, or a function (x, o) -> such rows for the positions given by their bitboards
+    (uint64 arrays), asked POLICY_BATCH positions at a time only where the games reach (for a
+    greedy policy, a fraction of the seat's positions)."""
     side = _side(player)
     if callable(policy):
         return _measures(_asking, against, solved, policy, side)
@@ -240,9 +235,8 @@ def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> di
 
 
 def measure(solved: Solved, table: np.ndarray, rows: tuple, player: int, against=OPPONENTS) -> dict:
-    """exact() of a move table whose row rows[depth][i] holds the policy's move probabilities by
-    cell at position i of that depth (any row numbering: lab.evaluate's 3x3 board codes, say),
-    in one compiled walk that checks the rows it reaches."""
+    """exact() of a move table whose row rows[depth][i] holds the policy's move probabilities at
+    position i of that depth (any numbering: 3x3's board codes, say), the rows reached checked."""
     return _measures(_walking, against, solved, -1, np.asarray(table, np.float64), rows, _side(player))
 
 
@@ -250,9 +244,7 @@ def _walking(solved, agent, table, rows, side, kinds, outcome, optimal) -> None:
     bad = _walk(solved.keys, solved.winner, solved.children, solved.value, solved.cells, side,
                 agent, kinds, table, rows, outcome, optimal)
     if bad[0] >= 0:
-        key, row = solved.keys[bad[0]][bad[1]], table[rows[bad[0]][bad[1]]]
-        raise ValueError(f"the policy's moves are not a probability distribution over the empty "
-                         f"cells at {picture(solved, key)}: {row.tolist()}")
+        raise _not_moves(solved, solved.keys[bad[0]][bad[1]], table[rows[bad[0]][bad[1]]])
 
 
 @functools.lru_cache(maxsize=None)
@@ -290,9 +282,9 @@ def _step(frontier, reach, keys, winner, children, value, value_next, winner_nex
 
 @njit(cache=True)
 def _walk(keys, winner, children, value, cells, side, agent, kinds, table, rows, outcome, optimal):
-    """exact() of fixed player OPPONENTS[agent], or for agent -1 of the move table `table` (see
-    measure), in one compiled pass. Returns (depth, index) of the first position reached whose
-    row is not move probabilities over its empty cells, else (-1, -1)."""
+    """exact() of OPPONENTS[agent], or for agent -1 of `table` (see measure), in one compiled
+    pass: (depth, index) of the first position reached whose row is not move probabilities over
+    its empty cells, else (-1, -1)."""
     frontier, reach = np.zeros(1, np.int64), np.ones((1, len(kinds) + 1))
     for depth in range(len(children)):
         moves = np.zeros((0, cells))

@@ -1,17 +1,12 @@
 """Small m,n,k boards (4x4 included) solved: every reachable position and its minimax value.
 
-lab.game indexes 3x3 by base-3 codes; 4x4 would need 3**16 (43 million) for its 9.7 million
-reachable positions. Here depth d (stones on the board) holds the sorted uint64 keys
-`x | o << cells` of the positions reached after d moves (X first; play stops at a win or a full
-board), a position is its index in its depth, and `children[d][i, j]` is the index at depth
-d + 1 after the j-th empty cell of position i, so the passes never search.
-
-`solve(m, n, k)` enumerates (compiled moves, numpy's sort for the transpositions) and finds every
-position's minimax value by backward induction over the depths; lab.game.measures measures a
-policy on the result exactly, lab.exact_ceiling the best a perfect player does.
-
-Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards); `python -m
-lab.bench --exact` measures them.
+3x3's base-3 codes would need 3**16 (43 million) on 4x4 for its 9.7 million reachable positions.
+Here depth d (stones on the board) holds the sorted uint64 keys `x | o << cells` of the positions
+reached after d moves, a position is its index in its depth, and `children[d][i, j]` the index at
+depth d + 1 after the j-th empty cell of position i, so the passes never search. `solve` enumerates
+them (compiled moves, numpy's sort for the transpositions) and finds the values by backward
+induction; lab.game.measures measures a policy on the result, lab.exact_ceiling the ceiling.
+Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards).
 """
 
 import functools
@@ -159,22 +154,6 @@ def split(solved: Solved, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The (x, o) bitboards of keys."""
     cells = np.uint64(solved.cells)
     return keys & ((np.uint64(1) << cells) - np.uint64(1)), keys >> cells
-
-
-def optimal_moves(solved: Solved, x: int, o: int) -> list[int]:
-    """The cells that keep the minimax value of the reachable position with X's stones x and O's
-    o (none if the game is over there): perfect play. ValueError if it is not reachable."""
-    depth = bin(x | o).count("1")
-    valid = not x & o and not (x | o) >> solved.cells and depth < len(solved.keys)
-    keys, key = (solved.keys[depth], x | o << solved.cells) if valid else (solved.keys[0][:0], 0)
-    index = int(np.searchsorted(keys, np.uint64(key)))
-    if keys[index:index + 1].tolist() != [key]:
-        raise ValueError(f"no reachable position has X on {x:#x} and O on {o:#x}")
-    if depth == len(solved.children) or solved.winner[depth][index] != 0:
-        return []
-    empty = [c for c in range(solved.cells) if not (x | o) >> c & 1]
-    after = solved.value[depth + 1][solved.children[depth][index]]
-    return [c for c, v in zip(empty, after) if v == solved.value[depth][index]]
 
 
 def picture(solved: Solved, key) -> str:

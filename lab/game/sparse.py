@@ -1,24 +1,20 @@
-"""Tables of visited positions for the tabular learners on bigger m,n,k boards, compiled.
+"""Tables of visited positions for the tabular learners on boards too big to tabulate, compiled.
 
-3x3's tabular learners (q_table, td_value, negamax_q) hold a row for every one of the 3**9 board
-codes. 4x4 has 43 million codes (9.7 million reachable), 5x5 about 1e11 positions, so on bigger
-boards a learner keeps rows only for the positions it has visited: an open-addressing hash table
-(linear probing) keyed by the position's two uint64 bitboards (lab.game.bitboards), a row of `width`
-float64 per position (a Q value per cell, or one afterstate value). A position not in the table
-reads as `default` in every column (the 3x3 tables' starting value); inserting it writes that
-first. Entries are never removed.
+3x3's tabular learners hold a row for every board code; 4x4 has 43 million codes, 5x5 about 1e11
+positions, so bigger boards keep rows only for the positions visited: an open-addressing hash
+table (linear probing) keyed by the two uint64 bitboards, `width` float64 a row. A position not
+in the table reads as `default` in every column; inserting it writes that first. Entries are
+never removed.
 
-The table stays at most half full: a learner's compiled loop stops before a game that could take
-it past half (`full`, with the most positions one game can add), the table doubles (`Table.make_room`,
-the entries rehashed in slot order) and the loop goes on. The compiled kernels' random stream is
-untouched by the pause, so the games, and the table, are the same whatever the pauses. The
-table's arrays are plain numpy attributes, so a learner's saved state holds them as they are
-(lab.agents.base), and a resumed run continues with the very same slots.
+The table stays at most half full: a learner's loop stops before a game that could take it past
+half (`full`), the table doubles (`Table.make_room`, rehashed in slot order) and the loop goes
+on; the random stream is untouched by the pause, so the games and the table are the same
+whatever the pauses. The arrays are plain attributes, so a saved state holds them as they are
+and a resumed run continues with the very same slots.
 
-Memory (`table_entries`, `table_bytes` in every evaluated row): a table of capacity C (a power of
-two, at least twice its entries) takes C x (16 + 8 width) bytes. A run is refused before it starts
-(`check_fits`) when the entries it could reach, min(the positions its table can hold on the
-board, games x the positions one game adds), would need a table over MEMORY_LIMIT.
+A table of capacity C (a power of two) takes C x (16 + 8 width) bytes (`table_entries`,
+`table_bytes` in every evaluated row); `check_fits` refuses a run before it starts when the
+entries it could reach would need a table over MEMORY_LIMIT.
 """
 
 from math import comb
@@ -44,16 +40,11 @@ KEY_BYTES = 16
 class View(NamedTuple):
     """A table as its compiled kernels take it."""
 
-    x: np.ndarray
-    """uint64 per slot: X's stones, FREE where the slot is free"""
-    o: np.ndarray
-    """uint64 per slot: O's stones"""
-    values: np.ndarray
-    """(capacity, width) float64 rows"""
-    size: np.ndarray
-    """[entries]: counted in place by `insert`"""
-    default: float
-    """the value of every column of a position not in the table"""
+    x: np.ndarray  # uint64 per slot: X's stones, FREE where the slot is free
+    o: np.ndarray  # uint64 per slot: O's stones
+    values: np.ndarray  # (capacity, width) float64 rows
+    size: np.ndarray  # [entries]: counted in place by `insert`
+    default: float  # the value of every column of a position not in the table
 
 
 class Table:
@@ -88,12 +79,9 @@ class Table:
             capacity *= 2
         if capacity == len(self.x):
             return
-        old = self.view()
-        self.x = np.full(capacity, FREE, np.uint64)
-        self.o = np.zeros(capacity, np.uint64)
-        self.values = np.zeros((capacity, self.values.shape[1]))
-        self.size = np.zeros(1, np.int64)
-        _copy(old, self.view())
+        bigger = Table(self.values.shape[1], self.default, capacity)
+        _copy(self.view(), bigger.view())
+        self.x, self.o, self.values, self.size = bigger.x, bigger.o, bigger.values, bigger.size
 
     def copy(self) -> "Table":
         """A table of its own with the same slots and rows (a snapshot later inserts leave alone)."""
@@ -137,8 +125,8 @@ def find(t, x, o):
 
 @njit(cache=True, inline="always")
 def insert(t, x, o):
-    """The slot of position (x, o), inserted with the default row if new. The caller keeps the
-    table at most half full (`full` before each game), so a free slot is always found."""
+    """The slot of position (x, o), inserted with the default row if new (the caller keeps the
+    table at most half full, so a free slot is always found)."""
     slot = slot_of(t, x, o)
     if t.x[slot] == FREE:
         t.x[slot], t.o[slot] = x, o
@@ -197,9 +185,7 @@ def check_fits(run: RunConfig, algorithm: str, depths, width: int) -> None:
     if most < 1:  # one update's games already could not fit
         key, value, most, per_update = "episodes_per_update", run.episodes_per_update, games, ""
     raise ConfigError(
-        f"{key}={value!r} is not allowed: {key} must be at most {most:,}{per_update} "
-        f"for algorithm={algorithm} on game "
-        f"m={run.m}, n={run.n}, k={run.k}: its table of visited positions could reach {bound:,} "
-        f"entries, a table of {needed / 2**30:,.1f} GiB (at most half full), over the "
-        f"{MEMORY_LIMIT / 2**30:g} GiB limit "
-        f"(lab.game.sparse.MEMORY_LIMIT)")
+        f"{key}={value!r} is not allowed: {key} must be at most {most:,}{per_update} for "
+        f"algorithm={algorithm} on game m={run.m}, n={run.n}, k={run.k}: its table of visited "
+        f"positions could reach {bound:,} entries, a table of {needed / 2**30:,.1f} GiB (at most "
+        f"half full), over the {MEMORY_LIMIT / 2**30:g} GiB limit (lab.game.sparse.MEMORY_LIMIT)")
