@@ -10,7 +10,7 @@ first needed, and remembered per board code for the batch (its games meet about 
 agent's 2,700 afterstates; a numpy pass over all of them took half of the iteration's time).
 After them every afterstate the agent produced gets the every-visit Monte Carlo mean of its
 returns (G = r + gamma G, reward +1 win, `loss_reward` (-1) loss, 0 otherwise; `targets`) and
-the net takes one full-batch gradient step towards those means. `reference_train` states the
+the net takes one full-batch gradient step towards those means. tests/references.py states the
 whole algorithm on 3x3 one game at a time in plain Python (against a fixed opponent).
 
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning
@@ -24,7 +24,7 @@ net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetr
 from dataclasses import dataclass
 import numpy as np
 
-from lab import game, opponents
+from lab import game
 from lab.game import bitboards, engine
 from lab.agents import base, net_games, tabular
 from lab.knobs import Knobs, RunConfig, require, side
@@ -136,50 +136,6 @@ class Agent(base.NetAgent):
     @staticmethod
     def games(g, nets, learns, opponent, n: int) -> np.ndarray:
         return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
-
-
-def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
-    """The Learner's algorithm as plainly as possible: one game at a time in Python, the net asked
-    about each decision's afterstates, returns G = r + gamma G walked back through the game,
-    running means with step 1/N, one full-batch gradient step per iteration. Returns the net.
-
-    It starts from the Learner's net (same seed) but draws its games from numpy's stream, not the
-    kernel's, so the two agree in distribution, not game by game: the tests compare what they
-    learn across seeds."""
-    rng = np.random.default_rng(run.seed)
-    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng, dtype=PRECISIONS[knobs.precision])
-    opponent, me = opponents.table(run.opponent), side(run.player)
-    alpha, epsilon = knobs.alpha, knobs.epsilon
-    fold = FOLD if knobs.symmetry else np.arange(game.N_CODES)
-    means, counts = {}, {}  # per afterstate: the mean of its returns, their number
-    for _ in range(iterations):
-        for _ in range(run.episodes_per_update):
-            code, afterstates = game.EMPTY, []
-            while not game.TERMINAL[code]:
-                moves = np.flatnonzero(game.LEGAL[code])
-                if game.TO_MOVE[code] != me:
-                    move = rng.choice(9, p=opponent[code])
-                elif epsilon > 0 and rng.random() < epsilon:
-                    move = rng.choice(moves)
-                else:
-                    values = net(game.BOARDS[fold[game.AFTER[code, moves]]])[:, 0]
-                    move = rng.choice(moves[values == values.max()])
-                code = game.AFTER[code, move]
-                if game.TO_MOVE[code] != me:  # the agent just moved: an afterstate of its own
-                    afterstates.append(fold[code])
-            reward, g = targets(me * game.WINNER[code], knobs.loss_reward), 0.0
-            for k, afterstate in enumerate(reversed(afterstates)):
-                g = (reward if k == 0 else 0.0) + knobs.gamma * g
-                counts[afterstate] = counts.get(afterstate, 0) + 1
-                mean = means.get(afterstate, 0.0)
-                means[afterstate] = mean + (g - mean) / counts[afterstate]
-        seen = sorted(means)
-        net.fit_step(game.BOARDS[seen], np.array([means[c] for c in seen]), alpha)
-        if knobs.memory == "clear":
-            means, counts = {}, {}
-        alpha *= knobs.alpha_decay_per_update
-        epsilon *= knobs.epsilon_decay_per_update
-    return net
 
 
 class Learner(tabular.Learner):

@@ -28,8 +28,8 @@ a move few members consider bad scores best. The episodes of a run are split bet
 so the run's rows count every episode once. Updates happen every episode, so the episodes run
 one after another in a compiled loop, `train`, written once against lab.game.engine for every m,n,k
 board: on 3x3 the K tables are dense (K x 3**9 x 9); on bigger boards one table of the positions
-played (lab.game.sparse) holds the K members' Q values side by side in a row. `reference_train` is
-the 3x3 loop in plain Python. Not yet on bigger boards: the per-size measure of an ensemble
+played (lab.game.sparse) holds the K members' Q values side by side in a row. tests/references.py
+has the 3x3 loop in plain Python. Not yet on bigger boards: the per-size measure of an ensemble
 (`by_size`), whose agents keep their members apart.
 """
 
@@ -185,32 +185,6 @@ def train(g, table, opponent, first_game, n, params, tally):
             engine.q_step(table, g, slot, member, moves[i], target, alpha)
         tally[result] += 1
     return n
-
-
-def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same tables and tally.
-    (The rewards are `shaped_reward`'s, called from Python.)"""
-    plays_table = {1: params.x_plays_table, -1: params.o_plays_table}  # by side: X 1, O -1
-    winners = []
-    for g in range(first_game, first_game + n):
-        q = ensemble_q[g % len(ensemble_q)]
-        code, history = game.EMPTY, []  # every (position, move) of the game, both sides'
-        while not game.TERMINAL[code]:
-            if plays_table[game.TO_MOVE[code]]:
-                move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], params.epsilon)
-            else:
-                move = stream.sample_move(opponent_moves[code])
-            history.append((code, move))
-            code = game.AFTER[code, move]
-        won = game.WINNER[code] != 0
-        for k, (s, a) in enumerate(reversed(history)):  # from the last move to the first
-            nxt = game.AFTER[s, a]  # the opponent's position: its best reply counts against a
-            best_reply = 0.0 if game.TERMINAL[nxt] else q[nxt][game.LEGAL[nxt]].max()
-            q[s, a] += params.alpha * (shaped_reward(k, won, params) - params.gamma * best_reply
-                                       - q[s, a])
-        winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
 
 
 class Learner(tabular.Learner):

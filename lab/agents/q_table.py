@@ -16,8 +16,8 @@ first game already uses epsilon * epsilon_decay_per_game). The notebook plays X 
 O; here the agent takes either seat against any fixed opponent, on any m,n,k board. Updates
 happen every step, so the episodes run one after another in a compiled loop, `train`, written
 once against lab.game.engine: on 3x3 the table has a row for each of the 3**9 board codes, on bigger
-boards a row for each position the agent moved from (lab.game.sparse). `reference_train` is the
-3x3 loop in plain Python.
+boards a row for each position the agent moved from (lab.game.sparse). tests/references.py has
+the 3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -109,35 +109,6 @@ def train(g, table, opponent, epsilon, n, params, tally):
             prev, prev_move = here, move
         tally[result] += 1
     return n, epsilon
-
-
-def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same q, epsilon and tally."""
-    winners, mark = [], 1 if params.side == 0 else -1
-    for _ in range(n):
-        epsilon *= params.epsilon_decay_per_game
-        code = game.EMPTY
-        if mark == -1:  # the opponent opens
-            code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
-        previous = None  # the agent's previous (position, move) in this game
-        while True:
-            move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], epsilon)
-            after_move = game.AFTER[code, move]
-            if game.TERMINAL[after_move]:  # the agent's move ended the game: a certain result
-                q[code, move] = game.WINNER[after_move] * mark
-                end = after_move
-            else:
-                end = game.AFTER[after_move, stream.sample_move(opponent_moves[after_move])]
-                if game.TERMINAL[end]:  # the opponent's reply ended it: one sample of the result
-                    q[code, move] += params.alpha * (game.WINNER[end] * mark - q[code, move])
-            if previous is not None:  # on-policy TD: the previous pair moves towards this one
-                q[previous] += params.alpha * (q[code, move] - q[previous])
-            if game.TERMINAL[end]:
-                break
-            previous, code = (code, move), end
-        winners.append(game.WINNER[end])
-    return epsilon, game.tally(np.array(winners))
 
 
 class Learner(tabular.Learner):

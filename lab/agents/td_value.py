@@ -23,8 +23,8 @@ in the same array, and the trained agent plays either seat. Updates happen every
 episodes run one after another in a compiled loop, `train`, written once against lab.game.engine for
 every m,n,k board: on 3x3 the table has a value for each of the 3**9 board codes (finished ones
 at their fixed values), on bigger boards one for each unfinished afterstate a learning side moved
-into (lab.game.sparse; X's and O's are disjoint by their numbers of stones). `reference_train` is
-the 3x3 loop in plain Python.
+into (lab.game.sparse; X's and O's are disjoint by their numbers of stones). tests/references.py
+has the 3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -154,43 +154,6 @@ def train(g, table, opponent, n, params, tally):
                 engine.add(table, last[other], alpha * (target - engine.read(table, last[other])))
         tally[result] += 1
     return n
-
-
-def reference_train(v, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same values and tally."""
-    learns = {1: params.x_learns, -1: params.o_learns}  # by side: X 1, O -1
-    winners = []
-    for _ in range(n):
-        last = {1: None, -1: None}  # each side's latest afterstate
-        visited = {1: [], -1: []}  # each side's afterstates in this game (end_of_game)
-        code = game.EMPTY
-        while not game.TERMINAL[code]:
-            mover = game.TO_MOVE[code]
-            if not learns[mover]:
-                code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
-                continue
-            legal = game.LEGAL[code]
-            move, explored = stream.epsilon_greedy(np.where(legal, v[game.AFTER[code]], 0.0), legal,
-                                                   params.epsilon)
-            code = game.AFTER[code, move]
-            if not params.end_of_game and not explored and last[mover] is not None:
-                v[last[mover]] += params.alpha * (v[code] - v[last[mover]])  # TD, greedy moves only
-            last[mover] = code
-            visited[mover].append(code)
-        if params.end_of_game:  # write-up 003: every afterstate of the game moves by +-1/len(visited)
-            for side, states in visited.items():
-                won = game.WINNER[code] == side
-                for state in states:
-                    if not game.TERMINAL[state]:
-                        v[state] += (1.0 if won else -1.0) / len(states)
-        else:
-            other = -mover  # did not make the final move: its last afterstate led to a loss or draw
-            if learns[other] and last[other] is not None:
-                result = 0.0 if game.WINNER[code] != 0 else params.draw_value
-                v[last[other]] += params.alpha * (result - v[last[other]])
-        winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
 
 
 class Learner(tabular.Learner):
