@@ -1,7 +1,7 @@
-"""The compiled loops compute what their plain-Python references (tests/references.py) compute.
+"""The compiled loops compute what their plain-Python references (tests/learner_references.py)
+compute.
 
-Each learner's algorithm is stated twice: a compiled kernel, and a function of tests/references.py
-in plain Python. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
+Each learner's algorithm is stated twice: a compiled kernel, and a plain-Python function there. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
 reference makes the same random draws in the same order through lab.game.Stream, so both must
 agree exactly, step by step. mc_vfa's kernel plays a whole
 iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means, while
@@ -17,7 +17,7 @@ from lab import evaluate, game
 from lab.agents import mc_vfa, td_value
 from lab.nets import MLP
 
-import references
+import learner_references as references
 
 # A small net that learns visibly in 2,000 episodes as O against OneStep: its exact loss
 # probability against OneStep is 0.79 before training and about 0.56 after, with a seed-to-seed sd

@@ -7,8 +7,8 @@ are one batch of compiled games (lab.agents.net_games); on 3x3 each afterstate i
 when first needed, and remembered for the batch (its games meet about a fifth of the agent's
 2,700 afterstates). Then every afterstate the agent produced gets the every-visit Monte Carlo
 mean of its returns (G = r + gamma G, reward +1 win, `loss_reward` loss, 0 draw; `targets`), and
-the net takes one full-batch gradient step towards those means. tests/references.py states the
-algorithm on 3x3 one game at a time in plain Python.
+the net takes one full-batch gradient step towards those means. tests/learner_references.py
+states the algorithm on 3x3 one game at a time in plain Python.
 
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, playing its
 side epsilon-greedy and fitting its own seat's afterstates; the agent holds both nets.

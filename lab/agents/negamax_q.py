@@ -26,8 +26,8 @@ seed fixes them all), and the agent plays their sum: a move few members consider
 best. The run's episodes are split between the members (its rows count each once). The episodes
 run one after another in a compiled loop, `train`, against lab.game.engine: K dense tables on 3x3
 (K x 3**9 x 9); on bigger boards one table of the positions played (lab.game.sparse) with the K
-members' Q values side by side in a row. tests/references.py has the 3x3 loop in plain Python.
-Not yet on bigger boards: the per-size measure of an ensemble (`by_size`).
+members' Q values side by side in a row. tests/learner_references.py has the 3x3 loop in plain
+Python. Not yet on bigger boards: the per-size measure of an ensemble (`by_size`).
 """
 
 from dataclasses import dataclass

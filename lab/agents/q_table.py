@@ -14,8 +14,8 @@ Epsilon is multiplied by epsilon_decay_per_game before every game, the first inc
 notebook). The notebook plays X against a random O; here the agent takes either seat against any
 fixed opponent, on any m,n,k board. The episodes run one after another in a compiled loop,
 `train`, against lab.game.engine: the table has a row per board code on 3x3, per position the
-agent moved from on bigger boards (lab.game.sparse). tests/references.py has the 3x3 loop in plain
-Python.
+agent moved from on bigger boards (lab.game.sparse). tests/learner_references.py has the 3x3
+loop in plain Python.
 """
 
 from dataclasses import dataclass

@@ -20,7 +20,7 @@ Against a fixed opponent only the agent's seat learns; in self-play (opponent=se
 learn, and the trained agent plays either seat. The episodes run one after another in a compiled
 loop, `train`, against lab.game.engine: the table has a value per board code on 3x3 (finished
 ones at their fixed values), per unfinished afterstate a learning side moved into on bigger
-boards (lab.game.sparse). tests/references.py has the 3x3 loop in plain Python.
+boards (lab.game.sparse). tests/learner_references.py has the 3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
