@@ -1,24 +1,16 @@
 """A small numpy multilayer perceptron: init, forward, backprop, gradient step, save and load.
 
-Write-up 000's network: tanh on every layer (the output too, so values live in (-1, 1)), weights and
-biases drawn from N(0, 1) / sqrt(n_in + n_out), loss 1/2 sum (v - target)^2 over the batch and one
-full-batch gradient step per update. Parameters and passes are float32 by default: the values
-only rank moves. Other learners reuse it with a linear output and their own loss by handing
-`gradients` the derivative of their loss with respect to the output.
+Write-up 000's network: tanh on every layer (the output too: values in (-1, 1)), weights and
+biases drawn from N(0, 1) / sqrt(n_in + n_out), float32 by default (the values only rank moves).
+Other learners use a linear output and hand `gradients` the derivative of their own loss.
 
 Same bits on every machine: the passes are compiled loops that add every sum in one fixed order
 (a weighted sum starts from its bias and adds the inputs' terms in input order; a batch sum adds
-the rows in row order) and compute tanh from additions, multiplications and divisions alone. BLAS
-would pick its kernel, its blocking and its threads by the CPU and OPENBLAS_NUM_THREADS, and
-numpy's tanh its SIMD code by the CPU: each rounds differently, and a net that ends near a
-decision boundary then plays differently. IEEE 754 rounds + - x / exactly, numba compiles them
-without fusing or reordering (no fastmath), and vectorising a loop over independent outputs keeps
-each output's order; so the results depend on the configuration and seed alone. These loops are
-as fast as BLAS or faster for the lab's small nets (docs/speed.md).
-
-`forward` is the whole pass compiled: game kernels call it for the few inputs they value at a
-time (a numpy call costs more than such a tiny batch's arithmetic), and a kernel takes the net as
-one `CompiledNet` bundle (`MLP.compiled()`).
+the rows in order) and compute tanh from + - x / alone, which IEEE 754 rounds exactly and numba
+compiles without fusing or reordering. BLAS and numpy's tanh pick their code by the CPU and
+round differently, and a net near a decision boundary then plays differently. For the lab's
+small nets these loops are as fast as BLAS or faster (docs/speed.md). `forward` is the whole
+pass, which game kernels call on a few inputs at a time with the net as one `CompiledNet`.
 """
 
 from typing import NamedTuple
@@ -51,8 +43,8 @@ class CompiledNet(NamedTuple):
 class MLP:
     def __init__(self, sizes, rng: np.random.Generator, output: str = "tanh", dtype=np.float32,
                  hidden: str = "tanh"):
-        """sizes: [inputs, hidden..., outputs]; output: 'tanh' or 'linear' activation of the last
-        layer; hidden: 'tanh' or 'relu' activation of the others (write-up 002's net is ReLU)."""
+        """sizes: [inputs, hidden..., outputs]; the last layer's activation `output` (tanh or
+        linear), the others' `hidden` (tanh or relu)."""
         if output not in ("tanh", "linear"):
             raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
         if hidden not in ("tanh", "relu"):
@@ -153,10 +145,9 @@ class MLP:
 @njit(cache=True, inline="always", error_model="numpy")
 def tanh(x):
     """tanh from + - x / alone, in x's precision: tanh(x/16) by its [7/6] Pade approximant (the
-    continued fraction x / (1 + x^2 / (3 + x^2 / (5 + ...))) cut after seven terms), then doubled
-    four times by tanh(2y) = 2 tanh(y) / (1 + tanh(y)^2). Within 2e-7 of the true tanh in float32
-    and 5e-16 in float64, vectorised, and the same bits on every IEEE machine (libm's and numpy's
-    tanh differ between CPUs)."""
+    continued fraction x / (1 + x^2 / (3 + ...)) cut after seven terms), doubled four times by
+    tanh(2y) = 2 tanh(y) / (1 + tanh(y)^2). Within 2e-7 of tanh in float32 and 5e-16 in float64,
+    vectorised, the same bits on every IEEE machine."""
     y = min(max(x * _F(0.0625), _F(-1.25)), _F(1.25))  # |x| >= 20 gives +-1 exactly
     y2 = y * y
     t = y * (_F(135135.0) + y2 * (_F(17325.0) + y2 * (_F(378.0) + y2))) / (

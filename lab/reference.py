@@ -80,6 +80,12 @@ def algorithm_defaults(name: str) -> dict:
     return compose(f"algorithm={name}", "~matchup")
 
 
+def _rows(cls, defaults: dict) -> list[tuple]:
+    """A table row (name, kind, default, meaning) per field of the dataclass `cls`."""
+    docs, types = field_docs(cls), kinds(cls)
+    return [(f.name, types[f.name], shown(defaults[f.name]), docs[f.name]) for f in dataclasses.fields(cls)]
+
+
 def _table(rows) -> list[str]:
     lines = ["| knob | type | default | meaning |", "|---|---|---|---|"]
     escaped = [(name, kind, default, meaning.replace("|", "\\|")) for name, kind, default, meaning in rows]
@@ -87,10 +93,7 @@ def _table(rows) -> list[str]:
 
 
 def _run_section(shared: dict) -> list[str]:
-    rows = []
-    for cls in (RunConfig, Settings):
-        docs, types = field_docs(cls), kinds(cls)
-        rows += [(f.name, types[f.name], shown(shared[f.name]), docs[f.name]) for f in dataclasses.fields(cls)]
+    rows = _rows(RunConfig, shared) + _rows(Settings, shared)
     listed = {row[0] for row in rows}
     others = [f"`{key}={shown(value)}`" for key, value in shared.items() if key not in listed]
     return ["## Every run", "",
@@ -106,8 +109,7 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
     module = sys.modules[algorithm.Learner.__module__]
     summary = " ".join(module.__doc__.split("\n\n")[0].split())
     defaults = algorithm_defaults(name)
-    docs, types = field_docs(algorithm.Config), kinds(algorithm.Config)
-    rows = [(n, types[n], shown(defaults[n]), docs[n]) for n in algorithm.Config.names()]
+    rows = _rows(algorithm.Config, defaults)
     own = set(algorithm.Config.names())
     changed = [f"`{key}={shown(defaults[key])}`" for key in shared
                if key not in own | {"algorithm"} and defaults.get(key) != shared[key]]
@@ -131,8 +133,7 @@ def _matchup_lines(name: str) -> list[str]:
 
 
 def _search_section() -> list[str]:
-    docs, types = field_docs(SearchSettings), kinds(SearchSettings)
-    rows = [(f.name, types[f.name], shown(f.default), docs[f.name]) for f in dataclasses.fields(SearchSettings)]
+    rows = _rows(SearchSettings, {f.name: f.default for f in dataclasses.fields(SearchSettings)})
     return ["## Search settings", "",
             "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
             "`lab.search.settings.Settings`, where they and their defaults are defined once; see "

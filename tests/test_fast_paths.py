@@ -1,7 +1,7 @@
-"""The compiled loops compute what their plain-Python references in the library compute.
+"""The compiled loops compute what their plain-Python references (tests/learner_references.py)
+compute.
 
-Each learner states its algorithm twice: a compiled kernel and, beside it, a `reference_*`
-function in plain Python. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
+Each learner's algorithm is stated twice: a compiled kernel, and a plain-Python function there. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
 reference makes the same random draws in the same order through lab.game.Stream, so both must
 agree exactly, step by step. mc_vfa's kernel plays a whole
 iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means, while
@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from lab import evaluate, game
-from lab.agents import mc_vfa, negamax_q, q_table, td_value
+from lab.agents import mc_vfa, td_value
 from lab.nets import MLP
+
+import learner_references as references
 
 # A small net that learns visibly in 2,000 episodes as O against OneStep: its exact loss
 # probability against OneStep is 0.79 before training and about 0.56 after, with a seed-to-seed sd
@@ -41,7 +43,7 @@ def test_mc_vfa_fast_path_learns_like_the_plain_loop(make_learner, symmetry):
         for _ in range(ITERATIONS):
             learner.iterate()
     fast = onestep_losses((learner.net for learner in learners), symmetry)
-    plain = onestep_losses((mc_vfa.reference_train(learner.knobs, learner.run, ITERATIONS)
+    plain = onestep_losses((references.mc_vfa(learner.knobs, learner.run, ITERATIONS)
                             for learner in learners), symmetry)
     # Both learned: the mean drops by ~0.23, four times the per-seed sd.
     assert fast.mean() < before - 0.12 and plain.mean() < before - 0.12, (before, fast, plain)
@@ -57,7 +59,7 @@ def test_q_table_kernel_is_its_reference_step_by_step(make_learner, seat, oppone
                            "epsilon_decay_per_game=0.99", "seed=5")
     tally = learner.iterate()
     q = np.zeros((game.N_CODES, 9))
-    epsilon, plain_tally = q_table.reference_train(q, 1.0, learner.opponent, 300, learner.params,
+    epsilon, plain_tally = references.q_table(q, 1.0, learner.opponent, 300, learner.params,
                                                    game.Stream(5))
     assert tally.tolist() == plain_tally.tolist() and epsilon == learner.epsilon
     assert np.count_nonzero(q) > 100
@@ -73,7 +75,7 @@ def test_td_value_kernel_is_its_reference_step_by_step(make_learner, overrides):
     learner = make_learner("td_value", *overrides, "episodes_per_update=1000", "seed=6")
     tally = learner.iterate()
     values = td_value.initial_values(learner.knobs.draw_value)
-    plain_tally = td_value.reference_train(values, learner.opponent, 1000, learner.params,
+    plain_tally = references.td_value(values, learner.opponent, 1000, learner.params,
                                            game.Stream(6))
     assert tally.tolist() == plain_tally.tolist()
     assert np.count_nonzero(values != td_value.initial_values(learner.knobs.draw_value)) > 100
@@ -88,7 +90,7 @@ def test_negamax_q_kernel_is_its_reference_step_by_step(make_learner, overrides)
     tallies = [learner.iterate() for _ in range(2)]  # the second continues the ensemble's order
     q = np.zeros_like(learner.q)
     stream = game.Stream(7)
-    plain = [negamax_q.reference_train(q, first, learner.opponent, 200, learner.params, stream)
+    plain = [references.negamax_q(q, first, learner.opponent, 200, learner.params, stream)
              for first in (0, 200)]
     assert [t.tolist() for t in tallies] == [t.tolist() for t in plain]
     assert np.count_nonzero(q) > 100

@@ -52,19 +52,19 @@ def test_memory_keep_fits_every_afterstate_seen(make_learner):
 
 
 def test_divergence_is_a_failed_run_not_a_crash():
-    from lab.agents import mc_vfa
+    from lab.nets import MLP
 
     cfg = compose("iterations=3", "episodes_per_update=5")
-    original = mc_vfa.MLP.fit_step
+    original = MLP.fit_step
 
     def explode(self, *args):
         raise FloatingPointError("network diverged: test")
 
-    mc_vfa.MLP.fit_step = explode
+    MLP.fit_step = explode
     try:
         result = run(job(cfg))
     finally:
-        mc_vfa.MLP.fit_step = original
+        MLP.fit_step = original
     assert result.failed and result.checkpoint is None
     assert "diverged" in result.rows["error"].iloc[0]
 

@@ -1,40 +1,35 @@
 """AlphaZero: a policy + value net guiding PUCT search, trained on its own search (write-up 002),
 on every board.
 
-The net (`layers` x `neurons` units) reads the board from the side to move's view (a cell: +1 its
-own stone, -1 the opponent's, 0 empty) and outputs a logit per cell (softmax over the empty
-cells: the priors P) and a value v = tanh(.) in (-1, 1), the expected result for the side to move.
-The search (lab.agents.puct) reads it at each new leaf and leaves the positions the rules decide
-(a win, a forced block, a double threat) to the rules.
+The net (`layers` x `neurons`) reads the board from the side to move's view (+1 its own stone, -1
+the opponent's, 0 empty) and gives a logit per cell (softmax over the empty cells: the priors P)
+and a value v = tanh(.) in (-1, 1) for the side to move. The search (lab.agents.puct) reads it at
+each new leaf and leaves the positions the rules decide (a win, a forced block, a double threat)
+to the rules.
 
 One iteration:
-1. `episodes_per_update` games with the best net. With `opponent=self` it plays both seats;
-   against a fixed opponent it plays seat `player` and only its own positions are kept. At each of
-   its moves: a search of `simulations` with Dirichlet(dirichlet_alpha) noise mixed into the root
-   priors (weight dirichlet_weight); the visit counts, normalised, are the policy target; the
-   move is drawn in proportion to the visit counts for the first `temperature_moves` moves of the
-   game, then it is the most visited. Every position's value target is the game's result from
-   its mover's view.
+1. `episodes_per_update` games with the best net: in both seats with `opponent=self`, else in seat
+   `player`, only its own positions kept. Each of its moves searches `simulations` with
+   Dirichlet(dirichlet_alpha) noise mixed into the root priors (weight dirichlet_weight); the
+   normalised visit counts are the policy target, and the move is drawn from them for the first
+   `temperature_moves` moves of the game, then the most visited. A position's value target is the
+   game's result for its mover.
 2. The candidate net (kept across iterations) takes `train_steps` SGD steps on minibatches drawn
-   uniformly from the positions of the last `window` games, each position in a random one of the
-   board's symmetric images (8 on a square board, 4 otherwise), on the loss
-   (z - v)^2 - pi . log p + l2 |weights|^2.
+   uniformly from the positions of the last `window` games, each in a random one of the board's
+   symmetric images (8 on a square board, else 4), on the loss (z - v)^2 - pi . log p + l2 |w|^2.
 3. Gating. Self-play: the candidate plays the best `gating_games` games, seats alternated, both
-   searching without noise (first `temperature_moves` moves drawn from the visit counts so that
-   games differ); it replaces the best unless it won fewer games. Against a fixed opponent: each
-   net plays `gating_games` games in seat `player` against it; the candidate replaces the best
-   unless its wins minus losses are lower. gating_games = 0 always replaces.
+   searching without noise (the first `temperature_moves` moves drawn, so that games differ), and
+   replaces it unless it won fewer. Against a fixed opponent: each net plays `gating_games` games in
+   seat `player`; the candidate replaces the best unless its wins minus losses are lower.
+   gating_games = 0 always replaces.
 
-Write-up 002's own net is an option: `activation=relu` (its hidden units) and `head=mse12` (its
-outputs: the one-hot result of the game for the side to move, [win, draw, loss], then a move per
-cell, 12 on 3x3, all fitted by mean squared error; here the move part's target is the visit-count
-policy). A checkpoint's net says which head it has (cells + 1 or cells + 3 outputs).
+Write-up 002's own net: `activation=relu` and `head=mse12` (outputs [win, draw, loss] for the side
+to move, then a move per cell, 12 on 3x3, all fitted by mean squared error, the moves towards the
+visit-count policy). A checkpoint's net says its head (cells + 1 or cells + 3 outputs).
 
-The fixed opponents are the engine's (lab.game.engine): on 3x3 a move table (lab.opponents:
-random, onestep, block, perfect, a checkpoint), drawn at the position's board code; elsewhere a
-lab.game.bots bot (random, onestep, block, mcts with `mcts_simulations`, perfect where the lab
-solves the board). The greedy agent runs the same search without noise from the position it is
-asked about and plays the most visited move: deterministic, so its scores survive a checkpoint.
+The fixed opponents are the engine's: on 3x3 a move table (lab.opponents), elsewhere a
+lab.game.bots bot (mcts with `mcts_simulations`). The greedy agent runs the same search without
+noise and plays the most visited move: deterministic, so its scores survive a checkpoint.
 """
 
 from dataclasses import dataclass
@@ -82,8 +77,7 @@ class Config(Knobs):
     activation: str
     """hidden units: tanh, or relu (write-up 002's net)"""
     head: str
-    """softmax_value: a logit per cell + a tanh value; mse12: write-up 002's [win, draw, loss] + a
-    move per cell (12 outputs on 3x3) fitted by MSE"""
+    """softmax_value: cell logits + tanh value; mse12: write-up 002's [win, draw, loss, a cell each] by MSE"""
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
@@ -102,21 +96,18 @@ class Config(Knobs):
 HEADS = {"softmax_value": 1, "mse12": 3}
 """The values of the `head` knob and the net outputs they need beyond one per cell."""
 NET, TABLE = -1, -2
-"""The kinds, in `play_games`' kinds, of a seat that searches with its net and of one that plays
-3x3's move table (else a lab.game.bots bot's kind)."""
+"""`play_games`' kinds of a seat that searches with its net and of one that plays 3x3's move table
+(beside lab.game.bots' bot kinds)."""
 
 
 def symmetries(m: int, n: int) -> np.ndarray:
     """(images, m * n): cell j of image i is cell [i, j] of the original; the board's 4 flips
     and turns (8 on a square board, whose transpose is one too)."""
-    rows, cols = np.divmod(np.arange(m * n), m)
-    images = []
-    for transpose in (False, True) if m == n else (False,):
-        r0, c0 = (cols, rows) if transpose else (rows, cols)
-        for r in (r0, n - 1 - r0):
-            for c in (c0, m - 1 - c0):
-                images.append(r * m + c)
-    return np.array(images)
+    grid = np.arange(m * n).reshape(n, m)
+    images = [grid[::dr, ::dc] for dr in (1, -1) for dc in (1, -1)]
+    if m == n:
+        images += [image.T for image in images]
+    return np.array([image.ravel() for image in images])
 
 
 @njit(cache=True)
@@ -131,11 +122,11 @@ def _code(x, o):
 
 @njit(cache=True)
 def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n, record):
-    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, draws from the 3x3
+    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, draws from 3x3's
     move table `table` if TABLE, else is the lab.game.bots bot of that kind (simulations[s]
-    playouts for mcts, in bot_tree). Returns (x, o, searched, policies, results): the stones
-    before each ply (n, cells), whether a net searched there, its normalised visit counts (n,
-    cells, cells; only with `record`, else empty) and the results (X_WINS, O_WINS or DRAW)."""
+    playouts for mcts, in bot_tree). Returns the stones x, o before each ply (n, cells), whether
+    a net searched there, its normalised visit counts (n, cells, cells; empty unless `record`)
+    and the results (X_WINS, O_WINS or DRAW)."""
     cells = board.m * board.n
     xs = np.zeros((n, cells), np.uint64)
     os = np.zeros((n, cells), np.uint64)
@@ -188,8 +179,7 @@ class Agent(base.Agent):
         self.params = Params.greedy(simulations, c_puct)
 
     def scores(self, positions):
-        """The visit counts of a noise-free search from each position: its moves are the most
-        visited cells, tied ones sharing."""
+        """The visit counts of a noise-free search from each position."""
         if self.shape == TTT:
             x, o = game.STONES[np.asarray(positions, np.int64)].T
         else:
@@ -199,8 +189,8 @@ class Agent(base.Agent):
                             np.ascontiguousarray(o, np.uint64), self.params, tree)
 
     def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
-        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
-        `opponent`, drawn with `seed`; the compiled kernels' random stream is left as it was."""
+        """[X wins, O wins, draws] of `games` greedy games in seat `seat` against bot `opponent`,
+        drawn with `seed`; the kernels' random stream is left as it was."""
         kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
         kinds[seat - 1] = NET
         net = self.net.compiled()

@@ -5,9 +5,8 @@ dataclass), its `Learner` and its `Agent`. The run loop (lab.run) only ever talk
 """
 
 import abc
-import io
+import dataclasses
 import json
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,13 +23,10 @@ _SEAT_DECISIONS = {seat: game.DECISIONS[game.TO_MOVE[game.DECISIONS] == side(sea
 
 
 class Agent(abc.ABC):
-    """A trained greedy player on the board `shape` (m, n, k). Subclasses score moves; the
-    best-scoring legal moves are its play.
-
-    Positions are lab.game.engine's: board codes on 3x3, (x, o) pairs of uint64 bitboards elsewhere
-    (an (n, 2) array). `scores` must work from any reachable open position, for the side to move
-    there (which the position says: X when both have as many stones).
-    """
+    """A trained greedy player on the board `shape` (m, n, k): subclasses score moves, and the
+    best-scoring legal moves are its play. Positions are lab.game.engine's: board codes on 3x3,
+    elsewhere an (n, 2) array of (x, o) uint64 bitboards; `scores` works from any reachable open
+    position, for the side to move there (X when both have as many stones)."""
 
     algorithm: str = ""
     shape: tuple = TTT
@@ -59,16 +55,14 @@ class Agent(abc.ABC):
         return best / best.sum(axis=1, keepdims=True)
 
     def move_table(self, seat: int | None = None) -> np.ndarray:
-        """3x3's: the greedy policy at every reachable decision position as a move table (lab.game):
-        one scores call for all of them, the compiled greedy writing the table (q_table 0.6 ->
-        0.2 ms). With `seat`, only the positions where that seat moves, the rest 0: the rows an
-        exact evaluation in that seat reads, at half the cost."""
+        """3x3's: the greedy policy at every reachable decision position as a move table (lab.game),
+        from one scores call. With `seat`, only the positions where that seat moves (the rest 0):
+        the rows an exact evaluation in that seat reads, at half the cost."""
         codes = game.DECISIONS if seat is None else _SEAT_DECISIONS[seat]
         return game.greedy_table(codes, self.scores(codes))
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:
-        """3x3's: a greedy legal move for the side to move on `board`, nine cells (ties broken at
-        random)."""
+        """3x3's: a greedy legal move (ties at random) for the side to move on `board`, nine cells."""
         code = game.encode(board)
         if game.TERMINAL[code]:
             raise ValueError("the game is over: there is no move to make")
@@ -84,8 +78,8 @@ class Agent(abc.ABC):
 
 
 def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
-    """The scores at bitboard positions ((n, 2) [x, o]) of an agent that scores each side its own
-    way: score(seat, positions where that seat moves), put together in the positions' order."""
+    """The scores at bitboard positions ((n, 2) [x, o]) of an agent that scores each seat its own
+    way, score(seat, positions where that seat moves), in the positions' order."""
     cells = engine.inputs(engine.of(agent.shape), positions, np.int8)
     o_moves = cells.sum(axis=1) != 0  # O has one stone less
     out = np.zeros(cells.shape)
@@ -98,11 +92,11 @@ def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
 
 
 class Learner(abc.ABC):
-    """Trains one agent: built from the algorithm's knobs and the run's, then stepped by the run
-    loop one update at a time."""
+    """Trains one agent: built from the algorithm's knobs and the run's (as in lab.config.Job), then
+    stepped by the run loop one update at a time."""
 
     def __init__(self, knobs: Knobs, run: RunConfig):
-        self.knobs, self.run = knobs, run  # as in lab.config.Job: the algorithm's knobs, the run's
+        self.knobs, self.run = knobs, run
 
     @abc.abstractmethod
     def iterate(self) -> np.ndarray:
@@ -115,9 +109,9 @@ class Learner(abc.ABC):
 
     @classmethod
     def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
-        """Refuse, with a one-line ConfigError naming the key, a run this learner could not
-        hold, before anything runs (lab.config.parse): here none is refused; bigger boards'
-        tabular learners refuse runs whose tables could outgrow memory (lab.game.sparse)."""
+        """Refuse, before anything runs (lab.config.parse), with a one-line ConfigError naming the
+        key, a run this learner could not hold: here none; bigger boards' tabular learners refuse
+        tables that could outgrow memory (lab.game.sparse)."""
 
     def memory(self) -> dict:
         """Run-table columns of the memory its tables take, added to every evaluated row: none
@@ -126,31 +120,25 @@ class Learner(abc.ABC):
 
     def exploration(self) -> float | None:
         """The epsilon of the last `iterate`'s training games (its last game's where epsilon
-        decays per game); None for a learner that does not explore epsilon-greedily. This base
-        version is a constant `epsilon` knob; learners that decay it override it."""
+        decays per game), None if the learner does not explore epsilon-greedily: here the
+        `epsilon` knob, constant; learners that decay it override this."""
         epsilon = getattr(self.knobs, "epsilon", None)
         return None if epsilon is None else float(epsilon)
 
-    # Training state, for resuming a run and for population-based training. One generic
-    # mechanism for every algorithm: the learner's attributes are walked, numpy arrays go into an
-    # .npz, everything else (numbers, strings, lists, dicts, the numpy Generators' states, the
-    # attributes of objects such as an MLP) into one JSON document inside it, together with the
-    # compiled kernels' random state (numba's, one per process). Loading never runs code from the
-    # file (allow_pickle=False, JSON): a fresh learner is built from the knobs, and the saved values
-    # are written into its attributes. What the knobs determine is not saved but rebuilt from them:
-    # NamedTuples (`Params`), the opponent's move table, and the attributes a learner names in
-    # DERIVED; so a learner restored under mutated knobs (PBT's explore) trains with them. An
-    # attribute that holds the current value of a decaying knob (mc_vfa's alpha, q_table's epsilon)
-    # is scaled by new knob / saved knob when a knob of its name changed (`restore`).
-    # `knobs` and `run` are the learner's own, never restored.
+    # Training state, for resuming a run and for population-based training, one mechanism for
+    # every algorithm: the learner's attributes go into an .npz, arrays as arrays, the rest
+    # (numbers, strings, lists, dicts, Generators' states, an MLP's attributes) into one JSON
+    # document, with numba's random state. Loading runs no code from the file: a fresh learner is
+    # built from the knobs and the saved values written into its attributes. What the knobs
+    # determine is rebuilt, not saved (NamedTuples such as `Params`, the opponent, DERIVED), so a
+    # learner restored under mutated knobs (PBT's explore) trains with them; an attribute named
+    # after a decaying knob that changed (mc_vfa's alpha) is scaled by new knob / saved knob.
     NOT_STATE = ("knobs", "run", "opponent")
     DERIVED: tuple[str, ...] = ()
     """Further attributes that the knobs determine (rebuilt, not saved)"""
 
     def state(self) -> dict:
         """The whole training state as {"json": str, <name>: ndarray, ...} for np.savez."""
-        import dataclasses
-
         arrays = {}
         skip = set(self.NOT_STATE) | set(self.DERIVED)
         tree = {name: _encode(value, f"a{i}", arrays) for i, (name, value) in enumerate(vars(self).items())
@@ -160,15 +148,8 @@ class Learner(abc.ABC):
                     "knobs": _encode(dataclasses.asdict(self.knobs), "k", {})}
         return {"json": np.array(json.dumps(document)), **arrays}
 
-    def state_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez(buffer, **self.state())
-        return buffer.getvalue()
-
     def restore(self, state: dict) -> None:
         """Overwrite this (freshly built) learner's training state with a saved one (`state`)."""
-        import dataclasses
-
         document = json.loads(str(state["json"]))
         saved_knobs = _decode(document.get("knobs", {"dict": {}}), None, {})
         knobs = dataclasses.asdict(self.knobs)
@@ -183,10 +164,6 @@ class Learner(abc.ABC):
             setattr(self, name, value)
         index, keys = document["kernel_rng"]
         set_kernel_stream((int(index), [int(k) for k in keys]))
-
-    def restore_bytes(self, data: bytes) -> None:
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            self.restore(dict(archive))
 
 
 def _is_namedtuple(value) -> bool:
@@ -239,12 +216,10 @@ def _decode(value, current, arrays: dict):
         old = list(current) if isinstance(current, (list, tuple)) else []
         out = [_decode(v, old[i] if i < len(old) else None, arrays) for i, v in enumerate(items)]
         return out if "list" in value else tuple(out)
-    if "dict" in value:
+    if "dict" in value or "int_dict" in value:
         old = current if isinstance(current, dict) else {}
-        return {k: _decode(v, old.get(k), arrays) for k, v in value["dict"].items()}
-    if "int_dict" in value:
-        old = current if isinstance(current, dict) else {}
-        return {int(k): _decode(v, old.get(int(k)), arrays) for k, v in value["int_dict"]}
+        items = value["dict"].items() if "dict" in value else [(int(k), v) for k, v in value["int_dict"]]
+        return {k: _decode(v, old.get(k), arrays) for k, v in items}
     if "object" in value:
         if current is None or not hasattr(current, "__dict__"):
             raise ValueError("saved state has an object where the learner has none")
@@ -254,7 +229,7 @@ def _decode(value, current, arrays: dict):
     raise ValueError(f"unknown entry in saved learner state: {sorted(value)}")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Algorithm:
     """One learning algorithm as the lab sees it."""
 
@@ -273,10 +248,10 @@ OTHER = "other_"
 
 
 class NetAgent(Agent):
-    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O), on the board
-    `shape`; trained in self-play, a second MLP, `other`, for the other seat. With `symmetry`
-    (3x3's) its nets see every board as its canonical image (lab.game.CANONICAL). Subclasses
-    score moves, and say how their compiled greedy games are played (`games`, bigger boards)."""
+    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O) on the board
+    `shape`, and in self-play a second, `other`, for the other seat. With `symmetry` (3x3's) its
+    nets see every board as its canonical image (lab.game.CANONICAL). Subclasses score moves and
+    play their compiled greedy games on bigger boards (`games`)."""
 
     def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False,
                  shape: tuple = TTT):
@@ -287,10 +262,6 @@ class NetAgent(Agent):
     def seat_net(self, seat: int) -> MLP:
         """The net that plays seat `seat`."""
         return self.net if seat == self.player or self.other is None else self.other
-
-    def outputs(self, x: np.ndarray, net: MLP | None = None) -> np.ndarray:
-        """Output 0 of the net (`net`, else the agent's) at each row of a batch x."""
-        return (net or self.net)(x)[:, 0]
 
     def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
         """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`

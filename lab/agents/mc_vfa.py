@@ -1,34 +1,28 @@
 """Monte Carlo afterstate values fitted by a numpy network (write-up 000), on every m,n,k board.
 
-The agent judges a move by the afterstate it produces (the board right after its move). A net
-of `layers` x `neurons` tanh units maps the cells of an afterstate (+1 X, -1 O, 0 empty) to a
-value in (-1, 1) from the agent's side. Between updates the policy is fixed, so the
-`episodes_per_update` episodes of one iteration are played as one batch by a compiled kernel
-written once against lab.game.engine (lab.agents.net_games): the net values the afterstates of each
-greedy move with the compiled forward pass of lab.nets; on 3x3 each afterstate is valued once, when
-first needed, and remembered per board code for the batch (its games meet about a fifth of the
-agent's 2,700 afterstates; a numpy pass over all of them took half of the iteration's time).
-After them every afterstate the agent produced gets the every-visit Monte Carlo mean of its
-returns (G = r + gamma G, reward +1 win, `loss_reward` (-1) loss, 0 otherwise; `targets`) and
-the net takes one full-batch gradient step towards those means. `reference_train` states the
-whole algorithm on 3x3 one game at a time in plain Python (against a fixed opponent).
+The agent judges a move by its afterstate (the board right after it): a net of `layers` x
+`neurons` tanh units maps an afterstate's cells (+1 X, -1 O, 0 empty) to a value in (-1, 1) for
+the agent. The policy is fixed between updates, so an iteration's `episodes_per_update` episodes
+are one batch of compiled games (lab.agents.net_games); on 3x3 each afterstate is valued once,
+when first needed, and remembered for the batch (its games meet about a fifth of the agent's
+2,700 afterstates). Then every afterstate the agent produced gets the every-visit Monte Carlo
+mean of its returns (G = r + gamma G, reward +1 win, `loss_reward` loss, 0 draw; `targets`), and
+the net takes one full-batch gradient step towards those means. tests/learner_references.py
+states the algorithm on 3x3 one game at a time in plain Python.
 
-In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, both learning
-from the same games: the net of the side to move plays, epsilon-greedy, and after the games
-each net takes its step towards the Monte Carlo means of its own seat's afterstates. The agent
-holds both nets and plays either seat. (Write-up 000's other regime, an O net against a frozen X
-net, is `opponent=PATH.npz` with an X checkpoint on 3x3: lab.opponents.) Symmetry folding is
-3x3's (refused elsewhere by lab.config).
+In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, playing its
+side epsilon-greedy and fitting its own seat's afterstates; the agent holds both nets.
+(Write-up 000's other regime, an O net against a frozen X net, is `opponent=PATH.npz` with an X
+checkpoint on 3x3: lab.opponents.) Symmetry folding is 3x3's (refused elsewhere by lab.config).
 """
 
 from dataclasses import dataclass
 import numpy as np
 
-from lab import game, opponents
+from lab import game
 from lab.game import bitboards, engine
-from lab.agents import base, net_games, tabular
-from lab.knobs import Knobs, RunConfig, require, side
-from lab.nets import MLP
+from lab.agents import base, net_games
+from lab.knobs import Knobs, RunConfig, require
 
 
 @dataclass(frozen=True)
@@ -48,8 +42,7 @@ class Config(Knobs):
     less, and the net fits the returns divided by -loss_reward, inside its tanh output's (-1, 1)
     (at -1 left out of the run id and the results)"""
     memory: str
-    """'clear': fit the last episodes_per_update episodes' afterstates, then forget them (the
-    seed's program); 'keep': fit every afterstate seen so far (the write-up's article)"""
+    """'clear': fit each update's afterstates, then forget them (the seed's); 'keep': all seen so far"""
     epsilon: float
     """probability of a random move at the first iteration (0 = greedy, as in the seed)"""
     epsilon_decay_per_update: float
@@ -59,8 +52,7 @@ class Config(Knobs):
     precision: str
     """the value net's numbers: float32 or float64 (a saturated float32 net ties every move)"""
     symmetry: bool
-    """fold the board's 8 symmetries: the net sees each afterstate as its canonical image
-    (lab.game.CANONICAL), so symmetric afterstates share one input and one Monte Carlo mean"""
+    """fold the board's 8 symmetries: symmetric afterstates share one net input and one Monte Carlo mean"""
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
@@ -102,16 +94,13 @@ class Agent(base.NetAgent):
             positions = np.asarray(positions, np.uint64).reshape(-1, 2)
             return base.by_side(self, positions, self._afterstate_values)
         if self.other is None:
-            return self.net_scores(self.net, positions)
-        codes = np.asarray(positions)
-        mine = game.TO_MOVE[codes] == side(self.player)
-        out = np.empty((len(codes), 9), dtype=self.net.weights[0].dtype)
-        out[mine] = self.net_scores(self.net, codes[mine])
-        out[~mine] = self.net_scores(self.other, codes[~mine])
-        return out
+            return self.seat_scores(self.player, positions)
+        return base.by_side(self, np.asarray(positions), self.seat_scores)
 
-    def net_scores(self, net: MLP, codes):
-        """3x3: (n, 9) values of each move's afterstate at `codes` by `net`, -inf where illegal."""
+    def seat_scores(self, seat: int, codes):
+        """3x3: (n, 9) values of each move's afterstate at `codes` by seat `seat`'s net, -inf where
+        illegal."""
+        net = self.seat_net(seat)
         after = np.take(game.AFTER, codes, axis=0)  # np.take: row gathers 3-5x faster than []
         if self.symmetry:
             after = np.take(FOLD, after)
@@ -122,7 +111,7 @@ class Agent(base.NetAgent):
         distinct[after] = True
         unique = np.flatnonzero(distinct[:-1])
         values = np.full(game.N_CODES + 1, -np.inf, dtype=net.weights[0].dtype)
-        values[unique] = self.outputs(np.take(game.BOARDS, unique, axis=0), net)
+        values[unique] = net(np.take(game.BOARDS, unique, axis=0))[:, 0]
         return values[after]
 
     def _afterstate_values(self, seat, positions):
@@ -138,60 +127,14 @@ class Agent(base.NetAgent):
         return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
 
 
-def reference_train(knobs: Config, run: RunConfig, iterations: int) -> MLP:
-    """The Learner's algorithm as plainly as possible: one game at a time in Python, the net asked
-    about each decision's afterstates, returns G = r + gamma G walked back through the game,
-    running means with step 1/N, one full-batch gradient step per iteration. Returns the net.
-
-    It starts from the Learner's net (same seed) but draws its games from numpy's stream, not the
-    kernel's, so the two agree in distribution, not game by game: the tests compare what they
-    learn across seeds."""
-    rng = np.random.default_rng(run.seed)
-    net = MLP([9] + [knobs.neurons] * knobs.layers + [1], rng, dtype=PRECISIONS[knobs.precision])
-    opponent, me = opponents.table(run.opponent), side(run.player)
-    alpha, epsilon = knobs.alpha, knobs.epsilon
-    fold = FOLD if knobs.symmetry else np.arange(game.N_CODES)
-    means, counts = {}, {}  # per afterstate: the mean of its returns, their number
-    for _ in range(iterations):
-        for _ in range(run.episodes_per_update):
-            code, afterstates = game.EMPTY, []
-            while not game.TERMINAL[code]:
-                moves = np.flatnonzero(game.LEGAL[code])
-                if game.TO_MOVE[code] != me:
-                    move = rng.choice(9, p=opponent[code])
-                elif epsilon > 0 and rng.random() < epsilon:
-                    move = rng.choice(moves)
-                else:
-                    values = net(game.BOARDS[fold[game.AFTER[code, moves]]])[:, 0]
-                    move = rng.choice(moves[values == values.max()])
-                code = game.AFTER[code, move]
-                if game.TO_MOVE[code] != me:  # the agent just moved: an afterstate of its own
-                    afterstates.append(fold[code])
-            reward, g = targets(me * game.WINNER[code], knobs.loss_reward), 0.0
-            for k, afterstate in enumerate(reversed(afterstates)):
-                g = (reward if k == 0 else 0.0) + knobs.gamma * g
-                counts[afterstate] = counts.get(afterstate, 0) + 1
-                mean = means.get(afterstate, 0.0)
-                means[afterstate] = mean + (g - mean) / counts[afterstate]
-        seen = sorted(means)
-        net.fit_step(game.BOARDS[seen], np.array([means[c] for c in seen]), alpha)
-        if knobs.memory == "clear":
-            means, counts = {}, {}
-        alpha *= knobs.alpha_decay_per_update
-        epsilon *= knobs.epsilon_decay_per_update
-    return net
-
-
-class Learner(tabular.Learner):
+class Learner(net_games.Learner):
     DERIVED = ("game", "opponent", "inputs")
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
-        self.nets = {seat: MLP([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
-                               dtype=PRECISIONS[knobs.precision]) for seat in run.seats}
-        self.net = self.nets[run.seats[0]]
+        self.make_nets([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
+                       dtype=PRECISIONS[knobs.precision])
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
         self.inputs = net_games.code_inputs(self.game, knobs.symmetry)
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
@@ -200,16 +143,10 @@ class Learner(tabular.Learner):
         their returns and their visits"""
 
     def iterate(self) -> np.ndarray:
-        n = self.run.episodes_per_update
-        nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
-        learns = tuple(seat in self.run.seats for seat in (1, 2))
-        positions, _, plies, results = net_games.play_games(self.game, nets, learns, self.opponent, n,
-                                                            self.epsilon, self.inputs, True)
-        positions = engine.records(positions, n)
+        positions, _, plies, results = self.play(self.epsilon, self.inputs, True)
         for seat in self.run.seats:
             self._fit(seat, positions, plies, results)
         self.alpha *= self.knobs.alpha_decay_per_update
-        self.played_epsilon = self.epsilon
         self.epsilon *= self.knobs.epsilon_decay_per_update
         return np.bincount(results, minlength=3)
 
@@ -240,17 +177,12 @@ class Learner(tabular.Learner):
             return seen, sums, visits
         old, old_sums, old_visits = kept
         both, inverse = engine.distinct(self.game, np.concatenate([old, seen]))
-        total_sums, total_visits = np.zeros(len(both)), np.zeros(len(both))
-        total_sums[inverse[:len(old)]], total_visits[inverse[:len(old)]] = old_sums, old_visits
-        total_sums[inverse[len(old):]] += sums
-        total_visits[inverse[len(old):]] += visits
-        return both, total_sums, total_visits
-
-    def exploration(self) -> float:
-        return float(self.played_epsilon)
+        sums, visits = (np.bincount(inverse, np.concatenate(pair), len(both))
+                        for pair in ((old_sums, sums), (old_visits, visits)))
+        return both, sums, visits
 
     def agent(self) -> Agent:
-        return net_games.agent(self, Agent)
+        return self.snapshot(Agent)
 
 
 ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)

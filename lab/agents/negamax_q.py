@@ -17,20 +17,17 @@ pass), with the write-up's shaped rewards, counting k moves back from the end (k
   share reward_decay^(k-1), positive for the winner's moves and negative for the loser's;
 - a draw: the last two moves get draw_reward, earlier ones draw_reward * reward_decay^(k-1).
 
-In self-play (opponent=self) both sides play the table. Against a fixed opponent (seat `player`)
-the agent plays the table and the opponent its own move table, and the table still learns from
-both sides' moves: it is a table of negamax values, and the targets need the opponent's positions
-too.
+In self-play (opponent=self) both sides play the table. Against a fixed opponent the agent
+plays the table in seat `player`, and the table still learns from both sides' moves: its
+negamax targets need the opponent's positions too.
 
-`ensemble` K > 1 trains K independent tables side by side within the run (game g trains table
-g mod K, each with its own Q values; the run's seed fixes them all) and the agent plays their sum:
-a move few members consider bad scores best. The episodes of a run are split between the members,
-so the run's rows count every episode once. Updates happen every episode, so the episodes run
-one after another in a compiled loop, `train`, written once against lab.game.engine for every m,n,k
-board: on 3x3 the K tables are dense (K x 3**9 x 9); on bigger boards one table of the positions
-played (lab.game.sparse) holds the K members' Q values side by side in a row. `reference_train` is
-the 3x3 loop in plain Python. Not yet on bigger boards: the per-size measure of an ensemble
-(`by_size`), whose agents keep their members apart.
+`ensemble` K > 1 trains K independent tables in the run (game g trains table g mod K; the run's
+seed fixes them all), and the agent plays their sum: a move few members consider bad scores
+best. The run's episodes are split between the members (its rows count each once). The episodes
+run one after another in a compiled loop, `train`, against lab.game.engine: K dense tables on 3x3
+(K x 3**9 x 9); on bigger boards one table of the positions played (lab.game.sparse) with the K
+members' Q values side by side in a row. tests/learner_references.py has the 3x3 loop in plain
+Python. Not yet on bigger boards: the per-size measure of an ensemble (`by_size`).
 """
 
 from dataclasses import dataclass
@@ -101,26 +98,21 @@ def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
 
 
 class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
+    no docstring is the knob of its name."""
 
     x_plays_table: bool
     """X plays epsilon-greedy on the table (else X plays the opponent's move table)"""
     o_plays_table: bool
     """the same for O (both in self-play)"""
     alpha: float
-    """Q step size"""
     gamma: float
-    """discount of the opponent's best Q at the next position"""
     epsilon: float
-    """probability of a random move for each move the table makes"""
     loss_reward: float
-    """reward of the loser's last move"""
     draw_reward: float
-    """reward of the last two moves of a draw"""
     reward_decay: float
-    """share of the final reward given to each earlier move, per move back from the end"""
     members: int
-    """the ensemble's tables"""
+    """the ensemble's tables (the `ensemble` knob)"""
     per_game: int
     """the most positions one game adds to a table of visited positions: every move's"""
 
@@ -187,39 +179,12 @@ def train(g, table, opponent, first_game, n, params, tally):
     return n
 
 
-def reference_train(ensemble_q, first_game, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same tables and tally.
-    (The rewards are `shaped_reward`'s, called from Python.)"""
-    plays_table = {1: params.x_plays_table, -1: params.o_plays_table}  # by side: X 1, O -1
-    winners = []
-    for g in range(first_game, first_game + n):
-        q = ensemble_q[g % len(ensemble_q)]
-        code, history = game.EMPTY, []  # every (position, move) of the game, both sides'
-        while not game.TERMINAL[code]:
-            if plays_table[game.TO_MOVE[code]]:
-                move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], params.epsilon)
-            else:
-                move = stream.sample_move(opponent_moves[code])
-            history.append((code, move))
-            code = game.AFTER[code, move]
-        won = game.WINNER[code] != 0
-        for k, (s, a) in enumerate(reversed(history)):  # from the last move to the first
-            nxt = game.AFTER[s, a]  # the opponent's position: its best reply counts against a
-            best_reply = 0.0 if game.TERMINAL[nxt] else q[nxt][game.LEGAL[nxt]].max()
-            q[s, a] += params.alpha * (shaped_reward(k, won, params) - params.gamma * best_reply
-                                       - q[s, a])
-        winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
-
-
 class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        if self.dense():
-            self.q = np.zeros((knobs.ensemble, game.N_CODES, 9))  # one Q table per ensemble member
-        else:
-            self.q = sparse.Table(knobs.ensemble * run.m * run.n, 0.0)
+        # a Q table per ensemble member, or their rows side by side
+        self.q = (np.zeros((knobs.ensemble, game.N_CODES, 9)) if self.dense()
+                  else sparse.Table(knobs.ensemble * run.m * run.n, 0.0))
         self.params = Params.of(knobs, run)
         self.games = 0
 

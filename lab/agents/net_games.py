@@ -1,13 +1,11 @@
 """The compiled games of the net learners, mc_vfa and q_net, written once against lab.game.engine.
 
-Between two updates a learner's policy is fixed, so an iteration's games are played as one batch
-by `play_games`: the learner's side plays epsilon-greedy on what its net says of each legal move
-(mc_vfa: the value of the afterstate; q_net: Q of the position and move), ties at random, and a
-fixed opponent (or, in self-play, the other seat's net) plays the other side. On 3x3 the net is
-asked about each afterstate or position once per batch and the answer remembered (`memory`).
-
-What a net says of the moves at a position (`afterstate_values`, `q_values`) is written the way
-lab.game.engine writes the game: a function the kernel calls, its body compiled for the engine of `g`.
+An iteration's games are one batch (`play_games`): the learner's side plays epsilon-greedy on what
+its net says of each legal move (mc_vfa: the afterstate's value, `afterstate_values`; q_net: Q of
+the position and move, `q_values`), ties at random, and a fixed opponent or, in self-play, the
+other seat's net plays the other side. On 3x3 the net's answers are remembered for the batch
+(`memory`). The scoring functions are written as lab.game.engine writes the game: a function the
+kernel calls, its body compiled for the engine of `g`.
 """
 
 import numpy as np
@@ -15,19 +13,19 @@ from numba import njit
 from numba.extending import overload
 
 from lab import game
+from lab.agents import tabular
 from lab.game import engine
 from lab.game.engine import AFTER, LEGAL, tabulated
-from lab.nets import forward
+from lab.nets import MLP, forward
 
 
 @njit(cache=True)
 def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
-    """Play n games on the game g: the side s (0 X, 1 O) with learns[s] is played by nets[s]
-    (CompiledNets), epsilon-greedy on afterstate_values if `afterstates` (`lookup`:
-    code_inputs) else on q_values (`lookup`: q_net's pair codes); the other side by
-    the fixed `opponent`. Returns (positions, cells, plies, results): engine.history's positions
-    after each ply, game after game, each game taking a board's cells of room; the cell of each
-    ply (-1 past the end); the plies each game lasted; the side that won each, or DRAW."""
+    """Play n games on the game g: a side s (0 X, 1 O) with learns[s] is played by nets[s]
+    (CompiledNets), epsilon-greedy on afterstate_values if `afterstates` (`lookup`: code_inputs),
+    else on q_values (`lookup`: q_net's pair codes); the other by the fixed `opponent`. Returns
+    engine.history's positions after each ply (a board's cells of room a game), the cell of each
+    ply (n, cells; -1 past the end), the plies of each game and its winner (side) or DRAW."""
     size = engine.cells(g)
     positions = engine.history(g, n * size)
     cells = np.full((n, size), -1, np.int64)
@@ -44,8 +42,8 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
             side = ply % 2
             if not learns[side]:
                 cell = engine.opponent_move(g, opponent, pos, side)
-            # the choice and draws of engine.epsilon_greedy, except that epsilon 0 (write-up
-            # 000's) draws nothing, and the net is asked only for greedy moves
+            # engine.epsilon_greedy's draws, except that epsilon 0 draws nothing, and the net is
+            # asked only for greedy moves
             elif epsilon > 0.0 and np.random.random() < epsilon:
                 cell = engine.random_cell(g, pos)
             else:
@@ -65,31 +63,49 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
     return positions, cells, plies, results
 
 
-def agent(learner, Agent):
-    """The agent of a net learner (mc_vfa's or q_net's) with copies of its nets as they are, on
-    the learner's board: in self-play both seats' nets, else the learner's net and seat."""
-    nets = (learner.nets[1].copy(), 1, learner.nets[2].copy()) if len(learner.run.seats) == 2 else (
-        learner.net.copy(), learner.run.player, None)
-    return Agent(*nets, learner.knobs.symmetry, learner.run.game)
+class Learner(tabular.Learner):
+    """What mc_vfa's and q_net's Learners share: a net per seat they learn in (`nets`: one against
+    a fixed opponent, X's then O's in self-play; `net` the first), an iteration's games, the agent."""
+
+    def make_nets(self, sizes, rng, **options) -> None:
+        self.nets = {seat: MLP(sizes, rng, **options) for seat in self.run.seats}
+        self.net = self.nets[self.run.seats[0]]
+
+    def play(self, epsilon, lookup, afterstates: bool):
+        """`play_games` of an iteration at `epsilon`, the positions as engine.records."""
+        n = self.run.episodes_per_update
+        nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
+        learns = tuple(seat in self.run.seats for seat in (1, 2))
+        positions, cells, plies, results = play_games(self.game, nets, learns, self.opponent, n, epsilon,
+                                                      lookup, afterstates)
+        self.played_epsilon = epsilon
+        return engine.records(positions, n), cells, plies, results
+
+    def exploration(self) -> float:
+        return float(self.played_epsilon)
+
+    def snapshot(self, Agent):
+        """An `Agent` with copies of the nets: both seats' in self-play, else the net and seat."""
+        nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
+            self.net.copy(), self.run.player, None)
+        return Agent(*nets, self.knobs.symmetry, self.run.game)
 
 
 def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     """out[cell] = the value net nets[side] gives the position after `side` plays each legal
-    cell. On 3x3 each afterstate is valued once, when first needed (one pass of the net over
-    those not valued yet), and remembered in memo[side, code] (known[side, code] flags it) for
-    the rest of the batch, the net's input of a code being inputs[code] (`code_inputs`); on
-    bitboards the afterstates are valued in one pass at each call. `scratch`: (cells, cells)
-    rows in the net's precision."""
+    cell. On 3x3 an afterstate is valued when first needed (one pass over those not valued yet;
+    a code's input is inputs[code], `code_inputs`) and remembered in memo[side, code] (flagged in
+    known) for the batch; on bitboards they are valued in one pass a call. `scratch`: (cells,
+    cells) rows in the net's precision."""
 
 
 def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
-    """out[cell] = Q(pos, cell) of each legal cell by net nets[side], whose input width says how:
-    a Q per cell from the position's cells (width = cells), or one Q per row of the cells and the
-    move one-hot (width = 2 cells). On 3x3 the net sees each (code, cell) as the pair pairs[code,
-    cell] (code * 9 + cell, or its canonical image), and a position's values are computed once,
-    when first needed, and remembered in memo[side, code] (known[side, code] flags them) for the
-    rest of the batch; on bitboards they are computed at each call. `scratch`: (cells, width) rows
-    in the net's precision."""
+    """out[cell] = Q(pos, cell) of each legal cell by net nets[side]: a Q per cell from the cells
+    (input width = cells), or one Q a row of the cells and the move one-hot (width = 2 cells). On
+    3x3 the net sees (code, cell) as the pair pairs[code, cell] (code * 9 + cell, or its canonical
+    image), and a position's values are computed when first needed and remembered in memo[side,
+    code] (flagged in known) for the batch; on bitboards at each call. `scratch`: (cells, width)
+    rows in the net's precision."""
 
 
 def memory(g, dtype):

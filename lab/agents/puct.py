@@ -1,22 +1,21 @@
 """PUCT search guided by a policy + value net, compiled, on every board (lab.agents.alphazero).
 
 From the root, descend by argmax over the moves a node allows of
-Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), with Q = 0 for unvisited moves (the
-max makes a node's first visit follow its priors); a newly reached position is a leaf whose value
-is backed up, negated at each level (the mover alternates). Each simulation adds one node, so the
-tree lives in small arrays (`Tree`) and the search is one compiled loop on lab.game.bitboards.
+Q(s, a) + c_puct P(s, a) sqrt(max(N(s), 1)) / (1 + N(s, a)), Q = 0 for unvisited moves (the max
+makes a node's first visit follow its priors); each simulation adds one leaf, whose value is
+backed up, negated at each level. The tree lives in small arrays (`Tree`), the search is one
+compiled loop on lab.game.bitboards.
 
-The net (lab.nets.forward, one row) is read at each new leaf: its input is the board from the
-side to move's view (a cell: +1 its own stone, -1 the opponent's, 0 empty), and `head` turns its
-outputs into priors over the empty cells and a value. Positions the rules decide get their exact
-value instead (no net call): lost (-1, for the side to move) if the previous move completed a
-line, drawn on a full board, won (+1) if the side to move can complete a line or, with no threat
-against it, make two winning cells at once (a double threat: the opponent blocks one at most),
-lost if the opponent has two already. Where the opponent has exactly one, the search only plays
-the block (any other move loses at once), so it spends its simulations on the lines that matter.
-At the root, a win, a forced block or a double threat is played without searching (the counts all
-on those cells). Without noise the search is deterministic: the most visited move is a function
-of the position.
+The net (lab.nets.forward, one row) is read at each new leaf, from the side to move's view (+1 its
+own stone, -1 the opponent's, 0 empty); `head` turns its outputs into priors over the empty cells
+and a value. Positions the rules decide get their exact value instead: lost (-1, for the side to
+move) if the previous move completed a line, drawn on a full board, won (+1) if the side to move
+can complete a line or, with no threat against it, make two winning cells at once (a double
+threat), lost if the opponent has two already. Against exactly one the search only plays the
+block (any other move loses at once). At the root, a
+win, a forced block or a double threat is played without searching (the counts all on those
+cells). Without noise the search is deterministic: the most visited move is a function of the
+position.
 """
 
 from typing import NamedTuple
@@ -35,18 +34,15 @@ negative)."""
 
 
 class Params(NamedTuple):
-    """The numbers the search and the games use, as one argument (by name)."""
+    """The numbers the search and the games use, as one argument (by name); a field with no
+    docstring is alphazero's knob of its name."""
 
     simulations: int
-    """PUCT simulations per move"""
     c_puct: float
-    """weight of the prior-guided exploration term"""
     dirichlet_alpha: float
-    """concentration of the root noise"""
     dirichlet_weight: float
-    """share of the noise in the root priors (0: no noise, as in gating and the trained agent)"""
+    """0: no noise, as in gating and the trained agent"""
     temperature_moves: int
-    """moves at the start of a game drawn in proportion to visit counts"""
 
     @classmethod
     def of(cls, knobs, noise: bool) -> "Params":
@@ -63,11 +59,10 @@ class Params(NamedTuple):
 @njit(cache=True)
 def head(outputs, board, priors):
     """Writes the priors over the empty cells (where `board`, the net's input row, is 0) into
-    `priors` and returns the value, from the net's outputs. A cell per output and one more: the
-    softmax of the cells' logits and tanh of the last. Three more (write-up 002's head): outputs
-    [win, draw, loss, a cell each], the cells' outputs floored at PRIOR_FLOOR and normalised, the
-    value win - loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh, the same bits on
-    every machine."""
+    `priors` and returns the value, from the net's outputs: with a cell per output and one more,
+    the softmax of the cells' logits and tanh of the last; with three more (write-up 002's [win,
+    draw, loss, a cell each]), the cells' outputs floored at PRIOR_FLOOR and normalised, and
+    win - loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh (the same bits anywhere)."""
     cells = board.shape[0]
     regressed = outputs.shape[0] == cells + 3
     top = -np.inf

@@ -7,21 +7,18 @@ side (+1 win, `loss_reward` (-1) loss, 0 draw), in one of two ways (`head`): fro
 cells alone, a Q per cell (the bigger boards' default: one pass a position where 5x5 has up to 25
 moves).
 
-Between updates the policy is fixed, so the `episodes_per_update` episodes of an iteration are
-played as one batch by a compiled kernel written once against lab.game.engine (lab.agents.net_games):
-the agent plays epsilon-greedy on Q, ties at random; on 3x3 a position's Q values are computed
-once, when first needed, and remembered for the batch. After the games each agent move (s, a)
-gets the on-policy TD target gamma Q(s', a'), where (s', a') is the agent's next position and move
-in that game, with Q from the net that played (one batched pass), or the final reward alone when
-the game ends at that move or at the opponent's reply. The net then takes `epochs` full-batch
-gradient steps on the mean squared TD error (the write-up's few epochs per game). Epsilon decays
-geometrically from `epsilon` at the first iteration to `epsilon_final` at the last, as the
-write-up's notebook does.
+The policy is fixed between updates, so an iteration's `episodes_per_update` episodes are one
+batch of compiled games (lab.agents.net_games), epsilon-greedy on Q, ties at random; on 3x3 a
+position's Q values are computed once, when first needed, and remembered for the batch. Then each
+agent move (s, a) gets the on-policy TD target gamma Q(s', a'), (s', a') the agent's next position
+and move in that game (Q by the net that played, one batched pass), or the final reward when the
+game ends at that move or the opponent's reply; the net takes `epochs` full-batch gradient steps
+on the mean squared TD error. Epsilon decays geometrically from `epsilon` at the first iteration
+to `epsilon_final` at the last, as the write-up's notebook does.
 
 In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
-both learning from the same games: the net of the side to move plays, epsilon-greedy, and after
-the games each net fits the TD targets of its own seat's moves. The agent holds both nets and
-plays either seat. Symmetry folding is 3x3's (refused elsewhere by lab.config).
+playing its side epsilon-greedy and fitting its own seat's moves; the agent holds both nets.
+Symmetry folding is 3x3's (refused elsewhere by lab.config).
 """
 
 from dataclasses import dataclass
@@ -30,8 +27,8 @@ import numpy as np
 
 from lab import game
 from lab.game import engine
-from lab.agents import base, net_games, tabular
-from lab.knobs import Knobs, RunConfig, require, side
+from lab.agents import base, net_games
+from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP
 
 HEADS = ("move", "cells")
@@ -43,8 +40,7 @@ class Config(Knobs):
     ADDED = {"loss_reward": -1.0, "head": "move"}  # a 3x3 run at these keeps the run id it had before the knob
 
     head: str
-    """'move': the net takes the cells and the move one-hot and gives that move's Q (write-up 001's);
-    'cells': it takes the cells and gives a Q per cell (one pass a position, not one a legal move)"""
+    """'move': Q of the cells + a move one-hot (write-up 001's); 'cells': a Q per cell from the cells alone"""
     layers: int
     """hidden layers of the Q net (0: a linear Q function of its inputs, the write-up's first net)"""
     neurons: int
@@ -63,8 +59,7 @@ class Config(Knobs):
     epochs: int
     """full-batch gradient steps on each iteration's samples"""
     symmetry: bool
-    """fold the board's 8 symmetries: the net sees each (position, move) as its canonical image
-    (lab.game.canonical_pairs), so symmetric pairs share one input and one mean target"""
+    """fold the board's 8 symmetries: symmetric (position, move) pairs share one net input and mean target"""
 
     def check(self):
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
@@ -120,14 +115,15 @@ class Agent(base.NetAgent):
         if self.board is not None:
             positions = np.asarray(positions, np.uint64).reshape(-1, 2)
             return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
-        codes = np.asarray(positions)
+        if self.other is None:
+            return self.seat_scores(self.player, positions)
+        return base.by_side(self, np.asarray(positions), self.seat_scores)
+
+    def seat_scores(self, seat: int, codes):
+        """3x3: (n, 9) Q by seat `seat`'s net of each move at `codes`, -inf where illegal."""
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
-        mine = game.TO_MOVE[codes[rows]] == side(self.player)
-        # one seat's agent: its net plays whichever side is to move
-        seats = ((self.net, mine), (self.other, ~mine)) if self.other is not None else ((self.net, np.ones_like(mine)),)
-        for net, pick in seats:
-            q[rows[pick], moves[pick]] = pair_q(net, engine.TTT, codes[rows[pick]], moves[pick], self.symmetry)
+        q[rows, moves] = pair_q(self.seat_net(seat), engine.TTT, codes[rows], moves, self.symmetry)
         return q
 
     @staticmethod
@@ -135,7 +131,7 @@ class Agent(base.NetAgent):
         return net_games.play_games(g, nets, learns, opponent, n, 0.0, pair_codes(g, False), False)[-1]
 
 
-class Learner(tabular.Learner):
+class Learner(net_games.Learner):
     DERIVED = ("game", "opponent", "epsilons", "pairs")  # rebuilt on restore (`iteration` is kept)
 
     def __init__(self, knobs: Config, run: RunConfig):
@@ -143,10 +139,7 @@ class Learner(tabular.Learner):
         rng = np.random.default_rng(run.seed)
         self.cells = run.m * run.n
         inputs, outputs = (self.cells, self.cells) if knobs.head == "cells" else (2 * self.cells, 1)
-        # A net per seat it learns in: one against a fixed opponent, X's then O's in self-play.
-        self.nets = {seat: MLP([inputs] + [knobs.neurons] * knobs.layers + [outputs], rng,
-                               output="linear") for seat in run.seats}
-        self.net = self.nets[run.seats[0]]
+        self.make_nets([inputs] + [knobs.neurons] * knobs.layers + [outputs], rng, output="linear")
         steps = max(run.iterations - 1, 1)
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
@@ -156,19 +149,10 @@ class Learner(tabular.Learner):
     def iterate(self) -> np.ndarray:
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
         self.iteration += 1
-        n = self.run.episodes_per_update
-        nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
-        learns = tuple(seat in self.run.seats for seat in (1, 2))
-        positions, cells, plies, results = net_games.play_games(self.game, nets, learns, self.opponent, n,
-                                                                epsilon, self.pairs, False)
-        positions = engine.records(positions, n)
+        positions, cells, plies, results = self.play(epsilon, self.pairs, False)
         for seat in self.run.seats:
             self._fit(seat, *self._samples(seat, positions, cells, plies, results))
-        self.played_epsilon = epsilon
         return np.bincount(results, minlength=3)
-
-    def exploration(self) -> float:
-        return float(self.played_epsilon)
 
     def _samples(self, seat: int, positions, cells, plies, results):
         """The moves of seat `seat` in a batch of games (`positions` after each ply, a row a game;
@@ -216,7 +200,7 @@ class Learner(tabular.Learner):
             net.descend(net.gradients(acts, error), self.knobs.alpha)
 
     def agent(self) -> Agent:
-        return net_games.agent(self, Agent)
+        return self.snapshot(Agent)
 
 
 ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)

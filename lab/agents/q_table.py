@@ -1,9 +1,8 @@
 """Tabular Q learning by on-policy TD, epsilon-greedy with decay (write-up 001, first part).
 
-The agent keeps Q(position, move) for its own positions in a (3^9, 9) array, every entry starting
-at 0, and plays epsilon-greedy on it (ties broken at random). Rewards come only at the end: +1 when
-the agent wins, -1 when it loses, 0 for a draw. Gamma is 1, and the update after each of the
-agent's moves is the notebook's:
+The agent keeps Q(position, move) for its own positions, every entry starting at 0, and plays
+epsilon-greedy on it (ties at random). Rewards come only at the end: +1 win, -1 loss, 0 draw.
+Gamma is 1, and the update after each of the agent's moves is the notebook's:
 
 - its move wins: Q(board, move) = 1; its move fills the board: Q(board, move) = 0 (both certain);
 - the opponent's reply ends the game: Q(board, move) moves a step alpha towards the result (-1 for
@@ -11,13 +10,12 @@ agent's moves is the notebook's:
 - in every case the previous (board, move) of the episode moves towards the current one:
   Q(prev) += alpha (Q(board, move) - Q(prev)), an on-policy (SARSA-like) TD step.
 
-Epsilon is multiplied by epsilon_decay_per_game before every game (so, as in the notebook, the
-first game already uses epsilon * epsilon_decay_per_game). The notebook plays X against a random
-O; here the agent takes either seat against any fixed opponent, on any m,n,k board. Updates
-happen every step, so the episodes run one after another in a compiled loop, `train`, written
-once against lab.game.engine: on 3x3 the table has a row for each of the 3**9 board codes, on bigger
-boards a row for each position the agent moved from (lab.game.sparse). `reference_train` is the
-3x3 loop in plain Python.
+Epsilon is multiplied by epsilon_decay_per_game before every game, the first included (as in the
+notebook). The notebook plays X against a random O; here the agent takes either seat against any
+fixed opponent, on any m,n,k board. The episodes run one after another in a compiled loop,
+`train`, against lab.game.engine: the table has a row per board code on 3x3, per position the
+agent moved from on bigger boards (lab.game.sparse). tests/learner_references.py has the 3x3
+loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -54,14 +52,13 @@ class Agent(tabular.Agent):
 
 
 class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
+    no docstring is the knob of its name."""
 
     side: int
     """the agent's side: 0 X (moves first), 1 O"""
     alpha: float
-    """TD step size"""
     epsilon_decay_per_game: float
-    """epsilon is multiplied by this before every game"""
     per_game: int
     """the most positions one game adds to a table of visited positions: the agent's moves"""
 
@@ -111,42 +108,10 @@ def train(g, table, opponent, epsilon, n, params, tally):
     return n, epsilon
 
 
-def reference_train(q, epsilon, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same q, epsilon and tally."""
-    winners, mark = [], 1 if params.side == 0 else -1
-    for _ in range(n):
-        epsilon *= params.epsilon_decay_per_game
-        code = game.EMPTY
-        if mark == -1:  # the opponent opens
-            code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
-        previous = None  # the agent's previous (position, move) in this game
-        while True:
-            move, _ = stream.epsilon_greedy(q[code], game.LEGAL[code], epsilon)
-            after_move = game.AFTER[code, move]
-            if game.TERMINAL[after_move]:  # the agent's move ended the game: a certain result
-                q[code, move] = game.WINNER[after_move] * mark
-                end = after_move
-            else:
-                end = game.AFTER[after_move, stream.sample_move(opponent_moves[after_move])]
-                if game.TERMINAL[end]:  # the opponent's reply ended it: one sample of the result
-                    q[code, move] += params.alpha * (game.WINNER[end] * mark - q[code, move])
-            if previous is not None:  # on-policy TD: the previous pair moves towards this one
-                q[previous] += params.alpha * (q[code, move] - q[previous])
-            if game.TERMINAL[end]:
-                break
-            previous, code = (code, move), end
-        winners.append(game.WINNER[end])
-    return epsilon, game.tally(np.array(winners))
-
-
 class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        if self.dense():
-            self.q = np.zeros((game.N_CODES, 9))
-        else:
-            self.q = sparse.Table(run.m * run.n, 0.0)
+        self.q = np.zeros((game.N_CODES, 9)) if self.dense() else sparse.Table(run.m * run.n, 0.0)
         self.epsilon = knobs.epsilon
         self.params = Params.of(knobs, run)
 

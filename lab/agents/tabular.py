@@ -1,13 +1,10 @@
-"""What the tabular learners share: their Learners' start (the game's engine, the fixed opponent)
-and their trained agent, one class for every board: on 3x3 it reads a dense table, on bigger
-m,n,k boards a move's score off a table of visited positions (lab.game.sparse).
-
-q_table, td_value and negamax_q (each one module for every board, lab.game.engine) differ in what their
-rows hold here, which `Reading` says:
-a Q value per cell of the position to move from (q_table; negamax_q with `members` tables side by
-side in a row, the greedy reading their sum), or one value per afterstate (td_value: the position
-after the move; a move that completes a line is worth 1 and one that fills the board without a
-line `draw_value`, fixed, as in 3x3's table, so finished positions are never stored).
+"""What the tabular learners (q_table, td_value, negamax_q) share: their Learners' start (the
+game's engine, the fixed opponent) and their trained agent, one class for every board: on 3x3 it
+reads a dense table, on bigger boards a table of visited positions (lab.game.sparse). `Reading`
+says what the rows hold: a Q value per cell of the position to move from (q_table; negamax_q with
+`members` tables side by side, read as their sum), or one value per afterstate (td_value; a move
+that completes a line is worth 1 and one that fills the board without a line `draw_value`, so
+finished positions are never stored).
 """
 
 from typing import NamedTuple
@@ -32,8 +29,7 @@ class Reading(NamedTuple):
     """How a table's rows score the moves of a position."""
 
     afterstates: bool
-    """a move scores the one value of the position after it (else: the position's row, a Q value
-    per cell)"""
+    """a move scores the value of the position after it (else the position's row: a Q per cell)"""
     draw_value: float
     """afterstates: the fixed value of a move that fills the board without a line (a line: 1)"""
     members: int
@@ -107,10 +103,8 @@ def play_games(board, t, reading, kinds, simulations, tree, n):
 
 class Agent(base.Agent):
     """Plays greedily from its table, in either seat, on the board `shape` (m, n, k): on 3x3 a
-    dense array with a row per board code (a Q row per code, or a value per code read at the
-    code after each move), elsewhere a table of visited positions; `reading` says how the rows
-    score moves. Subclasses name the algorithm, the dense array in a checkpoint and the reading a
-    3x3 table is read by."""
+    dense array with a row per board code, elsewhere a table of visited positions, its rows read
+    as `reading` says. Subclasses name the algorithm, and the dense array and its reading."""
 
     DENSE = "q"
     """the name of a 3x3 table among the checkpoint's arrays"""
@@ -132,9 +126,8 @@ class Agent(base.Agent):
         return score_rows(self.board, self.table.view(), self.reading, positions[:, 0], positions[:, 1])
 
     def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
-        """Tally [X wins, O wins, draws] of `games` greedy games in seat `seat` against bot
-        `opponent` on a bigger board, drawn with `seed`; the compiled kernels' random stream is
-        left as it was."""
+        """[X wins, O wins, draws] of `games` greedy games in seat `seat` against bot `opponent`,
+        drawn with `seed`; the kernels' random stream is left as it was."""
         kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
         kinds[seat - 1] = TABLE
         simulations = np.full(2, opponent.simulations, np.int64)
@@ -164,8 +157,8 @@ class Agent(base.Agent):
 
 def opponent(g, run):
     """The fixed opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE in those it
-    does) with the MCTS tree it needs (on 3x3: mcts only, searching at the codes' bitboards)."""
+    (lab.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE where it
+    does) with its MCTS tree (on 3x3 mcts only, searching at the codes' bitboards)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     bot = None if run.opponent == "self" else bots.bot(
@@ -177,9 +170,9 @@ def opponent(g, run):
 
 
 def play_all(table, per_game: int, episodes: int, play) -> None:
-    """Have `play(table, episodes_left)` play `episodes` in all. A dense table (3x3's) takes them
-    at once. A table of visited positions: `play` returns how many it played before its next
-    game could take the table over half full, and the table grows in between."""
+    """Have `play(table, episodes_left)` play `episodes` in all: at once on a dense table (3x3's);
+    on a table of visited positions `play` returns how many it played before the next game could
+    take the table over half full, and the table grows in between."""
     if isinstance(table, np.ndarray):
         play(table, episodes)
         return
@@ -196,9 +189,8 @@ def memory(table) -> dict:
 
 
 class Learner(base.Learner):
-    """The start of q_table's, td_value's and negamax_q's Learners: the kernels' random stream
-    seeded, the game's engine (`game`) and the fixed opponent (`opponent`), both rebuilt on
-    restore."""
+    """The start of the tabular (and net) Learners: the kernels' random stream seeded, the game's
+    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore."""
 
     DERIVED = ("game", "opponent")
 

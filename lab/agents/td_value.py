@@ -10,21 +10,17 @@ one) to s', V(s) += alpha (V(s') - V(s)); an exploratory move updates nothing, s
 not drag values down. When the opponent's move ends the game, the side's last afterstate moves
 towards what that is worth to it: 0 for a loss, draw_value for a draw.
 
-`update=end_of_game` is write-up 003's own rule instead (the post's program; the book's is the
-default, `update=td`): no step during the game; when it ends, every afterstate the side moved
-into in that game, explored or greedy, gets +1/len(visited) if the side won and -1/len(visited)
-otherwise (a draw counts as not winning, as in the post), len(visited) being the number of the
-side's moves in the game. Finished positions keep their fixed values under both rules.
+`update=end_of_game` is write-up 003's own rule (the post's program; `update=td`, the default, is
+the book's): no step during the game; at its end every afterstate the side moved into, explored
+or greedy, gets +1/len(visited) if the side won, else -1/len(visited) (a draw is not a win, as in
+the post), len(visited) the side's moves in the game. Finished positions keep their values.
 
-Positions where X just moved and positions where O just moved are disjoint, so one array from the
-mover's view holds X's table and O's table side by side. Against a fixed opponent only the
-agent's seat learns; in self-play (opponent=self) each side is a learner with its own afterstates
-in the same array, and the trained agent plays either seat. Updates happen every step, so the
-episodes run one after another in a compiled loop, `train`, written once against lab.game.engine for
-every m,n,k board: on 3x3 the table has a value for each of the 3**9 board codes (finished ones
-at their fixed values), on bigger boards one for each unfinished afterstate a learning side moved
-into (lab.game.sparse; X's and O's are disjoint by their numbers of stones). `reference_train` is
-the 3x3 loop in plain Python.
+X's afterstates and O's are disjoint, so one array from the mover's view holds both tables.
+Against a fixed opponent only the agent's seat learns; in self-play (opponent=self) both sides
+learn, and the trained agent plays either seat. The episodes run one after another in a compiled
+loop, `train`, against lab.game.engine: the table has a value per board code on 3x3 (finished
+ones at their fixed values), per unfinished afterstate a learning side moved into on bigger
+boards (lab.game.sparse). tests/learner_references.py has the 3x3 loop in plain Python.
 """
 
 from dataclasses import dataclass
@@ -74,18 +70,16 @@ def initial_values(draw_value: float) -> np.ndarray:
 
 
 class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped)."""
+    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
+    no docstring is the knob of its name."""
 
     x_learns: bool
     """X plays epsilon-greedy on the values and learns (else X plays the opponent)"""
     o_learns: bool
     """the same for O (both in self-play)"""
     alpha: float
-    """TD step size"""
     epsilon: float
-    """probability of an exploratory (random) move"""
     draw_value: float
-    """the value of a drawn final position"""
     end_of_game: bool
     """write-up 003's rule (update=end_of_game) instead of TD steps"""
     per_game: int
@@ -156,50 +150,10 @@ def train(g, table, opponent, n, params, tally):
     return n
 
 
-def reference_train(v, opponent_moves, n, params, stream: game.Stream):
-    """`train` in plain Python, drawing from `stream` what the kernel draws from numba's random
-    stream: from the same seed it plays the same games and leaves the same values and tally."""
-    learns = {1: params.x_learns, -1: params.o_learns}  # by side: X 1, O -1
-    winners = []
-    for _ in range(n):
-        last = {1: None, -1: None}  # each side's latest afterstate
-        visited = {1: [], -1: []}  # each side's afterstates in this game (end_of_game)
-        code = game.EMPTY
-        while not game.TERMINAL[code]:
-            mover = game.TO_MOVE[code]
-            if not learns[mover]:
-                code = game.AFTER[code, stream.sample_move(opponent_moves[code])]
-                continue
-            legal = game.LEGAL[code]
-            move, explored = stream.epsilon_greedy(np.where(legal, v[game.AFTER[code]], 0.0), legal,
-                                                   params.epsilon)
-            code = game.AFTER[code, move]
-            if not params.end_of_game and not explored and last[mover] is not None:
-                v[last[mover]] += params.alpha * (v[code] - v[last[mover]])  # TD, greedy moves only
-            last[mover] = code
-            visited[mover].append(code)
-        if params.end_of_game:  # write-up 003: every afterstate of the game moves by +-1/len(visited)
-            for side, states in visited.items():
-                won = game.WINNER[code] == side
-                for state in states:
-                    if not game.TERMINAL[state]:
-                        v[state] += (1.0 if won else -1.0) / len(states)
-        else:
-            other = -mover  # did not make the final move: its last afterstate led to a loss or draw
-            if learns[other] and last[other] is not None:
-                result = 0.0 if game.WINNER[code] != 0 else params.draw_value
-                v[last[other]] += params.alpha * (result - v[last[other]])
-        winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
-
-
 class Learner(tabular.Learner):
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        if self.dense():
-            self.values = initial_values(knobs.draw_value)
-        else:
-            self.values = sparse.Table(1, 0.5)
+        self.values = initial_values(knobs.draw_value) if self.dense() else sparse.Table(1, 0.5)
         self.params = Params.of(knobs, run)
 
     @classmethod
