@@ -1,34 +1,19 @@
-"""Figures from a results table (lab.results.load), written as PNGs into RESULTS_DIR/_figures.
+"""Figures from a results table (lab.results.load), written as PNGs into RESULTS_DIR/_figures
+(the files: _CLI_DOC; docs/analysis.md):
 
-- winrate_figures: write-up 000's figure. One per (algorithm, seat or self-play, layers, neurons):
-  the player-1 (X) win rate of each iteration's training games against training episodes, one
-  line per configuration (lab.summary names them), its seeds drawn as their mean with a 95% band.
-- exact_figures: the same configurations, exact evaluation (lab.evaluate) of the greedy agent in
-  the seat it trained in: win and loss rates against random and onestep with the ceilings as
-  dashed lines, optimal-move rate and the share of losing lines.
-- comparison_figure: every algorithm's best configuration (lab.summary's definition) per
-  evaluation opponent and seat: exact win rate against training episodes on a log axis.
-- outcome_figures: write-up 001's figure, one per configuration whose runs explore epsilon-greedily:
-  over the training games of each iteration (a bin), the mean outcome (1 X wins, 0 draw, -1 O
-  wins), the numbers of wins, draws and losses of the agent, and the epsilon of the games.
+- winrate_figures: write-up 000's figure, the player-1 (X) win rate of each iteration's training
+  games, one line per configuration (lab.summary names them);
+- exact_figures: the same configurations' evaluation of the greedy agent, with the ceilings dashed;
+- comparison_figure: every algorithm's best configuration (lab.summary's) per opponent and seat;
+- outcome_figures: write-up 001's figure, per configuration whose exploration rate decays;
+- the knob and parallel-coordinates figures (lab.knob_figures; scipy, the `report` extra).
 
-- knob and parallel-coordinates figures (lab.knob_figures): the final objective of every
-  configuration against each knob that varies, with intervals (needs scipy, the `report` extra).
-
-Bigger boards (the `game` group, issue 26): every figure is drawn per game, never mixing boards
-in one panel; their files and titles name the game (`<algorithm>_mnk_4_4_4_player1...`, 3x3's
-keep `ttt`), their ceiling is lab.exact_ceiling's where the lab solves the board (at most 16 cells:
-against random, onestep and perfect) and none elsewhere, their evaluation figures show win and
-loss against each opponent evaluated (perfect on 4x4, block or mcts by games), and a rate
-evaluated by games carries its 95% Wilson interval as a band.
-
-Each function takes a results directory or its already loaded table and returns the files it
-wrote. Figures with a line per configuration, and write-up 001's figure of each configuration, are
-drawn for at most PER_CONFIGURATION configurations (a figure's, a results directory's) unless
-`every` is set: past that nobody compares them by eye, and the report (lab.report) shows them. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
-t(0.975, seeds - 1) x standard error); with 2, the band would be 12.7 standard errors wide and
-say nothing, so each seed is drawn thin beside the mean. A figure with one configuration names it
-in its title instead of a one-entry legend.
+Every figure is drawn per game, its file and title naming a bigger board's; a rate evaluated by
+games carries its 95% Wilson interval as a band. Each function takes a results directory or its
+loaded table and returns the files it wrote; a figure with a line, or a figure, per configuration
+is drawn for at most PER_CONFIGURATION configurations unless `every` is set. With 3 or more seeds
+a configuration is drawn as the seed mean with a 95% band (mean +- t(0.975, seeds - 1) x standard
+error); with 2, where that band would be 12.7 standard errors wide, each seed thin beside the mean.
 """
 
 import argparse
@@ -145,12 +130,6 @@ def _outputs(data, out_dir):
     return frame, out_dir
 
 
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def _seeds_note(group: pd.DataFrame) -> str:
     seeds = group.groupby("config")["seed"].nunique()
     stopped = group.loc[group["status"] == "stopped", "run_id"].nunique() if "status" in group else 0
@@ -164,11 +143,8 @@ def _seeds_note(group: pd.DataFrame) -> str:
 
 def _better(side: str) -> str:
     """Which way of write-up 000's player-1 win rate is better for the agent."""
-    if side == "player1":
-        return "the agent is X: higher is better"
-    if side == "player2":
-        return "the agent is O: lower is better"
-    return "self-play: the agent is both players"
+    return {"player1": "the agent is X: higher is better",
+            "player2": "the agent is O: lower is better"}.get(side, "self-play: the agent is both players")
 
 
 def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int = 1) -> bool:
@@ -203,7 +179,7 @@ def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = Fals
                xlabel="training episodes", ylim=(0, 1),
                ylabel=f"player-1 (X) win rate per iteration\n({_better(side)})")
         ax.grid(alpha=0.3)
-        written.append(_save(fig, out_dir / f"{algorithm}_{game}_{side}{net_file}.png"))
+        written.append(knob_figures.save(fig, out_dir / f"{algorithm}_{game}_{side}{net_file}.png"))
     return written
 
 
@@ -281,7 +257,8 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
         kind = "exact" if game == "ttt" else _evaluation(group)
-        written.append(_save(fig, out_dir / f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"))
+        name = f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"
+        written.append(knob_figures.save(fig, out_dir / name))
     return written
 
 
@@ -344,7 +321,8 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
         ax.set_ylabel("exact win rate of the greedy agent" if game == "ttt" else "win rate of the greedy agent")
     fig.suptitle(f"{_on(game)}Every algorithm's best configuration in each panel: the highest final "
                  "exact win - loss against that opponent\n(lines: seed means; seed spread in the summary table)")
-    return _save(fig, out_dir / ("comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"))
+    name = "comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"
+    return knob_figures.save(fig, out_dir / name)
 
 
 @knob_figures.closing
@@ -381,7 +359,7 @@ def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | No
         seeds = group["seed"].nunique()
         fig.suptitle(f"{algorithm}: {_who(side, group['opponent'].unique())}\n{config}, training "
                      f"games in bins of one iteration, mean of {seeds} seed{'s' * (seeds > 1)}")
-        written.append(_save(fig, out_dir / f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"))
+        written.append(knob_figures.save(fig, out_dir / f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"))
     return written
 
 
