@@ -21,6 +21,7 @@ from lab import evaluate, stats
 GROUP = ["algorithm", "seat", "evaluated_vs"]
 CONFIG = GROUP + ["config"]
 MEASURES = ("score", "win", "loss")
+IMPROVEMENT = ["improvement", "improvement_low", "improvement_high"]
 GAMES = ("win", "draw", "loss", "games")
 """A seed's results by games, as stats.by_games takes them."""
 NEXT = 4
@@ -75,10 +76,9 @@ def _with_intervals(table: pd.DataFrame, final: pd.DataFrame, games: tuple | Non
 
 
 def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
-    """One row per (group, configuration): the knobs' values, seeds, training episodes, mean and
-    IQM of each measure with intervals, the seeds' spread of the score (`score_sd`), the run of
-    its best seed, `rank` in its group and, for ranks 2 to NEXT + 1 where both have 2 seeds or
-    more, `improvement`: P(best > this) with `improvement_low` / `improvement_high`."""
+    """One row per (group, configuration): its knobs, seeds, episodes, mean and IQM of each measure
+    with intervals, `score_sd` (the seeds' spread), its best seed's run, `rank` in its group and,
+    for ranks 2 to NEXT + 1 where both have 2 seeds or more, P(best > this) (IMPROVEMENT)."""
     if final.empty:
         return pd.DataFrame()
     grouped = final.groupby(CONFIG, sort=True)
@@ -93,8 +93,7 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     table = table.sort_values([*GROUP, "score_mean", "win_mean", "episodes"],
                               ascending=[True] * len(GROUP) + [False, False, True])
     table["rank"] = table.groupby(GROUP).cumcount() + 1
-    for column in ("improvement", "improvement_low", "improvement_high"):
-        table[column] = np.nan
+    table[IMPROVEMENT] = np.nan
     for _, group in table.groupby(GROUP):
         first = group.index[0]
         best = scores[first, :counts[first]]
@@ -103,8 +102,8 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
                 pair = (first, row)
                 by_games = None if games is None or any(np.isnan(games[3][r, :counts[r]]).any() for r in pair) \
                     else [tuple(m[r, :counts[r]] for m in games) for r in pair]
-                table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
-                    stats.probability_of_improvement([best], [scores[row, :counts[row]]], by_games)
+                table.loc[row, IMPROVEMENT] = stats.probability_of_improvement(
+                    [best], [scores[row, :counts[row]]], by_games)
     return table.reset_index(drop=True)
 
 
@@ -224,10 +223,9 @@ def _matched(configs: pd.DataFrame, values: pd.Series, others: list[str], a: str
 
 
 def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
-    """One row per (group, factor, value) of factors with 2 to MAX_VALUES values: `knob` (the
-    factor's knobs joined by ' x '), `value`, its configurations and runs, `iqm` with
-    `iqm_low` / `iqm_high` over every run with that value, `rank` of the value by IQM, and
-    P(best value > this) as `improvement` (with its interval) over `pairs` matched pairs."""
+    """One row per (group, factor, value) of factors with 2 to MAX_VALUES values: `knob` (joined by
+    ' x '), `value`, its configurations and runs, `iqm` (with its interval) over every run with the
+    value, `rank` by IQM, and P(best value > this) (IMPROVEMENT) over `pairs` matched pairs."""
     rows = []
     for key, group in final.groupby(GROUP, sort=True):
         configs = group.groupby("config").first()
@@ -339,8 +337,8 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
                  f"{r['win_mean']:.3f}", f"{r['loss_mean']:.3f}",
                  improvement_text(r) if pd.notna(r["improvement"]) else ""]
                 for _, r in ranked.head(SHOWN).iterrows()]
-        lines += markdown_table(["rank", "configuration", "seeds", "win - loss: mean [95% CI]", "IQM [95% CI]",
-                         "win", "loss", "P(best > this)"], rows)
+        lines += markdown_table(["rank", "configuration", "seeds", "win - loss: mean [95% CI]",
+                                 "IQM [95% CI]", "win", "loss", "P(best > this)"], rows)
         if len(ranked) > SHOWN:
             lines.append(f"\n{len(ranked) - SHOWN} more in configurations.csv.")
         lines += ["", verdict(ranked)]
@@ -364,8 +362,8 @@ def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
     lines = ["", "Knobs: the IQM of the final win - loss over every run with the value (each "
                  "configuration's seeds resampled on their own); P(best value > this) over the pairs of "
                  "configurations that differ only in that knob.", ""]
-    rows = [[r["knob"], r["value"], str(r["configurations"]), interval_text(r["iqm"], r["iqm_low"], r["iqm_high"]),
-             _improvement_cell(r)]
+    rows = [[r["knob"], r["value"], str(r["configurations"]),
+             interval_text(r["iqm"], r["iqm_low"], r["iqm_high"]), _improvement_cell(r)]
             for _, r in mine.iterrows()]
     lines += markdown_table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
     lines.append("")

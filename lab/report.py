@@ -43,7 +43,8 @@ def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -
     (lab.report_runs.binned: averaged within a bin, or `within="last"` for a cumulative measure)."""
     per_run = report_runs.binned(points, {value: within}, bins)
     seeds = per_run.groupby(["algorithm", "seat", "config", "bin"]).agg(
-        episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size")).reset_index()
+        episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size"),
+    ).reset_index()
     half = plots.t975(seeds["n"] - 1) * seeds["sd"] / np.sqrt(seeds["n"])
     half = half.where(seeds["n"] >= plots.BAND_SEEDS, seeds["sd"] / np.sqrt(2))  # 2 seeds: their range
     return seeds.assign(half=half.where(seeds["n"] > 1, 0.0))
@@ -132,9 +133,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
-            "factors": factors,
-            "table": table, "views": views,
-            "curves": mine,
+            "factors": factors, "table": table, "views": views, "curves": mine,
             "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}
 
 
@@ -163,10 +162,7 @@ def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
     """The objective the page opens on: the opponent most of the group's runs trained against,
     where they were evaluated against it (else OneStep, else the first)."""
     trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
-    for vs in [*trained, "onestep", opponents[0]]:
-        if vs in opponents:
-            return vs
-    return opponents[0]
+    return next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
@@ -246,9 +242,8 @@ def page(data: dict) -> str:
 
 
 def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dirs: list) -> dict:
-    """Everything the page shows, aggregated: one entry per (algorithm, seat), per game where the
-    results hold bigger boards, the one with most configurations first. `frame` holds the runs
-    of one results_dir, or of several as `together` puts them."""
+    """Everything the page shows, aggregated: a group per (game, algorithm, seat), the one with most
+    configurations first. `frame`: the runs of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
@@ -274,9 +269,9 @@ def labels(results_dirs: list) -> list[str]:
 
 
 def together(results_dirs: list) -> pd.DataFrame:
-    """The runs of several results_dirs in one table: each configuration named within its own
-    folder (as that folder's summary names it), then with the folder's label in front and in the
-    column summary.FOLDER, so that equal knobs in two folders stay two configurations."""
+    """The runs of several results_dirs in one table: each configuration named within its folder,
+    then with the folder's label in front and in the column summary.FOLDER, so that equal knobs in
+    two folders stay two configurations."""
     if len({Path(d).resolve() for d in results_dirs}) < len(results_dirs):
         raise ValueError("a results_dir is named twice: name each folder to compare once")
     parts = []
@@ -323,10 +318,9 @@ def has_extra() -> bool:
 
 
 def analyse(results_dir, every: bool = False) -> None:
-    """What a sweep writes into a results directory at its end: the figures (`every`: also those
-    of more than plots.PER_CONFIGURATION configurations), the summary and the report, from one
-    read of its table; prints where they are. Never raises: the runs are stored whatever
-    happens here."""
+    """What a sweep writes into a results directory at its end, from one read of its table: the
+    figures (`every`: all of them), the summary and the report; prints where they are. Never
+    raises: the runs are stored whatever happens here."""
     results_dir = Path(results_dir)
     try:
         frame = summary.name_configurations(results.load(results_dir))  # named once for every view

@@ -1,12 +1,8 @@
-"""The report's drill-down (lab.report): from a configuration's row to its runs, each run's own
-curves (every measure of the page's metric menu, and the training seconds its time axis reads),
-its checkpoint, and the command that trains the configuration's runs again.
-
-A configuration is a run's knobs without its seed; its runs are its seeds. The command names
-every knob the runs set (not only those the sweep varied), so it does not depend on the defaults
-of the day, and the seeds the configuration ran: `python -m lab.sweep --multirun algorithm=q_table
-... seed=0,1,2 results_dir=reproduced`. The lab's runs are deterministic, so it gives the same
-numbers.
+"""The report's drill-down (lab.report): from a configuration's row to its runs (its seeds), each
+run's own curves, its checkpoint, and the command that trains them again: every knob the runs set
+(not only those the sweep varied, so that it does not depend on the defaults of the day) and
+their seeds, `python -m lab.sweep --multirun algorithm=q_table ... seed=0,1,2 results_dir=reproduced`.
+The lab's runs are deterministic, so it gives the same numbers.
 """
 
 import shlex
@@ -119,9 +115,8 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
 
 def drill_down(frame: pd.DataFrame, folders: dict) -> tuple[dict, dict]:
     """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, run_curves' points),
-    the folder of their checkpoints and the command that trains them again} of every
-    configuration with a finished run. `folders`: the results_dirs by their labels (the column
-    summary.FOLDER of a table of several; a table of one has no such column)."""
+    the folder of their checkpoints and the command that trains them again}. `folders`: the
+    results_dirs by their labels (the column summary.FOLDER of a table of several)."""
     firsts = summary.table(frame).drop_duplicates(["config", "run_id"])
     by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
     columns, curves = run_curves(frame)

@@ -166,7 +166,8 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
         part = slice(start, min(rows, start + chunk))
         resampled = _games_resample(rng, {k: v[part] for k, v in shares.items()}, games[part])
         for measure, values in resampled.items():
-            ends[measure][:, part] = np.percentile(STATISTICS[statistic](values, axis=-1), PERCENTILES, axis=0)
+            estimates = STATISTICS[statistic](values, axis=-1)
+            ends[measure][:, part] = np.percentile(estimates, PERCENTILES, axis=0)
     return {m: (points[m], *ends[m]) for m in points}
 
 

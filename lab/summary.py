@@ -201,7 +201,8 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
         "episodes_to_95": episodes_to_reach(
             curves[(curves["config"] == name) & (curves["seat"] == seat)
                    & (curves["algorithm"] == algorithm)], win, 0.95 * reached["win"]),
-        **{k: best[k] for k in ("win_sd", "losing_lines", "total_lines", "optimal_move_rate", "train_seconds")},
+        **{k: best[k] for k in ("win_sd", "losing_lines", "total_lines", "optimal_move_rate",
+                                "train_seconds")},
         "best_run": top_run["run_id"],
     }
     if "game" not in runs:
@@ -391,9 +392,7 @@ def main() -> None:
         with pd.option_context("display.width", 250, "display.max_columns", None,
                                "display.max_colwidth", 60):
             print(format_table(best).to_string(index=False))
-    note = stopped_note(stopped_runs(args.results_dir))
-    if note:
-        print(note, end="")
+    print(stopped_note(stopped_runs(args.results_dir)), end="")
     for path in paths:
         print(path)
 
