@@ -1,21 +1,16 @@
 """Which configurations are better, and whether the difference is real (lab.stats's estimators).
 
-Everything here starts from the final evaluations of the finished runs, exact or by games on
-boards too big to enumerate (lab.summary.final_evaluations: one row per run, seat evaluated and
-evaluation opponent, with `win`, `loss` and `score` = win - loss, the objective the ceilings
-maximise, and `games` where measured by games) and compares
-within a *group*: one algorithm, one seat, one evaluation opponent.
-
-- `configurations`: per configuration the mean and the IQM of win, loss and score over its
-  seeds with 95% bootstrap intervals, its rank (by mean score; ties to more wins, then fewer
-  training episodes, as lab.summary's best), and for the NEXT after the best P(best > it).
-- `verdict`: the plain sentence: is the best better than the next, or how many top
-  configurations cannot be told apart with the seeds run, and how many seeds would tell the
-  first two apart at the spread observed.
-- `knob_effects`: per swept knob (knobs that move together, as `+net=l3_n16` moves layers and
-  neurons, count as one), per value the IQM over every run with that value (a stratified
-  bootstrap: each configuration's seeds resampled on their own), and P(best value > another)
-  over the pairs of configurations that differ only in that knob.
+From the final evaluations of the finished runs (lab.summary.final_evaluations: `win`, `loss`,
+`score` = win - loss, and `games` where measured by games), within a *group*: one algorithm, seat
+and evaluation opponent:
+- `configurations`: per configuration the mean and IQM of each measure with 95% bootstrap
+  intervals, its rank (by mean score; ties to more wins, then fewer episodes, as lab.summary's
+  best), and for the NEXT after the best P(best > it);
+- `verdict`: is the best better than the second, or how many top configurations cannot be told
+  apart, and how many seeds would tell the first two apart;
+- `knob_effects`: per swept knob (knobs that move together count as one) and value, the IQM over
+  every run with it (stratified bootstrap) and P(best value > another) over the pairs of
+  configurations that differ only in that knob.
 """
 
 import numpy as np
@@ -26,6 +21,9 @@ from lab import evaluate, stats
 GROUP = ["algorithm", "seat", "evaluated_vs"]
 CONFIG = GROUP + ["config"]
 MEASURES = ("score", "win", "loss")
+IMPROVEMENT = ["improvement", "improvement_low", "improvement_high"]
+GAMES = ("win", "draw", "loss", "games")
+"""A seed's results by games, as stats.by_games takes them."""
 NEXT = 4
 """How many configurations after the best are compared with it."""
 FEW_SEEDS = 5
@@ -46,11 +44,11 @@ def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
     return matrix, counts
 
 
-def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
-    """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure: the
-    measures' seed matrices stacked, and configurations with equal seed counts, are bootstrapped
-    in one call per statistic. Configurations evaluated by games get stats.by_games's intervals
-    instead, which add the games' sampling noise to the seeds'."""
+def _with_intervals(table: pd.DataFrame, final: pd.DataFrame, games: tuple | None) -> None:
+    """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure, the rows of
+    equal seed counts bootstrapped in one call per statistic; those evaluated by games get
+    stats.by_games's intervals instead (the games' noise added to the seeds'; `games`: the
+    _games_matrices)."""
     matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
     matrix, counts = np.vstack(matrices), np.concatenate(counts)
     for statistic in stats.STATISTICS:
@@ -62,21 +60,15 @@ def _with_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
             part = columns[:, i * len(table):(i + 1) * len(table)]
             for suffix, values in zip(("", "_low", "_high"), part):
                 table[f"{measure}_{statistic}{suffix}"] = values
-    if "games" in final and final["games"].notna().any():
-        _with_games_intervals(table, final)
-
-
-def _with_games_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
-    """Replace the seeds-only intervals of the configurations evaluated by games (every seed
-    with a game count) by stats.by_games's."""
-    shares = {m: _seed_matrix(final, m)[0] for m in ("win", "draw", "loss", "games")}
-    counts = _seed_matrix(final, "games")[1]
+    if games is None:
+        return
+    shares, counts = dict(zip(GAMES, games)), counts[:len(table)]
     have = ~np.isnan(shares["games"])
     by_games = have.sum(axis=1) == counts
     for statistic in stats.STATISTICS:
         for n in np.unique(counts[by_games]):
             rows = by_games & (counts == n)
-            found = stats.by_games(*(shares[m][rows, :n] for m in ("win", "draw", "loss", "games")), statistic)
+            found = stats.by_games(*(shares[m][rows, :n] for m in GAMES), statistic)
             for measure, (point, low, high) in found.items():
                 table.loc[rows, [f"{measure}_{statistic}_low", f"{measure}_{statistic}_high"]] = np.c_[low, high]
     # the fewest games a seed of the configuration played: what its labels say ("by N games")
@@ -84,10 +76,9 @@ def _with_games_intervals(table: pd.DataFrame, final: pd.DataFrame) -> None:
 
 
 def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
-    """One row per (group, configuration): the knobs' values, seeds, training episodes, mean and
-    IQM of each measure with intervals, the seeds' spread of the score (`score_sd`), the run of
-    its best seed, `rank` in its group and, for ranks 2 to NEXT + 1 where both have 2 seeds or
-    more, `improvement`: P(best > this) with `improvement_low` / `improvement_high`."""
+    """One row per (group, configuration): its knobs, seeds, episodes, mean and IQM of each measure
+    with intervals, `score_sd` (the seeds' spread), its best seed's run, `rank` in its group and,
+    for ranks 2 to NEXT + 1 where both have 2 seeds or more, P(best > this) (IMPROVEMENT)."""
     if final.empty:
         return pd.DataFrame()
     grouped = final.groupby(CONFIG, sort=True)
@@ -96,14 +87,13 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     table = table.join(grouped[[k for k in knobs if k in final and k not in CONFIG]].first()
                        .reset_index(drop=True))
     table["best_run"] = final.loc[grouped["score"].idxmax(), "run_id"].to_numpy()
-    _with_intervals(table, final)
-    scores, counts = _seed_matrix(final, "score")
     games = _games_matrices(final)
+    _with_intervals(table, final, games)
+    scores, counts = _seed_matrix(final, "score")
     table = table.sort_values([*GROUP, "score_mean", "win_mean", "episodes"],
                               ascending=[True] * len(GROUP) + [False, False, True])
     table["rank"] = table.groupby(GROUP).cumcount() + 1
-    for column in ("improvement", "improvement_low", "improvement_high"):
-        table[column] = np.nan
+    table[IMPROVEMENT] = np.nan
     for _, group in table.groupby(GROUP):
         first = group.index[0]
         best = scores[first, :counts[first]]
@@ -112,8 +102,8 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
                 pair = (first, row)
                 by_games = None if games is None or any(np.isnan(games[3][r, :counts[r]]).any() for r in pair) \
                     else [tuple(m[r, :counts[r]] for m in games) for r in pair]
-                table.loc[row, ["improvement", "improvement_low", "improvement_high"]] = \
-                    stats.probability_of_improvement([best], [scores[row, :counts[row]]], by_games)
+                table.loc[row, IMPROVEMENT] = stats.probability_of_improvement(
+                    [best], [scores[row, :counts[row]]], by_games)
     return table.reset_index(drop=True)
 
 
@@ -122,7 +112,7 @@ def _games_matrices(final: pd.DataFrame) -> tuple | None:
     configuration evaluated by games has every seed's game count)."""
     if "games" not in final or final["games"].isna().all():
         return None
-    return tuple(_seed_matrix(final, m)[0] for m in ("win", "draw", "loss", "games"))
+    return tuple(_seed_matrix(final, m)[0] for m in GAMES)
 
 
 ONE_SEED = "1 seed: run `seed=0,1,2,...` for an interval"
@@ -144,9 +134,6 @@ def interval_text(point, low, high, digits: int = 3) -> str:
     if pd.isna(low) or pd.isna(high):
         return f"{point:.{digits}f} (1 seed)"
     return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-_interval = interval_text
 
 
 def improvement_text(row) -> str:
@@ -236,10 +223,9 @@ def _matched(configs: pd.DataFrame, values: pd.Series, others: list[str], a: str
 
 
 def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
-    """One row per (group, factor, value) of factors with 2 to MAX_VALUES values: `knob` (the
-    factor's knobs joined by ' x '), `value`, its configurations and runs, `iqm` with
-    `iqm_low` / `iqm_high` over every run with that value, `rank` of the value by IQM, and
-    P(best value > this) as `improvement` (with its interval) over `pairs` matched pairs."""
+    """One row per (group, factor, value) of factors with 2 to MAX_VALUES values: `knob` (joined by
+    ' x '), `value`, its configurations and runs, `iqm` (with its interval) over every run with the
+    value, `rank` by IQM, and P(best value > this) (IMPROVEMENT) over `pairs` matched pairs."""
     rows = []
     for key, group in final.groupby(GROUP, sort=True):
         configs = group.groupby("config").first()
@@ -276,7 +262,7 @@ def _games_of(group: pd.DataFrame) -> dict | None:
     by games (in the order of its seeds' scores); else None."""
     if "games" not in group or group["games"].isna().any():
         return None
-    return {c: tuple(rows[m].to_numpy(float) for m in ("win", "draw", "loss", "games"))
+    return {c: tuple(rows[m].to_numpy(float) for m in GAMES)
             for c, rows in group.groupby("config")}
 
 
@@ -323,7 +309,7 @@ SHOWN = 10
 """Configurations listed per group in summary.md (all of them in configurations.csv)."""
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], rows: list) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
         ["| " + " | ".join(row) + " |" for row in rows]
 
@@ -346,13 +332,13 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
         lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]} "
                       f"{measured(ranked)}: {len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
-                 _interval(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
-                 _interval(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
+                 interval_text(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
+                 interval_text(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),
                  f"{r['win_mean']:.3f}", f"{r['loss_mean']:.3f}",
                  improvement_text(r) if pd.notna(r["improvement"]) else ""]
                 for _, r in ranked.head(SHOWN).iterrows()]
-        lines += _table(["rank", "configuration", "seeds", "win - loss: mean [95% CI]", "IQM [95% CI]",
-                         "win", "loss", "P(best > this)"], rows)
+        lines += markdown_table(["rank", "configuration", "seeds", "win - loss: mean [95% CI]",
+                                 "IQM [95% CI]", "win", "loss", "P(best > this)"], rows)
         if len(ranked) > SHOWN:
             lines.append(f"\n{len(ranked) - SHOWN} more in configurations.csv.")
         lines += ["", verdict(ranked)]
@@ -376,10 +362,10 @@ def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
     lines = ["", "Knobs: the IQM of the final win - loss over every run with the value (each "
                  "configuration's seeds resampled on their own); P(best value > this) over the pairs of "
                  "configurations that differ only in that knob.", ""]
-    rows = [[r["knob"], r["value"], str(r["configurations"]), _interval(r["iqm"], r["iqm_low"], r["iqm_high"]),
-             _improvement_cell(r)]
+    rows = [[r["knob"], r["value"], str(r["configurations"]),
+             interval_text(r["iqm"], r["iqm_low"], r["iqm_high"]), _improvement_cell(r)]
             for _, r in mine.iterrows()]
-    lines += _table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
+    lines += markdown_table(["knob", "value", "configurations", "IQM [95% CI]", "P(best value > this)"], rows)
     lines.append("")
     lines += [f"- {knob_sentence(effect, seeds)}" for _, effect in mine.groupby("knob", sort=False)]
     return lines

@@ -17,7 +17,6 @@ tag; TensorBoard: by its folder). MLflow's default store is a SQLite file in
 """
 
 import argparse
-import math
 import multiprocessing
 import os
 import shutil
@@ -51,7 +50,7 @@ STATUS = {"finished": "FINISHED", "failed": "FAILED", "stopped": "KILLED"}
 def knobs(row: pd.Series) -> dict:
     """The knobs of a run (one of its rows) that it sets: plain Python values, nulls left out."""
     names = RUN_KEYS + agents.knob_names()
-    return {k: _python_value(row[k]) for k in names if k in row.index and not _missing(row[k])}
+    return {k: _python_value(row[k]) for k in names if k in row.index and not pd.isna(row[k])}
 
 
 def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
@@ -65,14 +64,13 @@ def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
 
 
 def final(rows: pd.DataFrame) -> dict[str, float]:
-    """The last evaluation of a run: every eval_ column of its last evaluated row, and per seat
-    and opponent `..._win_minus_loss`, the objective the summary ranks by (a tracker's table can
-    sort by it)."""
+    """The last evaluation of a run: every eval_ column of its last evaluated row, and per seat and
+    opponent `..._win_minus_loss`, the objective the summary ranks by."""
     evaluated = [c for c in EVALUATED if c in rows.columns]
     last = rows.dropna(subset=evaluated, how="all").sort_values("iteration").tail(1)
     if last.empty:
         return {}
-    ends = {c: float(last[c].iloc[0]) for c in evaluated if not _missing(last[c].iloc[0])}
+    ends = {c: float(last[c].iloc[0]) for c in evaluated if not pd.isna(last[c].iloc[0])}
     scores = {win[:-len("win")] + "win_minus_loss": ends[win] - ends[win[:-len("win")] + "loss"]
               for win in ends if win.endswith("_win") and win[:-len("win")] + "loss" in ends}
     return ends | scores
@@ -91,11 +89,7 @@ def records(results_dir: Path) -> list[tuple[pd.Timestamp, Path, dict]]:
 def sweep_of(started: pd.Timestamp, sweeps: list) -> Path | None:
     """The record of the sweep that trained a run started at `started`: the last one written
     before it (a record is written just before its sweep trains); None before any record."""
-    found = None
-    for when, path, _ in sweeps:
-        if when <= started:
-            found = path
-    return found
+    return next((path for when, path, _ in reversed(sweeps) if when <= started), None)
 
 
 # ---- MLflow -------------------------------------------------------------------------------------
@@ -120,8 +114,7 @@ def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experimen
 
 class MlflowStore:
     """results_dir's experiment in an MLflow store (created if new; default: SQLite in
-    RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record
-    (created if missing)."""
+    RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record."""
 
     def __init__(self, results_dir: Path, uri: str | None = None, experiment: str | None = None):
         from mlflow.tracking import MlflowClient
@@ -171,7 +164,8 @@ def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFr
     sweeps = records(results_dir)
     for run_id, rows in table.groupby("run_id", sort=True):
         first = rows.iloc[0]
-        tags = {RUN_ID_TAG: run_id, **{k: str(_python_value(first[k])) for k in TAGS if k in rows and not _missing(first[k])}}
+        tags = {RUN_ID_TAG: run_id,
+                **{k: str(_python_value(first[k])) for k in TAGS if k in rows and not pd.isna(first[k])}}
         parent = sweep_of(first["started_utc"], sweeps) if "started_utc" in rows else None
         if parent is not None:
             tags["mlflow.parentRunId"] = parents[parent.name]
@@ -340,17 +334,13 @@ def _export(args) -> int:
              f"MLflow: {first_line(exc)}")
 
 
-def _missing(value) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
-
-
 def _python_value(value):
     """A table cell as a plain Python value (a numpy scalar unwrapped), for a tracker's API."""
     return value.item() if hasattr(value, "item") else value
 
 
 def _millis(when) -> int | None:
-    if when is None or _missing(when):
+    if pd.isna(when):
         return None
     return int(pd.Timestamp(when).timestamp() * 1000)
 

@@ -1,21 +1,16 @@
 """How each knob moves the outcome, as PNGs (from lab.compare's tables, or a search's).
 
-- knob_figure, one per (algorithm, seat): the final win - loss (exact or by games) against each evaluation
-  opponent (a row of panels each) against each knob that varies (a panel each; knobs that move
-  together, as `+net=l3_n16` moves layers and neurons, share one), each configuration a point
-  at its seed mean with its 95% bootstrap interval (up to BARS_UP_TO configurations), the best
-  one a red star; for a knob of a few values, a black diamond per value: the IQM over every run
-  with it, and its interval. A searched knob is drawn on the scale it was searched on (its
-  `scales`, from lab.search.space); any other numeric knob whose values span a factor of 10 or
-  more on a log axis; a knob of words or tied knobs as categories. A search draws the same
-  figure of its configurations (lab.search.figures.knob_table: stopped ones at their last
-  evaluation, bars the range of their seeds).
+- knob_figure, one per (algorithm, seat): the final win - loss against each evaluation opponent (a
+  row of panels each) against each knob that varies (a panel each; knobs that move together share
+  one), each configuration a point at its seed mean with its 95% interval (up to BARS_UP_TO), the
+  best a red star; for a knob of a few values, a black diamond per value: the IQM over every run
+  with it and its interval. A searched knob is drawn on the scale it was searched on (`scales`),
+  another numeric knob spanning LOG_SPAN or more on a log axis, words or tied knobs as categories.
+  A search draws the same figure of its configurations (lab.search.figures.knob_table).
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
-  through one axis per varying knob and a last axis of its win - loss, coloured by it, the best
-  drawn last (on top).
+  through an axis per varying knob and a last axis of its win - loss, coloured by it.
 
-With bigger boards (a `game` column in lab.summary.comparisons' tables) both are drawn per game,
-their files named <algorithm>_<game>_knobs_... and <algorithm>_<game>_parallel_...
+With bigger boards both are drawn per game: <algorithm>_<game>_knobs_..., ..._parallel_...
 """
 
 import functools
@@ -40,7 +35,7 @@ seconds to draw: points only (the report has the intervals)."""
 
 def closing(draw):
     """Close every figure `draw` opened and left open, when it returns or fails midway: pyplot
-    keeps each open figure (and warns past 20), and _save closes only the figures it saves."""
+    keeps each open figure (and warns past 20), and save closes only the figures it saves."""
     @functools.wraps(draw)
     def closed(*args, **kwargs):
         before = set(plt.get_fignums())
@@ -121,14 +116,12 @@ def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str], 
         ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
     name = " x ".join(factor)
     mine = effects[effects["knob"] == name] if not effects.empty else effects
-    if len(mine) and kind == "category":
-        at = [labels.index(v) + 0.4 for v in mine["value"]]
-        ax.errorbar(at, mine["iqm"], yerr=np.abs(np.vstack([mine["iqm"] - mine["iqm_low"], mine["iqm_high"] - mine["iqm"]])),
-                    fmt="D", color="k", ms=5, lw=1.2, label="IQM of every run with the value")
-    elif len(mine):
-        at = pd.to_numeric(mine["value"]).to_numpy(float)
-        ax.errorbar(at, mine["iqm"], yerr=np.abs(np.vstack([mine["iqm"] - mine["iqm_low"], mine["iqm_high"] - mine["iqm"]])),
-                    fmt="D", color="k", ms=5, lw=1.2, label="IQM of every run with the value")
+    if len(mine):
+        at = ([labels.index(v) + 0.4 for v in mine["value"]] if kind == "category"
+              else pd.to_numeric(mine["value"]).to_numpy(float))
+        spread = np.abs(np.vstack([mine["iqm"] - mine["iqm_low"], mine["iqm_high"] - mine["iqm"]]))
+        ax.errorbar(at, mine["iqm"], yerr=spread, fmt="D", color="k", ms=5, lw=1.2,
+                    label="IQM of every run with the value")
     if kind == "category":
         ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 4 else 0)
         ax.set_xlim(-0.6, len(labels) - 0.2)
@@ -171,12 +164,10 @@ def _on(configs: pd.DataFrame) -> str:
 @closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
-    """The knob figure (see module doc) of one algorithm and seat: `configs` has a row per
-    configuration and evaluation opponent (lab.compare.configurations' columns: the knobs,
-    config, seeds, rank, score_mean and its _low and _high; `status` if some did not finish),
-    `effects` lab.compare.knob_effects' rows or none; `scales` the searched knobs' scales (they
-    are also the knobs drawn, one panel each); `point` what a point and its bar are. None when no
-    knob varies."""
+    """The knob figure (see module doc) of one algorithm and seat: `configs` lab.compare.
+    configurations' rows (`status` if some did not finish), `effects` knob_effects' rows or none;
+    `scales` the searched knobs' scales (then the knobs drawn); `point` what a point and its bar
+    are. None when no knob varies."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]]
@@ -198,7 +189,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
     fig.suptitle(f"{_on(configs)}{algorithm}, agent as {evaluate.SEATS.get(seat, seat)}: the final objective against each knob "
                  f"({configs['config'].nunique()} configurations, {seeds.min()}-{seeds.max()} seeds each)"
                  .replace(f"{seeds.min()}-{seeds.min()} ", f"{seeds.min()} "))
-    return _save(fig, path)
+    return save(fig, path)
 
 
 @closing
@@ -241,7 +232,7 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
         fig.colorbar(sm, ax=ax, label=f"final win - loss, {compare.measured(group)} (seed mean)")
         ax.set_title(f"{_on(group)}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against "
                      f"{evaluate.OPPONENT_TITLES[vs]}: {len(group)} configurations, one line each")
-        written.append(_save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
+        written.append(save(fig, out_dir / f"{algorithm}{game}_parallel_{evaluate.SEATS[seat]}_{vs}.png"))
     return written
 
 
@@ -258,7 +249,7 @@ def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float
     return [(float(spot), compare.value_text(float(f"{v:.4g}"))) for spot, v in zip(spots, shown)]
 
 
-def _save(fig, path: Path) -> Path:
+def save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

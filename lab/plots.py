@@ -1,35 +1,25 @@
-"""Figures from a results table (lab.results.load), written as PNGs into RESULTS_DIR/_figures.
+"""Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
 
-- winrate_figures: write-up 000's figure. One per (algorithm, seat or self-play, layers, neurons):
-  the player-1 (X) win rate of each iteration's training games against training episodes, one
-  line per configuration (lab.summary names them), its seeds drawn as their mean with a 95% band.
-- exact_figures: the same configurations, exact evaluation (lab.evaluate) of the greedy agent in
-  the seat it trained in: win and loss rates against random and onestep with the ceilings as
-  dashed lines, optimal-move rate and the share of losing lines.
-- comparison_figure: every algorithm's best configuration (lab.summary's definition) per
-  evaluation opponent and seat: exact win rate against training episodes on a log axis.
-- outcome_figures: write-up 001's figure, one per configuration whose runs explore epsilon-greedily:
-  over the training games of each iteration (a bin), the mean outcome (1 X wins, 0 draw, -1 O
-  wins), the numbers of wins, draws and losses of the agent, and the epsilon of the games.
+- <algorithm>_<game>_<player1|player2|self>[_l<L>_n<N>].png (game: ttt, mnk_4_4_4, ...): write-up
+  000's figure, the player-1 win rate of the training games per iteration, one line per
+  configuration, seeds as mean + 95% band;
+- <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
+  OneStep with the ceilings dashed, optimal-move rate, share of lines lost); on a bigger board
+  <algorithm>_<exact|games>_<game>_...png: win and loss rates against each opponent evaluated,
+  the ceilings dashed where the lab solves the board (4x4), by games with 95% Wilson bands;
+- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x (a
+  bigger board's: comparison_<game>_win.png);
+- <algorithm>_outcomes_<configuration>.png: write-up 001's figure, mean outcome, wins/draws/losses
+  and epsilon per iteration of training games (runs whose epsilon decays);
+- <algorithm>_knobs_<X|O>.png: the final exact win - loss of each configuration against each
+  knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (a bigger
+  board's: <algorithm>_<game>_knobs_..., <algorithm>_<game>_parallel_...; these two
+  need scipy: pip install 'tictactoe-lab[report]').
 
-- knob and parallel-coordinates figures (lab.knob_figures): the final objective of every
-  configuration against each knob that varies, with intervals (needs scipy, the `report` extra).
+Figures of more than 16 configurations (a line each, or a figure each) are left out unless
+--all is given: the report (lab-report RESULTS_DIR) shows them.
 
-Bigger boards (the `game` group, issue 26): every figure is drawn per game, never mixing boards
-in one panel; their files and titles name the game (`<algorithm>_mnk_4_4_4_player1...`, 3x3's
-keep `ttt`), their ceiling is lab.exact_ceiling's where the lab solves the board (at most 16 cells:
-against random, onestep and perfect) and none elsewhere, their evaluation figures show win and
-loss against each opponent evaluated (perfect on 4x4, block or mcts by games), and a rate
-evaluated by games carries its 95% Wilson interval as a band.
-
-Each function takes a results directory or its already loaded table and returns the files it
-wrote. Figures with a line per configuration, and write-up 001's figure of each configuration, are
-drawn for at most PER_CONFIGURATION configurations (a figure's, a results directory's) unless
-`every` is set: past that nobody compares them by eye, and the report (lab.report) shows them. With 3 or more seeds a configuration is drawn as the seed mean with a 95% band (mean +-
-t(0.975, seeds - 1) x standard error); with 2, the band would be 12.7 standard errors wide and
-say nothing, so each seed is drawn thin beside the mean. A figure with one configuration names it
-in its title instead of a one-entry legend.
-"""
+    lab-plot RESULTS_DIR [--out DIR] [--smooth N] [--all]"""
 
 import argparse
 from pathlib import Path
@@ -68,10 +58,8 @@ def t975(df: np.ndarray) -> np.ndarray:
 
 
 def mean_band(frame: pd.DataFrame, column: str, smooth: int = 1) -> pd.DataFrame:
-    """Mean over runs (seeds) of `column` per episodes count, with a 95% band for that mean.
-
-    `smooth` first averages each run's curve over a rolling window of that many points.
-    """
+    """Mean over runs (seeds) of `column` per episodes count, with a 95% band for that mean; each
+    run's curve first averaged over a rolling window of `smooth` points."""
     curves = frame.pivot_table(index="episodes", columns="run_id", values=column)
     curves = curves.rolling(smooth, min_periods=1).mean()
     mean, count = curves.mean(axis=1), curves.count(axis=1)
@@ -81,7 +69,8 @@ def mean_band(frame: pd.DataFrame, column: str, smooth: int = 1) -> pd.DataFrame
 
 
 BAND_SEEDS = 3
-"""Seeds from which a 95% band is drawn; below it, each seed's own curve."""
+"""Seeds from which a 95% band (mean +- t(0.975, seeds - 1) x standard error) is drawn; with 2 it
+would be 12.7 standard errors wide: each seed's own curve is drawn thin beside the mean instead."""
 
 
 def _draw(ax, curve: pd.DataFrame, column: str, smooth: int = 1, spread: bool = True, **style):
@@ -133,6 +122,8 @@ def _on(game: str) -> str:
 
 
 def _outputs(data, out_dir):
+    """The table and folder of a figure function: each takes a results directory or its loaded
+    table, and returns the files it wrote."""
     # Learning curves include the runs a search stopped early (their lines end where it stopped
     # them); the comparison figure picks from finished runs only (lab.summary.best_configurations).
     frame = summary.table(data, stopped=True)
@@ -143,12 +134,6 @@ def _outputs(data, out_dir):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return frame, out_dir
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def _seeds_note(group: pd.DataFrame) -> str:
@@ -164,11 +149,8 @@ def _seeds_note(group: pd.DataFrame) -> str:
 
 def _better(side: str) -> str:
     """Which way of write-up 000's player-1 win rate is better for the agent."""
-    if side == "player1":
-        return "the agent is X: higher is better"
-    if side == "player2":
-        return "the agent is O: lower is better"
-    return "self-play: the agent is both players"
+    return {"player1": "the agent is X: higher is better",
+            "player2": "the agent is O: lower is better"}.get(side, "self-play: the agent is both players")
 
 
 def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int = 1) -> bool:
@@ -203,7 +185,7 @@ def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = Fals
                xlabel="training episodes", ylim=(0, 1),
                ylabel=f"player-1 (X) win rate per iteration\n({_better(side)})")
         ax.grid(alpha=0.3)
-        written.append(_save(fig, out_dir / f"{algorithm}_{game}_{side}{net_file}.png"))
+        written.append(knob_figures.save(fig, out_dir / f"{algorithm}_{game}_{side}{net_file}.png"))
     return written
 
 
@@ -234,10 +216,8 @@ def _draw_interval(ax, curve: pd.DataFrame, column: str, **style) -> None:
 
 @knob_figures.closing
 def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
-    """Exact-evaluation figures (see module doc), one per (game, algorithm, side, seat, layers,
-    neurons); self-play runs get one per seat. None when the table has no evaluation columns.
-    A bigger board's: a ceiling where the lab solves it, and where evaluated by games, each
-    rate's interval as a band."""
+    """Evaluation figures (see module doc), one per (game, algorithm, side, seat, layers, neurons):
+    self-play runs get one per seat; none when the table has no evaluation columns."""
     frame, out_dir = _outputs(data, out_dir)
     curves = summary.exact_curves(frame, stopped=True)
     if curves.empty:
@@ -258,10 +238,7 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                 line = _draw(ax, curve, column, label=name)
                 _draw_interval(ax, curve, column, color=line.get_color())
             opponent, _, outcome = column.partition("_")
-            ceiling = summary.ceiling(game, opponent, seat)
-            if ceiling is not None:
-                ax.axhline(ceiling[outcome], color="k", ls="--", lw=1,
-                           label="ceiling: perfect expectimax player")
+            _ceiling(ax, game, opponent, seat, outcome)
             ax.set(ylabel=ylabel, ylim=(-0.02, 1.02))
             ax.grid(alpha=0.3)
         for ax in axes[-1]:
@@ -281,8 +258,16 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
         kind = "exact" if game == "ttt" else _evaluation(group)
-        written.append(_save(fig, out_dir / f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"))
+        name = f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"
+        written.append(knob_figures.save(fig, out_dir / name))
     return written
+
+
+def _ceiling(ax, game: str, opponent: str, seat: int, outcome: str) -> None:
+    """The ceiling's `outcome` rate as a dashed line, where the lab knows it."""
+    ceiling = summary.ceiling(game, opponent, seat)
+    if ceiling is not None:
+        ax.axhline(ceiling[outcome], color="k", ls="--", lw=1, label="ceiling: perfect expectimax player")
 
 
 def _evaluation(group: pd.DataFrame) -> str:
@@ -330,10 +315,7 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
                       label=f"{pick.algorithm}: {pick.config} ({seeds})")
-            ceiling = summary.ceiling(game, opponent, seat)
-            if ceiling is not None:
-                ax.axhline(ceiling["win"], color="k", ls="--", lw=1,
-                           label="ceiling: perfect expectimax player")
+            _ceiling(ax, game, opponent, seat, "win")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
                    title=f"{_on(game)}agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
             ax.tick_params(labelbottom=True)  # every panel keeps its axis: legends sit below it
@@ -344,7 +326,8 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
         ax.set_ylabel("exact win rate of the greedy agent" if game == "ttt" else "win rate of the greedy agent")
     fig.suptitle(f"{_on(game)}Every algorithm's best configuration in each panel: the highest final "
                  "exact win - loss against that opponent\n(lines: seed means; seed spread in the summary table)")
-    return _save(fig, out_dir / ("comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"))
+    name = "comparison_exact_win.png" if game == "ttt" else f"comparison_{game}_win.png"
+    return knob_figures.save(fig, out_dir / name)
 
 
 @knob_figures.closing
@@ -381,15 +364,15 @@ def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | No
         seeds = group["seed"].nunique()
         fig.suptitle(f"{algorithm}: {_who(side, group['opponent'].unique())}\n{config}, training "
                      f"games in bins of one iteration, mean of {seeds} seed{'s' * (seeds > 1)}")
-        written.append(_save(fig, out_dir / f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"))
+        name = f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"
+        written.append(knob_figures.save(fig, out_dir / name))
     return written
 
 
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = False, frame=None,
                 compared=None, left_out: list | None = None) -> list[Path]:
-    """Every figure type for a results directory, from one read of its table (`frame`, if
-    already loaded; `compared`: lab.summary.comparisons of it, if already computed). `every`
-    and `left_out`: see _drawn."""
+    """Every figure of a results directory, from one read of its table (`frame`, `compared`: it and
+    lab.summary.comparisons of it, if at hand). `every` and `left_out`: see _drawn."""
     frame = results.load(results_dir) if frame is None else frame
     out_dir = Path(out_dir or Path(results_dir) / results.FIGURES)
     written = (winrate_figures(frame, out_dir, smooth, every, left_out) + exact_figures(frame, out_dir, every, left_out)
@@ -402,33 +385,10 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = F
     return written
 
 
-_CLI_DOC = """Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
-
-- <algorithm>_<game>_<player1|player2|self>[_l<L>_n<N>].png (game: ttt, mnk_4_4_4, ...): write-up 000's figure, the player-1 win
-  rate of the training games per iteration, one line per configuration, seeds as mean + 95% band;
-- <algorithm>_exact_ttt_...png: exact evaluation of the greedy agent (win/loss vs random and
-  OneStep with the ceilings dashed, optimal-move rate, share of lines lost); on a bigger board
-  <algorithm>_<exact|games>_<game>_...png: win and loss rates against each opponent evaluated,
-  the ceilings dashed where the lab solves the board (4x4), by games with 95% Wilson bands;
-- comparison_exact_win.png: every algorithm's best configuration, exact win rate, log x (a
-  bigger board's: comparison_<game>_win.png);
-- <algorithm>_outcomes_<configuration>.png: write-up 001's figure, mean outcome, wins/draws/losses
-  and epsilon per iteration of training games (runs whose epsilon decays);
-- <algorithm>_knobs_<X|O>.png: the final exact win - loss of each configuration against each
-  knob that varies; <algorithm>_parallel_<X|O>_<opponent>.png: parallel coordinates (a bigger
-  board's: <algorithm>_<game>_knobs_..., <algorithm>_<game>_parallel_...; these two
-  need scipy: pip install 'tictactoe-lab[report]').
-
-Figures of more than 16 configurations (a line each, or a figure each) are left out unless
---all is given: the report (lab-report RESULTS_DIR) shows them.
-
-    lab-plot RESULTS_DIR [--out DIR] [--smooth N] [--all]"""
-
-
 @one_line(results.ResultsError)
 def main() -> None:
     """The command line: `lab-plot RESULTS_DIR ...`."""
-    parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
     parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
     parser.add_argument("--smooth", type=positive_int, default=SMOOTH,

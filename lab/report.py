@@ -1,34 +1,11 @@
 """The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
-opens offline in a browser (Plotly's script and the data inlined; nothing fetched).
-
-For each group (an algorithm and a seat) it shows:
-- a table of its configurations (a configuration: a run's knobs without its seed): knobs,
-  seeds, and per evaluation opponent the final win - loss, exact or by N games on a board too
-  big to enumerate, as every label says (mean and IQM with 95% bootstrap intervals), rank and
-  P(best > this) (lab.compare); sortable by any column, filtered by words (`alpha=0.01 keep`);
-- the curves of the first configurations of the table as it is sorted and filtered: the
-  agent's win rate in its training games and its win - loss against each opponent it was
-  evaluated against (no empty panel for one it was not),
-  each the seed mean with a band (the 95% interval of the mean from 3 seeds; the two seeds'
-  range with 2), a name on hover, shown or hidden by a click on the legend;
-- the knob effects (each configuration's objective against each varying knob, lab.knob_figures'
-  view) and parallel coordinates; selecting points in the first, or brushing axes of the
-  second, filters the table and so the curves.
-
-A metric menu picks what the curves show (win - loss, win, draw or loss against each opponent, or
-the agent's optimal-move rate, losing lines or training seconds), an x-axis menu whether against
-training episodes or training seconds, smoothed on request; a two-knob heatmap shows how two knobs
-act together; a click on a row drills down to its runs (lab.report_runs: each seed's curves of the
-metric and x axis chosen, run ids, checkpoints, the command that trains them again);
-the table downloads as CSV; the knobs' importance (lab.stats.importance) has its interval, or
-the words "too few configurations".
-
-Where results_dir holds a search, a search view (lab.report_search): the objective per trial with
-the best so far, and the searched knobs' importance.
-
-Everything is aggregated before it is written: per configuration its statistics and its curves
-binned to at most CURVE_POINTS points (fewer when there are many configurations, so that the
-curves stay within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count.
+opens offline in a browser (Plotly's script and the data inlined; nothing fetched). What it shows
+is in docs/analysis.md ("The interactive report"): per group (an algorithm and a seat) the table
+of its configurations (lab.compare), their curves, the knob views, the knobs' importance, a
+drill-down to a configuration's runs (lab.report_runs) and, for a search, its view
+(lab.report_search). Everything is aggregated before it is written (a configuration's curves
+binned to at most CURVE_POINTS points, the curves within CURVE_NUMBERS numbers), so a report
+stays a few MB whatever the runs' count.
 
     lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.report)
 
@@ -62,18 +39,12 @@ WEBGL_FROM = 1000
 
 
 def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -> pd.DataFrame:
-    """The seed mean and band of `value` per configuration and bin of its points: each run's
-    points cut into at most `bins` consecutive bins (averaged within, or `within="last"`: the
-    bin's last value, for a cumulative measure), then seeds combined."""
-    keys = ["algorithm", "seat", "config"]
-    points = points.sort_values(["config", "run_id", "episodes"])  # a run id can be in two folders compared
-    runs = points.groupby(["config", "run_id"], sort=False)
-    count, place = runs["episodes"].transform("size").to_numpy(), runs.cumcount().to_numpy()
-    points = points.assign(bin=place * np.minimum(bins, count) // count, value=points[value])
-    per_run = points.groupby([*keys, "run_id", "bin"], sort=False).agg(
-        episodes=("episodes", "max"), value=("value", within)).reset_index()
-    seeds = per_run.groupby([*keys, "bin"]).agg(episodes=("episodes", "max"), mean=("value", "mean"),
-                                                sd=("value", "std"), n=("value", "size")).reset_index()
+    """The seed mean and band of `value` per configuration and bin of its runs' points
+    (lab.report_runs.binned: averaged within a bin, or `within="last"` for a cumulative measure)."""
+    per_run = report_runs.binned(points, {value: within}, bins)
+    seeds = per_run.groupby(["algorithm", "seat", "config", "bin"]).agg(
+        episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size"),
+    ).reset_index()
     half = plots.t975(seeds["n"] - 1) * seeds["sd"] / np.sqrt(seeds["n"])
     half = half.where(seeds["n"] >= plots.BAND_SEEDS, seeds["sd"] / np.sqrt(2))  # 2 seeds: their range
     return seeds.assign(half=half.where(seeds["n"] > 1, 0.0))
@@ -89,22 +60,16 @@ def curves(frame: pd.DataFrame, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration: its
     training win rate (`train`), its cumulative training seconds (`train_seconds`, also the
     clock the page's time axis reads) and every lab.report_runs.curve_kinds measure."""
-    named = summary.table(frame)  # finished runs: those lab.compare's configurations have
-    keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
-    exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
-    kinds = report_runs.curve_kinds(exact)
+    _, training, exact, kinds = report_runs.curve_points(frame)  # finished runs, as lab.compare's
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {}
     for kind, column in kinds.items():
         vs = kind.split("_")[0]
         points = exact.assign(score=exact[f"{vs}_win"] - exact[f"{vs}_loss"]) if column == "score" else exact
         parts[kind] = _binned(points.dropna(subset=[column]), column, bins)
-    training = [named.loc[named["player"].fillna(seat) == seat, keys].assign(
-        seat=seat, agent_win_rate=named[f"p{seat}_win_rate"]) for seat in (1, 2)]
-    parts["train"] = _binned(pd.concat(training), "agent_win_rate", bins)
-    if "train_seconds" in named:  # cumulative to each iteration: the time the curves took (their clock)
-        parts["train_seconds"] = _binned(pd.concat(training).assign(train_seconds=named["train_seconds"]),
-                                         "train_seconds", bins, within="last")
+    parts["train"] = _binned(training, "train", bins)
+    if "train_seconds" in training:  # cumulative to each iteration: the time the curves took (their clock)
+        parts["train_seconds"] = _binned(training, "train_seconds", bins, within="last")
     out: dict = {}
     for kind, table in parts.items():
         table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
@@ -168,9 +133,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
-            "factors": factors,
-            "table": table, "views": views,
-            "curves": mine,
+            "factors": factors, "table": table, "views": views, "curves": mine,
             "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}
 
 
@@ -199,10 +162,7 @@ def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
     """The objective the page opens on: the opponent most of the group's runs trained against,
     where they were evaluated against it (else OneStep, else the first)."""
     trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
-    for vs in [*trained, "onestep", opponents[0]]:
-        if vs in opponents:
-            return vs
-    return opponents[0]
+    return next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
@@ -282,9 +242,8 @@ def page(data: dict) -> str:
 
 
 def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dirs: list) -> dict:
-    """Everything the page shows, aggregated: one entry per (algorithm, seat), per game where the
-    results hold bigger boards, the one with most configurations first. `frame` holds the runs
-    of one results_dir, or of several as `together` puts them."""
+    """Everything the page shows, aggregated: a group per (game, algorithm, seat), the one with most
+    configurations first. `frame`: the runs of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
@@ -310,9 +269,9 @@ def labels(results_dirs: list) -> list[str]:
 
 
 def together(results_dirs: list) -> pd.DataFrame:
-    """The runs of several results_dirs in one table: each configuration named within its own
-    folder (as that folder's summary names it), then with the folder's label in front and in the
-    column summary.FOLDER, so that equal knobs in two folders stay two configurations."""
+    """The runs of several results_dirs in one table: each configuration named within its folder,
+    then with the folder's label in front and in the column summary.FOLDER, so that equal knobs in
+    two folders stay two configurations."""
     if len({Path(d).resolve() for d in results_dirs}) < len(results_dirs):
         raise ValueError("a results_dir is named twice: name each folder to compare once")
     parts = []
@@ -359,10 +318,9 @@ def has_extra() -> bool:
 
 
 def analyse(results_dir, every: bool = False) -> None:
-    """What a sweep writes into a results directory at its end: the figures (`every`: also those
-    of more than plots.PER_CONFIGURATION configurations), the summary and the report, from one
-    read of its table; prints where they are. Never raises: the runs are stored whatever
-    happens here."""
+    """What a sweep writes into a results directory at its end, from one read of its table: the
+    figures (`every`: all of them), the summary and the report; prints where they are. Never
+    raises: the runs are stored whatever happens here."""
     results_dir = Path(results_dir)
     try:
         frame = summary.name_configurations(results.load(results_dir))  # named once for every view

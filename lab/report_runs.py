@@ -1,12 +1,8 @@
-"""The report's drill-down (lab.report): from a configuration's row to its runs, each run's own
-curves (every measure of the page's metric menu, and the training seconds its time axis reads),
-its checkpoint, and the command that trains the configuration's runs again.
-
-A configuration is a run's knobs without its seed; its runs are its seeds. The command names
-every knob the runs set (not only those the sweep varied), so it does not depend on the defaults
-of the day, and the seeds the configuration ran: `python -m lab.sweep --multirun algorithm=q_table
-... seed=0,1,2 results_dir=reproduced`. The lab's runs are deterministic, so it gives the same
-numbers.
+"""The report's drill-down (lab.report): from a configuration's row to its runs (its seeds), each
+run's own curves, its checkpoint, and the command that trains them again: every knob the runs set
+(not only those the sweep varied, so that it does not depend on the defaults of the day) and
+their seeds, `python -m lab.sweep --multirun algorithm=q_table ... seed=0,1,2 results_dir=reproduced`.
+The lab's runs are deterministic, so it gives the same numbers.
 """
 
 import shlex
@@ -66,7 +62,20 @@ def _bins(runs: int, numbers: int) -> int:
     return int(np.clip(RUN_NUMBERS // max(1, runs * numbers), FEWEST_POINTS, MOST_POINTS))
 
 
-def _binned_runs(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
+def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """The finished runs of a table (summary.table), their training points in each seat they
+    played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
+    evaluation points (lab.results.evaluations) and the curve_kinds of those."""
+    named = summary.table(frame)
+    keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
+    exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
+    kept = keys + [c for c in ("train_seconds",) if c in named]
+    training = pd.concat([named.loc[named["player"].fillna(seat) == seat, kept].assign(
+        seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
+    return named, training, exact, curve_kinds(exact)
+
+
+def binned(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
     """Each run's points cut into at most `bins` consecutive bins; per bin its last episodes and
     each of `columns` ({column: how a bin takes it, "mean" or "last"})."""
     points = points.sort_values(["config", "run_id", "episodes"])  # a run id can be in two folders compared
@@ -87,18 +96,13 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
     measure}, and {(algorithm, seat, config): {run_id: {source: [episodes, *its columns' values]}}}
     of every finished run, a column null where the run has no such curve (an opponent it never
     met). Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
-    named = summary.table(frame)
-    keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
-    exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
-    kinds = curve_kinds(exact)
+    named, training, exact, kinds = curve_points(frame)
     exact = exact.assign(**{kind: exact[f"{kind}_win"] - exact[f"{kind}_loss"]
                             for kind, column in kinds.items() if column == "score"})
     columns = {"train": list(TRAINING), "eval": list(kinds)}
     bins = _bins(named["run_id"].nunique(), 2 + len(TRAINING) + len(kinds))  # numbers per bin
-    training = pd.concat([named.loc[named["player"].fillna(seat) == seat, keys + ["train_seconds"]].assign(
-        seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
-    sources = {"train": _binned_runs(training, {"train": "mean", "train_seconds": "last"}, bins),
-               "eval": _binned_runs(exact, dict.fromkeys(kinds, "mean"), bins)}
+    sources = {"train": binned(training, {"train": "mean", "train_seconds": "last"}, bins),
+               "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
     out: dict = {}
     for source, table in sources.items():
         values = [np.round(table[k].to_numpy(float), 4) for k in columns[source]]
@@ -111,9 +115,8 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
 
 def drill_down(frame: pd.DataFrame, folders: dict) -> tuple[dict, dict]:
     """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, run_curves' points),
-    the folder of their checkpoints and the command that trains them again} of every
-    configuration with a finished run. `folders`: the results_dirs by their labels (the column
-    summary.FOLDER of a table of several; a table of one has no such column)."""
+    the folder of their checkpoints and the command that trains them again}. `folders`: the
+    results_dirs by their labels (the column summary.FOLDER of a table of several)."""
     firsts = summary.table(frame).drop_duplicates(["config", "run_id"])
     by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
     columns, curves = run_curves(frame)

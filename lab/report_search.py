@@ -1,13 +1,8 @@
 """The report's search view (lab.report), where results_dir holds a search (lab.search): its
-objective per trial (each configuration's final aggregated objective against its trial number,
-the best so far as a line, stopped and failed trials marked) and the searched knobs' importance.
-
-Importance is fANOVA's first-order term (Hutter et al. 2014): the share of the objective's
-variance over the finished configurations that each knob explains alone, the variance of the
-objective's mean within bins of the knob (its choices, or QUANTILE_BINS quantile bins of an
-interval) over the total variance. fANOVA fits a random forest first (Optuna's
-FanovaImportanceEvaluator needs scikit-learn, which the lab does not install); with hundreds of
-configurations the bins estimate the same term directly from the search's configurations.
+objective per trial (the best so far as a line, stopped and failed trials marked) and the searched
+knobs' importance: fANOVA's first-order term (Hutter et al. 2014), estimated directly from bins of
+each knob (its choices, or QUANTILE_BINS quantile bins of an interval) rather than from a random
+forest as fANOVA (and Optuna's FanovaImportanceEvaluator, which needs scikit-learn) does.
 """
 
 import json
@@ -51,9 +46,8 @@ def trials_table(configurations: list, settings) -> pd.DataFrame:
 
 
 def importance(configurations: list, dims: dict, settings) -> dict[str, tuple[float, float, float]]:
-    """Each searched knob's first-order share of the objective's variance over the finished
-    configurations, with its 95% bootstrap interval (module doc; lab.stats.importance, as the
-    grids' view), largest first; {} with fewer than LEAST of them."""
+    """lab.stats.importance of each searched knob (module doc) over the finished configurations,
+    largest first; {} with fewer than LEAST of them."""
     finished = [c for c in configurations if c.status == "finished" and c.curve]
     if len(finished) < LEAST:
         return {}

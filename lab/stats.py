@@ -1,38 +1,21 @@
-"""How sure a comparison of configurations can be, from their seeds.
+"""How sure a comparison of configurations can be, from their seeds (docs/analysis.md).
 
-Every agent's evaluation is exact (lab.evaluate), so the repeats of a configuration differ only
-by their training seed: the seeds are the whole sample. The estimators are rliable's (Agarwal et
-al., "Deep RL at the edge of the statistical precipice", NeurIPS 2021):
+The estimators are rliable's (Agarwal et al., "Deep RL at the edge of the statistical precipice",
+NeurIPS 2021): the mean and the interquartile mean (IQM: scipy's trim_mean cutting 25% at each
+end; with fewer than 4 seeds it is the mean); 95% percentile-bootstrap intervals, stratified (each
+configuration's seeds resampled on their own, so a resample keeps every configuration); and the
+probability of improvement P(X > Y), ties counted half, averaged over matched pairs of
+configurations. scipy.stats.bootstrap resamples (the `report` extra, imported where used, so that
+the lab imports without it). rliable itself is not used: 1.2.0 installs 510 MB, its arch 7.2.0
+fails to import beside pandas 3.1, and it resamples one score matrix at a time where the lab
+needs thousands of configurations' intervals in one array. A percentile interval can only span
+values the seeds took (it undercovers below about 10 seeds); `seeds_needed` says how many a
+difference needs.
 
-- the mean and the interquartile mean (IQM: the mean of the middle half of the seeds, scipy's
-  trim_mean cutting 25% at each end; with fewer than 4 seeds it cuts nothing and is the mean);
-- 95% confidence intervals by the percentile bootstrap, stratified: each stratum's seeds are
-  resampled on their own (a configuration is one stratum; a knob's value pools every
-  configuration that has it, each its own stratum), so a resample keeps every configuration;
-- the probability of improvement P(X > Y): the chance that a seed of X ends above a seed of Y,
-  ties counted half (the Mann-Whitney U statistic over n x m), averaged over the matched pairs
-  of configurations compared, with its stratified-bootstrap interval. X is better with these
-  seeds when the interval's lower end is above 0.5.
-
-scipy.stats.bootstrap does the resampling: scipy comes with the `report` extra and is imported
-where it is used, so that the lab imports without it (lab.summary then leaves the intervals
-out, with a note). rliable itself is not used: rliable 1.2.0 installs 510 MB (arch,
-statsmodels, seaborn, absl-py, formulaic, patsy, ...), and its arch 7.2.0 fails to import
-beside pandas 3.1, the lab's (a TypeError in pandas' deprecate_kwarg); with pandas < 3 it gives
-the same intervals as these on tests/test_compare.py's table. It also resamples one score matrix
-at a time, where the lab needs thousands of configurations' intervals at once: scipy's bootstrap
-takes them as the rows of one array.
-
-A percentile interval can only span values the seeds took: with 3 seeds it is about the range
-of their means' resamples, and it is narrower than a 95% interval should be (it undercovers
-for fewer than about 10 seeds). `seeds_needed` says how many seeds a difference needs.
-
-Where the game is too big to enumerate (lab.game.bots on m,n,k boards), results are sampled by
-playing games instead, and the seeds are no longer the whole sample: a configuration's interval
-there (`by_games`), like a knob value's pooled IQM and a probability of improvement, resamples the
-seeds and then each seed's games. One run's share of the games (wins, say) gets the Wilson score
-interval (`wilson`), which keeps its 95% coverage near 0 and 1 where the normal-approximation
-(Wald) interval collapses to a point; `games_needed` says how many games make every such interval narrow enough.
+On boards evaluated by games the seeds are not the whole sample: `by_games` (and a pooled IQM or a
+P(X > Y) given `games`) resamples the seeds, then each seed's games. One run's share of its games
+gets the Wilson score interval (`wilson`), which keeps its coverage near 0 and 1 where the Wald
+interval collapses to a point; `games_needed` says how many games make every such interval narrow.
 """
 
 from math import ceil, sqrt
@@ -41,13 +24,12 @@ from statistics import NormalDist
 import numpy as np
 
 CONFIDENCE = 0.95
+PERCENTILES = [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2]
 RESAMPLES = (2_000, 20_000)
-"""Bootstrap resamples, fewest and most: as many as keep a call within RESAMPLED numbers. Few
-seeds make a bootstrap distribution of a few jumps, where the percentile's end can land on
-either side of one: 20,000 resamples keep the end within 0.1 points of probability of the
-exact one (a comparison of two configurations' 3-4 seeds); the thousands of configurations of a
-big grid, bootstrapped at once, get 2,000 (between two draws of 2,000 an interval's end moves by
-about 0.05 of the mean's standard error: measured, 30 draws on 10 normal seeds)."""
+"""Bootstrap resamples, fewest and most, as many as keep a call within RESAMPLED numbers: 20,000
+keep a few seeds' percentile end (a distribution of a few jumps) within 0.1 points of probability
+of the exact one; a big grid's thousands of configurations at once get 2,000 (an end then moves
+by about 0.05 of the mean's standard error between two draws: 30 draws on 10 normal seeds)."""
 RESAMPLED = 20_000_000
 SEED = 0
 """The resampling's random stream: the same table gives the same intervals."""
@@ -86,10 +68,9 @@ def _bootstrap(samples, statistic, **options):
 
 
 def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of `values` (configurations x seeds, every row as many seeds): the statistic
-    and its 95% percentile-bootstrap interval, each row resampled on its own. With one seed
-    nothing says how far another seed would land: the interval is NaN (no interval), never the
-    value itself, which would read as certainty."""
+    """Per row of `values` (configurations x seeds, every row as many seeds): the statistic and
+    its 95% percentile-bootstrap interval, each row resampled on its own. With one seed the ends
+    are NaN (no interval), never the value itself, which would read as certainty."""
     values = np.asarray(values, dtype=float)
     point = STATISTICS[statistic](values, axis=-1)
     if values.shape[-1] < 2:
@@ -107,12 +88,10 @@ def _within(end, point):
 
 
 def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
-    """Bootstrap `statistic(*strata)` resampling each stratum on its own. Returns (point, low,
-    high); low and high are NaN when a stratum has one seed: held fixed, its seed would enter
-    every resample as it is and the interval would leave its seed-to-seed spread out (with one
-    seed everywhere it would have zero width). Strata of win - loss scores evaluated by games
-    come with `games`, each stratum's (win, draw, loss, games) per seed: then each resample
-    draws the seeds and then their games again (as `by_games` does)."""
+    """Bootstrap `statistic(*strata)` resampling each stratum on its own: (point, low, high), the
+    ends NaN when a stratum has one seed (held fixed, its spread would be left out). Scores
+    evaluated by games come with `games`, each stratum's (win, draw, loss, games) per seed: each
+    resample then draws the seeds and then their games again (as `by_games` does)."""
     strata = [np.asarray(s, dtype=float) for s in strata]
     point = float(statistic(*strata, axis=-1))
     if min(len(s) for s in strata) < 2:
@@ -121,7 +100,7 @@ def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
         rng = np.random.default_rng(SEED)
         drawn = [_games_resample(rng, dict(zip(("win", "draw", "loss"), (np.asarray(v, float)[None] for v in g[:3]))),
                                  np.asarray(g[3], np.int64)[None])["score"][:, 0] for g in games]
-        ends = np.percentile(statistic(*drawn, axis=-1), [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
+        ends = np.percentile(statistic(*drawn, axis=-1), PERCENTILES)
         return point, float(ends[0]), float(ends[1])
 
     def broadcast(*resampled, axis=-1):  # scipy may hand strata of different batch shapes
@@ -169,13 +148,10 @@ GAMES_RESAMPLES = 2_000
 
 
 def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
-    """Per row of the seed matrices (configurations x seeds, every row as many seeds) of the
-    shares of games won, drawn and lost and the games played: {"score", "win", "loss": (point,
-    low, high)} with a 95% interval of a two-level (hierarchical) percentile bootstrap: each
-    resample draws the seeds again with replacement, then each drawn seed's games again with
-    replacement (a multinomial draw of its game count at its shares), so the interval holds the
-    games' sampling noise as well as the seeds' and widens when fewer games are played. With one
-    seed, no interval (NaN): the seeds' spread is unknown."""
+    """Per row of the seed matrices (configurations x seeds) of the shares won, drawn and lost
+    and the games played: {"score", "win", "loss": (point, low, high)}, the 95% interval of a
+    two-level percentile bootstrap: the seeds drawn again, then each drawn seed's games (a
+    multinomial draw at its shares), so it holds the games' noise too. One seed: NaN ends."""
     shares = {"win": np.asarray(win, float), "draw": np.asarray(draw, float), "loss": np.asarray(loss, float)}
     games = np.asarray(games, dtype=np.int64)
     rows, seeds = games.shape
@@ -190,8 +166,8 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
         part = slice(start, min(rows, start + chunk))
         resampled = _games_resample(rng, {k: v[part] for k, v in shares.items()}, games[part])
         for measure, values in resampled.items():
-            ends[measure][:, part] = np.percentile(STATISTICS[statistic](values, axis=-1),
-                                                   [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2], axis=0)
+            estimates = STATISTICS[statistic](values, axis=-1)
+            ends[measure][:, part] = np.percentile(estimates, PERCENTILES, axis=0)
     return {m: (points[m], *ends[m]) for m in points}
 
 
@@ -214,11 +190,10 @@ IMPORTANCE_RESAMPLES = 1_000
 
 
 def importance(bins: dict, y) -> dict[str, tuple[float, float, float]]:
-    """fANOVA's first-order term per knob: the share of the variance of `y` (one value per
-    configuration) that the knob explains alone, the variance of y's means within the knob's bins
-    (`bins[knob]`: a label per configuration: its value, or a quantile bin of it) over y's
-    variance; with a 95% percentile-bootstrap interval over the configurations. {knob: (share,
-    low, high)}, largest share first; {} with fewer than IMPORTANCE_LEAST configurations."""
+    """fANOVA's first-order term per knob: the share of the variance of `y` (a value per
+    configuration) explained by y's means within the knob's bins (`bins[knob]`: a label per
+    configuration), with a 95% bootstrap interval over the configurations. {knob: (share, low,
+    high)}, largest first; {} with fewer than IMPORTANCE_LEAST configurations."""
     y = np.asarray(y, dtype=float)
     if len(y) < IMPORTANCE_LEAST:
         return {}
@@ -253,10 +228,9 @@ POWER = 0.8
 
 
 def seeds_needed(difference: float, sd: float) -> float:
-    """Seeds per configuration for two configurations whose means differ by `difference`, with
-    seeds spread by `sd`, to differ at the 95% level 8 times in 10 (POWER; a two-sample
-    comparison of means, normal approximation): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2. inf
-    when the means are equal; 2 when the seeds do not spread at all."""
+    """Seeds per configuration for two means `difference` apart, seeds spread by `sd`, to differ
+    at the 95% level POWER of the time (two-sample, normal approximation): 2 (z_0.975 + z_0.8)^2
+    sd^2 / difference^2. inf when the means are equal; 2 when the seeds do not spread."""
     from scipy import stats
 
     if difference == 0:

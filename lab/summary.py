@@ -3,10 +3,9 @@ per seat, and the best configuration of each algorithm against each opponent in 
 
 A *configuration* is a run's knobs without its seed: its seeds are repeats of one experiment.
 Its name follows write-up 000's legend (`ttt_player2_l5_n32_a0.01_e100_i1000`; `ttt_self_...` for
-self-play, parts of knobs the algorithm does not use left out; on a bigger board the game's name
-instead of ttt, `mnk_4_4_4_player2_...`), followed by every other knob
-that varies among the runs of its algorithm (` opponent=random`, ` memory=keep`), so a name is unique
-within its algorithm.
+self-play, knobs the algorithm does not use left out; `mnk_4_4_4_player2_...` on a bigger board),
+then every other knob that varies among its algorithm's runs (` opponent=random`), so a name is
+unique within its algorithm.
 
 "Best" for (algorithm, evaluation opponent, seat): the configuration with the highest final
 exact (win - loss) against that opponent, averaged over its seeds; ties go to more wins, then to
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, evaluate, exact_ceiling, results, stats
+from lab import agents, compare, evaluate, exact_ceiling, results, stats
 from lab.cli import ArgumentParser, one_line, results_dir_argument
 from lab.knobs import RUN_KEYS
 
@@ -31,11 +30,9 @@ NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_
 
 
 def table(data, stopped: bool = False) -> pd.DataFrame:
-    """The finished runs of a results directory (or of an already loaded table); with `stopped`,
-    also the runs a search scheduler stopped early (lab.search): their learning curves are real
-    but end early, so they are drawn, never compared as if they had trained in full. With their
-    configuration names (`config`): those the table has, or named over all its runs, whatever
-    their status, so that a configuration has one name in every view of a results directory."""
+    """The finished runs of a results directory (or of a loaded table), with `stopped` also those
+    a search stopped early (drawn, never compared as if trained in full), with their `config`
+    names: the table's, or named over all its runs so that every view names a configuration alike."""
     frame = data if isinstance(data, pd.DataFrame) else results.load(data)
     frame = frame if "config" in frame else name_configurations(frame)
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
@@ -63,17 +60,15 @@ def _value(value) -> str:
 
 
 def game(row: pd.Series) -> str:
-    """The run's game as the `game` group names it: ttt (3x3 rows leave m, n, k null) or
-    mnk_<m>_<n>_<k>."""
+    """The run's game as the `game` group names it: ttt (m, n, k null) or mnk_<m>_<n>_<k>."""
     if pd.isna(row.get("m")):
         return "ttt"
     return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
 
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
-    """The ceiling {win, draw, loss} of seat `seat` against `opponent` in game `game_name` (as
-    `game` names it): lab.evaluate's on 3x3, lab.exact_ceiling's on a bigger board the lab solves
-    (4x4); None for any other opponent or board."""
+    """The ceiling {win, draw, loss} of `seat` against `opponent` in `game_name` (lab.evaluate's on
+    3x3, lab.exact_ceiling's on a board the lab solves); None for any other opponent or board."""
     if game_name == "ttt":
         return evaluate.ceiling(opponent, seat) if opponent in evaluate.OPPONENTS else None
     return exact_ceiling.ceiling(tuple(int(v) for v in game_name.split("_")[1:]), opponent, seat)
@@ -83,16 +78,14 @@ def games(frame: pd.DataFrame) -> pd.Series:
     """`game` of every row of a table (ttt where it has no m, n, k columns)."""
     if "m" not in frame:
         return pd.Series("ttt", index=frame.index, dtype=object)
-    sizes = frame[["m", "n", "k"]].astype("Float64")
-    spelled = "mnk_" + sizes["m"].astype("Int64").astype(str) + "_" + sizes["n"].astype("Int64").astype(str) \
-        + "_" + sizes["k"].astype("Int64").astype(str)
-    return spelled.astype(object).where(sizes["m"].notna(), "ttt")
+    sizes = frame[["m", "n", "k"]].astype("Float64").astype("Int64").astype(str)
+    spelled = "mnk_" + sizes["m"].str.cat([sizes["n"], sizes["k"]], sep="_")
+    return spelled.astype(object).where(frame["m"].notna(), "ttt")
 
 
 def with_game(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with a `game` column, or as it is when all its runs are 3x3: the summary, the
-    comparisons and the figures of a 3x3 results directory keep the columns and names they had
-    before bigger boards, and on boards every view is split by game."""
+    """The table with a `game` column, or as it is when all its runs are 3x3 (whose views keep
+    their columns and names); on bigger boards every view is split by game."""
     if frame.empty or (games(frame) == "ttt").all():
         return frame
     return frame.assign(game=games(frame))
@@ -127,22 +120,19 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
-    """The evaluation points of the finished runs (and with `stopped` of the stopped ones: see
-    `table`) (lab.results.evaluations) with their configuration names; empty when the table has
-    no exact-evaluation columns. With a `game` column where the table has bigger boards
-    (with_game)."""
+    """The evaluation points (lab.results.evaluations) of `table`'s runs, named, with_game; empty
+    when the table has no evaluation columns."""
     return with_game(results.evaluations(table(data, stopped)))
 
 
 def final_evaluations(data) -> pd.DataFrame:
-    """The last exact evaluation of every finished run, one row per (run, seat evaluated,
-    evaluation opponent `evaluated_vs`) with `win`, `draw`, `loss` and `score` = win - loss
-    against that opponent, and `games` (how many games measured them; NaN where exact), beside
-    the run's knobs and configuration name (lab.compare's input)."""
+    """The last evaluation of every finished run, one row per (run, seat, evaluation opponent
+    `evaluated_vs`) with `win`, `draw`, `loss`, `score` = win - loss and `games` (NaN where
+    exact), beside the run's knobs and configuration name (lab.compare's input)."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
-    last = curves[curves["episodes"] == curves.groupby(["run_id", "seat"])["episodes"].transform("max")]
+    last = _last(curves)
     final = pd.concat([last.assign(evaluated_vs=vs, win=last[f"{vs}_win"], loss=last[f"{vs}_loss"],
                                    score=last[f"{vs}_win"] - last[f"{vs}_loss"], draw=last[f"{vs}_draw"],
                                    games=last[f"{vs}_games"] if f"{vs}_games" in last else np.nan)
@@ -164,16 +154,12 @@ def episodes_to_reach(curves: pd.DataFrame, column: str, level: float) -> float:
 
 
 def best_configurations(data) -> pd.DataFrame:
-    """Per (algorithm, evaluation opponent, seat) the best configuration (see module doc) with
-    its final exact rates (seed means), the ceiling, the episodes at which the seed-mean win rate
-    first reached 95% of the ceiling's, losing lines, training seconds and the seed spread.
-    With bigger boards, per game too (a `game` column first), and where a board is evaluated
-    by games, the 95% Wilson interval of the win rate over the games of all its seeds."""
+    """Per (game, algorithm, evaluation opponent, seat) the best configuration (see module doc):
+    the rows COLUMN_NOTES explains."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
-    last = curves.groupby(["run_id", "seat"])["episodes"].transform("max")
-    final = curves[curves["episodes"] == last]
+    final = _last(curves)
     rows = []
     for key, runs in final.groupby([*by_game(final), "algorithm", "seat"]):
         for vs in evaluate.OPPONENTS:
@@ -184,6 +170,11 @@ def best_configurations(data) -> pd.DataFrame:
         order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "games", "win_low", "win_high"]
         best = best[order + [c for c in best.columns if c not in order]]
     return best
+
+
+def _last(curves: pd.DataFrame) -> pd.DataFrame:
+    """Each run's last evaluation point in each seat."""
+    return curves[curves["episodes"] == curves.groupby(["run_id", "seat"])["episodes"].transform("max")]
 
 
 def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
@@ -204,17 +195,15 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     reached = ceiling(game(top_run), vs, seat) or {"win": np.nan, "loss": np.nan}
     row = {
         "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
-        "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]),
-        "episodes": int(best["episodes"]),
+        "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]), "episodes": int(best["episodes"]),
         "win": best["win"], "draw": best["draw"], "loss": best["loss"],
         "ceiling_win": reached["win"], "ceiling_loss": reached["loss"],
         "episodes_to_95": episodes_to_reach(
             curves[(curves["config"] == name) & (curves["seat"] == seat)
                    & (curves["algorithm"] == algorithm)], win, 0.95 * reached["win"]),
-        "win_sd": best["win_sd"],
-        "losing_lines": best["losing_lines"], "total_lines": best["total_lines"],
-        "optimal_move_rate": best["optimal_move_rate"],
-        "train_seconds": best["train_seconds"], "best_run": top_run["run_id"],
+        **{k: best[k] for k in ("win_sd", "losing_lines", "total_lines", "optimal_move_rate",
+                                "train_seconds")},
+        "best_run": top_run["run_id"],
     }
     if "game" not in runs:
         return row
@@ -259,21 +248,24 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
     for column in ("win", "draw", "loss", "win_low", "win_high", "ceiling_win", "ceiling_loss", "win_sd",
                    "optimal_move_rate"):
         if column in shown:
-            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+            shown[column] = _text(shown[column], "{:.3f}")
     if "games" in shown:  # by games: the label says by how many, as lab.compare.measured does
-        shown["evaluation"] = [f"by {g:,.0f} games" if pd.notna(g) else e for e, g in zip(shown["evaluation"], best["games"])]
-        shown["games"] = shown["games"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
-    shown["episodes_to_95"] = shown["episodes_to_95"].map(lambda v: "not reached" if pd.isna(v) else f"{v:.0f}")
-    for column in ("losing_lines", "total_lines"):
-        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.0f}")
+        shown["evaluation"] = [f"by {g:,.0f} games" if pd.notna(g) else e
+                               for e, g in zip(shown["evaluation"], best["games"])]
+    for column in ("games", "losing_lines", "total_lines"):
+        if column in shown:
+            shown[column] = _text(shown[column], "{:.0f}")
+    shown["episodes_to_95"] = _text(shown["episodes_to_95"], "{:.0f}", "not reached")
     shown["train_seconds"] = shown["train_seconds"].map(seconds_text)
-    if "win_loss" in shown:
-        from lab import compare  # the one spelling of an interval, "(1 seed)" where there is none
-
+    if "win_loss" in shown:  # the one spelling of an interval, "(1 seed)" where there is none
         shown["win_loss"] = [compare.interval_text(v, low, high) for v, low, high
                              in zip(best["win_loss"], best["win_loss_low"], best["win_loss_high"])]
         shown = shown.drop(columns=["win_loss_low", "win_loss_high"])
     return shown.astype(str)
+
+
+def _text(values: pd.Series, spelled: str, missing: str = "") -> pd.Series:
+    return values.map(lambda v: missing if pd.isna(v) else spelled.format(v))
 
 
 def seconds_text(value) -> str:
@@ -296,8 +288,7 @@ OPTIONAL_COLUMNS = ("game", "evaluation", "games", "win_low", "win_loss")
 
 
 def markdown(shown: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(row) + " |" for row in shown.itertuples(index=False)]
+    lines = compare.markdown_table(list(shown.columns), list(shown.itertuples(index=False)))
     notes = [f"- `{key}`: {note}" for key, note in COLUMN_NOTES.items()
              if key.split(",")[0] not in OPTIONAL_COLUMNS or key.split(",")[0] in shown]
     return "\n".join(lines + [""] + notes) + "\n"
@@ -314,10 +305,7 @@ EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy
 
 def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """lab.compare's tables of the finished runs (a results directory or a loaded table): every
-    configuration ranked with its intervals, and the knobs' effects; None without scipy (the
-    `report` extra)."""
-    from lab import compare, stats
-
+    configuration ranked with its intervals, and the knobs' effects; None without scipy."""
     if not stats.available():
         return None
     final = final_evaluations(data)
@@ -339,9 +327,8 @@ folder: compared as a knob, so its effect is measured like any knob's."""
 
 
 def compared_knobs(frame: pd.DataFrame) -> list[str]:
-    """The knobs configurations of one algorithm and seat can differ in: not the seed (the
-    repeats), the algorithm or the seat (the group), nor `player`, which follows from the
-    opponent there (missing in self-play); and the folder where the table holds several."""
+    """The knobs configurations of one algorithm and seat can differ in: not the seed, the group's
+    algorithm, nor `player` (it follows from the opponent); the folder where the table has several."""
     return [*([FOLDER] if FOLDER in frame else []),
             *(k for k in knob_columns(frame) if k not in ("seed", "algorithm", "player", "game"))]
 
@@ -359,12 +346,9 @@ def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple[pd.DataFrame, list[Path]]:
-    """Compute the best configurations and write them as summary.csv and summary.md (in
-    RESULTS_DIR/_summary unless out_dir is given), with every configuration ranked
-    (configurations.csv) and the knobs' effects (knobs.csv) when scipy is installed. Returns the
-    table and the files written. `frame` (the loaded table) and `compared` (comparisons() of it)
-    spare computing them again. Runs stopped early by a search are not candidates; summary.md
-    says how many there were."""
+    """Write the best configurations as summary.csv and summary.md (in RESULTS_DIR/_summary unless
+    out_dir is given), with scipy also configurations.csv and knobs.csv (lab.compare); returns the
+    table and the files. `frame` and `compared` (comparisons() of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     compared = comparisons(frame) if compared is None else compared
     best = best_configurations(frame)
@@ -373,8 +357,6 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
     csv, md = out_dir / "summary.csv", out_dir / "summary.md"
     written, sections = [csv, md], EXTRA_NOTE
     if compared is not None and not compared[0].empty:
-        from lab import compare
-
         configs, effects = compared
         best = _with_interval(best, configs)
         write_csv(configs, out_dir / "configurations.csv")
@@ -410,9 +392,7 @@ def main() -> None:
         with pd.option_context("display.width", 250, "display.max_columns", None,
                                "display.max_colwidth", 60):
             print(format_table(best).to_string(index=False))
-    note = stopped_note(stopped_runs(args.results_dir))
-    if note:
-        print(note, end="")
+    print(stopped_note(stopped_runs(args.results_dir)), end="")
     for path in paths:
         print(path)
 

@@ -57,8 +57,7 @@ def drawn(monkeypatch):
     def keep(fig, path):
         figures[path.name] = fig
         return path
-    monkeypatch.setattr(plots, "_save", keep)
-    monkeypatch.setattr(knob_figures, "_save", keep)
+    monkeypatch.setattr(knob_figures, "save", keep)  # every figure's PNG, lab.plots' too
     return figures
 
 

@@ -277,7 +277,7 @@ def test_the_parallel_png_labels_every_value_of_a_grids_knob(tmp_path, monkeypat
     from lab import knob_figures
 
     drawn = {}
-    monkeypatch.setattr(knob_figures, "_save", lambda fig, path: drawn.setdefault(path.name, fig) and path)
+    monkeypatch.setattr(knob_figures, "save", lambda fig, path: drawn.setdefault(path.name, fig) and path)
     configs, _ = summary.comparisons(_runs(ALPHAS))
     knob_figures.parallel_figure(configs, tmp_path)
     texts = {t.get_text() for t in drawn["mc_vfa_parallel_O_onestep.png"].axes[0].texts}
