@@ -1,20 +1,12 @@
 """What the driver of a sweep does with each run it saves, beside saving it: Hydra's per-job
 callbacks and the tracker of `hydra.launcher.track`.
 
-Hydra calls `on_job_start` / `on_job_end` of the callbacks under `hydra.callbacks` around each job
-it runs itself (hydra.core.utils.run_job). The lab's launcher and its search train runs elsewhere
-(forks, Ray, a cluster), so the driver calls them, as Hydra would, when a run's result reaches it
-and is saved: `on_job_start` then at once `on_job_end`, with the job's config (its knobs plus
-Hydra's node, HydraConfig set to it meanwhile) and a JobReturn whose `return_value` is the run's
-final exact evaluation (a dict of its eval_* columns). A failed run's JobReturn has status FAILED
-and its error as the exception, as Hydra's have. A callback that keeps state from start to end
-so sees one run at a time; the run's own start and end times are in its table. Runs skipped
-because results_dir holds them finished already fire nothing: they were not run by this sweep.
-`on_multirun_start` / `on_multirun_end` are Hydra's own calls around the sweeper (the latter is
-not made when the sweep exits with failed runs, as under Hydra's basic sweeper).
-
-With `hydra.launcher.track=mlflow|tensorboard` each saved run is also exported (lab.export.Tracker)
-into results_dir's default store, so a later `lab-export` adds nothing for it.
+The lab's runs train elsewhere (forks, Ray, a cluster), so the driver calls `on_job_start` and at
+once `on_job_end` of the callbacks under `hydra.callbacks` as each run is saved, as Hydra's run_job
+would: with the job's config (HydraConfig set to it meanwhile) and a JobReturn whose return_value
+is the run's final exact evaluation (its eval_* columns), or FAILED with its error. Runs skipped
+as finished fire nothing. With `hydra.launcher.track=mlflow|tensorboard` each saved run is also
+exported (lab.export.Tracker) into results_dir's default store, as a later `lab-export` would.
 """
 
 import itertools
@@ -72,9 +64,8 @@ class Hooks:
         if self.track is not None:
             if results_dir not in self.trackers:
                 self.trackers[results_dir] = export.Tracker(results_dir, self.track)
-            tracker = self.trackers[results_dir]
             try:
-                tracker(result.run_id)
+                self.trackers[results_dir](result.run_id)
             except Exception as exc:  # noqa: BLE001 - the run is saved; the tracker is a view of it
                 print(f"warning: run {result.run_id} not exported to {self.track} ({type(exc).__name__}: "
                       f"{exc}); `lab-export {results_dir} --to {self.track}` adds it", file=sys.stderr)

@@ -4,7 +4,7 @@ a sweeper starts: its folder knobs (results go to results_dir) and interval() in
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from lab.sweep.errors import fail
+from lab.cli import fail
 
 LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
 """The lab's grid sweeper (hydra/sweeper=lab_grid, the default)"""
@@ -30,8 +30,7 @@ class HydraKnobs(Callback):
         check_hydra_folders(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        check_renamed(config)
-        check_hydra_folders(config)
+        self.on_run_start(config)
         check_grid(config)
 
 

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from lab import config, provenance, results
-from lab.cli import plural
+from lab.cli import fail, plural
 from lab.config import Job
-from lab.sweep.errors import fail
 
 
 class Plan(NamedTuple):
