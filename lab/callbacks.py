@@ -72,7 +72,12 @@ class Hooks:
 
     def _notify(self, results_dir, result) -> None:
         cfg, overrides, num = self.describe(results_dir, result)
-        config = self._job_config(cfg, overrides, num, result.run_id)
+        config = OmegaConf.create(cfg)  # as Hydra gives a job's: its knobs and Hydra's node
+        with open_dict(config):
+            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
+        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
+            config.hydra.overrides.task = list(overrides)
+            config.hydra.job.num, config.hydra.job.id = num, result.run_id
         before = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(config)  # holds a copy of the job's Hydra node
         try:
@@ -81,17 +86,6 @@ class Hooks:
             self.callbacks.on_job_end(config=config, job_return=ret)
         finally:
             HydraConfig.instance().cfg = before
-
-    def _job_config(self, cfg: dict, overrides: list[str], num: int, run_id: str) -> DictConfig:
-        """The run's config as Hydra gives a job's: its knobs and Hydra's node with the job's
-        overrides, number and id (its run id)."""
-        config = OmegaConf.create(cfg)
-        with open_dict(config):
-            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
-        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
-            config.hydra.overrides.task = list(overrides)
-            config.hydra.job.num, config.hydra.job.id = num, run_id
-        return config
 
 
 def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:

@@ -40,10 +40,9 @@ class Lost:
 
 
 class Interrupt:
-    """Ctrl-C, held until the work is at a safe point (`check`, which every pool calls before it
-    looks for answers, and a search's trial trained in this process at each of its evaluation
-    points): never in the middle of writing runs or Optuna's journal (a half-released lock
-    file), nor of a compiled kernel (numba turns it into that run's error)."""
+    """Ctrl-C, held until the work is at a safe point (`check`: every pool before it looks for
+    answers, a search's trial in this process at its evaluation points), never in the middle of
+    writing runs or Optuna's journal, nor of a compiled kernel (numba makes it that run's error)."""
 
     def __init__(self):
         self.requested = False
@@ -245,8 +244,8 @@ class Actor:
 
 class RayActors:
     """One actor per CPU of the Ray cluster this process has joined (at most `most`), more as
-    nodes join (`grow`): each a server in a Ray worker process. An actor lost (its process or
-    node) is replaced where the cluster has a CPU for it."""
+    nodes join (`grow`), each given out once it has started; a lost one is replaced where the
+    cluster has a CPU for it."""
 
     def __init__(self, server: tuple, interrupt: Interrupt | None = None, most: int | None = None):
         import ray

@@ -11,7 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lab import callbacks, results
-from lab.cli import fail, plural, require_writable
+from lab.cli import fail, one_line, plural, require_writable
 from lab.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
@@ -69,13 +69,6 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
 
 
-def _check_options(parallel, figures, num_cpus) -> None:
-    try:
-        check_launcher(parallel, figures, num_cpus)
-    except ConfigError as exc:
-        fail(str(exc))
-
-
 def check_launcher(parallel, figures, num_cpus) -> None:
     """Refuse launcher options that are not allowed, before anything runs (a grid's and a
     search's): ConfigError."""
@@ -88,6 +81,10 @@ def check_launcher(parallel, figures, num_cpus) -> None:
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ConfigError(f"hydra.launcher.num_cpus={num_cpus!r} is not allowed: a positive number of cores, "
                           "or null (every core)")
+
+
+_check_options = one_line(ConfigError)(check_launcher)
+"""check_launcher's refusal in one line, exit 2 (lab.cli.one_line)"""
 
 
 def run_one(cfg: DictConfig) -> dict:

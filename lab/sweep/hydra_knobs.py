@@ -20,10 +20,8 @@ RENAMED = {("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launche
 
 
 class HydraKnobs(Callback):
-    """Hydra's own knobs the lab does not follow are refused in one line (exit 2), before Hydra
-    creates a folder or a sweeper starts: the folder knobs (HYDRA_FOLDERS: results go to
-    results_dir), interval() in a grid, and the former names of the lab's options (RENAMED).
-    Registered as a Hydra callback in conf/config.yaml."""
+    """Refuses the folder knobs (HYDRA_FOLDERS), interval() in a grid and the former names of the
+    lab's options (RENAMED); registered as a Hydra callback in conf/config.yaml."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         check_renamed(config)
