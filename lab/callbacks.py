@@ -1,20 +1,12 @@
 """What the driver of a sweep does with each run it saves, beside saving it: Hydra's per-job
 callbacks and the tracker of `hydra.launcher.track`.
 
-Hydra calls `on_job_start` / `on_job_end` of the callbacks under `hydra.callbacks` around each job
-it runs itself (hydra.core.utils.run_job). The lab's launcher and its search train runs elsewhere
-(forks, Ray, a cluster), so the driver calls them, as Hydra would, when a run's result reaches it
-and is saved: `on_job_start` then at once `on_job_end`, with the job's config (its knobs plus
-Hydra's node, HydraConfig set to it meanwhile) and a JobReturn whose `return_value` is the run's
-final exact evaluation (a dict of its eval_* columns). A failed run's JobReturn has status FAILED
-and its error as the exception, as Hydra's have. A callback that keeps state from start to end
-so sees one run at a time; the run's own start and end times are in its table. Runs skipped
-because results_dir holds them finished already fire nothing: they were not run by this sweep.
-`on_multirun_start` / `on_multirun_end` are Hydra's own calls around the sweeper (the latter is
-not made when the sweep exits with failed runs, as under Hydra's basic sweeper).
-
-With `hydra.launcher.track=mlflow|tensorboard` each saved run is also exported (lab.export.Tracker)
-into results_dir's default store, so a later `lab-export` adds nothing for it.
+The lab's runs train elsewhere (forks, Ray, a cluster), so the driver calls `on_job_start` and at
+once `on_job_end` of the callbacks under `hydra.callbacks` as each run is saved, as Hydra's run_job
+would: with the job's config (HydraConfig set to it meanwhile) and a JobReturn whose return_value
+is the run's final exact evaluation (its eval_* columns), or FAILED with its error. Runs skipped
+as finished fire nothing. With `hydra.launcher.track=mlflow|tensorboard` each saved run is also
+exported (lab.export.Tracker) into results_dir's default store, as a later `lab-export` would.
 """
 
 import itertools
@@ -72,16 +64,20 @@ class Hooks:
         if self.track is not None:
             if results_dir not in self.trackers:
                 self.trackers[results_dir] = export.Tracker(results_dir, self.track)
-            tracker = self.trackers[results_dir]
             try:
-                tracker(result.run_id)
+                self.trackers[results_dir](result.run_id)
             except Exception as exc:  # noqa: BLE001 - the run is saved; the tracker is a view of it
                 print(f"warning: run {result.run_id} not exported to {self.track} ({type(exc).__name__}: "
                       f"{exc}); `lab-export {results_dir} --to {self.track}` adds it", file=sys.stderr)
 
     def _notify(self, results_dir, result) -> None:
         cfg, overrides, num = self.describe(results_dir, result)
-        config = self._job_config(cfg, overrides, num, result.run_id)
+        config = OmegaConf.create(cfg)  # as Hydra gives a job's: its knobs and Hydra's node
+        with open_dict(config):
+            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
+        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
+            config.hydra.overrides.task = list(overrides)
+            config.hydra.job.num, config.hydra.job.id = num, result.run_id
         before = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(config)  # holds a copy of the job's Hydra node
         try:
@@ -90,17 +86,6 @@ class Hooks:
             self.callbacks.on_job_end(config=config, job_return=ret)
         finally:
             HydraConfig.instance().cfg = before
-
-    def _job_config(self, cfg: dict, overrides: list[str], num: int, run_id: str) -> DictConfig:
-        """The run's config as Hydra gives a job's: its knobs and Hydra's node with the job's
-        overrides, number and id (its run id)."""
-        config = OmegaConf.create(cfg)
-        with open_dict(config):
-            config.hydra = self.sweep_config.hydra  # OmegaConf sets a copy
-        with read_write(config.hydra), open_dict(config.hydra):  # Hydra may hold its node read-only
-            config.hydra.overrides.task = list(overrides)
-            config.hydra.job.num, config.hydra.job.id = num, run_id
-        return config
 
 
 def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:

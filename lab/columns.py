@@ -1,9 +1,6 @@
 """The columns of a run table: one schema for every run file, whatever its algorithm and board.
-
-A row is one iteration of one run: the run id, every knob of every algorithm (null where its
-algorithm does not use it), the training metrics, where the time went, the exact or game-based
-evaluation, and the provenance. `schema()` puts them in that order.
-"""
+A row is one iteration of one run: `schema()` gives the run id, every knob of every algorithm,
+the training metrics, where the time went, the evaluation and the provenance, in that order."""
 
 import typing
 from functools import cache
@@ -23,10 +20,9 @@ METRICS = [
 ]
 TIMING = [("eval_seconds", pa.float64()), ("startup_seconds", pa.float64()),
           ("wall_seconds", pa.float64())]
-"""Where a run's time went on its worker, beside train_seconds: train_seconds and eval_seconds
-are cumulative to each iteration, numba compilation excluded; startup_seconds (the same on every
-row) is importing the lab when it is the process's first run plus compiling or loading numba
-kernels; wall_seconds is the run's whole time on the worker, start-up included."""
+"""Where a run's time went on its worker: train_seconds and eval_seconds are cumulative to each
+iteration, numba compilation excluded; startup_seconds (on every row) is importing the lab on the
+process's first run plus compiling or loading kernels; wall_seconds is the whole, start-up included."""
 EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
               for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
 EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evaluate.ALTERNATED_KEYS]
@@ -39,40 +35,27 @@ BOARDS = [("evaluation", pa.string())] + [
 """Evaluation on bigger m,n,k boards (lab.evaluate): "exact" or "games", and the columns
 3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
 TABLES = [("table_entries", pa.int64()), ("table_bytes", pa.int64())]
-"""The memory of a tabular learner's table of visited positions on a bigger board
-(lab.game.sparse): its positions and the bytes its arrays take, on every evaluated row; null
-elsewhere (3x3's tables are fixed arrays, nets have none)."""
+"""A tabular learner's table of visited positions on a bigger board (lab.game.sparse): its
+positions and bytes, on every evaluated row; null elsewhere (3x3's tables are fixed, nets have none)."""
 BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS + TABLES))
 """The columns bigger boards brought: fingerprint leaves them out where null (3x3 runs)."""
 
 PBT = [("pbt_trial", pa.string())]
-"""A population-based-training search's runs (lab.search.trial.PBT_TRIAL): the member that
-trained each row (null in every other run)."""
-
-
+"""The member of a population-based-training search that trained each row (else null)."""
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
                 pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
 """Which code on which machine trained the run, and when (lab.provenance)."""
-
-
 CODE = ("lab_version", "git_commit", "git_dirty")
-"""The provenance columns that say which code trained a run (lab.provenance.code without the
-command line)"""
-
-
+"""The provenance columns that say which code trained a run (lab.provenance.code but the command)"""
 CIRCUMSTANCES = ("train_seconds", *(name for name, _ in TIMING), *provenance.COLUMNS)
-"""The columns that differ between two runs of the same job: when, where, by which command and
-how fast (the same configuration and seed give the same rows otherwise, alone, in a sweep,
-serially or on Ray)."""
+"""The columns that differ between two runs of the same job (when, where, by which command, how
+fast): the same configuration and seed give the same rows otherwise, wherever they run."""
 
 
 @cache
 def schema() -> pa.Schema:
-    """The one schema of every run file: run id, every knob of every algorithm, the metrics.
-
-    A knob an algorithm does not use is null in its rows, so files of different algorithms
-    concatenate without surprises.
-    """
+    """The one schema of every run file (a knob an algorithm does not use is null in its rows, so
+    files of different algorithms concatenate without surprises)."""
     fields = {"run_id": pa.string()}
     for key, kind in typing.get_type_hints(RunConfig).items():
         fields[key] = _ARROW[next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))]

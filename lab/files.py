@@ -19,19 +19,16 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None], *, durable: bool = False) -> None:
+def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     """Write `data` (bytes, or a function that writes to the open file) into a hidden temporary
-    file in path's folder, then rename it over `path`. `durable`: flushed to the disk first
-    (results; not files that live for one sweep, where it would only cost time)."""
+    file in path's folder, then rename it over `path`; not flushed to the disk (results are
+    written durably by `write_group`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             data(f) if callable(data) else f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
         os.chmod(tmp, _file_mode())  # mkstemp makes files private; these are ordinary files
         os.replace(tmp, path)
     except BaseException:
@@ -47,27 +44,20 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
     if syncfs is None:
         for fd in fds:
             os.fsync(fd)
-        for folder in folders if not fds else ():
-            _fsync_path(folder)
-        return
+        if fds:
+            return
     devices = set()
     for folder in folders:
         fd = os.open(folder, os.O_RDONLY)
         try:
             device = os.fstat(fd).st_dev
-            if device not in devices and syncfs(fd) != 0:
+            if syncfs is None:
+                os.fsync(fd)
+            elif device not in devices and syncfs(fd) != 0:
                 raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
             devices.add(device)
         finally:
             os.close(fd)
-
-
-def _fsync_path(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @functools.cache
@@ -114,10 +104,9 @@ SPARSE = ("@shape", "@index", "@values")
 
 
 def npz_bytes(**arrays) -> bytes:
-    """Arrays as the bytes of an .npz archive, deflated at zlib's fastest level. An array mostly
-    of zeros (a short run's Q table: 177,147 entries, two of them set) is stored as its shape, the
-    flat indices of its nonzero elements and their values, exactly, bit for bit (-0.0 stays -0.0):
-    deflating its zeros cost more than training the run (issue 34). Read with `npz_arrays`."""
+    """Arrays as the bytes of an .npz archive, deflated at zlib's fastest level; an array mostly of
+    zeros (a short run's Q table) as its shape, the flat indices of its nonzero elements and their
+    values, bit for bit (-0.0 stays -0.0): deflating its zeros cost more than training the run."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, array in arrays.items():

@@ -1,10 +1,8 @@
 """Which code, on which machine, produced a run: the provenance columns of every run table.
 
-`code()` is what the driver knows (the lab's version, the git commit and dirty flag of the
-repository the lab was imported from, and the command line); it travels with each job, because a
-worker on a cluster runs a copy of the package without its repository. `machine()` is what the
-worker adds (host and package versions). lab.run stamps both, with the start and end times in UTC,
-on every row of a run.
+`code()` is what the driver knows (lab version, git commit and dirty flag, command line); it
+travels with each job, since a worker on a cluster runs the package without its repository.
+`machine()` is what the worker adds. lab.run stamps both, with start and end times, on every row.
 """
 
 import platform
@@ -70,11 +68,9 @@ def version_of(row) -> str:
 
 
 def same_code(a, b) -> bool:
-    """Whether two code stamps (mappings with lab_version, git_commit, git_dirty: a run's row,
-    `code()`) name the same code version: the same git commit where both have one, else the same
-    lab version. The dirty flag is not compared: two dirty trees of one commit cannot be told
-    apart, and a clean checkout of a commit would otherwise disown every run trained while
-    editing it; after uncommitted changes to a learner, re-run with force=true."""
+    """Whether two code stamps (a run's row, `code()`) name the same code version: the same git
+    commit where both have one, else the same lab version. Not the dirty flag: two dirty trees of
+    one commit cannot be told apart (after uncommitted changes to a learner, re-run with force=true)."""
     if a.get("git_commit") and b.get("git_commit"):
         return a["git_commit"] == b["git_commit"]
     return a.get("lab_version") is not None and a.get("lab_version") == b.get("lab_version")

@@ -1,18 +1,14 @@
 """Where runs land: one Parquet file per run, written atomically, read back as one tidy table.
 
-A results directory holds `<run_id>.parquet` files (one row per iteration, every knob repeated on
-every row), `_checkpoints/<run_id>.npz`, `_figures/`, `_summary/`, `_sweeps/` (a record of each
-sweep that trained into it) and `_index/`. Names starting with `_` or `.` are skipped by pyarrow's
-dataset discovery, so `pandas.read_parquet(DIR)` reads exactly the run tables, and a half-written
-file (always a hidden temporary name until its atomic rename) is never read.
-
-Reading thousands of small files costs mostly per-file work, so the runs are also kept in
-`_index/<stored|table>/` parts (what resuming needs of each run, and the whole table), each row
-keyed by its run file's name, size and modification time: a sweep's Writer adds the runs it saves
-as it goes, and a reader takes the unchanged files from the parts and reads only new or rewritten
-ones. The index is only a cache: deleting it is always safe, and a damaged part is rebuilt.
+A results directory holds `<run_id>.parquet` files (one row per iteration, every knob on every
+row) beside `_checkpoints/`, `_figures/`, `_summary/`, `_sweeps/` and `_index/`: pyarrow skips
+names starting with `_` or `.`, so `pandas.read_parquet(DIR)` reads exactly the run tables, never
+a half-written (hidden, temporary) one. `_index/<stored|table>/` caches the runs in parts, each
+row keyed by its run file's name, size and modification time, so that a reader reads only new or
+rewritten files; deleting the index is always safe, and a damaged part is rebuilt.
 """
 
+import contextlib
 import hashlib
 import typing
 import uuid
@@ -36,6 +32,8 @@ SWEEPS = "_sweeps"
 """The folder of sweep records: the composed config and command of each sweep that trained"""
 SEARCH = "_search"
 """The folder of a search's own state and outcome (lab.search): Optuna's storage, best.yaml, figures"""
+
+
 class ResultsError(RuntimeError):
     """A results directory holds something that is not a readable run table."""
 
@@ -47,11 +45,9 @@ def arrow_table(rows: pd.DataFrame) -> pa.Table:
 
 
 def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
-    """A short hash of what a run's configuration and seed determine: its rows (in the schema,
-    lab.columns.CIRCUMSTANCES left out, floats rounded to 12 decimals) and, if given, the arrays
-    of its checkpoint (.npz bytes) exactly. Two runs of one job have the same fingerprint on any
-    machine, in any process, with any thread setting (tests/test_same_rows.py). The columns of
-    bigger boards are left out where null, so a 3x3 run's fingerprint is what it was before them."""
+    """A short hash of what a run's configuration and seed determine, the same on any machine
+    (tests/test_same_rows.py): its rows (lab.columns.CIRCUMSTANCES left out, and the columns of
+    bigger boards where null; floats to 12 decimals) and, if given, its checkpoint's arrays."""
     table = arrow_table(rows).drop_columns(list(columns.CIRCUMSTANCES))
     unused = [name for name in columns.BOARD_COLUMNS if table[name].null_count == len(table)]
     table = table.drop_columns(unused)
@@ -66,8 +62,7 @@ def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
 
 def table_of(records: list[dict]) -> pa.Table:
     """A run's rows (dicts, as lab.run gives them) in the schema, built column by column without
-    pandas (a tenth of `arrow_table`'s time): the worker's part of storing a run. NaN becomes
-    null, as pandas' conversion makes it."""
+    pandas (a tenth of `arrow_table`'s time); NaN becomes null, as pandas' conversion makes it."""
     present = set().union(*records)
     arrays = [pa.array([row.get(field.name) for row in records], field.type, from_pandas=True)
               if field.name in present else pa.nulls(len(records), field.type) for field in columns.schema()]
@@ -75,23 +70,18 @@ def table_of(records: list[dict]) -> pa.Table:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
-    """A run table as a Parquet file's bytes, written as cheaply as a worker can (issue 34): the
-    Arrow schema is left out of the metadata, since the schema's types read back the same from
-    Parquet's own (tests/test_results.py), and it was a third of a short run's file; no dictionary
-    encoding, which cost a fifth of the time and made files bigger but for runs of thousands of
-    rows (snappy's compression finds the repeated strings); no min/max statistics per column,
-    which cost a quarter of a short run's writing and let a reader skip only a file's one row
-    group, which it may as well read."""
+    """A run table as a Parquet file's bytes, written as cheaply as a worker can: without the Arrow
+    schema (Parquet's types read back the same, tests/test_results.py; it was a third of a short
+    run's file), dictionary encoding (a fifth of the time; snappy finds the repeated strings) or
+    column statistics (a quarter of the time, and a file is one row group a reader reads anyway)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, store_schema=False, use_dictionary=False, write_statistics=False)
     return sink.getvalue().to_pybytes()
 
 
 class Packed(typing.NamedTuple):
-    """A run ready to store: its table in the schema, that table's Parquet bytes and its
-    checkpoint. A worker packs its runs (`pack`), so that a driver only writes bytes; a worker
-    that shares results_dir with the driver writes them itself (`commit`) and sends home the
-    table alone (`written`), for the index."""
+    """A run ready to store (`pack`): its table in the schema, its Parquet bytes and checkpoint;
+    once stored (`commit`), the table alone, for the index."""
 
     run_id: str
     table: pa.Table
@@ -122,12 +112,6 @@ class Packed(typing.NamedTuple):
         """The run's rows as `load` gives them (for Hydra's callbacks and the trackers)."""
         return self.table.to_pandas(types_mapper=_NULLABLE.get)
 
-    def written(self, key: str) -> "Packed":
-        return self._replace(parquet=None, checkpoint=None, key=key)
-
-    def timed(self, seconds: float) -> "Packed":
-        return self._replace(store_seconds=seconds)
-
     def __reduce__(self):
         # Its table travels as one Arrow IPC stream: pickled column by column, a run table of
         # this schema took 3.7 ms to send and 1.9 ms to receive, the driver's whole budget.
@@ -155,7 +139,8 @@ def commit(results_dir, packs: list[Packed]) -> list[Packed]:
     files = [(results_dir / CHECKPOINTS / f"{p.run_id}.npz", p.checkpoint) for p in packs if p.checkpoint is not None]
     files += [(results_dir / f"{p.run_id}.parquet", p.parquet) for p in packs]
     write_group(files)
-    return [p.written(index_key(results_dir / f"{p.run_id}.parquet")) for p in packs]
+    return [p._replace(parquet=None, checkpoint=None, key=index_key(results_dir / f"{p.run_id}.parquet"))
+            for p in packs]
 
 
 def save(result, results_dir) -> Path:
@@ -166,9 +151,7 @@ def save(result, results_dir) -> Path:
 
 class Writer:
     """Keeps the index of one results_dir as a sweep stores runs into it: the runs it is told of
-    (`record`, `save`) are added a part of about `part_rows` (PART_ROWS) at a time, so that the
-    next plan and `load` read a few parts instead of every run file. Use as a context manager
-    (the last part is written on exit)."""
+    (`record`) are added a part of about `part_rows` (PART_ROWS) at a time, the last by `flush`."""
 
     COMBINED = 128
     """Run tables joined into one as they come: a part of thousands of one-row tables joined at
@@ -180,14 +163,9 @@ class Writer:
         self.rows = 0
         self.part_rows = part_rows or PART_ROWS
 
-    def save(self, result) -> Path:
-        """Store one run and record it."""
-        self.record(commit(self.results_dir, [pack(result)]))
-        return self.results_dir / f"{result.run_id}.parquet"
-
     def record(self, written: list[Packed]) -> None:
         """Add runs stored in results_dir (`commit`) to the index: their tables joined COMBINED at
-        a time, the part written in `flush` (per run, writing it would cost more than storing the run)."""
+        a time, the part written in `flush`."""
         for packed in written:
             self.waiting.append(packed.table)
             self.keys.append(packed.key)
@@ -212,18 +190,10 @@ class Writer:
         keys = np.repeat(np.array(self.keys, dtype=object), self.counts)
         table = table.append_column("_key", pa.array(keys, pa.string()))
         for name, part in (("table", table), ("stored", pa.Table.from_pylist(self.stored, schema=_STORED_SCHEMA))):
-            try:
+            with contextlib.suppress(OSError):  # the index is a cache: the runs are saved anyway
                 _write_part(self.results_dir / INDEX / name, [part])
-            except OSError:  # the index is a cache: the runs are saved whatever happens here
-                pass
         self.tables, self.keys, self.counts, self.stored = [], [], [], []
         self.rows = 0
-
-    def __enter__(self) -> "Writer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.flush()
 
 
 def run_files(results_dir) -> list[Path]:
@@ -237,7 +207,7 @@ def read_run(path: Path, columns=None) -> pa.Table:
     """One run table (these columns of it), or a ResultsError naming the file."""
     try:
         with pq.ParquetFile(path) as f:
-            table = f.read(columns=columns, use_threads=False)  # _read_all reads files in parallel
+            table = f.read(columns=columns, use_threads=False)  # `_indexed` reads files in parallel
         if not {"run_id", "status"} <= set(table.column_names):  # read() skips missing columns
             raise pa.ArrowInvalid("it has no run_id and status columns")
         return table
@@ -248,18 +218,9 @@ def read_run(path: Path, columns=None) -> pa.Table:
         ) from None
 
 
-def _read_all(files, read):
-    """`read` of every file, on threads (pyarrow reads and decodes without the GIL): thousands
-    of small run tables cost mostly per-file work. Raises the first failing file's error."""
-    with ThreadPoolExecutor() as pool:
-        return list(pool.map(read, files))
-
-
 PART_ROWS = 5_000
-"""A sweep adds the runs it saves to the table index in parts of about this many rows (bounded
-memory in the driver, few parts to read): some 8 MB, whose provenance columns repeat the sweep's
-command line on every row. Counted in rows: a table's size in bytes costs more to ask than
-recording the run."""
+"""A sweep adds the runs it saves to the index in parts of about this many rows (some 8 MB):
+bounded memory in the driver, few parts to read."""
 
 
 def index_key(path: Path) -> str:
@@ -274,8 +235,8 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 
 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
-    """One more part of an index, under a name no other writer uses. Not flushed to the disk: a
-    part lost or torn by a crash is read as damaged, and its runs are read from their files."""
+    """One more part of an index, under a name no other writer uses; not flushed to the disk (a
+    part torn by a crash is read as damaged, and its runs from their files)."""
     table = pa.concat_tables(tables, promote_options="permissive")  # not combined: the same file, one copy less
     write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
 
@@ -302,13 +263,15 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
         seen.update(pc.unique(kept["_key"]).to_pylist())
         cached.append(kept)
     new = [key for key in keys if key not in seen]
+    with ThreadPoolExecutor() as pool:  # pyarrow reads without the GIL; small files cost per file
+        read_now = list(pool.map(read, [keys[key] for key in new]))
     added = [t.append_column("_key", pa.array([key] * t.num_rows, pa.string()))
-             for key, t in zip(new, _read_all([keys[key] for key in new], read))]
+             for key, t in zip(new, read_now)]
     tables = cached + added
     # one chunk per column instead of one per file: to_pandas takes half the time
     table = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if tables else None
     if write and (added or stale):
-        try:
+        with contextlib.suppress(OSError):  # a read-only results_dir: read without the index
             for part in before:
                 part.unlink(missing_ok=True)
             if stale:
@@ -318,8 +281,6 @@ def _indexed(results_dir, name: str, read, write: bool) -> pa.Table | None:
                     part.unlink(missing_ok=True)
             else:
                 _write_part(folder, added)
-        except OSError:  # a read-only results_dir: read without the index
-            pass
     return table.drop_columns("_key") if table is not None else None
 
 
@@ -361,8 +322,10 @@ def _stored_values(table: pa.Table) -> dict:
     return {**values, "status": _status(table) if values["run_id"] is not None else "failed"}
 
 
-def _stored_row(table: pa.Table) -> pa.Table:
-    """The stored index's row of a run's table: its run id, status and code."""
+def _stored_row(path: Path) -> pa.Table:
+    """The stored index's row of a run file: its run id, status and code."""
+    # Columns, not footer statistics: reading those on threads kept ~180 MB per 1,000 files.
+    table = read_run(path, columns=list(_STORED))
     return pa.Table.from_pylist([_stored_values(table)], schema=_STORED_SCHEMA.remove(len(_STORED_SCHEMA) - 1))
 
 
@@ -372,9 +335,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
     Planning a sweep reads them and writes nothing (a dry run or a refused grid leaves the disk
     as it was); the sweep's Writer adds the runs it saves to the index, `write_index` the ones
     found here."""
-    # Columns, not footer statistics: reading those on threads kept ~180 MB per 1,000 files.
-    table = _indexed(results_dir, "stored",
-                     lambda path: _stored_row(read_run(path, columns=list(_STORED))), write_index)
+    table = _indexed(results_dir, "stored", _stored_row, write_index)
     if table is None:
         return {}
     return {row["run_id"]: Stored(row["status"], {name: row[name] for name in columns.CODE})
@@ -382,8 +343,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
 
 
 def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
-    """run_id -> 'finished', 'failed' or 'stopped' for every run stored in results_dir (see
-    `stored`)."""
+    """run_id -> 'finished', 'failed' or 'stopped' for every run stored in results_dir (`stored`)."""
     return {run_id: s.status for run_id, s in stored(results_dir, write_index).items()}
 
 
@@ -422,11 +382,8 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
 
 def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
     """The evaluation points of a loaded table as a long table: one row per (run, evaluated
-    iteration, seat evaluated) with a `seat` column and the measures of lab.evaluate.exact under
-    their plain keys (random_win, ..., optimal_move_rate), beside every other column.
-
-    The seat evaluated is the one the agent trained in (both in self-play). On bigger boards
-    the measures are lab.evaluate's, under their plain keys too."""
+    iteration, seat evaluated: the agent's, both in self-play) with a `seat` column and
+    lab.evaluate's measures under their plain keys (random_win, ...), beside every other column."""
     keys = [*evaluate.KEYS, *(key for key in evaluate.BOARD_KEYS if key not in evaluate.KEYS)]
     plain = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
              for seat in (1, 2)}

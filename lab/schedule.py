@@ -1,15 +1,11 @@
 """Which runs go first and which go together: a sweep's scheduling.
 
-Runs in one grid differ in cost by orders of magnitude (a 1x8 net against a 5x32 one, alphazero's
-searches against a table), and a grid lists them in override order. Sent in that order, the
-longest can start last and leave every other core idle while it finishes. So the driver sends the
-runs longest first, by a predicted cost, and packs runs too short to be worth a call of their
-own (a call costs milliseconds to dispatch, and its result a write on the driver) into batches.
-
-The cost model is rough on purpose: only the order and the batch sizes depend on it, never a
-result. Its numbers are microseconds per training episode and milliseconds per exact evaluation
-point (and mc_vfa's per update), measured on the 2-core development machine (run.py's wall,
-train and eval seconds): within about 30% of the runs' wall times.
+Runs in one grid differ in cost by orders of magnitude; sent in override order, the longest could
+start last and leave every other core idle. So the driver sends them longest first, by a predicted
+cost, with runs too short to be worth a call of their own packed into batches. The cost model is
+rough on purpose (only the order and batch sizes depend on it, never a result): microseconds per
+training episode and milliseconds per evaluation point, measured on the 2-core development
+machine, within about 30% of the runs' wall times.
 """
 
 from typing import Iterator

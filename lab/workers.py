@@ -1,27 +1,15 @@
-"""Where a sweep's work runs, for grids and searches alike (issue 34): the driver itself, forks
-of it, or Ray actors. A pool holds `size` workers; each builds its server (a grid's
-lab.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its arguments, and
-answers the calls `(method, argument)` it is sent, one after another, in order:
+"""Where a sweep's work runs, for grids and searches alike: the driver (`InProcess`), forks of
+it (`Forks`, which have the lab imported) or Ray actors (`RayActors`). A pool's workers each build
+a server (a grid's lab.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its
+arguments and answer the calls `(method, argument)` they are sent, in order:
 
-    pool.grow()                  ->  the workers ready since the last call (at first: all)
-    pool.send(worker, call, name)  (name: what Ray's tools and process titles show)
-    pool.answers_ready(timeout)  ->  [(worker, answer), ...]
-
-- `InProcess`: the server in the driver (one core, or hydra.launcher.parallel=false); a call is
-  answered when it is made.
-- `Forks`: forks of the driver, which has the lab imported, so they train at once. In each, one
-  thread reads its calls and another sends its answers, so that neither side ever waits for the
-  other: forks train what they were sent while the driver is busy (starting Ray). Given a
-  `fallback` server, once every fork has died the driver serves it itself (one more worker).
-- `RayActors`: one actor per CPU of the Ray cluster this process joined (at most `most`), more
-  as nodes join (`grow`); a worker is given out once its actor has started.
+    pool.grow()                    ->  the workers ready since the last call (at first: all)
+    pool.send(worker, call, name)      (name: what Ray's tools and process titles show)
+    pool.answers_ready(timeout)    ->  [(worker, answer), ...]
 
 A worker that dies (a fork killed, an actor or its node lost) answers every call it held with
-`Lost` (those a fork had not begun say so) and is sent nothing again. What a lost call means is
-the client's: a grid sends a batch lost with its Ray node again, and records the runs of a dead
-fork failed (what killed one fork would kill the next); a search fails the trial or the PBT
-member. Every fork dies with the driver (Linux: the
-parent-death signal), so a killed sweep leaves nothing training.
+`Lost` and is sent nothing again; what that means is the client's. Every fork dies with the
+driver (Linux: the parent-death signal), so a killed sweep leaves nothing training.
 """
 
 import contextlib
@@ -52,10 +40,9 @@ class Lost:
 
 
 class Interrupt:
-    """Ctrl-C, held until the work is at a safe point (`check`, which every pool calls before it
-    looks for answers, and a search's trial trained in this process at each of its evaluation
-    points): never in the middle of writing runs or Optuna's journal (a half-released lock
-    file), nor of a compiled kernel (numba turns it into that run's error)."""
+    """Ctrl-C, held until the work is at a safe point (`check`: every pool before it looks for
+    answers, a search's trial in this process at its evaluation points), never in the middle of
+    writing runs or Optuna's journal, nor of a compiled kernel (numba makes it that run's error)."""
 
     def __init__(self):
         self.requested = False
@@ -75,17 +62,13 @@ class Interrupt:
             raise KeyboardInterrupt
 
 
-def _checked(interrupt: Interrupt | None):
-    return interrupt.check if interrupt is not None else (lambda: None)
-
-
 class InProcess:
     """The server in this process: each call is answered when it is made."""
 
     def __init__(self, server: tuple, interrupt: Interrupt | None = None, worker: int = 0):
         exclude_imports_from_startup()
         cls, args = server
-        self.size, self.answers, self.check, self.server = 1, [], _checked(interrupt), cls(*args)
+        self.size, self.answers, self.check, self.server = 1, [], (interrupt or Interrupt()).check, cls(*args)
         self.fresh = [worker]
 
     def grow(self) -> list[int]:
@@ -106,11 +89,12 @@ class InProcess:
 
 
 class Forks:
-    """`size` forks of this process, each serving calls over a pair of pipes; once every one has
+    """`size` forks of this process, each serving calls over a pair of pipes (one thread reads
+    them, another sends the answers, so neither side waits for the other); once every one has
     died, `fallback` (a server) in this process, as worker `size`."""
 
     def __init__(self, size: int, server: tuple, interrupt: Interrupt | None = None, fallback: tuple | None = None):
-        self.size, self.check, self.interrupt = size, _checked(interrupt), interrupt
+        self.size, self.check, self.interrupt = size, (interrupt or Interrupt()).check, interrupt
         self.fallback, self.here = fallback, None
         self.calls, self.answers, self.processes = [], [], []
         self.sent, self.received, self.fresh = [0] * size, [0] * size, list(range(size))
@@ -189,19 +173,14 @@ class Forks:
             process.join()
 
 
-def die_with_the_driver() -> None:
-    """Linux: this process gets SIGKILL when the driver that forked it dies (a killed sweep must
-    leave nothing training, nor writing into its results_dir)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> None:
     """A fork's loop: each call read from `calls` is answered on `answers`, in order, until the
     driver closes `calls`. `drivers`, the driver's ends of this fork's pipes and of the forks
     before it, are closed here at once: held here, they would keep this fork, and the others,
     from ever seeing the driver close its own."""
-    die_with_the_driver()
+    # Linux: SIGKILL when the driver dies (a killed sweep leaves nothing training nor writing)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     for end in drivers:
         end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
@@ -265,13 +244,13 @@ class Actor:
 
 class RayActors:
     """One actor per CPU of the Ray cluster this process has joined (at most `most`), more as
-    nodes join (`grow`): each a server in a Ray worker process. An actor lost (its process or
-    node) is replaced where the cluster has a CPU for it."""
+    nodes join (`grow`), each given out once it has started; a lost one is replaced where the
+    cluster has a CPU for it."""
 
     def __init__(self, server: tuple, interrupt: Interrupt | None = None, most: int | None = None):
         import ray
 
-        self.server, self.check, self.most = server, _checked(interrupt), most
+        self.server, self.check, self.most = server, (interrupt or Interrupt()).check, most
         self.actor = ray.remote(num_cpus=1, max_restarts=0)(Actor)
         self.actors, self.lost, self.starting, self.pending = [], set(), {}, {}
         """every actor started (by worker); those lost; start-up call -> worker; call -> worker"""

@@ -150,7 +150,7 @@ def test_imports_point_only_down():
                                     "lab.cli", "lab"} | game
 
 
-SWEEP_STEPS = ["lab.sweep.errors", "lab.sweep.progress", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
+SWEEP_STEPS = ["lab.sweep.progress", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
                "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.dispatch",
                "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,

@@ -16,7 +16,7 @@ from lab.files import npz_arrays, npz_bytes, write_atomic
 def test_a_write_replaces_the_file_whole_with_ordinary_permissions(tmp_path):
     path = tmp_path / "deep" / "a.bin"
     write_atomic(path, b"old")
-    write_atomic(path, lambda f: f.write(b"new"), durable=True)
+    write_atomic(path, lambda f: f.write(b"new"))
     assert path.read_bytes() == b"new"
     umask = os.umask(0)
     os.umask(umask)

@@ -97,9 +97,10 @@ def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, mon
     rows = len(run(jobs[0]).records)
     monkeypatch.setattr(results, "PART_ROWS", 2.5 * rows)  # a part every third run
     monkeypatch.setattr(results.Writer, "COMBINED", combined)
-    with results.Writer(tmp_path) as writer:
-        for j in jobs:
-            writer.save(run(j))
+    writer = results.Writer(tmp_path)
+    for j in jobs:
+        writer.record(results.commit(tmp_path, [results.pack(run(j))]))
+    writer.flush()
     assert len(_parts(tmp_path, "table")) == 2 and len(_parts(tmp_path, "stored")) == 2
     reads = []
     read = results.read_run

@@ -1,17 +1,8 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
-Without --multirun it trains the one configuration in this process. With --multirun Hydra expands
-the grid and the lab's launcher (hydra_plugins/lab_plugins) calls `launch`: every job is composed
-(lab.compose.Composer), validated and checked against what results_dir already holds before
-anything starts; the remaining runs go out to Ray's actors, longest first (an embedded local
-Ray, whose start the driver's early forks fill by training the first runs, unless
-hydra.launcher.address or RAY_ADDRESS names a cluster; a grid too short for Ray's start to pay
-trains in forks alone, `mode`; a batch Ray loses with its actor or node is sent again, RETRIES
-times at most); each finished run comes back to this process, which writes it atomically, so
-results land in this machine's results_dir whichever node trained them (forks, which share it,
-write their runs themselves). The workers are lab.workers', which a search's trials use too. The driver
-keeps only a few fields per finished run, so its memory does not grow with the runs' results, and
-Ctrl-C stops a sweep cleanly: what finished stays saved.
+Without --multirun it trains the one configuration in this process; with it, the lab's launcher
+(hydra_plugins/lab_plugins) calls `launch` with the whole grid, which is planned in full before
+anything trains, and Ctrl-C stops cleanly: what finished stays saved.
 
 Its modules, in the order a sweep uses them:
 
@@ -19,7 +10,7 @@ Its modules, in the order a sweep uses them:
     placement       where the runs train (mode): Ray, forks of this process, or this process
     record          the sweep record written into each results_dir it trains into
     execution       execute the runs where placement says, saving each; report what they did
-    dispatch        the runs' batches on workers: this process, forks, Ray actors (lost ones sent again)
+    dispatch        the runs' batches on workers (lab.workers): this process, forks, Ray actors
     ray_connection  joining a cluster or starting a local Ray, and stopping it
     progress        the progress line, and the Outcome kept of each finished run
     overrides       the command line checked before Hydra: unknown keys, options, sweep names

@@ -1,19 +1,13 @@
 """A grid's runs on workers (lab.workers): this process, forks of it, or Ray actors on a cluster
-it joins or on a local Ray it starts, whose start early forks fill.
+it joins or on a local Ray it starts.
 
-The batches go out longest first (lab.schedule), each to the first worker free; a worker holds a
-second batch while the one it has is short (AHEAD_SECONDS), so that it never waits for the
-driver, and never a second behind a long one, which another worker might have begun sooner.
-Each batch's runs go to the driver's Store as they come back. A batch lost with its Ray actor,
-process or node is sent again (RETRIES times at most, counted and said); one lost with a fork
-is recorded failed (what killed one fork would kill the next), and if every fork died this
-process trains what is left.
-
-Starting an embedded Ray takes about 2.5 s on the 2-core development machine, and its actors
-another 0.7 s to import the lab, while the cores are far from full. So a local Ray's driver
-first forks one trainer per core but one (the last is left to Ray's start) and, from a thread,
-keeps them fed while its main thread starts Ray; once Ray's first actor is ready they finish the
-batch in hand and end. But for those batches, no more processes train than Ray has CPUs.
+The batches go out longest first (lab.schedule), each to the first worker free, which holds a
+second one while its first is short (AHEAD_SECONDS); each batch's runs go to the driver's Store
+as they come back. A batch lost with its Ray actor, process or node is sent again (RETRIES);
+one lost with a fork is recorded failed (what killed one fork would kill the next), and if every
+fork died this process trains what is left. A local Ray takes seconds to start and its actors to
+import the lab: meanwhile a thread keeps forks of this process (one per core but one) fed, until
+Ray's first actor is ready.
 """
 
 import collections
@@ -22,6 +16,7 @@ import time
 
 from lab import schedule
 from lab.batch import Trainer
+from lab.cli import plural
 from lab.config import Job
 from lab.sweep import placement, ray_connection
 from lab.sweep.store import Store
@@ -39,9 +34,8 @@ batches): the driver's round trip, a millisecond or so, is then no share of its 
 def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, num_cpus=None,
           dashboard: bool = False) -> tuple[int, int]:
     """Train the jobs where `placement.mode` said ("driver", "processes" or "ray"), handing each
-    batch's runs to `store` as it ends. Returns the CPUs the runs had and how many runs were sent
-    again after their worker or node was lost. A Ray this process starts is stopped before it
-    returns."""
+    batch's runs to `store`; a Ray started here is stopped before it returns. Returns the CPUs the
+    runs had and how many runs were sent again after their worker or node was lost."""
     local = (Trainer, (code, store.token))
     if where == "driver":
         Grid(jobs, 1, store).run([InProcess(local)])
@@ -179,9 +173,8 @@ class Grid:
     def _lost(self, batch: list[Job], attempt: int, lost: Lost) -> None:
         """A batch lost with its worker: sent again if it was Ray's, else its runs failed."""
         if lost.retry and attempt < RETRIES:
-            s = "s" * (len(batch) > 1)
             more = ", ..." * (len(batch) > 1)
-            self.store.progress.note(f"{len(batch)} run{s} ({batch[0].run_id}{more}) lost with "
+            self.store.progress.note(f"{plural(len(batch), 'run')} ({batch[0].run_id}{more}) lost with "
                                      f"{lost.error.split(':')[0]}: sent again ({attempt + 1} of {RETRIES})")
             self.retried += len(batch) if attempt == 0 else 0
             self.todo.appendleft((batch, attempt + 1))

@@ -11,24 +11,20 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lab import callbacks, results
-from lab.cli import plural, require_writable
+from lab.cli import fail, one_line, plural, require_writable
 from lab.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
-from lab.sweep.errors import fail
 from lab.sweep.execution import Interrupted, execute, report
 from lab.sweep.planning import grid_size, list_plan, plan
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
            figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
-    """Called by the lab's Hydra launcher with the whole grid.
-
-    Before training: joins the Ray cluster if one is named and writes the sweep's record into
-    each results_dir it trains into (lab.sweep.record); a local Ray is started by `execute` (with
-    its dashboard if asked). Each run saved goes to Hydra's job callbacks and the tracker
-    (lab.callbacks). None of this happens on a dry run, an invalid knob or when nothing is left to
-    train."""
+    """Called by the lab's Hydra launcher with the whole grid. Unless it is a dry run, a knob is
+    invalid or nothing is left to train: joins the Ray cluster if one is named, writes the sweep's
+    record (lab.sweep.record) and executes the runs, each saved one told to Hydra's job callbacks
+    and the tracker (lab.callbacks)."""
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
@@ -73,13 +69,6 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
 
 
-def _check_options(parallel, figures, num_cpus) -> None:
-    try:
-        check_launcher(parallel, figures, num_cpus)
-    except ConfigError as exc:
-        fail(str(exc))
-
-
 def check_launcher(parallel, figures, num_cpus) -> None:
     """Refuse launcher options that are not allowed, before anything runs (a grid's and a
     search's): ConfigError."""
@@ -92,6 +81,10 @@ def check_launcher(parallel, figures, num_cpus) -> None:
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ConfigError(f"hydra.launcher.num_cpus={num_cpus!r} is not allowed: a positive number of cores, "
                           "or null (every core)")
+
+
+_check_options = one_line(ConfigError)(check_launcher)
+"""check_launcher's refusal in one line, exit 2 (lab.cli.one_line)"""
 
 
 def run_one(cfg: DictConfig) -> dict:
@@ -128,9 +121,8 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
 
 
 def analyse(results_dirs, figures=True) -> None:
-    """Draw the figures and write the summary and the report of each results directory
-    (lab.report.analyse; figures="all" draws every figure); print where they are. Never fails
-    the sweep: the runs are stored whatever happens here."""
+    """The figures, summary and report of each results directory (lab.report.analyse;
+    figures="all": every figure)."""
     import lab.report
 
     for results_dir in sorted(set(map(Path, results_dirs))):

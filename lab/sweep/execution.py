@@ -47,19 +47,15 @@ class Execution:
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
             started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
-    """Run the jobs, longest first (lab.schedule), on Ray, in forks of this process or in this
-    process (`placement.mode`), storing each batch of runs as it ends (lab.sweep.store).
-    `started` is the sweep's start (time.perf_counter; default now). A Ray it starts (with its dashboard if `dashboard`) is
-    stopped before it returns. `hooks` (lab.callbacks.Hooks) hears of each run saved.
-
-    Ctrl-C cancels the runs in flight and raises Interrupted; every run saved so far stays.
-    """
+    """Run the jobs where `placement.mode` says, storing each batch of runs as it ends
+    (lab.sweep.store) and telling `hooks` (lab.callbacks.Hooks) of each; `started`: the sweep's
+    start (time.perf_counter; default now). Ctrl-C cancels the runs in flight and raises
+    Interrupted; every run saved so far stays."""
     started = time.perf_counter() if started is None else started
     if not jobs:
         return Execution([], 1, 0.0)
     progress = Progress(len(jobs))
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
-    cores, retried = 1, 0
     with Store(jobs, progress, hooks) as store:
         try:
             where = placement.mode(jobs, parallel, address, num_cpus)

@@ -4,7 +4,7 @@ a sweeper starts: its folder knobs (results go to results_dir) and interval() in
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from lab.sweep.errors import fail
+from lab.cli import fail
 
 LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
 """The lab's grid sweeper (hydra/sweeper=lab_grid, the default)"""
@@ -20,18 +20,15 @@ RENAMED = {("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launche
 
 
 class HydraKnobs(Callback):
-    """Hydra's own knobs the lab does not follow are refused in one line (exit 2), before Hydra
-    creates a folder or a sweeper starts: the folder knobs (HYDRA_FOLDERS: results go to
-    results_dir), interval() in a grid, and the former names of the lab's options (RENAMED).
-    Registered as a Hydra callback in conf/config.yaml."""
+    """Refuses the folder knobs (HYDRA_FOLDERS), interval() in a grid and the former names of the
+    lab's options (RENAMED); registered as a Hydra callback in conf/config.yaml."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         check_renamed(config)
         check_hydra_folders(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        check_renamed(config)
-        check_hydra_folders(config)
+        self.on_run_start(config)
         check_grid(config)
 
 

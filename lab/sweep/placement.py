@@ -33,12 +33,10 @@ def joins(address) -> bool:
 
 
 def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
-    """Where the jobs train: "ray" (a cluster to join, or a local Ray this process starts, whose
-    start its early forks fill, lab.sweep.dispatch), "processes" (forks of this process, one per core, no
-    Ray) or "driver" (this process, one run after another). parallel=true, processes and false
-    choose; auto: Ray if a cluster was named; else by the predicted work (lab.schedule.cost): this
-    process on one core or for too little work to spread, a local Ray if the work per core is
-    worth its start (RAY_WORTH_SECONDS), forks otherwise."""
+    """Where the jobs train: "ray" (a cluster to join, or a local Ray), "processes" (forks of this
+    process, one per core) or "driver" (this process), as `parallel` says (MODES). auto: Ray if a
+    cluster was named, else by the predicted work (lab.schedule.cost): this process on one core or
+    below FORK_SECONDS, a local Ray from RAY_WORTH_SECONDS a core, forks between."""
     if parallel != "auto":
         return MODES[parallel]
     if joins(address):

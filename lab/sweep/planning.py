@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from lab import config, provenance, results
-from lab.cli import plural
+from lab.cli import fail, plural
 from lab.config import Job
-from lab.sweep.errors import fail
 
 
 class Plan(NamedTuple):
@@ -25,15 +24,10 @@ class Plan(NamedTuple):
 
 
 def plan(cfgs: Iterable[dict]) -> Plan:
-    """Validate every configuration and drop duplicates and finished runs.
-
-    A run finished in results_dir by another code version than this one (lab.provenance
-    .same_code: another git commit, or another lab version outside git) is skipped with a note
-    when on_code_change=reuse (the default) and trained again when on_code_change=rerun.
-
-    Exits with a clear error, before anything is written, on the first invalid knob or unreadable
-    results directory.
-    """
+    """Validate every configuration and drop duplicates and finished runs; a run finished by
+    other code (lab.provenance.same_code) is skipped with a note when on_code_change=reuse (the
+    default), trained again when rerun. Exits in one line, before anything is written, on the
+    first invalid knob or unreadable results directory."""
     train, skip, first, stored = [], [], {}, {}
     duplicates = failed_before = stopped_before = forced = 0
     other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
@@ -73,12 +67,11 @@ def plan(cfgs: Iterable[dict]) -> Plan:
                          ("rerun", "training them again (on_code_change=rerun)")):
         if other_code[switch]:
             notes.append(_code_change_note(other_code[switch], what))
-    if failed_before:
-        notes.append(f"{plural(failed_before, 'run')} failed before in results_dir: re-running them")
-    if stopped_before:
-        notes.append(f"{plural(stopped_before, 'run')} stopped early by a search in results_dir: training them in full")
-    if forced:
-        notes.append(f"{plural(forced, 'run')} already finished in results_dir: re-running them (force=true)")
+    for count, what in ((failed_before, "failed before in results_dir: re-running them"),
+                        (stopped_before, "stopped early by a search in results_dir: training them in full"),
+                        (forced, "already finished in results_dir: re-running them (force=true)")):
+        if count:
+            notes.append(f"{plural(count, 'run')} {what}")
     return Plan(train, skip, notes, first)
 
 

@@ -11,7 +11,7 @@ from lab.results import first_values
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the driver keeps of a finished run: never its rows or its checkpoint."""
+    """What the driver keeps of a finished run (never its rows or its checkpoint)."""
 
     run_id: str
     failed: bool
@@ -57,11 +57,8 @@ def _named(ended: list[Outcome]) -> str:
 
 
 class Progress:
-    """Runs finished, running and failed, time elapsed and an ETA.
-
-    On a terminal: one line redrawn in place, with a bar, cut to the terminal's width. Otherwise
-    (a log file, CI): one line per finished run, naming it.
-    """
+    """Runs finished, running and failed, time elapsed and an ETA: on a terminal, one line redrawn
+    in place with a bar; otherwise (a log file, CI), one line per finished run, naming it."""
 
     def __init__(self, total: int, ended: str = "finished"):
         self.total, self.done, self.failed, self.ended = total, 0, 0, ended

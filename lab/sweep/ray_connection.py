@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import lab
+from lab.cli import fail, first_line
 from lab.compat import ray as ray_compat
-from lab.sweep.errors import fail
 
 TOKEN_HINT = ("; a cluster with token authentication (Ray's default when ~/.ray/auth_token exists) "
               "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
@@ -17,12 +17,9 @@ JOIN_ATTEMPTS = 3
 
 
 def connect(address=None, num_cpus=None, dashboard=False) -> None:
-    """Join the Ray cluster at `address` (else RAY_ADDRESS), or start a local Ray of num_cpus
-    (with its dashboard if `dashboard`, whose URL is printed).
-
-    Joining ships the `lab` package to the cluster (runtime_env py_modules), so worker nodes need
-    the dependencies installed but not this repository.
-    """
+    """Join the Ray cluster at `address` (else RAY_ADDRESS), shipping it the `lab` package (its
+    nodes need the dependencies, not this repository), or start a local Ray of num_cpus (with its
+    dashboard if `dashboard`, whose URL is printed)."""
     # Joining a cluster, Ray's own SIGTERM handler stays (it exits at once): a scheduler stopping
     # the job (scancel) stops the cluster's Ray too, and the Ctrl-C path would wait on its head.
     joining = bool(address or os.environ.get("RAY_ADDRESS"))
@@ -85,25 +82,19 @@ def _join(ray, address, quiet):
             return ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
         except ConnectionAbortedError as exc:
             if attempt == JOIN_ATTEMPTS:
-                fail(f"could not join the Ray cluster at {address} ({JOIN_ATTEMPTS} attempts): {_first_line(exc)}")
+                fail(f"could not join the Ray cluster at {address} ({JOIN_ATTEMPTS} attempts): {first_line(exc)}")
             with contextlib.suppress(Exception):  # what the failed attempt left of its client
                 ray.shutdown()
-            print(f"joining the Ray cluster at {address} failed ({_first_line(exc)}); "
+            print(f"joining the Ray cluster at {address} failed ({first_line(exc)}); "
                   f"trying again ({attempt + 1}/{JOIN_ATTEMPTS})", flush=True)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, ...
             fail(f"could not join the Ray cluster at {address}: {exc}{token_hint(address, exc)}")
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def disconnect() -> None:
-    """ray.shutdown(), a second sooner when this process started the Ray: Ray stops its autoscaler
-    monitor after the GCS, and the monitor, told to stop, keeps trying to tell that GCS until Ray
-    kills it a second later (1.0 of the 1.3 s shutdown here). A local Ray never autoscales, so
-    its monitor is killed first. (Joining a cluster, this process owns no Ray processes.)"""
+    """ray.shutdown(), a second sooner for a local Ray: Ray stops its autoscaler monitor after the
+    GCS, which the monitor keeps calling until Ray kills it a second later; a local Ray never
+    autoscales, so its monitor is killed first (joining a cluster, this process owns none)."""
     import ray
 
     for monitor in ray_compat.local_node_processes().get("monitor", []):
@@ -120,11 +111,10 @@ def ray_started() -> bool:
 
 
 def _token_mode_for_a_local_ray() -> None:
-    """Ray 2.60 turns token authentication on for a new local cluster, and warns that it did
-    unless RAY_AUTH_MODE says so: saying so keeps it on without the warning; a mode the user set
-    stays. As Ray does when it sets the mode itself, its configuration cached in this process is
-    read again, whoever set the variable and when (else a driver whose cache predates the
-    variable would not send the token to its own cluster)."""
+    """Ray 2.60 turns token authentication on for a new local cluster, with a warning unless
+    RAY_AUTH_MODE says so: saying so keeps it on without it (a mode the user set stays). Ray's
+    configuration cached in this process is read again, else a driver whose cache predates the
+    variable would not send the token to its own cluster."""
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     ray_compat.reread_config()
 
@@ -139,13 +129,10 @@ def _check_dashboard_packages() -> None:
 
 
 def token_hint(address: str, exc: BaseException) -> str:
-    """TOKEN_HINT where the failure to join is one of authentication, else nothing.
-
-    Ray 2.60 raises its AuthenticationError when token mode is on without a token. A client
-    without token mode joining a cluster with it gets no such error: its requests are refused
-    until it gives up with the ConnectionError of a cluster that is not there. So the hint also
-    goes with a ConnectionError when token mode is off and something listens at the address; not
-    when nothing does (a wrong address, a stopped cluster) nor when token mode was on."""
+    """TOKEN_HINT where the failure to join is one of authentication, else nothing: Ray 2.60's
+    AuthenticationError (token mode on without a token), or a ConnectionError with token mode off
+    while something listens at the address (a cluster with token mode refuses such a client until
+    it gives up as if nothing were there)."""
     from ray.exceptions import AuthenticationError
 
     if isinstance(exc, AuthenticationError):

@@ -22,10 +22,8 @@ def _cwd() -> str | None:
 
 
 def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
-    """Write a copy of the sweep's composed primary config, its command line and overrides, the
-    host its driver runs on, the code that runs it and what it trains into
-    RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir it trains into; the readers of
-    results_dir skip that folder. Returns the files."""
+    """Write the record (the composed primary config, command line, overrides, host, code and
+    run counts) into RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir; returns the files."""
     now = time.gmtime()
     text = ("# A sweep that trained into this results_dir (written by lab.sweep.record): its command,\n"
             "# overrides and composed primary config. Re-run it with the same command.\n"

@@ -1,7 +1,5 @@
-"""The driver's side of storing a sweep's runs (issue 34): the workers train, pack and, where
-they see results_dir, store each batch themselves (lab.batch); the driver records what they
-stored, stores what they sent home, and reports them, a batch at a time.
-"""
+"""The driver's side of storing a sweep's runs: the workers store each batch themselves where
+they see results_dir (lab.batch); the driver stores what they sent home, records and reports all."""
 
 import contextlib
 import time
@@ -17,10 +15,9 @@ from lab.sweep.progress import Outcome, Progress
 
 
 class Store:
-    """The driver's side: records the runs that workers stored (commits those they could not) in
-    each results_dir's index, tells the hooks (lab.callbacks.Hooks) and the progress line, and
-    keeps each run's Outcome. Use as a context manager: the token files that workers look for
-    exist meanwhile, and the index's last parts are written on exit."""
+    """Records the runs that workers stored (commits those they could not) in each results_dir's
+    index, tells the hooks (lab.callbacks.Hooks) and the progress line, and keeps each Outcome.
+    A context manager: the token files workers look for exist meanwhile; on exit, the last parts."""
 
     def __init__(self, jobs: list[Job], progress: Progress, hooks=None):
         self.progress, self.hooks, self.done = progress, hooks, []
