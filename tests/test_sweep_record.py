@@ -2,6 +2,8 @@
 config under results_dir/_sweeps, written only when the sweep trains. Sweeps run in this process
 without Ray (hydra.launcher.parallel=false)."""
 
+import time
+
 import pandas as pd
 from omegaconf import OmegaConf
 
@@ -42,3 +44,15 @@ def test_no_record_on_a_dry_run_or_an_invalid_knob(tmp_path):
     assert serial_grid(tmp_path, "seed=0,1", "hydra.launcher.dry_run=true").returncode == 0
     assert serial_grid(tmp_path, "seed=0,1", "alpha=7").returncode == 2
     assert not (tmp_path / "results").exists()
+
+
+def test_records_of_sweeps_started_in_the_same_second_sort_in_order(tmp_path, monkeypatch):
+    from lab.sweep import record
+
+    monkeypatch.setattr(record.time, "gmtime", lambda: time.struct_time((2026, 12, 1, 0, 0, 0, 1, 335, 0)))
+    config = OmegaConf.create({"results_dir": str(tmp_path)})
+    written = [record.write([tmp_path], config, {"train": n})[0] for n in range(1, 13)]
+    assert [p.name for p in written[:3]] == ["20261201T000000Z.yaml", "20261201T000000Z_002.yaml",
+                                             "20261201T000000Z_003.yaml"]
+    assert sorted(written) == written  # the last record of a results_dir is the newest one
+    assert [OmegaConf.load(p).runs.train for p in written] == list(range(1, 13))

@@ -33,8 +33,9 @@ def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
         folder = results_dir / results.SWEEPS
         folder.mkdir(parents=True, exist_ok=True)
         stem = time.strftime("%Y%m%dT%H%M%SZ", now)
-        for n in itertools.count(1):  # two sweeps started in the same second keep both records
-            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}-{n}.yaml")
+        # two sweeps started in the same second keep both records, named to sort in order
+        for n in itertools.count(1):
+            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}_{n:03d}.yaml")
             try:
                 with open(path, "x") as f:
                     f.write(text)
