@@ -27,11 +27,27 @@ import numpy as np
 
 from lab import agents, cli
 from lab.game import bitboards, bots, engine, solver
-from lab.terminal import Quit, ask
 
 MARKS = {1: "X", 2: "O"}
 DRAW = 2
 """A game's result when nobody completed a line; otherwise the side that won (0 X, 1 O)."""
+
+
+class Quit(Exception):
+    """The person typed q or closed standard input."""
+
+
+def ask(prompt: str, read, write) -> str:
+    """One stripped line of input; Quit on end of input or q."""
+    write(prompt)
+    line = read()
+    if not line:  # end of input
+        write("\n")
+        raise Quit
+    line = line.strip().lower()
+    if line in ("q", "quit", "exit"):
+        raise Quit
+    return line
 
 
 def _grid(cells: list[str], m: int) -> str:

@@ -1,6 +1,6 @@
 """Plain-Python statements of the compiled learners' algorithms, which tests/test_fast_paths.py
 checks the kernels against: the sequential ones (q_table, td_value, negamax_q) draw from
-lab.game.Stream what their kernels draw from numba's stream, so they agree step by step; mc_vfa's
+`Stream` what their kernels draw from numba's stream, so they agree step by step; mc_vfa's
 draws its games from numpy's stream, so it agrees in distribution. Read these to learn an
 algorithm; read the kernel to see how it is made fast.
 """
@@ -12,6 +12,56 @@ from lab.agents.mc_vfa import FOLD, PRECISIONS, Config, targets
 from lab.agents.negamax_q import shaped_reward
 from lab.knobs import RunConfig, side
 from lab.nets import MLP
+
+
+def tally(winners: np.ndarray) -> np.ndarray:
+    """[X wins, O wins, draws] of an array of game results."""
+    return np.array([(winners == 1).sum(), (winners == -1).sum(), (winners == 0).sum()])
+
+
+class Stream:
+    """The compiled helpers' random draws in plain Python, for the references below: numba's np.random is numpy's legacy RandomState, seeded the same way, so the same
+    draws in the same order play exactly the games a kernel plays after seed_kernels(seed)."""
+
+    def __init__(self, seed: int):
+        self._state = np.random.RandomState(seed)
+
+    def random(self) -> float:
+        """A float in [0, 1): the kernels' np.random.random()."""
+        return self._state.random_sample()
+
+    def sample_move(self, probs: np.ndarray) -> int:
+        """A move drawn from one row of a move table (as lab.game.sample_move)."""
+        u = self.random()
+        moves = np.flatnonzero(probs > 0)
+        for m in moves:
+            u -= probs[m]
+            if u < 0:
+                return int(m)
+        return int(moves[-1])
+
+    def random_move(self, legal: np.ndarray) -> int:
+        """A uniformly random legal move (as lab.game.random_move)."""
+        return self.sample_move(legal / legal.sum())
+
+    def best_move(self, scores: np.ndarray, legal: np.ndarray) -> int:
+        """A best-scoring legal move; the k-th tied move seen replaces the choice with chance 1/k
+        (one draw per extra tie), which leaves each tied move equally likely."""
+        choice, ties = -1, 0
+        for m in np.flatnonzero(legal):
+            if choice < 0 or scores[m] > scores[choice]:
+                choice, ties = int(m), 1
+            elif scores[m] == scores[choice]:
+                ties += 1
+                if self.random() * ties < 1:
+                    choice = int(m)
+        return choice
+
+    def epsilon_greedy(self, scores: np.ndarray, legal: np.ndarray, epsilon: float):
+        """(move, explored) as lab.game.epsilon_greedy."""
+        if self.random() < epsilon:
+            return self.random_move(legal), True
+        return self.best_move(scores, legal), False
 
 
 def mc_vfa(knobs: Config, run: RunConfig, iterations: int) -> MLP:
@@ -58,7 +108,7 @@ def mc_vfa(knobs: Config, run: RunConfig, iterations: int) -> MLP:
     return net
 
 
-def q_table(q, epsilon, opponent_moves, n, params, stream: game.Stream):
+def q_table(q, epsilon, opponent_moves, n, params, stream: Stream):
     """q_table.train in plain Python, drawing from `stream` what the kernel draws from numba's random
     stream: from the same seed it plays the same games and leaves the same q, epsilon and tally."""
     winners, mark = [], 1 if params.side == 0 else -1
@@ -84,10 +134,10 @@ def q_table(q, epsilon, opponent_moves, n, params, stream: game.Stream):
                 break
             previous, code = (code, move), end
         winners.append(game.WINNER[end])
-    return epsilon, game.tally(np.array(winners))
+    return epsilon, tally(np.array(winners))
 
 
-def td_value(v, opponent_moves, n, params, stream: game.Stream):
+def td_value(v, opponent_moves, n, params, stream: Stream):
     """td_value.train in plain Python, drawing from `stream` what the kernel draws from numba's random
     stream: from the same seed it plays the same games and leaves the same values and tally."""
     learns = {1: params.x_learns, -1: params.o_learns}  # by side: X 1, O -1
@@ -121,10 +171,10 @@ def td_value(v, opponent_moves, n, params, stream: game.Stream):
                 result = 0.0 if game.WINNER[code] != 0 else params.draw_value
                 v[last[other]] += params.alpha * (result - v[last[other]])
         winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
+    return tally(np.array(winners))
 
 
-def negamax_q(ensemble_q, first_game, opponent_moves, n, params, stream: game.Stream):
+def negamax_q(ensemble_q, first_game, opponent_moves, n, params, stream: Stream):
     """negamax_q.train in plain Python, drawing from `stream` what the kernel draws from numba's random
     stream: from the same seed it plays the same games and leaves the same tables and tally.
     (The rewards are `shaped_reward`'s, called from Python.)"""
@@ -147,4 +197,4 @@ def negamax_q(ensemble_q, first_game, opponent_moves, n, params, stream: game.St
             q[s, a] += params.alpha * (shaped_reward(k, won, params) - params.gamma * best_reply
                                        - q[s, a])
         winners.append(game.WINNER[code])
-    return game.tally(np.array(winners))
+    return tally(np.array(winners))

@@ -1,13 +1,13 @@
 """The compiled loops compute what their plain-Python references (tests/learner_references.py)
 compute.
 
-Each learner's algorithm is stated twice: a compiled kernel, and a plain-Python function there. Where the kernel is a sequential loop (q_table, td_value, negamax_q) the
-reference makes the same random draws in the same order through lab.game.Stream, so both must
-agree exactly, step by step. mc_vfa's kernel plays a whole
-iteration as a batch with afterstates valued lazily and then fits batched Monte Carlo means, while
-its reference plays one game at a time from numpy's own stream: they start from the same net but
-draw different games, so they are compared on outcome statistics across seeds (the exact loss
-probabilities of the final agents, lab.evaluate.exact, no game noise).
+Each learner's algorithm is stated twice: a compiled kernel, and a plain-Python function there.
+Where the kernel is a sequential loop (q_table, td_value, negamax_q) the reference makes the same
+random draws in the same order through references.Stream, so both must agree exactly, step by step.
+mc_vfa's kernel plays a whole iteration as a batch with afterstates valued lazily and then fits
+batched Monte Carlo means, while its reference plays one game at a time from numpy's own stream:
+they start from the same net but draw different games, so they are compared on outcome statistics
+across seeds (the exact loss probabilities of the final agents, lab.evaluate.exact, no game noise).
 """
 
 import numpy as np
@@ -60,7 +60,7 @@ def test_q_table_kernel_is_its_reference_step_by_step(make_learner, seat, oppone
     tally = learner.iterate()
     q = np.zeros((game.N_CODES, 9))
     epsilon, plain_tally = references.q_table(q, 1.0, learner.opponent, 300, learner.params,
-                                                   game.Stream(5))
+                                                   references.Stream(5))
     assert tally.tolist() == plain_tally.tolist() and epsilon == learner.epsilon
     assert np.count_nonzero(q) > 100
     np.testing.assert_array_equal(learner.q, q)
@@ -76,7 +76,7 @@ def test_td_value_kernel_is_its_reference_step_by_step(make_learner, overrides):
     tally = learner.iterate()
     values = td_value.initial_values(learner.knobs.draw_value)
     plain_tally = references.td_value(values, learner.opponent, 1000, learner.params,
-                                           game.Stream(6))
+                                           references.Stream(6))
     assert tally.tolist() == plain_tally.tolist()
     assert np.count_nonzero(values != td_value.initial_values(learner.knobs.draw_value)) > 100
     np.testing.assert_array_equal(learner.values, values)
@@ -89,7 +89,7 @@ def test_negamax_q_kernel_is_its_reference_step_by_step(make_learner, overrides)
     learner = make_learner("negamax_q", *overrides, "episodes_per_update=200", "seed=7")
     tallies = [learner.iterate() for _ in range(2)]  # the second continues the ensemble's order
     q = np.zeros_like(learner.q)
-    stream = game.Stream(7)
+    stream = references.Stream(7)
     plain = [references.negamax_q(q, first, learner.opponent, 200, learner.params, stream)
              for first in (0, 200)]
     assert [t.tolist() for t in tallies] == [t.tolist() for t in plain]

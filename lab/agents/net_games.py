@@ -10,12 +10,11 @@ kernel calls, its body compiled for the engine of `g`.
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 from lab import game
 from lab.agents import tabular
 from lab.game import engine
-from lab.game.engine import AFTER, LEGAL, tabulated
+from lab.game.engine import AFTER, LEGAL, compiled, tabulated
 from lab.nets import MLP, forward
 
 
@@ -91,30 +90,13 @@ class Learner(tabular.Learner):
         return Agent(*nets, self.knobs.symmetry, self.run.game)
 
 
+@compiled
 def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     """out[cell] = the value net nets[side] gives the position after `side` plays each legal
     cell. On 3x3 an afterstate is valued when first needed (one pass over those not valued yet;
     a code's input is inputs[code], `code_inputs`) and remembered in memo[side, code] (flagged in
     known) for the batch; on bitboards they are valued in one pass a call. `scratch`: (cells,
     cells) rows in the net's precision."""
-
-
-def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
-    """out[cell] = Q(pos, cell) of each legal cell by net nets[side]: a Q per cell from the cells
-    (input width = cells), or one Q a row of the cells and the move one-hot (width = 2 cells). On
-    3x3 the net sees (code, cell) as the pair pairs[code, cell] (code * 9 + cell, or its canonical
-    image), and a position's values are computed when first needed and remembered in memo[side,
-    code] (flagged in known) for the batch; on bitboards at each call. `scratch`: (cells, width)
-    rows in the net's precision."""
-
-
-def memory(g, dtype):
-    """(values, known): room for `afterstate_values` and `q_values` to remember each side's values
-    (3x3: a row of a value per cell for each code; bitboards remember nothing)."""
-
-
-@overload(afterstate_values, inline="always")
-def _afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     if tabulated(g):
         def on_codes(g, nets, side, memo, known, inputs, pos, scratch, out):
             count = 0
@@ -177,8 +159,14 @@ def _on_empty_cells(values, empty, cells, out):
             count += 1
 
 
-@overload(q_values, inline="always")
-def _q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
+@compiled
+def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
+    """out[cell] = Q(pos, cell) of each legal cell by net nets[side]: a Q per cell from the cells
+    (input width = cells), or one Q a row of the cells and the move one-hot (width = 2 cells). On
+    3x3 the net sees (code, cell) as the pair pairs[code, cell] (code * 9 + cell, or its canonical
+    image), and a position's values are computed when first needed and remembered in memo[side,
+    code] (flagged in known) for the batch; on bitboards at each call. `scratch`: (cells, width)
+    rows in the net's precision."""
     if tabulated(g):
         def on_codes(g, nets, side, memo, known, pairs, pos, scratch, out):
             if not known[side, pos]:
@@ -228,8 +216,10 @@ def _q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
     return on_bitboards
 
 
-@overload(memory, inline="always")
-def _memory(g, dtype):
+@compiled
+def memory(g, dtype):
+    """(values, known): room for `afterstate_values` and `q_values` to remember each side's values
+    (3x3: a row of a value per cell for each code; bitboards remember nothing)."""
     size, width = (game.N_CODES, 9) if tabulated(g) else (1, 1)
     return lambda g, dtype: (np.empty((2, size, width), dtype), np.zeros((2, size), np.bool_))
 
