@@ -80,15 +80,15 @@ def test_a_node_that_joins_mid_sweep_gets_runs(ray_cluster, tmp_path):
     results_dir = tmp_path / "joined"
     log = tmp_path / "sweep.log"
     sweep = cluster.start("node1", sys.executable, "-m", "lab.sweep", "--multirun", f"hydra.launcher.address={address}",
-                          f"results_dir={results_dir}", *SECONDS, "iterations=200", "seed=range(0,48)", NO_FIGURES,
+                          f"results_dir={results_dir}", *SECONDS, "iterations=200", "seed=range(0,72)", NO_FIGURES,
                           log=log)
     try:
         wait_for(lambda: results.run_files(results_dir), 120, "a first finished run", log)
         cluster.ray_worker("node3", address, cluster.logs)
-        # node3's Ray takes seconds to start (more on a loaded machine): 48 runs of about a second on
-        # two 1-CPU nodes leave it time to join while most of them are still to come
-        wait_for(lambda: "node3" in cluster.ray_nodes("node1"), 120, "node3 in the Ray cluster", log)
-        left = 48 - len(results.run_files(results_dir))
+        # node3's Ray takes seconds to start (tens on a loaded machine): 72 runs of about a second on
+        # two 1-CPU nodes leave it time to join while many of them are still to come
+        wait_for(lambda: "node3" in cluster.ray_nodes("node1"), 240, "node3 in the Ray cluster", log)
+        left = 72 - len(results.run_files(results_dir))
         assert sweep.poll() is None and left > 4, f"the sweep had {left} runs left when node3 joined"
         assert sweep.wait(timeout=300) == 0, log.read_text()
     finally:
@@ -96,5 +96,5 @@ def test_a_node_that_joins_mid_sweep_gets_runs(ray_cluster, tmp_path):
             sweep.kill()
         for pid, _ in cluster.jobs_processes("node3"):  # node3 leaves again
             cluster.kill(pid)
-    assert "48 runs finished, 0 failed" in log.read_text()
+    assert "72 runs finished, 0 failed" in log.read_text()
     assert hosts(results_dir) == {"node1", "node2", "node3"}

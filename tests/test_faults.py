@@ -72,9 +72,10 @@ def _complete(results_dir, iterations):
 @pytest.mark.slow
 def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path, spawn):
     # runs long enough that the driver's early fork (lab.sweep.dispatch), busy with them while Ray
-    # starts, leaves one to Ray: three, for a Ray that takes longer to start than a run (ray.init
-    # alone took 8 s on a quiet 2-core machine, more beside a training fork)
-    proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200", "seed=0,1,2"])
+    # starts, leaves one to Ray: six, for a Ray that takes longer to start than a few runs (ray.init
+    # alone took 8 s on a quiet 2-core machine, more beside a training fork or another test)
+    proc = spawn(["--multirun", NO_FIGURES, RAY, "results_dir=results", *SECONDS, "iterations=1200",
+                  "seed=range(0,6)"])
 
     def running_task():
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
@@ -82,12 +83,12 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     _wait_for(running_task, what="Ray worker running a training task")
     victim = running_task()[0]
     os.kill(victim, signal.SIGKILL)
-    assert len(results.run_files(tmp_path / "results")) < 3  # it died mid-run, before its result
+    assert len(results.run_files(tmp_path / "results")) < 6  # it died mid-run, before its result
     assert proc.wait(timeout=300) == 0, _output(proc)
-    assert "3 runs finished, 0 failed, 1 retried after their worker or node was lost" in _output(proc)
+    assert "6 runs finished, 0 failed, 1 retried after their worker or node was lost" in _output(proc)
     assert "lost with ActorDiedError: sent again (1 of 3)" in _output(proc)
     table = _complete(tmp_path / "results", iterations=1200)
-    assert sorted(table.drop_duplicates("run_id")["seed"]) == [0, 1, 2]
+    assert sorted(table.drop_duplicates("run_id")["seed"]) == list(range(6))
 
 
 def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, spawn):
