@@ -40,10 +40,9 @@ LONGEST = (*ONE_CLUSTER, "test_same_rows.py", "test_kill.py", "test_defaults.py"
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (`-n auto`, for the fast tier: --dist loadgroup in pyproject.toml) a
-    file's tests stay on one worker, so a module's fixtures are built once, and the cluster
-    tier's files share one worker, as they share one cluster. The whole suite runs in one
-    process: on 2 cores, two workers made Ray's node-join and worker-kill tests time out."""
+    """Under pytest-xdist (`-n auto`: --dist loadgroup in pyproject.toml) a file's tests stay on
+    one worker, so a module's fixtures are built once, and the cluster tier's files share one
+    worker, as they share one cluster; the longest files start first."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     for item in items:

@@ -165,7 +165,7 @@ def test_the_readme_keeps_its_two_commands_and_stays_an_entry_point():
         "```bash",
         "pip install -e . && python -m lab.sweep --multirun +sweeps=smoke && "
         "python analysis/plot_winrates.py results/smoke",
-        "pip install -e '.[test]' && python -m pytest",
+        "pip install -e '.[test]' && python -m pytest -n auto",
         "```"]
     assert len(readme.encode()) <= 12 * 1024
 
