@@ -44,20 +44,27 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
     if syncfs is None:
         for fd in fds:
             os.fsync(fd)
-        if fds:
-            return
+        for folder in folders if not fds else ():
+            _fsync_path(folder)
+        return
     devices = set()
     for folder in folders:
         fd = os.open(folder, os.O_RDONLY)
         try:
             device = os.fstat(fd).st_dev
-            if syncfs is None:
-                os.fsync(fd)
-            elif device not in devices and syncfs(fd) != 0:
+            if device not in devices and syncfs(fd) != 0:
                 raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
             devices.add(device)
         finally:
             os.close(fd)
+
+
+def _fsync_path(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @functools.cache
