@@ -13,7 +13,8 @@ import argparse
 
 import pandas as pd
 
-from lab import cli, results, stats, summary
+from lab import cli, results, stats
+from lab.analysis import summary
 
 LEVEL = 0.9
 """The win rate whose first evaluation point at or above it is the "episodes to" column"""

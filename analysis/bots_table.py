@@ -14,7 +14,7 @@ import time
 from lab import cli, stats
 from lab.game import bitboards
 from lab.game.bots import bot, play_match
-from lab.evaluate import outcome_rates
+from lab.evaluation.evaluate import outcome_rates
 
 BOARDS = ((4, 4, 4), (5, 5, 4))
 """(m, n, k): issue 26's boards"""

@@ -52,7 +52,7 @@ class Knobs:
     """Base of every algorithm's Config: checks each field's type and the shared rules, stores
     each value in its field's type (canonical: 1 and 1.0 are one float), then runs `check`."""
 
-    ADDED = {}  # knobs added after runs were stored -> the value those runs had (lab.config.identity)
+    ADDED = {}  # knobs added after runs were stored -> the value those runs had (lab.config.jobs.identity)
 
     def __post_init__(self):
         hints = _hints(type(self))
@@ -135,7 +135,7 @@ class RunConfig:
 @dataclass(frozen=True)
 class Settings:
     """Keys that steer where and whether a run happens, never what it computes (checked by
-    lab.config.check_settings)."""
+    lab.config.jobs.check_settings)."""
 
     results_dir: str
     """where run tables, checkpoints, figures and the summary land (relative to where the sweep

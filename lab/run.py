@@ -17,8 +17,9 @@ import pandas as pd
 from numba.core import event
 
 import lab
-from lab import evaluate, provenance
-from lab.config import Job
+from lab.evaluation import evaluate
+from lab.results import provenance
+from lab.config.jobs import Job
 from lab.files import write_atomic
 
 _IMPORT_SECONDS = time.perf_counter() - lab.IMPORT_STARTED
@@ -236,8 +237,8 @@ class Training:
 
 def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
         report=None, start: bytes | None = None, run_id: str | None = None) -> RunResult:
-    """Train one validated run (lab.config.job) to its end (`Training`). `code` is the driver's
-    lab.provenance.code() (this process's when None), stamped with the run's times and machine
+    """Train one validated run (lab.config.jobs.job) to its end (`Training`). `code` is the driver's
+    lab.results.provenance.code() (this process's when None), stamped with the run's times and machine
     on every row.
 
     Resuming: with `state_path` and `save_every`, the run's training state (`snapshot`) is written

@@ -13,9 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from lab import agents, game, provenance
-from lab.compose import compose
-from lab.config import job, parse
+from lab import agents, game
+from lab.results import provenance
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
 from lab.run import run
 
 
@@ -61,7 +62,7 @@ def _fast_tier_stays_in_process(request, monkeypatch):
         raise AssertionError("this test starts a process or Ray: mark it @pytest.mark.integration")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-    monkeypatch.setattr("os.fork", refuse)  # multiprocessing's fork (lab.workers)
+    monkeypatch.setattr("os.fork", refuse)  # multiprocessing's fork (lab.execution.workers)
     monkeypatch.setattr("ray.init", refuse)
 
 

@@ -7,7 +7,8 @@ algorithm; read the kernel to see how it is made fast.
 
 import numpy as np
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 from lab.agents.mc_vfa import FOLD, PRECISIONS, Config, targets
 from lab.agents.negamax_q import shaped_reward
 from lab.knobs import RunConfig, side

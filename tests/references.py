@@ -2,7 +2,9 @@
 
 import numpy as np
 
-from lab import exact_ceiling, game, opponents
+from lab import game
+from lab.evaluation import exact_ceiling
+from lab.game import opponents
 from lab.game.solver import Solved
 
 
@@ -14,13 +16,13 @@ def _level(codes):
 
 def best_response(opponent: str, player: int) -> np.ndarray:
     """The move table of the perfect player that best exploits `opponent` in seat `player` (1 X,
-    2 O): the player whose results are lab.evaluate.ceiling(opponent, player), written as a table
+    2 O): the player whose results are lab.evaluation.evaluate.ceiling(opponent, player), written as a table
     over lab.game's codes.
 
     At each of its positions it considers only the moves that keep the minimax value
     (lab.game.OPTIMAL: a perfect player never gives a result away) and plays the one maximising
     its expected (win - loss) under the opponent's move table; among moves equal on that (within
-    lab.exact_ceiling.TIE_TOLERANCE) the one with the higher win probability, then the lowest
+    lab.evaluation.exact_ceiling.TIE_TOLERANCE) the one with the higher win probability, then the lowest
     cell index (equal win and loss means equal draw, so this last choice never changes a result).
     """
     if player not in (1, 2):

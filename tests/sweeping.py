@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab import columns, results
-from lab.compose import compose
+from lab import results
+from lab.results import columns
+from lab.config.compose import compose
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["iterations=3", "episodes_per_update=20", "layers=1", "neurons=4"]
@@ -109,7 +110,7 @@ def title(pid: int) -> str:
 
 def alone(overrides, results_dir) -> pd.DataFrame:
     """The rows of one run trained in this process, stored and read back like a sweep's."""
-    from lab.config import job
+    from lab.config.jobs import job
     from lab.run import run
 
     results.save(run(job(compose(*overrides))), results_dir)

@@ -9,9 +9,9 @@ import pytest
 
 from lab import agents, game, results
 from lab.agents import alphazero, puct
-from lab.compose import compose
-from lab.config import job, parse
-from lab.evaluate import exact
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
+from lab.evaluation.evaluate import exact
 from lab.game import bitboards, bots
 from lab.knobs import ConfigError
 from lab.nets import MLP

@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from lab import evaluate, plots, report, results, summary, sweep
-from lab.compose import compose
+from lab import results, sweep
+from lab.analysis import plots, report, summary
+from lab.evaluation import evaluate
+from lab.config.compose import compose
 from lab.sweep.progress import clock
-from lab.config import job
+from lab.config.jobs import job
 from lab.run import RunResult, run
 from sweeping import cli
 from test_compare import _runs

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 from sweeping import REPO, clean_env
 
 PAGE = REPO / "docs" / "architecture.md"
@@ -65,7 +66,7 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
         if not link.exists():
             link.symlink_to(Path("..") / configs)
     commands = follow(copy)
-    assert commands[0] == "python -m lab.reference > docs/knobs.md" and "lab.sweep" in commands[1]
+    assert commands[0] == "python -m lab.config.reference > docs/knobs.md" and "lab.sweep" in commands[1]
     assert "game=mnk_4_4_4" in commands[2] and "results_dir=results/mc_table_4x4" in commands[2]
     env = clean_env(PYTHONPATH=str(copy))
     for command in commands:
@@ -89,7 +90,7 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
 
 
 def test_the_pages_example_opponent_is_a_move_table():
-    """The mask the page's opponent steps add to lab.opponents.table gives a legal move table."""
+    """The mask the page's opponent steps add to lab.game.opponents.table gives a legal move table."""
     (expression,) = re.findall(r'`"center": lambda: (.+?)`', PAGE.read_text().replace("\n   ", " "))
     moves = game.uniform_over(eval(expression, {**vars(opponents), "np": np}))  # noqa: S307 - the page's own code
     rows = moves[game.DECISIONS]

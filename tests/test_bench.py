@@ -31,7 +31,7 @@ def test_the_plain_optuna_baseline_runs():
 
 def test_the_report_sections_grid_is_2500_configurations_of_the_current_knobs(tmp_path):
     from lab import sweep
-    from lab.compose import grid
+    from lab.config.compose import grid
 
     composer, jobs = grid(*REPORT_GRID, "seed=0", f"results_dir={tmp_path}")
     planned = sweep.plan(composer(o) for o in jobs).train

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab import knob_figures, plots, play, report, results, stats, summary
-from lab.compose import compose
-from lab.config import job
+from lab import play, results, stats
+from lab.analysis import knob_figures, plots, report, summary
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 
 TINY = ("layers=1", "neurons=8", "episodes_per_update=5", "eval_every=2", "iterations=4")
@@ -57,7 +58,7 @@ def drawn(monkeypatch):
     def keep(fig, path):
         figures[path.name] = fig
         return path
-    monkeypatch.setattr(knob_figures, "save", keep)  # every figure's PNG, lab.plots' too
+    monkeypatch.setattr(knob_figures, "save", keep)  # every figure's PNG, lab.analysis.plots' too
     return figures
 
 
@@ -87,7 +88,7 @@ def test_figures_of_each_game_apart_named_after_it(dirs, drawn, tmp_path):
         if "ttt" in on or name == "comparison_exact_win.png":
             assert "mnk_" not in titles, name
     assert _dashed(drawn["mc_vfa_exact_ttt_player2_l1_n8.png"]) == 4  # 3x3's ceilings: win and loss vs random and onestep
-    # 4x4's ceilings (lab.exact_ceiling): win and loss vs random, onestep and perfect; the win vs
+    # 4x4's ceilings (lab.evaluation.exact_ceiling): win and loss vs random, onestep and perfect; the win vs
     # random and onestep in the comparison; none on 5x5, which the lab does not solve
     four = drawn["mc_vfa_exact_mnk_4_4_4_player2_l1_n8.png"]
     assert [line.get_ydata()[0] for ax in four.axes for line in ax.lines if line.get_linestyle() == "--"] \

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from lab import agents, results
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.knobs import ConfigError
 from lab.run import Training, run
 from sweeping import clean_env, sweep
@@ -166,7 +166,8 @@ def test_a_4x4_sweep_runs_end_to_end_in_forks(tmp_path):
 
 
 def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
-    from lab import evaluate, exact_ceiling, summary
+    from lab.analysis import summary
+    from lab.evaluation import evaluate, exact_ceiling
 
     tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
     for board in ("game=ttt", "game=mnk_4_4_4"):
@@ -176,7 +177,7 @@ def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
     best = summary.best_configurations(results.load(tmp_path))
     on_board = best["config"].str.startswith("mnk_4_4_4")
     assert on_board.any() and (~on_board).any()  # this seed: 3x3 best against random, 4x4 against onestep
-    for row in best.itertuples():  # 4x4's ceilings are lab.exact_ceiling's, not 3x3's
+    for row in best.itertuples():  # 4x4's ceilings are lab.evaluation.exact_ceiling's, not 3x3's
         seat = 1 if row.seat == "X" else 2
         expected = exact_ceiling.KNOWN[(4, 4, 4)][(row.evaluated_vs, seat)] if row.config.startswith("mnk_4_4_4") \
             else evaluate.ceiling(row.evaluated_vs, seat)

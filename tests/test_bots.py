@@ -1,5 +1,5 @@
 """The bots on m,n,k boards (lab/game/bots.py) and evaluation by games: on 3x3 their sampled rates
-against lab.evaluate's exact ones; their rules on constructed 5x5 k4 positions, checked against a
+against lab.evaluation.evaluate's exact ones; their rules on constructed 5x5 k4 positions, checked against a
 brute-force search; MCTS against random and onestep; the Wilson intervals' width and coverage;
 seeds; bad specs refused."""
 
@@ -10,10 +10,12 @@ import pytest
 
 from numba import njit
 
-from lab import evaluate, game, opponents, stats
+from lab import game, stats
+from lab.evaluation import evaluate
+from lab.game import opponents
 from lab.game import bitboards, bots, engine
 from lab.game.bots import Bot, bot, choose, moves, play_match
-from lab.evaluate import outcome_rates
+from lab.evaluation.evaluate import outcome_rates
 
 FIVE = bitboards.board(5, 5, 4)
 THREE = bitboards.board(3, 3, 3)
@@ -51,7 +53,7 @@ def moves_valued(x: int, o: int, plies: int) -> dict[int, int]:
     return {c: -value(x | 1 << c, o, 1, plies - 1) for c in range(25) if not (x | o) >> c & 1}
 
 
-# 3x3 against lab.evaluate's exact figures
+# 3x3 against lab.evaluation.evaluate's exact figures
 
 def test_random_against_random_is_the_engines_random_game():
     """Both draw from the same stream the same way: the tallies are identical."""
@@ -70,7 +72,7 @@ def test_exact_random_against_random_is_the_known_fraction():
 @pytest.mark.parametrize("name", ["random", "onestep", "block"])
 @pytest.mark.parametrize("seat", [1, 2])
 def test_3x3_sampled_rates_agree_with_the_exact_ones(name, seat):
-    """9,600 games (every interval within 2 points): each exact share of lab.evaluate for the 3x3
+    """9,600 games (every interval within 2 points): each exact share of lab.evaluation.evaluate for the 3x3
     move table of `name` against random lies in its sampled interval. A 95% interval misses one
     time in 20, and these are 18: with seeds 0 and 1 one of them misses (block as X loses 92 games
     where 126 are expected, 3 standard deviations), with seed 2 none does. How often they miss

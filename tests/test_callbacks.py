@@ -15,9 +15,12 @@ from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
-from lab import callbacks, columns, export, results
-from lab.compose import compose
-from lab.config import job
+from lab import results
+from lab.analysis import export
+from lab.results import columns
+from lab.sweep import callbacks
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.knobs import ConfigError
 from lab.run import lost, run
 from sweeping import REPO, TINY, clean_env, cli, sweep
@@ -77,7 +80,7 @@ def assert_heard_every_run_once(heard: list[dict], results_dir: Path, driver_pid
         assert evaluated and set(evaluated) <= {c for c, _ in columns.EVALUATION}
         for column, value in evaluated.items():
             assert value == pytest.approx(float(final.loc[end["run_id"], column]))
-        for column, value in end["value"].items():  # the objective beside them (lab.export.final)
+        for column, value in end["value"].items():  # the objective beside them (lab.analysis.export.final)
             if column.endswith("_win_minus_loss"):
                 stem = column[:-len("win_minus_loss")]
                 assert value == pytest.approx(evaluated[stem + "win"] - evaluated[stem + "loss"])

@@ -4,9 +4,10 @@ validated like every other knob before anything runs."""
 import numpy as np
 import pytest
 
-from lab import agents, opponents
-from lab.compose import compose
-from lab.config import job, parse
+from lab import agents
+from lab.game import opponents
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
 from lab.knobs import ConfigError
 from lab.run import run
 from sweeping import TINY_RUNS, cli

@@ -6,7 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lab import provenance, results
+from lab import results
+from lab.results import provenance
 from sweeping import serial_grid, snapshot
 
 def _rewrite_commit(path, commit):

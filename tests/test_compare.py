@@ -1,4 +1,4 @@
-"""Comparing configurations (lab.stats, lab.compare, the summary's sections): intervals checked
+"""Comparing configurations (lab.stats, lab.analysis.compare, the summary's sections): intervals checked
 against the bootstrap done directly, by enumerating every resample of a small hand-made table."""
 
 import itertools
@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from lab import compare, evaluate, report, stats, summary
+from lab import stats
+from lab.analysis import compare, report, summary
+from lab.evaluation import evaluate
 
 WINS = {  # (layers, neurons, alpha) -> the final exact win rate vs onestep of each seed; loss 0.05
     (2, 8, 0.01): (0.61, 0.74, 0.80, 0.93),
@@ -231,7 +233,7 @@ CLOSE = {(2, 8, 0.01): (0.50, 0.52, 0.53, 0.55), (2, 8, 0.001): (0.40, 0.41, 0.4
 
 
 def _by_games(games: int) -> pd.DataFrame:
-    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.evaluate)."""
+    """_runs(CLOSE) as if on a 5x5 board, every share measured by `games` games (lab.evaluation.evaluate)."""
     frame = _runs(CLOSE).assign(m=5, n=5, k=4, evaluation="games")
     for vs in evaluate.OPPONENTS:
         frame[evaluate.column(2, f"{vs}_games")] = games
@@ -274,7 +276,7 @@ def test_knob_importance_is_the_share_of_variance_between_a_knobs_values():
 
 
 def test_the_parallel_png_labels_every_value_of_a_grids_knob(tmp_path, monkeypatch):
-    from lab import knob_figures
+    from lab.analysis import knob_figures
 
     drawn = {}
     monkeypatch.setattr(knob_figures, "save", lambda fig, path: drawn.setdefault(path.name, fig) and path)

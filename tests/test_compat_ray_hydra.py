@@ -51,7 +51,7 @@ HYDRA_NAMES = [  # (module, attribute path, the lab/compat function that uses it
      "lab.compat.hydra.apply_overrides"),
     ("hydra._internal.config_loader_impl", "ConfigLoaderImpl._parse_overrides_and_create_caching_repo",
      "lab.compat.hydra.caching_repo"),
-    ("hydra._internal.core_plugins.basic_sweeper", "BasicSweeper.split_arguments", "lab.compose.expand"),
+    ("hydra._internal.core_plugins.basic_sweeper", "BasicSweeper.split_arguments", "lab.config.compose.expand"),
     ("hydra._internal.core_plugins.basic_sweeper", "BasicSweeper._parse_config", "lab.compat.hydra.sweeper_params"),
     ("omegaconf", "DictConfig._get_node", "lab.compat.hydra.node"),
 ]
@@ -72,7 +72,7 @@ def test_private_names_are_where_lab_compat_reaches_for_them(module, path, user)
 def test_hydras_basic_sweeper_is_named_as_lab_compat_says():
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    from lab.compose import grid
+    from lab.config.compose import grid
 
     assert f"{BasicSweeper.__module__}.{BasicSweeper.__qualname__}" == hydra_compat.BASIC_SWEEPER, \
         _moved("Hydra's basic sweeper", "lab.compat.hydra.BASIC_SWEEPER")
@@ -82,9 +82,9 @@ def test_hydras_basic_sweeper_is_named_as_lab_compat_says():
 
 
 def test_the_private_functions_still_compose_as_hydra_does():
-    """The cached composition (lab.compose.Composer, through lab.compat.hydra) equals Hydra's own
+    """The cached composition (lab.config.compose.Composer, through lab.compat.hydra) equals Hydra's own
     for a value override only Hydra's private code applies (an interpolation)."""
-    from lab.compose import grid
+    from lab.config.compose import grid
 
     composer, jobs = grid("seed=3", "layers=2", "results_dir=out/${seed}")
     (overrides,) = jobs

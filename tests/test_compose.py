@@ -1,4 +1,4 @@
-"""The sweep's composition (lab.compose.Composer) equals Hydra's own, job by job, for every
+"""The sweep's composition (lab.config.compose.Composer) equals Hydra's own, job by job, for every
 override form the lab supports, while composing once per combination of config-group choices."""
 
 import random
@@ -7,7 +7,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from lab import agents
-from lab.compose import grid
+from lab.config.compose import grid
 
 ALGORITHMS = list(agents.ALGORITHMS)
 GROUPS = {  # key -> override forms choosing config groups

@@ -1,7 +1,7 @@
 """Run identity: what a run computes, and nothing else."""
 
-from lab.compose import compose
-from lab.config import parse, run_id
+from lab.config.compose import compose
+from lab.config.jobs import parse, run_id
 
 
 def _id(*overrides):

@@ -10,8 +10,8 @@ import pytest
 from lab import agents, game
 from lab.game import bitboards
 from lab.agents import base
-from lab.compose import compose
-from lab.config import job, parse
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
 from lab.knobs import Knobs
 from sweeping import TINY_RUNS, cli
 
@@ -129,28 +129,28 @@ def layers(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_imports_point_only_down():
     graph = import_graph()
-    assert {"lab.game", "lab.knobs", "lab.config", "lab.sweep"} <= set(graph)
+    assert {"lab.game", "lab.knobs", "lab.config.jobs", "lab.sweep"} <= set(graph)
     layers(graph)  # raises on a cycle
 
     def below(module, seen=frozenset()):
         return set().union(*(below(d, seen | {module}) | {d} for d in graph[module] - seen))
 
     # the chain the architecture promises: no step reaches, even indirectly, a step after it
-    chain = ["lab.game", "lab.knobs", "lab.agents", "lab.config", "lab.run", "lab.results",
-             "lab.batch", "lab.sweep"]
+    chain = ["lab.game", "lab.knobs", "lab.agents", "lab.config.jobs", "lab.run", "lab.results",
+             "lab.execution.batch", "lab.sweep"]
     for i, module in enumerate(chain):
         assert not below(module) & set(chain[i + 1:]), module
     assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
     assert graph["lab.cli"] == set()  # every command's one-line rule: any module may use it
-    assert graph["lab.plots"] <= {"lab.results", "lab.summary", "lab.evaluate", "lab.knobs",
-                                  "lab.agents", "lab.knob_figures", "lab.search.saved", "lab.cli", "lab"}
+    assert graph["lab.analysis.plots"] <= {"lab.results", "lab.analysis.summary", "lab.evaluation.evaluate", "lab.knobs",
+                                  "lab.agents", "lab.analysis.knob_figures", "lab.search.saved", "lab.cli", "lab"}
     # the statistics know nothing of results, sweeps or figures (the game and a run's knobs they may)
     game = {name for name in graph if name == "lab.game" or name.startswith("lab.game.")}
-    assert below("lab.compare") <= {"lab.stats", "lab.evaluate", "lab.exact_ceiling", "lab.opponents", "lab.knobs",
+    assert below("lab.analysis.compare") <= {"lab.stats", "lab.evaluation.evaluate", "lab.evaluation.exact_ceiling", "lab.game.opponents", "lab.knobs",
                                     "lab.cli", "lab"} | game
 
 
-SWEEP_STEPS = ["lab.sweep.progress", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
+SWEEP_STEPS = ["lab.sweep.progress", "lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
                "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.dispatch",
                "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
@@ -163,7 +163,7 @@ def test_the_sweep_modules_import_only_down_and_private_apis_only_through_lab_co
     for i, module in enumerate(SWEEP_STEPS):
         assert not graph[module] & set(SWEEP_STEPS[i + 1:]), module
     assert not any(graph[m] & set(SWEEP_STEPS) for m in graph if m.startswith(("lab.compat", "lab.run",
-                                                                                 "lab.workers", "lab.results")))
+                                                                                 "lab.execution.workers", "lab.results")))
     for path in [*LAB.rglob("*.py"), *(LAB.parent / "hydra_plugins").rglob("*.py")]:
         if path.parent.name == "compat":
             continue

@@ -10,9 +10,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from lab import agents, evaluate
-from lab.compose import compose
-from lab.config import parse
+from lab import agents
+from lab.evaluation import evaluate
+from lab.config.compose import compose
+from lab.config.jobs import parse
 
 CELLS = [(player, opponent) for player in (1, 2) for opponent in ("random", "onestep")]
 SEEDS = range(5)

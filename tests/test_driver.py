@@ -9,7 +9,7 @@ import pytest
 
 from lab import results, sweep
 from lab.run import run
-from lab import batch
+from lab.execution import batch
 from sweeping import SERIAL, TINY, cli, snapshot
 
 
@@ -55,8 +55,8 @@ def test_the_notes_are_printed_before_training(half_done, monkeypatch):
 
 
 def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monkeypatch):
-    from lab.compose import compose
-    from lab.config import job
+    from lab.config.compose import compose
+    from lab.config.jobs import job
 
     kept, pack = [], results.pack
     monkeypatch.setattr(results, "pack", lambda result: kept.append(weakref.ref(result)) or pack(result))

@@ -1,7 +1,7 @@
 """Exact evaluation against ground truths and against an independent brute force.
 
 The brute force below is plain Python over 9-tuples with exact fractions: it shares no code with
-lab.evaluate, lab.game or lab.opponents, so agreement checks the tables and the vectorised passes.
+lab.evaluation.evaluate, lab.game or lab.game.opponents, so agreement checks the tables and the vectorised passes.
 """
 
 from fractions import Fraction
@@ -10,7 +10,9 @@ from functools import cache
 import numpy as np
 import pytest
 
-from lab import evaluate, game, opponents
+from lab import game
+from lab.evaluation import evaluate
+from lab.game import opponents
 from lab.agents import base
 from references import best_response
 

@@ -1,6 +1,6 @@
 """Evaluation results unchanged on random, trained and perfect agents (issue 16).
 
-lab.evaluate.exact runs lab.game.solver's compiled pass forwards over the positions the games
+lab.evaluation.evaluate.exact runs lab.game.solver's compiled pass forwards over the positions the games
 reach, and agents build their move tables from one batched pass with a compiled greedy. The plain
 numpy versions before issue 16 are kept below as the specification: the DP over lab.game.DEPTHS,
 the greedy policy with ties shared equally, and the net agents' scores as they were computed. New
@@ -11,9 +11,12 @@ order than the backward DP: they differ in the last bits).
 import numpy as np
 import pytest
 
-from lab import agents, config, evaluate, game, opponents
+from lab import agents, game
+from lab.config import jobs
+from lab.evaluation import evaluate
+from lab.game import opponents
 from lab.agents import mc_vfa, q_net
-from lab.compose import compose
+from lab.config.compose import compose
 from references import best_response
 
 # --- the specification: the numpy implementation before issue 16 ---------------------------------
@@ -235,7 +238,7 @@ AGENTS = {
 
 def trained_agents(name, iterations=4):
     """The agent after each of the first iterations of a learner with the algorithm's defaults."""
-    run_cfg, knobs = config.parse(compose(f"algorithm={name}", *AGENTS[name]))
+    run_cfg, knobs = jobs.parse(compose(f"algorithm={name}", *AGENTS[name]))
     learner = agents.get(name).Learner(knobs, run_cfg)
     for _ in range(iterations):
         learner.iterate()

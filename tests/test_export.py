@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import export, results
-from lab.config import job
-from lab.compose import compose
+from lab import results
+from lab.analysis import export
+from lab.config.jobs import job
+from lab.config.compose import compose
 from lab.run import lost
 from sweeping import TINY, cli
 

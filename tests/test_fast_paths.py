@@ -7,13 +7,14 @@ random draws in the same order through references.Stream, so both must agree exa
 mc_vfa's kernel plays a whole iteration as a batch with afterstates valued lazily and then fits
 batched Monte Carlo means, while its reference plays one game at a time from numpy's own stream:
 they start from the same net but draw different games, so they are compared on outcome statistics
-across seeds (the exact loss probabilities of the final agents, lab.evaluate.exact, no game noise).
+across seeds (the exact loss probabilities of the final agents, lab.evaluation.evaluate.exact, no game noise).
 """
 
 import numpy as np
 import pytest
 
-from lab import evaluate, game
+from lab import game
+from lab.evaluation import evaluate
 from lab.agents import mc_vfa, td_value
 from lab.nets import MLP
 

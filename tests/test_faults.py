@@ -150,9 +150,9 @@ def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_
 STALLED_WRITER = """
 import io, sys, time
 from lab import results
-from lab.config import job
+from lab.config.jobs import job
 from lab.run import run
-from lab.compose import compose
+from lab.config.compose import compose
 from sweeping import TINY
 
 results_dir = sys.argv[1]
@@ -281,9 +281,9 @@ def test_two_sweeps_into_one_results_dir_at_once(tmp_path, spawn):
 WRITER = """
 import sys
 from lab import results
-from lab.config import job
+from lab.config.jobs import job
 from lab.run import run
-from lab.compose import compose
+from lab.config.compose import compose
 from sweeping import TINY
 result = run(job(compose(*TINY)))
 for _ in range(int(sys.argv[2])):

@@ -6,7 +6,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 
 
 def test_reachable_positions():

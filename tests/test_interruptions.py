@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lab import cli
-from lab import workers
+from lab.execution import workers
 from lab.search.trial import Trainer
 from sweeping import clean_env, descendants, title
 

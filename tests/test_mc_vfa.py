@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from lab import agents, columns, game
-from lab.compose import compose
-from lab.config import job
+from lab import agents, game
+from lab.results import columns
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 
 WRITEUP_000 = ("layers=5", "neurons=16", "alpha=0.01", "episodes_per_update=100", "iterations=1000",
@@ -102,7 +103,7 @@ def test_the_net_its_games_and_its_checkpoint_keep_the_precision(make_learner, t
     assert {p.dtype for p in agent.net.params} == {dtype}
     assert agent.scores(game.DECISIONS[:10]).dtype == dtype
     table = agent.move_table()
-    from lab import opponents
+    from lab.game import opponents
     from lab.game import engine
     from lab.agents import net_games
     net = learner.net.compiled()
@@ -160,7 +161,7 @@ def test_self_play_with_decaying_epsilon_learns_both_seats(make_learner):
     """Write-up 000's self-play, with the exploration it found necessary (epsilon-greedy, decaying):
     both nets beat random (measured 99% as X and 89-92% as O on seeds 0 and 1; without
     exploration the same game repeats and neither learns much)."""
-    from lab.evaluate import exact
+    from lab.evaluation.evaluate import exact
     learner = make_learner("mc_vfa", "opponent=self", "layers=3", "neurons=16", "epsilon=0.5",
                            "epsilon_decay_per_update=0.997", "episodes_per_update=100",
                            "iterations=1000", "seed=0", train=True)

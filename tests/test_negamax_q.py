@@ -2,10 +2,11 @@
 
 import numpy as np
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 from lab.game import engine
 from lab.agents import negamax_q
-from lab.evaluate import exact
+from lab.evaluation.evaluate import exact
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):

@@ -1,18 +1,19 @@
 """The perfect bot on the boards the lab solves (lab.game.bots, from lab.game.solver's solution): its
 moves are the value-keeping ones, it never loses, its games agree with the exact pass; a learner
 trains against it through the bots' route; boards it cannot play on refuse it in one line. The
-ceiling on those boards (lab.exact_ceiling): 3x3's through lab.game.solver is lab.evaluate's,
+ceiling on those boards (lab.evaluation.exact_ceiling): 3x3's through lab.game.solver is lab.evaluation.evaluate's,
 4x4's stored figures are the computed ones. 3x3 first, then 4x4: the solve is one board at a time."""
 
 import numpy as np
 import pytest
 
-from lab import columns, evaluate, exact_ceiling
+from lab.evaluation import evaluate, exact_ceiling
+from lab.results import columns
 from lab.game import bitboards, bots, measures, solver
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.game.bots import bot, choose, play_match
-from lab.evaluate import outcome_rates
+from lab.evaluation.evaluate import outcome_rates
 from lab.run import run
 from references import optimal_moves
 

@@ -11,8 +11,8 @@ import pytest
 from lab import game, play
 from lab.game import bitboards
 from lab.agents import base
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 
 TTT = bitboards.board(3, 3, 3)

@@ -8,9 +8,10 @@ import numba
 import numpy as np
 import pandas as pd
 
-from lab import provenance, results
-from lab.compose import compose
-from lab.config import job
+from lab import results
+from lab.results import provenance
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 from sweeping import REPO, TINY
 

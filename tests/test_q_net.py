@@ -8,10 +8,10 @@ from numba import njit
 from lab import agents, game, results
 from lab.game import bitboards, engine
 from lab.agents import net_games, q_net
-from lab.compose import compose
-from lab.config import job, parse
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
 from lab.knobs import ConfigError
-from lab.evaluate import exact
+from lab.evaluation.evaluate import exact
 from lab.run import Training, run
 
 

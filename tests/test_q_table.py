@@ -3,7 +3,7 @@
 import numpy as np
 
 from lab import game
-from lab.evaluate import exact
+from lab.evaluation.evaluate import exact
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):

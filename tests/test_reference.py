@@ -1,5 +1,5 @@
 """One source for every knob's meaning: the docstrings of the knobs' fields. docs/knobs.md is
-generated from them and from the yaml defaults (lab.reference); these tests fail when a yaml
+generated from them and from the yaml defaults (lab.config.reference); these tests fail when a yaml
 default, a Config field and docs/knobs.md (or the README's short table) disagree."""
 
 import dataclasses
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from lab import agents, config, reference
-from lab.compose import compose
+from lab import agents
+from lab.config import jobs, reference
+from lab.config.compose import compose
 from lab.knobs import RUN_KEYS, SETTINGS, RunConfig, Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ def test_every_config_field_has_a_yaml_default_and_a_meaning(name):
     assert not missing, f"conf/algorithm/{name}.yaml sets no default for {missing} (fields of its Config)"
     undocumented = set(algorithm.Config.names()) - set(reference.field_docs(algorithm.Config))
     assert not undocumented, f"{name}'s Config fields without a docstring: {sorted(undocumented)}"
-    job = config.job(defaults)  # every default is a value its field allows
+    job = jobs.job(defaults)  # every default is a value its field allows
     stored = {**dataclasses.asdict(job.run), **dataclasses.asdict(job.knobs)}
     assert {n: stored[n] for n in algorithm.Config.names()} == {n: defaults[n] for n in algorithm.Config.names()}
 
@@ -61,7 +62,7 @@ def test_a_matchup_file_is_a_game_an_algorithm_and_an_opponent_and_sets_their_kn
     raw = OmegaConf.to_container(OmegaConf.load(path))
     knobs = set(agents.get(name).Config.names())
     assert set(raw) <= knobs | set(RUN_KEYS), f"{path.name} sets knobs {name} has not"
-    composed = config.job(compose(f"game={game}", f"algorithm={name}", f"opponent={opponent}"))
+    composed = jobs.job(compose(f"game={game}", f"algorithm={name}", f"opponent={opponent}"))
     assert {key: getattr(composed.knobs if key in knobs else composed.run, key) for key in raw} == raw
 
 

@@ -1,4 +1,4 @@
-"""The interactive report (lab.report): what it holds, that it is one offline file, and how it
+"""The interactive report (lab.analysis.report): what it holds, that it is one offline file, and how it
 behaves in a real browser (headless Chromium, no network) on a real small sweep."""
 
 import json
@@ -14,7 +14,7 @@ import pytest
 
 import browser as chromium
 import sweeping
-from lab import compare, plots, report, report_runs, summary
+from lab.analysis import compare, plots, report, report_runs, summary
 from sweeping import REPO, clean_env
 from test_compare import ALPHAS, LOSS, WINS, _by_games, _runs
 
@@ -520,7 +520,7 @@ def test_the_report_of_a_search_shows_its_trials_and_knob_importance_in_headless
     done = subprocess.run([sys.executable, "-m", "lab.sweep", *SEARCH, f"results_dir={out}"], capture_output=True,
                           text=True, timeout=600, cwd=REPO, env=clean_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    written = subprocess.run([sys.executable, "-m", "lab.report", str(out)], capture_output=True, text=True,
+    written = subprocess.run([sys.executable, "-m", "lab.analysis.report", str(out)], capture_output=True, text=True,
                              timeout=300, cwd=REPO, env=clean_env())
     assert written.returncode == 0, written.stderr
     page = out / report.REPORT / "index.html"

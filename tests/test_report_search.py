@@ -1,4 +1,4 @@
-"""The report's search view (lab.report_search) on hand-made configurations: the best so far,
+"""The report's search view (lab.analysis.report_search) on hand-made configurations: the best so far,
 and knob importance that finds the knob that moves the objective."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab import report_search
+from lab.analysis import report_search
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
@@ -53,7 +53,8 @@ def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apa
 
 
 def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
-    from lab import knob_figures, results
+    from lab import results
+    from lab.analysis import knob_figures
     from lab.search import driver, saved
 
     (tmp_path / results.SEARCH).mkdir()

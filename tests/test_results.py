@@ -8,9 +8,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from lab import columns, results
-from lab.compose import compose
-from lab.config import job
+from lab import results
+from lab.results import columns
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import lost as lost_run
 from lab.run import run
 from sweeping import TINY, values

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab import agents, columns
-from lab.compose import compose
-from lab.config import job
+from lab import agents
+from lab.results import columns
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 from sweeping import TINY_RUNS
 

@@ -8,9 +8,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from lab import agents, evaluate, results, run as run_module
-from lab.compose import compose
-from lab.config import job, parse
+from lab import agents, results, run as run_module
+from lab.evaluation import evaluate
+from lab.config.compose import compose
+from lab.config.jobs import job, parse
 from sweeping import TINY_RUNS
 from lab.run import run
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from lab import results
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 
 GOLDEN = Path(__file__).with_name("golden_runs.json")

@@ -1,11 +1,13 @@
-"""Scheduling (lab.schedule) and the timing a run and a sweep report about themselves."""
+"""Scheduling (lab.execution.schedule) and the timing a run and a sweep report about themselves."""
 
 import pytest
 
-from lab import columns, results, schedule, sweep, workers
-from lab.batch import train
-from lab.compose import compose, grid
-from lab.config import job
+from lab import results, sweep
+from lab.execution import schedule, workers
+from lab.results import columns
+from lab.execution.batch import train
+from lab.config.compose import compose, grid
+from lab.config.jobs import job
 from lab.run import run
 from sweeping import TINY, TINY_RUNS
 

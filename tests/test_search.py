@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from lab import columns, results
+from lab import results
+from lab.results import columns
 from lab.search import outcome, study
 from lab.search.trial import PBT_TRIAL
 from sweeping import clean_env, command, rows, sweep
@@ -182,7 +183,7 @@ def test_a_fork_that_dies_fails_its_trial_and_the_others_train_on(tmp_path):
 
 
 def test_when_every_fork_died_the_driver_trains_the_other_trials(tmp_path):
-    """As a grid does (lab.workers.Forks' fallback): the trials the dead forks held fail, lost
+    """As a grid does (lab.execution.workers.Forks' fallback): the trials the dead forks held fail, lost
     (the search exits 1, the machine's fault), and the rest train in the driver."""
     prelude = ("import os\nfrom lab.search import trial\nstart, DRIVER = trial.Trainer.start, os.getpid()\n"
                "def dying(self, task):\n    if os.getpid() != DRIVER:\n        os._exit(3)\n"

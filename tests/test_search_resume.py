@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lab import results
-from lab.compose import compose
+from lab.config.compose import compose
 from lab.search import figures, outcome, study
 from lab.search.driver import FINISHED
 from lab.search.settings import Settings

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from lab import results
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.search import outcome, study
 from lab.search.settings import Settings
 from sweeping import alone, cli, rows

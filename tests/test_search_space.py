@@ -6,7 +6,7 @@ override."""
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from lab.compose import compose
+from lab.config.compose import compose
 from lab.knobs import ConfigError
 from lab.search import space as search
 from lab.search.settings import OBJECTIVES, Settings
@@ -114,7 +114,7 @@ def test_the_named_searches_compose_and_validate(algorithm):
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    from lab.compose import CONF_PACKAGE, flat
+    from lab.config.compose import CONF_PACKAGE, flat
 
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         loader = GlobalHydra.instance().config_loader()

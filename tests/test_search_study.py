@@ -75,8 +75,8 @@ def test_the_journal_waits_in_memory_until_flushed(tmp_path):
 def test_best_yaml_sets_a_knob_the_run_id_leaves_out(tmp_path):
     """q_net's loss_reward at -1 is not in the run's identity (Config.ADDED), yet against random a
     matchup file makes it -3: best.yaml must say -1, or running it again trains another run."""
-    from lab.compose import compose
-    from lab.config import job
+    from lab.config.compose import compose
+    from lab.config.jobs import job
     from lab.search import outcome
     base = compose("algorithm=q_net", "opponent=random", "loss_reward=-1", "iterations=10")
     best = outcome.Configuration("trial 0", {"alpha": 0.2}, "finished", [[10, [0.5]]], ["r"])

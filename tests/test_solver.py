@@ -1,5 +1,5 @@
 """The exact pass on m,n,k boards (lab/game/solver.py) against ground truths: lab.game's tables and
-lab.evaluate's exact figures on 3x3, a brute-force walk of small boards, and on 4x4 (slow) the
+lab.evaluation.evaluate's exact figures on 3x3, a brute-force walk of small boards, and on 4x4 (slow) the
 game's known value, a perfect player that never loses, and sampled random games."""
 
 from math import comb
@@ -7,7 +7,9 @@ from math import comb
 import numpy as np
 import pytest
 
-from lab import evaluate, game, opponents
+from lab import game
+from lab.evaluation import evaluate
+from lab.game import opponents
 from lab.game import bitboards, measures, solver
 from lab.bench.exact import report as exact_report
 from references import optimal_moves
@@ -70,7 +72,7 @@ def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, nam
 
 
 def assert_evaluates_alike(measured: dict, expected: dict) -> None:
-    """The exact pass's measures are lab.evaluate's: every key, lines counted alike, shares and
+    """The exact pass's measures are lab.evaluation.evaluate's: every key, lines counted alike, shares and
     rates to rounding (the two passes sum in other orders)."""
     assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in evaluate.RESULTS}
     for key, value in expected.items():

@@ -3,9 +3,11 @@ they trained; figures draw them, the summary leaves them out and says so, a grid
 
 import pandas as pd
 
-from lab import columns, plots, results, summary, sweep
-from lab.compose import compose
-from lab.config import job
+from lab import results, sweep
+from lab.analysis import plots, summary
+from lab.results import columns
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.run import run
 
 

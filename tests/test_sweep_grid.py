@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from lab import results
-from lab.plots import winrate_figures
+from lab.analysis.plots import winrate_figures
 from sweeping import values
 
 pytestmark = pytest.mark.integration

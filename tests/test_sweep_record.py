@@ -7,7 +7,8 @@ import time
 import pandas as pd
 from omegaconf import OmegaConf
 
-from lab import provenance, results
+from lab import results
+from lab.results import provenance
 from sweeping import serial_grid
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from lab import agents, results
 from lab.game import bots, sparse
-from lab.compose import compose
-from lab.config import job
+from lab.config.compose import compose
+from lab.config.jobs import job
 from lab.knobs import ConfigError
 from lab.game.sparse import FREE, Table, find, full, insert
 from lab.run import Training, run

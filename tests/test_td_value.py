@@ -4,7 +4,7 @@ import numpy as np
 
 from lab import game
 from lab.agents import td_value
-from lab.evaluate import exact
+from lab.evaluation.evaluate import exact
 
 
 def test_tiny_run_and_checkpoint(run_and_restore):
@@ -68,8 +68,8 @@ def test_end_of_game_rule_moves_every_afterstate_by_one_over_the_moves(make_lear
 
 def test_update_knob_is_validated():
     import pytest
-    from lab.compose import compose
-    from lab.config import job
+    from lab.config.compose import compose
+    from lab.config.jobs import job
     from lab.knobs import ConfigError
     with pytest.raises(ConfigError, match="update='sarsa' is not allowed: update must be one of td, end_of_game"):
         job(compose("algorithm=td_value", "update=sarsa"))

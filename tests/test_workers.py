@@ -1,4 +1,4 @@
-"""The workers a sweep's runs and a search's trials train on (lab.workers), as a grid uses them
+"""The workers a sweep's runs and a search's trials train on (lab.execution.workers), as a grid uses them
 (lab.sweep.dispatch): forks of the driver, as early forks while Ray starts or as a sweep's only
 trainers, each run once with the rows this process would give; a fork that dies; Ctrl-C; and
 Ray's quicker stop (lab.sweep.disconnect)."""
@@ -14,11 +14,13 @@ import time
 import pandas as pd
 import pytest
 
-from lab import batch, columns, results, workers
+from lab import results
+from lab.execution import batch, workers
+from lab.results import columns
 from lab import sweep as sweep_module
 from lab.cli import plural
-from lab.compose import grid
-from lab.config import job
+from lab.config.compose import grid
+from lab.config.jobs import job
 from lab.run import run
 from lab.sweep import dispatch, store
 from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import compose
-from lab.config import job
+from lab.config import compose
+from lab.config.jobs import job
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 

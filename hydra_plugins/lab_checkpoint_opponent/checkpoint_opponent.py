@@ -5,7 +5,7 @@ reads `opponent=VALUE` as the choice of a file conf/opponent/VALUE.yaml and woul
 value. This config source, on the search path through the plugin below, answers for every option
 of the group `opponent` that names a `.npz` file: it is the config `opponent: PATH` (global
 package), exactly what the group's own files hold. Whether PATH is a lab checkpoint is checked
-by lab.config like every other knob, before anything runs.
+by lab.config.jobs like every other knob, before anything runs.
 """
 
 from typing import List, Optional

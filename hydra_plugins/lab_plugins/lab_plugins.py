@@ -105,7 +105,7 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
             super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments):
-        from lab.compose import expand
+        from lab.config.compose import expand
 
         if self.settings:
             return self.search.sweep(arguments)
@@ -153,11 +153,11 @@ class SearchSweeper(Sweeper):
     def sweep(self, arguments):
         import sys
 
-        from lab import callbacks
-        from lab.compose import flat
+        from lab.sweep import callbacks
+        from lab.config.compose import flat
         from lab.knobs import ConfigError
         from lab.cli import fail, first_line, require_writable
-        from lab.config import check_settings
+        from lab.config.jobs import check_settings
         from lab.results import ResultsError, statuses
         from lab.search import driver, space
         from lab.sweep.entry import check_launcher

@@ -10,7 +10,7 @@ every board; a Learner refuses, in its `check_run`, a board it cannot train on.
 import functools
 import zipfile
 
-from lab import opponents
+from lab.game import opponents
 from lab.agents import alphazero, mc_vfa, negamax_q, q_net, q_table, td_value
 from lab.agents.base import Algorithm
 from lab.files import npz_arrays

@@ -27,7 +27,7 @@ Write-up 002's own net: `activation=relu` and `head=mse12` (outputs [win, draw, 
 to move, then a move per cell, 12 on 3x3, all fitted by mean squared error, the moves towards the
 visit-count policy). A checkpoint's net says its head (cells + 1 or cells + 3 outputs).
 
-The fixed opponents are the engine's: on 3x3 a move table (lab.opponents), elsewhere a
+The fixed opponents are the engine's: on 3x3 a move table (lab.game.opponents), elsewhere a
 lab.game.bots bot (mcts with `mcts_simulations`). The greedy agent runs the same search without
 noise and plays the most visited move: deterministic, so its scores survive a checkpoint.
 """
@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 from lab.agents import base
 from lab.agents.puct import Params, choose, new_tree, priors_and_values, search, visit_counts
 from lab.compat.numba import kernel_stream, set_kernel_stream

@@ -92,7 +92,7 @@ def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
 
 
 class Learner(abc.ABC):
-    """Trains one agent: built from the algorithm's knobs and the run's (as in lab.config.Job), then
+    """Trains one agent: built from the algorithm's knobs and the run's (as in lab.config.jobs.Job), then
     stepped by the run loop one update at a time."""
 
     def __init__(self, knobs: Knobs, run: RunConfig):
@@ -109,7 +109,7 @@ class Learner(abc.ABC):
 
     @classmethod
     def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
-        """Refuse, before anything runs (lab.config.parse), with a one-line ConfigError naming the
+        """Refuse, before anything runs (lab.config.jobs.parse), with a one-line ConfigError naming the
         key, a run this learner could not hold: here none; bigger boards' tabular learners refuse
         tables that could outgrow memory (lab.game.sparse)."""
 

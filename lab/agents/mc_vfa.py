@@ -13,7 +13,7 @@ states the algorithm on 3x3 one game at a time in plain Python.
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, playing its
 side epsilon-greedy and fitting its own seat's afterstates; the agent holds both nets.
 (Write-up 000's other regime, an O net against a frozen X net, is `opponent=PATH.npz` with an X
-checkpoint on 3x3: lab.opponents.) Symmetry folding is 3x3's (refused elsewhere by lab.config).
+checkpoint on 3x3: lab.game.opponents.) Symmetry folding is 3x3's (refused elsewhere by lab.config.jobs).
 """
 
 from dataclasses import dataclass

@@ -36,7 +36,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import evaluate, game
+from lab import game
+from lab.evaluation import evaluate
 from lab.game import engine, sparse
 from lab.agents import base, tabular
 from lab.knobs import TTT, Knobs, RunConfig, require
@@ -88,7 +89,7 @@ class Agent(tabular.Agent):
 
 
 def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
-    """Write-up 004's question, how many members an ensemble needs: lab.evaluate.exact of the sum of
+    """Write-up 004's question, how many members an ensemble needs: lab.evaluation.evaluate.exact of the sum of
     the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
     members, seat and exact()'s measures."""
     members = agent.members if agent.members is not None else agent.table[None]

@@ -18,7 +18,7 @@ to `epsilon_final` at the last, as the write-up's notebook does.
 
 In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
 playing its side epsilon-greedy and fitting its own seat's moves; the agent holds both nets.
-Symmetry folding is 3x3's (refused elsewhere by lab.config).
+Symmetry folding is 3x3's (refused elsewhere by lab.config.jobs).
 """
 
 from dataclasses import dataclass

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from lab import game, opponents
+from lab import game
+from lab.game import opponents
 from lab.game import bitboards, bots, engine
 from lab.agents import base
 from lab.compat.numba import kernel_stream, set_kernel_stream
@@ -157,7 +158,7 @@ class Agent(base.Agent):
 
 def opponent(g, run):
     """The fixed opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE where it
+    (lab.game.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE where it
     does) with its MCTS tree (on 3x3 mcts only, searching at the codes' bitboards)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)

@@ -14,8 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lab import columns, results
-from lab.compose import grid
+from lab import results
+from lab.results import columns
+from lab.config.compose import grid
 
 # The driver (issue 11): a grid of one group choice over many seeds, of runs that take milliseconds.
 DRIVER_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10"]

@@ -34,7 +34,7 @@ def longest_first_makespan(seconds: list[float], cores: int) -> float:
 
 
 def ray_ready_seconds(cores: int) -> float:
-    """Seconds from starting a local Ray until an actor has imported the lab (lab.batch) and can
+    """Seconds from starting a local Ray until an actor has imported the lab (lab.execution.batch) and can
     train: the least a sweep on a Ray it starts takes, whatever its forks train meanwhile."""
     script = ("import time\nfrom lab import batch, sweep\nimport ray\nstart = time.perf_counter()\n"
               f"sweep.connect(num_cpus={cores})\n"

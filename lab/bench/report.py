@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from lab import results
-from lab.compose import grid
+from lab.config.compose import grid
 
 # The report of a big grid (issue 24): 10,000 finished runs, written as one real run's rows each.
 REPORT_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10", "iterations=100",
@@ -27,7 +27,8 @@ def write_finished_grid(seeds: int, results_dir) -> int:
     that configurations and seeds differ. Returns how many runs it wrote."""
     import numpy as np
 
-    from lab import evaluate, sweep
+    from lab import sweep
+    from lab.evaluation import evaluate
     from lab.run import run
 
     composer, jobs = grid(*REPORT_GRID, f"seed=range(0,{seeds})", f"results_dir={results_dir}")
@@ -50,7 +51,7 @@ def write_finished_grid(seeds: int, results_dir) -> int:
 
 def report_section(quick: bool) -> None:
     """The end of a sweep over a 10,000-run grid: its figures, summary and report, timed."""
-    from lab import report
+    from lab.analysis import report
 
     if not report.has_extra():
         print(f"report: {report.EXTRA_NOTE}")

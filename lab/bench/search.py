@@ -8,8 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab import config
-from lab.compose import compose
+from lab.config import jobs
+from lab.config.compose import compose
 
 # The search (issue 22): the q_table search of docs/search.md through the lab's sweeper, against the same
 # search written with Optuna alone over lab.run, as a user would.
@@ -52,7 +52,7 @@ def _plain_optuna_worker(path: str, base: dict, seed: int, trials: int) -> None:
     from lab.run import run
 
     def objective(trial):
-        job = config.job({**base, "alpha": trial.suggest_float("alpha", 0.01, 1, log=True),
+        job = jobs.job({**base, "alpha": trial.suggest_float("alpha", 0.01, 1, log=True),
                           "epsilon_decay_per_game": trial.suggest_float("epsilon_decay_per_game", 0.99, 0.99999)})
 
         def report(iteration, rows, learner):

@@ -8,8 +8,10 @@ import statistics
 import tempfile
 import time
 
-from lab import agents, config, game, opponents
-from lab.compose import compose
+from lab import agents, game
+from lab.config import jobs
+from lab.game import opponents
+from lab.config.compose import compose
 
 WRITEUP_000 = ["algorithm=mc_vfa", "epsilon=0", "epsilon_decay_per_update=1", "symmetry=false"]
 """mc_vfa as write-up 000's program runs it (greedy, no folding): the workload the benchmark's mc_vfa
@@ -43,7 +45,7 @@ def engine_games_per_second(seconds: float) -> float:
 
 
 def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
-    run_cfg, knobs = config.parse(compose(*overrides))
+    run_cfg, knobs = jobs.parse(compose(*overrides))
     learner = agents.get(run_cfg.algorithm).Learner(knobs, run_cfg)
     learner.iterate()  # compile / warm up
     iterations, start = 0, time.perf_counter()
@@ -56,9 +58,9 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
 def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
     """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
     its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
-    from lab import evaluate
+    from lab.evaluation import evaluate
 
-    run_cfg, knobs = config.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
     learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
     for iteration in range(1, run_cfg.iterations + 1):
@@ -74,9 +76,9 @@ def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
 def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int = 300) -> float:
     """Median milliseconds of one exact evaluation point of a run, move_table() + exact() (what
     lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
-    from lab import evaluate
+    from lab.evaluation import evaluate
 
-    job = config.job(compose(*overrides))
+    job = jobs.job(compose(*overrides))
     learner = job.learner(job.knobs, job.run)
     for _ in range(iterations):
         learner.iterate()
@@ -109,7 +111,7 @@ def sweep_seconds(workers: int, iterations: int) -> float:
 
     from lab import sweep
 
-    def jobs(seeds, results_dir):
+    def mc_vfa_jobs(seeds, results_dir):
         cfgs = [compose(*WRITEUP_000, f"seed={s}", f"iterations={iterations}", "episodes_per_update=100",
                                "layers=2", "neurons=8", f"results_dir={results_dir}") for s in seeds]
         return sweep.plan(cfgs)[0]
@@ -119,8 +121,8 @@ def sweep_seconds(workers: int, iterations: int) -> float:
         # the sweep's progress lines would bury the table
         with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as out, \
                 contextlib.redirect_stderr(io.StringIO()):
-            sweep.execute(jobs(range(100, 100 + workers), warm), parallel=True)
-            grid = jobs(range(16), out)  # composing 16 configs is the same serial work either way
+            sweep.execute(mc_vfa_jobs(range(100, 100 + workers), warm), parallel=True)
+            grid = mc_vfa_jobs(range(16), out)  # composing 16 configs is the same serial work either way
             start = time.perf_counter()
             sweep.execute(grid, parallel=True)
             return time.perf_counter() - start

@@ -13,10 +13,10 @@ The bots, each chosen by a spec (`bot(name, simulations)`):
   a proven winning move is played at once, and a proven losing move only when all lose. Every
   node expanded is checked for an immediate win, so one is always taken.
 - perfect: uniform among the moves that keep the position's minimax value, looked up in the
-  board's solution (lab.game.solver): only on boards of at most 16 cells (4x4), as lab.opponents'
+  board's solution (lab.game.solver): only on boards of at most 16 cells (4x4), as lab.game.opponents'
   3x3 perfect and lab.game.solver's.
 
-The first three mean what lab.opponents' 3x3 move tables mean. All bots draw from the compiled
+The first three mean what lab.game.opponents' 3x3 move tables mean. All bots draw from the compiled
 kernels' random stream, seeded per call: the same seed gives the same moves and tallies. Besides
 the board they need one `Tree` (MCTS's nodes, perfect's table), passed to `bot_move` with the
 bot's kind. `play_match` plays games between two bots and tallies them.

@@ -5,7 +5,7 @@ numba compiles each function's body for the type of `g` (numba.extending.overloa
 decided while games are played:
 
 - `TTT` (3x3, tabulated): a position is its base-3 code, the rules lab.game's tables, a row per
-  code. Opponents are move tables (lab.opponents) or `Bots` searching at each code's bitboards;
+  code. Opponents are move tables (lab.game.opponents) or `Bots` searching at each code's bitboards;
   a learner's table is dense, a row per code.
 - `lab.game.bitboards.Board` (up to 64 cells): a position is (x, o), X's and O's uint64
   bitboards. Opponents are lab.game.bots' (`RuleBots`, or `Bots` with a tree); a learner's table

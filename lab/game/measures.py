@@ -208,7 +208,7 @@ def _not_moves(solved: Solved, key, row) -> ValueError:
 
 
 def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> dict:
-    """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluate
+    """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluation.evaluate
     names them:
 
     - `<opponent>_win`, `_draw`, `_loss` for each opponent `against`: each result's probability;

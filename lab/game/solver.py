@@ -5,7 +5,7 @@ Here depth d (stones on the board) holds the sorted uint64 keys `x | o << cells`
 reached after d moves, a position is its index in its depth, and `children[d][i, j]` the index at
 depth d + 1 after the j-th empty cell of position i, so the passes never search. `solve` enumerates
 them (compiled moves, numpy's sort for the transpositions) and finds the values by backward
-induction; lab.game.measures measures a policy on the result, lab.exact_ceiling the ceiling.
+induction; lab.game.measures measures a policy on the result, lab.evaluation.exact_ceiling the ceiling.
 Costs on 4x4, and why bigger boards are refused: docs/speed.md (Bigger boards).
 """
 

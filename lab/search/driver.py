@@ -11,14 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-from lab import config, provenance, results
+from lab import results
+from lab.config import jobs
+from lab.results import provenance
 from lab.run import Training
 from lab.search import outcome
 from lab.search.saved import IDENTITY
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
-from lab.workers import Forks, InProcess, Interrupt, RayActors
+from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
@@ -70,7 +72,7 @@ the study (a 1,000-trial search's driver: about 295 MB, against 310 MB with a gr
 
 class Saver:
     """Stores the runs that end together in one commit (lab.results.commit), never replacing a run
-    finished there by a stopped or failed one; `hooks` (lab.callbacks.Hooks) hears of each."""
+    finished there by a stopped or failed one; `hooks` (lab.sweep.callbacks.Hooks) hears of each."""
 
     def __init__(self, results_dir: Path, hooks=None):
         self.writer, self.hooks = results.Writer(results_dir, PART_ROWS), hooks
@@ -107,13 +109,13 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
     if parallel is False or size == 1:
         return InProcess(here, interrupt)
     # the kernels loaded (or compiled) here before forking: no fork spends its first trial on them
-    Training(config.job({**base, "iterations": 1, "episodes_per_update": 1, "eval_every": 1})).advance()
+    Training(jobs.job({**base, "iterations": 1, "episodes_per_update": 1, "eval_every": 1})).advance()
     return Forks(size, (Trainer, (code,)), interrupt, fallback=here)
 
 
 def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
     """What a search would do, in a few lines (a dry run)."""
-    job = config.job(base)
+    job = jobs.job(base)
     driven = "population-based training" if settings.scheduler == "pbt" else \
         f"{settings.search} search, scheduler {settings.scheduler}"
     lines = [f"a search of {settings.num_samples} configurations ({driven}), each trained on seeds "
@@ -132,7 +134,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
     from lab import sweep
 
     started = time.perf_counter()
-    results_dir = Path(config.check_settings(base)[0])
+    results_dir = Path(jobs.check_settings(base)[0])
     folder = results_dir / results.SEARCH
     resume = _resuming(folder, identity(base, dims, settings))
     if resume is None:
@@ -195,7 +197,8 @@ def _apart(function, *arguments) -> None:
 def _figures(results_dir: Path, figures) -> None:
     """The search's figures and report, read back from results_dir as lab-report reads it; with
     figures=all, every figure and the summary, as a grid draws them."""
-    from lab import report, report_search, sweep
+    from lab import sweep
+    from lab.analysis import report, report_search
     from lab.search import saved
 
     base, dims, settings = saved.searched(results_dir)
@@ -249,6 +252,6 @@ def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, res
         return Evolve(base, dims, settings, pool, save, ended, folder)
     from lab.search.study import Optimize, open_study
 
-    job = config.job(base)
+    job = jobs.job(base)
     study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

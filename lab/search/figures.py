@@ -1,5 +1,5 @@
 """The search's own figure, its objective per configuration, and the table of configurations
-that lab.knob_figures.knob_figure draws against each searched knob."""
+that lab.analysis.knob_figures.knob_figure draws against each searched knob."""
 
 from pathlib import Path
 
@@ -50,7 +50,7 @@ def objective(configurations: list, base: dict, settings: Settings, path: Path) 
 
 
 def knob_table(configurations: list, ranked: list, base: dict, dims: dict, settings: Settings) -> pd.DataFrame:
-    """The configurations as lab.knob_figures.knob_figure reads them (lab.compare.configurations'
+    """The configurations as lab.analysis.knob_figures.knob_figure reads them (lab.analysis.compare.configurations'
     columns): one row each with its searched knobs, its last aggregated objective (score_mean),
     its seeds' lowest and highest (score_mean_low, score_mean_high), its status, and its rank
     among the finished ones (`ranked`: lab.search.outcome.rank's; none for the others)."""

@@ -9,7 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import config, results
+from lab import results
+from lab.config import jobs
 from lab.cli import plural
 from lab.search.settings import Settings
 
@@ -89,7 +90,7 @@ def rank(configurations: list[Configuration], settings: Settings) -> list[Config
 def write_best(best: Configuration, base: dict, settings: Settings, results_dir: Path) -> str:
     """results_dir/_search/best.yaml: the best configuration, with no seed (it was trained on
     seeds 0..seeds-1), as a config file for `+_search=best`; returns its override line."""
-    job = config.job({**base, **best.params})
+    job = jobs.job({**base, **best.params})
     derived = ("eval_every",) if base.get("eval_every") is None else ()  # else set as the search set it
     knobs = {k: v for k, v in job.identity().items() if k not in ("seed", *derived) and v is not None}
     # a knob the identity leaves out at its old value is still set: a matchup file may change it
@@ -121,7 +122,7 @@ def draw(configurations, base, dims, settings, results_dir: Path) -> None:
     try:
         import pandas as pd
 
-        from lab import knob_figures, plots
+        from lab.analysis import knob_figures, plots
         from lab.search import figures as search_figures
 
         table = search_figures.knob_table(configurations, ranked, base, dims, settings)

@@ -1,4 +1,4 @@
-"""Population-based training, synchronous, on the search's workers (lab.workers).
+"""Population-based training, synchronous, on the search's workers (lab.execution.workers).
 
 `num_samples` members, sampled at random in the space, train in generations of
 `perturbation_interval` iterations, each seed going on from its snapshot (lab.run.snapshot).
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import config, results
+from lab import results
+from lab.config import jobs
 from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
@@ -25,7 +26,7 @@ from lab.search.space import Dimension
 from lab.search.study import Ended, seed_jobs
 from lab.search.trial import Task
 from lab.run import lost
-from lab.workers import Lost
+from lab.execution.workers import Lost
 
 FOLDER = "pbt"
 QUANTILE = 0.25
@@ -37,7 +38,7 @@ def interval(settings: Settings, iterations: int, eval_every: int) -> int:
     tenth of the run (every generation ends at an evaluation point, where members are ranked)."""
     if settings.perturbation_interval is not None:
         if settings.perturbation_interval % eval_every:
-            raise config.ConfigError(
+            raise jobs.ConfigError(
                 f"hydra.sweeper.perturbation_interval={settings.perturbation_interval} is not allowed: "
                 f"it must be a multiple of eval_every ({eval_every}), where members are ranked")
         return settings.perturbation_interval
@@ -65,7 +66,7 @@ class Member:
 def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
     """A PBT run's id: its knobs change as it trains, so it is named by the search's base
     configuration (where it trains), the search's seed, its member and its seed."""
-    identity = {k: v for k, v in config.job(base).identity().items() if k != "seed"}
+    identity = {k: v for k, v in jobs.job(base).identity().items() if k != "seed"}
     text = json.dumps({"base": identity, "search_seed": search_seed, "member": member, "seed": seed},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -81,7 +82,7 @@ class Evolve:
         self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER
         self.workers: list[int] = []
         """the pool's workers so far (every one idle between generations)"""
-        job = config.job(base)
+        job = jobs.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
         self.ended = []
 
@@ -122,8 +123,8 @@ class Evolve:
                 for i in range(self.settings.num_samples)]
 
     def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
-        jobs = seed_jobs(self.base, member.params, self.settings.seeds)
-        return Task(index, jobs, self.settings.objective, until=until, member=member.name,
+        seeded = seed_jobs(self.base, member.params, self.settings.seeds)
+        return Task(index, seeded, self.settings.objective, until=until, member=member.name,
                     run_ids=self.runs(member), starts=snapshots.get(member.name))
 
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
@@ -157,9 +158,9 @@ class Evolve:
 
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
-        jobs = seed_jobs(self.base, member.params, self.settings.seeds)
-        jobs = [replace(job, run_id=run_id) for job, run_id in zip(jobs, self.runs(member))]
-        self.save([results.pack(lost(job, RuntimeError(error))) for job in jobs])
+        seeded = seed_jobs(self.base, member.params, self.settings.seeds)
+        seeded = [replace(job, run_id=run_id) for job, run_id in zip(seeded, self.runs(member))]
+        self.save([results.pack(lost(job, RuntimeError(error))) for job in seeded])
         member.status, member.error, member.lost = "failed", error, True
         self._ended(member, "failed", 0.0, running)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import config
+from lab.config import jobs
 from lab.knobs import ConfigError, RunConfig
 from lab.search.settings import OBJECTIVES, Settings
 
@@ -38,7 +38,7 @@ class Dimension:
 
     @property
     def scale(self) -> str:
-        """How a figure draws it (lab.knob_figures): log, linear or category."""
+        """How a figure draws it (lab.analysis.knob_figures): log, linear or category."""
         return "category" if self.kind == "choice" else "log" if self.log else "linear"
 
     def extremes(self) -> tuple:
@@ -155,9 +155,9 @@ def resolve_objective(settings: Settings, base: dict) -> None:
 def resolve(base: dict, dims: dict[str, Dimension]) -> dict[str, Dimension]:
     """The dimensions as the searched algorithm's knobs: aliases (ALIASES) replaced by its knob,
     intervals of integer knobs made integer. ConfigError when a key is not a knob it uses."""
-    algorithm = config.job(base).algorithm
+    algorithm = jobs.job(base).algorithm
     hints = {**typing.get_type_hints(RunConfig), **typing.get_type_hints(algorithm.Config)}
-    uses = [k for k in config.RUN_KEYS if k not in ("eval_every", "seed")] + list(algorithm.Config.names())
+    uses = [k for k in jobs.RUN_KEYS if k not in ("eval_every", "seed")] + list(algorithm.Config.names())
     out = {}
     for key, dim in dims.items():
         if key in ALIASES:
@@ -192,7 +192,7 @@ NUMBERS = (int, float, int | None, float | None)
 def _rule(base: dict, key: str) -> str:
     """What a knob allows, in the words a grid uses ("memory must be 'clear' or 'keep'")."""
     try:
-        config.job({**base, key: "\0"})  # no knob allows this value
+        jobs.job({**base, key: "\0"})  # no knob allows this value
     except ConfigError as exc:
         return str(exc).split(": ", 1)[-1]
     return f"{key} is not a number"
@@ -201,7 +201,7 @@ def _rule(base: dict, key: str) -> str:
 def validate(base: dict, dims: dict[str, Dimension]) -> None:
     """Every searched knob (resolved) at every extreme value, the others at the base's:
     ConfigError names the first knob and value the lab cannot run."""
-    config.job(base)
+    jobs.job(base)
     for key, dim in dims.items():
         for value in dim.extremes():
-            config.job({**base, key: value})
+            jobs.job({**base, key: value})

@@ -1,5 +1,5 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.workers), report its aggregated objective where the pruner may decide
+worker is free (lab.execution.workers), report its aggregated objective where the pruner may decide
 (`decisions`) and answer go on or stop, tell the study how it ended.
 
 The study lives in Optuna's storage (`optuna-dashboard` opens it), from which the same command
@@ -14,13 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import config, results
+from lab import results
+from lab.config import jobs
 from lab.run import lost
 from lab.search.outcome import Configuration
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
-from lab.workers import Lost
+from lab.execution.workers import Lost
 
 STUDY = "lab-search"
 """The study's name in the default journal file (one search per results_dir)"""
@@ -178,7 +179,7 @@ def _reseeded_class():
 
 def seed_jobs(base: dict, params: dict, seeds: int) -> list:
     """The runs of a configuration: one job per seed 0..seeds-1 (ConfigError if refused)."""
-    return [config.job({**base, **params, "seed": seed}) for seed in range(seeds)]
+    return [jobs.job({**base, **params, "seed": seed}) for seed in range(seeds)]
 
 
 @dataclass
@@ -216,7 +217,7 @@ class Optimize:
         self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
         self.pool, self.save, self.progress = pool, save, progress
         self.distributions = {key: dim.distribution() for key, dim in dims.items()}
-        job = config.job(base)
+        job = jobs.job(base)
         self.asks_at = decisions(settings, job.run.iterations, job.run.eval_every)
         self.flights: dict[int, tuple] = {}
         """each busy worker's (optuna.trial.Trial, Task)"""
@@ -272,12 +273,12 @@ class Optimize:
 
     def _start(self, trial, idle: list) -> None:
         try:
-            jobs = seed_jobs(self.base, {key: trial.params[key] for key in self.dims}, self.settings.seeds)
-        except config.ConfigError as exc:  # validated at every extreme, but a combination can be refused
+            seeded = seed_jobs(self.base, {key: trial.params[key] for key in self.dims}, self.settings.seeds)
+        except jobs.ConfigError as exc:  # validated at every extreme, but a combination can be refused
             self._end(trial, None, None, f"ConfigError: {exc}")
             return
         worker = idle.pop(0)
-        task = Task(trial.number, jobs, self.settings.objective, asks_at=self.asks_at)
+        task = Task(trial.number, seeded, self.settings.objective, asks_at=self.asks_at)
         self.flights[worker] = trial, task
         self.pool.send(worker, ("start", task))
 

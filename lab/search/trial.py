@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab import evaluate
+from lab.evaluation import evaluate
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.config import Job
+from lab.config.jobs import Job
 from lab.results import Packed, pack
 from lab.run import Training
 
@@ -80,7 +80,7 @@ class Trainer:
     """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
 
     def __init__(self, code: dict, check=lambda: None):
-        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.workers)
+        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.execution.workers)
         self.task: Task | None = None
 
     def start(self, task: Task) -> Point | Done:

@@ -10,7 +10,7 @@ Its modules, in the order a sweep uses them:
     placement       where the runs train (mode): Ray, forks of this process, or this process
     record          the sweep record written into each results_dir it trains into
     execution       execute the runs where placement says, saving each; report what they did
-    dispatch        the runs' batches on workers (lab.workers): this process, forks, Ray actors
+    dispatch        the runs' batches on workers (lab.execution.workers): this process, forks, Ray actors
     ray_connection  joining a cluster or starting a local Ray, and stopping it
     progress        the progress line, and the Outcome kept of each finished run
     overrides       the command line checked before Hydra: unknown keys, options, sweep names
@@ -24,7 +24,7 @@ import hydra
 from omegaconf import DictConfig
 
 from lab.cli import terminate_as_interrupt
-from lab.compose import CONF_PACKAGE
+from lab.config.compose import CONF_PACKAGE
 from lab.sweep.entry import analyse, launch, run_one
 from lab.sweep.execution import Execution, Interrupted, execute, report
 from lab.sweep.hydra_knobs import HydraKnobs
@@ -53,5 +53,5 @@ def main() -> None:
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def hydra_main(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
-    return_value Hydra hands to on_job_end (lab.callbacks)."""
+    return_value Hydra hands to on_job_end (lab.sweep.callbacks)."""
     return run_one(cfg)

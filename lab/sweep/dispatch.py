@@ -1,7 +1,7 @@
-"""A grid's runs on workers (lab.workers): this process, forks of it, or Ray actors on a cluster
+"""A grid's runs on workers (lab.execution.workers): this process, forks of it, or Ray actors on a cluster
 it joins or on a local Ray it starts.
 
-The batches go out longest first (lab.schedule), each to the first worker free, which holds a
+The batches go out longest first (lab.execution.schedule), each to the first worker free, which holds a
 second one while its first is short (AHEAD_SECONDS); each batch's runs go to the driver's Store
 as they come back. A batch lost with its Ray actor, process or node is sent again (RETRIES);
 one lost with a fork is recorded failed (what killed one fork would kill the next), and if every
@@ -14,13 +14,13 @@ import collections
 import threading
 import time
 
-from lab import schedule
-from lab.batch import Trainer
+from lab.execution import schedule
+from lab.execution.batch import Trainer
 from lab.cli import plural
-from lab.config import Job
+from lab.config.jobs import Job
 from lab.sweep import placement, ray_connection
 from lab.sweep.store import Store
-from lab.workers import Forks, InProcess, Lost, RayActors
+from lab.execution.workers import Forks, InProcess, Lost, RayActors
 
 RETRIES = 3
 """Times a batch is sent again after Ray lost it with its actor, process or node; a run's own

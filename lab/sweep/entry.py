@@ -10,9 +10,10 @@ from typing import NoReturn
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from lab import callbacks, results
+from lab import results
+from lab.sweep import callbacks
 from lab.cli import fail, one_line, plural, require_writable
-from lab.compose import Composer, flat
+from lab.config.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.sweep import placement, ray_connection, record
 from lab.sweep.execution import Interrupted, execute, report
@@ -24,7 +25,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     """Called by the lab's Hydra launcher with the whole grid. Unless it is a dry run, a knob is
     invalid or nothing is left to train: joins the Ray cluster if one is named, writes the sweep's
     record (lab.sweep.record) and executes the runs, each saved one told to Hydra's job callbacks
-    and the tracker (lab.callbacks)."""
+    and the tracker (lab.sweep.callbacks)."""
     from hydra.core.utils import JobReturn, JobStatus
 
     started = time.perf_counter()
@@ -89,7 +90,7 @@ _check_options = one_line(ConfigError)(check_launcher)
 
 def run_one(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
-    return_value Hydra hands to on_job_end (lab.callbacks)."""
+    return_value Hydra hands to on_job_end (lab.sweep.callbacks)."""
     launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
     _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:
@@ -121,10 +122,10 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
 
 
 def analyse(results_dirs, figures=True) -> None:
-    """The figures, summary and report of each results directory (lab.report.analyse;
+    """The figures, summary and report of each results directory (lab.analysis.report.analyse;
     figures="all": every figure)."""
-    import lab.report
+    import lab.analysis.report
 
     for results_dir in sorted(set(map(Path, results_dirs))):
         if results.run_files(results_dir):
-            lab.report.analyse(results_dir, every=figures == "all")
+            lab.analysis.report.analyse(results_dir, every=figures == "all")

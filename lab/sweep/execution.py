@@ -5,9 +5,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from lab import provenance
+from lab.results import provenance
 from lab.cli import plural
-from lab.config import Job
+from lab.config.jobs import Job
 from lab.sweep import dispatch, placement
 from lab.sweep.progress import Outcome, Progress
 from lab.sweep.store import Store
@@ -48,7 +48,7 @@ class Execution:
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
             started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
     """Run the jobs where `placement.mode` says, storing each batch of runs as it ends
-    (lab.sweep.store) and telling `hooks` (lab.callbacks.Hooks) of each; `started`: the sweep's
+    (lab.sweep.store) and telling `hooks` (lab.sweep.callbacks.Hooks) of each; `started`: the sweep's
     start (time.perf_counter; default now). Ctrl-C cancels the runs in flight and raises
     Interrupted; every run saved so far stays."""
     started = time.perf_counter() if started is None else started

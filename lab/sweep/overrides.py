@@ -7,7 +7,7 @@ import os
 from omegaconf import OmegaConf
 
 from lab.cli import did_you_mean, fail, first_line
-from lab.compose import CONF_PACKAGE
+from lab.config.compose import CONF_PACKAGE
 
 
 def check(argv: list[str]) -> None:

@@ -2,8 +2,8 @@
 
 import os
 
-from lab import schedule
-from lab.config import Job
+from lab.execution import schedule
+from lab.config.jobs import Job
 
 RAY_START_SECONDS = 3.0
 """About what starting and stopping an embedded local Ray costs in wall time (2.5 s and 0.3 s on
@@ -35,7 +35,7 @@ def joins(address) -> bool:
 def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
     """Where the jobs train: "ray" (a cluster to join, or a local Ray), "processes" (forks of this
     process, one per core) or "driver" (this process), as `parallel` says (MODES). auto: Ray if a
-    cluster was named, else by the predicted work (lab.schedule.cost): this process on one core or
+    cluster was named, else by the predicted work (lab.execution.schedule.cost): this process on one core or
     below FORK_SECONDS, a local Ray from RAY_WORTH_SECONDS a core, forks between."""
     if parallel != "auto":
         return MODES[parallel]

@@ -6,9 +6,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from lab import config, provenance, results
+from lab import results
+from lab.config import jobs
+from lab.results import provenance
 from lab.cli import fail, plural
-from lab.config import Job
+from lab.config.jobs import Job
 
 
 class Plan(NamedTuple):
@@ -25,7 +27,7 @@ class Plan(NamedTuple):
 
 def plan(cfgs: Iterable[dict]) -> Plan:
     """Validate every configuration and drop duplicates and finished runs; a run finished by
-    other code (lab.provenance.same_code) is skipped with a note when on_code_change=reuse (the
+    other code (lab.results.provenance.same_code) is skipped with a note when on_code_change=reuse (the
     default), trained again when rerun. Exits in one line, before anything is written, on the
     first invalid knob or unreadable results directory."""
     train, skip, first, stored = [], [], {}, {}
@@ -34,10 +36,10 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     current = None
     for index, cfg in enumerate(cfgs):
         try:
-            job = config.job(cfg)
+            job = jobs.job(cfg)
             if job.results_dir not in stored:
                 stored[job.results_dir] = results.stored(job.results_dir)
-        except (config.ConfigError, results.ResultsError) as exc:
+        except (jobs.ConfigError, results.ResultsError) as exc:
             fail(str(exc))
         if (job.results_dir, job.run_id) in first:
             duplicates += 1
@@ -75,21 +77,21 @@ def plan(cfgs: Iterable[dict]) -> Plan:
     return Plan(train, skip, notes, first)
 
 
-def seeds_per_configuration(jobs: Iterable[Job]) -> dict[tuple[Path, str], set[int]]:
-    """The seeds of each configuration of `jobs` (distinct runs): a configuration is a run's knobs
+def seeds_per_configuration(planned: Iterable[Job]) -> dict[tuple[Path, str], set[int]]:
+    """The seeds of each configuration of `planned` (distinct runs): a configuration is a run's knobs
     without its seed, in its results_dir."""
     seeds = defaultdict(set)
-    for job in jobs:
+    for job in planned:
         knobs = job.identity()
         seed = knobs.pop("seed")
         seeds[job.results_dir, json.dumps(knobs, sort_keys=True)].add(seed)
     return seeds
 
 
-def grid_size(jobs: Iterable[Job]) -> str:
+def grid_size(planned: Iterable[Job]) -> str:
     """'3 configurations x 4 seeds' of distinct runs; 'x 1-4 seeds' where configurations have
     different numbers of seeds."""
-    seeds = seeds_per_configuration(jobs)
+    seeds = seeds_per_configuration(planned)
     counts = sorted({len(s) for s in seeds.values()})
     each = plural(counts[0], "seed") if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
     return f"{plural(len(seeds), 'configuration')} x {each}"
@@ -108,8 +110,8 @@ def _code_change_note(versions: Counter, what: str) -> str:
 
 def list_plan(p: Plan, job_overrides) -> None:
     """List what would train and what is skipped, each with the overrides of its configuration."""
-    for what, jobs in (("train", p.train), ("skip ", p.skip)):
-        for job in jobs:
+    for what, listed in (("train", p.train), ("skip ", p.skip)):
+        for job in listed:
             overrides = " ".join(job_overrides[p.first[job.results_dir, job.run_id]])
             print(f"{what} {job.run_id}  {overrides}")
     print("dry run: nothing trained, nothing written")

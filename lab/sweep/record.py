@@ -8,7 +8,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from lab import provenance, results
+from lab import results
+from lab.results import provenance
 from lab.sweep.planning import seeds_per_configuration
 
 

@@ -1,5 +1,5 @@
 """The driver's side of storing a sweep's runs: the workers store each batch themselves where
-they see results_dir (lab.batch); the driver stores what they sent home, records and reports all."""
+they see results_dir (lab.execution.batch); the driver stores what they sent home, records and reports all."""
 
 import contextlib
 import time
@@ -8,15 +8,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from lab import results
-from lab.batch import token_path
-from lab.config import Job
+from lab.execution.batch import token_path
+from lab.config.jobs import Job
 from lab.run import lost
 from lab.sweep.progress import Outcome, Progress
 
 
 class Store:
     """Records the runs that workers stored (commits those they could not) in each results_dir's
-    index, tells the hooks (lab.callbacks.Hooks) and the progress line, and keeps each Outcome.
+    index, tells the hooks (lab.sweep.callbacks.Hooks) and the progress line, and keeps each Outcome.
     A context manager: the token files workers look for exist meanwhile; on exit, the last parts."""
 
     def __init__(self, jobs: list[Job], progress: Progress, hooks=None):

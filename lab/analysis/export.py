@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lab import agents, cli, columns, results
+from lab import agents, cli, results
+from lab.results import columns
 from lab.cli import fail, first_line, one_line, plural, results_dir_argument
 from lab.knobs import RUN_KEYS
 

@@ -1,4 +1,4 @@
-"""The report's search view (lab.report), where results_dir holds a search (lab.search): its
+"""The report's search view (lab.analysis.report), where results_dir holds a search (lab.search): its
 objective per trial (the best so far as a line, stopped and failed trials marked) and the searched
 knobs' importance: fANOVA's first-order term (Hutter et al. 2014), estimated directly from bins of
 each knob (its choices, or QUANTILE_BINS quantile bins of an interval) rather than from a random
@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import evaluate, results, stats
+from lab import results, stats
+from lab.evaluation import evaluate
 from lab.search import saved
 
 QUANTILE_BINS = 10

@@ -6,7 +6,7 @@ composes from conf/config.yaml and conf/algorithm/<name>.yaml. The yaml files ca
 so nothing repeats a docstring; tests/test_reference.py fails when a yaml default, a Config
 field and docs/knobs.md disagree.
 
-    python -m lab.reference > docs/knobs.md
+    python -m lab.config.reference > docs/knobs.md
 """
 
 import ast
@@ -20,11 +20,11 @@ import typing
 from omegaconf import OmegaConf
 
 from lab import agents, cli
-from lab.compose import CONF_PACKAGE, compose
+from lab.config.compose import CONF_PACKAGE, compose
 from lab.knobs import RunConfig, Settings
 from lab.search.settings import Settings as SearchSettings
 
-COMMAND = "python -m lab.reference > docs/knobs.md"
+COMMAND = "python -m lab.config.reference > docs/knobs.md"
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -157,8 +157,8 @@ def markdown() -> str:
 
 @cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
-    """`python -m lab.reference`: docs/knobs.md on stdout; it takes no arguments."""
-    cli.ArgumentParser(prog="python -m lab.reference", description="Print docs/knobs.md.").parse_args(argv)
+    """`python -m lab.config.reference`: docs/knobs.md on stdout; it takes no arguments."""
+    cli.ArgumentParser(prog="python -m lab.config.reference", description="Print docs/knobs.md.").parse_args(argv)
     sys.stdout.write(markdown())
     sys.stdout.flush()
 

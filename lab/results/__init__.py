@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lab import columns, evaluate
+from lab.evaluation import evaluate
+from lab.results import columns
 from lab.files import npz_arrays, write_atomic, write_group
 
 CHECKPOINTS = "_checkpoints"
@@ -46,7 +47,7 @@ def arrow_table(rows: pd.DataFrame) -> pa.Table:
 
 def fingerprint(rows: pd.DataFrame, checkpoint: bytes | None = None) -> str:
     """A short hash of what a run's configuration and seed determine, the same on any machine
-    (tests/test_same_rows.py): its rows (lab.columns.CIRCUMSTANCES left out, and the columns of
+    (tests/test_same_rows.py): its rows (lab.results.columns.CIRCUMSTANCES left out, and the columns of
     bigger boards where null; floats to 12 decimals) and, if given, its checkpoint's arrays."""
     table = arrow_table(rows).drop_columns(list(columns.CIRCUMSTANCES))
     unused = [name for name in columns.BOARD_COLUMNS if table[name].null_count == len(table)]
@@ -383,7 +384,7 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
 def evaluations(frame: pd.DataFrame) -> pd.DataFrame:
     """The evaluation points of a loaded table as a long table: one row per (run, evaluated
     iteration, seat evaluated: the agent's, both in self-play) with a `seat` column and
-    lab.evaluate's measures under their plain keys (random_win, ...), beside every other column."""
+    lab.evaluation.evaluate's measures under their plain keys (random_win, ...), beside every other column."""
     keys = [*evaluate.KEYS, *(key for key in evaluate.BOARD_KEYS if key not in evaluate.KEYS)]
     plain = {seat: {evaluate.column(seat, key): key for key in keys if evaluate.column(seat, key) in frame.columns}
              for seat in (1, 2)}

@@ -6,7 +6,7 @@ lab.game.solver solves (at most 16 cells; 4x4 solved once per process, about 3 s
 3x3 (`exact`, `tabulated`) the agent's move table (lab.agents.base.Agent.move_table: its greedy
 policy, tied best moves sharing the probability) is read at each position's board code, so random
 tie-breaking is averaged over exactly; on bigger boards its `policy` at (x, o) positions.
-`ceiling` is the yardstick: the best a perfect player does (`python -m lab.exact_ceiling 3 3 3`).
+`ceiling` is the yardstick: the best a perfect player does (`python -m lab.evaluation.exact_ceiling 3 3 3`).
 
 Elsewhere by games (GAMES): `eval_games` games in each seat against random and the run's opponent
 (onestep in self-play), from the agent's `play(bot, seat, games, seed)`, each share with its 95%
@@ -18,7 +18,8 @@ import functools
 
 import numpy as np
 
-from lab import exact_ceiling, game, stats
+from lab import game, stats
+from lab.evaluation import exact_ceiling
 from lab.game import bots, engine, measures, solver
 from lab.knobs import TTT, RunConfig
 
@@ -52,7 +53,7 @@ lines and optimal-move rate where exact, as on 3x3."""
 
 def ceiling(opponent: str, player: int) -> dict:
     """The best exact {win, draw, loss} of a perfect player against `opponent` in seat `player`:
-    lab.exact_ceiling's on the 3,3,3 board. A player willing to lose sometimes can win more
+    lab.evaluation.exact_ceiling's on the 3,3,3 board. A player willing to lose sometimes can win more
     against random as O; such a player is not perfect, and no agent that never loses passes this."""
     if player not in (1, 2):
         raise ValueError(f"player must be 1 (X, moves first) or 2 (O), got {player!r}")

@@ -1,4 +1,4 @@
-"""How each knob moves the outcome, as PNGs (from lab.compare's tables, or a search's).
+"""How each knob moves the outcome, as PNGs (from lab.analysis.compare's tables, or a search's).
 
 - knob_figure, one per (algorithm, seat): the final win - loss against each evaluation opponent (a
   row of panels each) against each knob that varies (a panel each; knobs that move together share
@@ -24,7 +24,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
-from lab import compare, evaluate, summary  # noqa: E402
+from lab import summary  # noqa: E402
+from lab.analysis import compare
+from lab.evaluation import evaluate
 
 LOG_SPAN = 10
 """A positive numeric knob whose largest value is this many times its smallest gets a log axis."""
@@ -135,7 +137,7 @@ GRID_POINT = "a configuration: seed mean, 95% interval"
 
 
 def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
-    """knob_figure of each algorithm and seat of lab.compare.configurations / knob_effects
+    """knob_figure of each algorithm and seat of lab.analysis.compare.configurations / knob_effects
     tables, as <algorithm>_knobs_<X|O>.png in out_dir."""
     written = []
     for game, configs, effects in _per_game(configs, effects):
@@ -147,7 +149,7 @@ def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, sc
 
 
 def _per_game(configs: pd.DataFrame, effects: pd.DataFrame):
-    """(file-name part, configs, effects) of each game of lab.summary.comparisons' tables: the
+    """(file-name part, configs, effects) of each game of lab.analysis.summary.comparisons' tables: the
     whole tables and no part on 3x3 (its file names as they were), `_<game>` on bigger boards."""
     if "game" not in configs:
         yield "", configs, effects
@@ -164,7 +166,7 @@ def _on(configs: pd.DataFrame) -> str:
 @closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
-    """The knob figure (see module doc) of one algorithm and seat: `configs` lab.compare.
+    """The knob figure (see module doc) of one algorithm and seat: `configs` lab.analysis.compare.
     configurations' rows (`status` if some did not finish), `effects` knob_effects' rows or none;
     `scales` the searched knobs' scales (then the knobs drawn); `point` what a point and its bar
     are. None when no knob varies."""

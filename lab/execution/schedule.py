@@ -10,7 +10,7 @@ machine, within about 30% of the runs' wall times.
 
 from typing import Iterator
 
-from lab.config import Job
+from lab.config.jobs import Job
 
 RUN_SECONDS = 0.015
 """Every run's own overhead: building its learner, its table and its checkpoint."""

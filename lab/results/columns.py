@@ -7,7 +7,10 @@ from functools import cache
 
 import pyarrow as pa
 
-from lab import agents, config, evaluate, provenance
+from lab import agents
+from lab.config import jobs
+from lab.evaluation import evaluate
+from lab.results import provenance
 from lab.knobs import RunConfig
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
@@ -26,27 +29,27 @@ process's first run plus compiling or loading kernels; wall_seconds is the whole
 EVALUATION = [(evaluate.column(seat, key), _ARROW[kind])
               for seat in (1, 2) for key, kind in evaluate.KEYS.items()]
 EVALUATION += [(evaluate.alternated_column(key), pa.float64()) for key in evaluate.ALTERNATED_KEYS]
-"""Exact evaluation (lab.evaluate.exact) of the agent in each seat, and with seats alternated
-(lab.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
+"""Exact evaluation (lab.evaluation.evaluate.exact) of the agent in each seat, and with seats alternated
+(lab.evaluation.evaluate.alternated) for agents evaluated in both; null where not evaluated."""
 
 BOARDS = [("evaluation", pa.string())] + [
     (evaluate.column(seat, key), _ARROW[kind]) for seat in (1, 2)
     for key, kind in evaluate.BOARD_KEYS.items() if key not in evaluate.KEYS]
-"""Evaluation on bigger m,n,k boards (lab.evaluate): "exact" or "games", and the columns
+"""Evaluation on bigger m,n,k boards (lab.evaluation.evaluate): "exact" or "games", and the columns
 3x3's evaluation has not (perfect, block and mcts shares, intervals, games); null on 3x3."""
 TABLES = [("table_entries", pa.int64()), ("table_bytes", pa.int64())]
 """A tabular learner's table of visited positions on a bigger board (lab.game.sparse): its
 positions and bytes, on every evaluated row; null elsewhere (3x3's tables are fixed, nets have none)."""
-BOARD_COLUMNS = (*config.GAME_KEYS, *(name for name, _ in BOARDS + TABLES))
+BOARD_COLUMNS = (*jobs.GAME_KEYS, *(name for name, _ in BOARDS + TABLES))
 """The columns bigger boards brought: fingerprint leaves them out where null (3x3 runs)."""
 
 PBT = [("pbt_trial", pa.string())]
 """The member of a population-based-training search that trained each row (else null)."""
 PROVENANCE = [(name, pa.timestamp("us", tz="UTC") if name.endswith("_utc") else
                 pa.bool_() if name == "git_dirty" else pa.string()) for name in provenance.COLUMNS]
-"""Which code on which machine trained the run, and when (lab.provenance)."""
+"""Which code on which machine trained the run, and when (lab.results.provenance)."""
 CODE = ("lab_version", "git_commit", "git_dirty")
-"""The provenance columns that say which code trained a run (lab.provenance.code but the command)"""
+"""The provenance columns that say which code trained a run (lab.results.provenance.code but the command)"""
 CIRCUMSTANCES = ("train_seconds", *(name for name, _ in TIMING), *provenance.COLUMNS)
 """The columns that differ between two runs of the same job (when, where, by which command, how
 fast): the same configuration and seed give the same rows otherwise, wherever they run."""

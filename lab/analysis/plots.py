@@ -1,4 +1,4 @@
-"""Every figure of a results directory (lab.plots), as PNGs in RESULTS_DIR/_figures:
+"""Every figure of a results directory (lab.analysis.plots), as PNGs in RESULTS_DIR/_figures:
 
 - <algorithm>_<game>_<player1|player2|self>[_l<L>_n<N>].png (game: ttt, mnk_4_4_4, ...): write-up
   000's figure, the player-1 win rate of the training games per iteration, one line per
@@ -31,7 +31,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import evaluate, knob_figures, results, summary  # noqa: E402
+from lab import results, summary  # noqa: E402
+from lab.analysis import knob_figures
+from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
 from lab.search import saved  # noqa: E402
 
@@ -125,7 +127,7 @@ def _outputs(data, out_dir):
     """The table and folder of a figure function: each takes a results directory or its loaded
     table, and returns the files it wrote."""
     # Learning curves include the runs a search stopped early (their lines end where it stopped
-    # them); the comparison figure picks from finished runs only (lab.summary.best_configurations).
+    # them); the comparison figure picks from finished runs only (lab.analysis.summary.best_configurations).
     frame = summary.table(data, stopped=True)
     if out_dir is None:
         if isinstance(data, pd.DataFrame):
@@ -197,7 +199,7 @@ PANELS = [("random_win", "win rate vs random"), ("random_loss", "loss rate vs ra
 
 def _panels(group: pd.DataFrame, game: str) -> list[tuple[str, str]]:
     """3x3: PANELS. A bigger board: win and loss against each opponent its runs were evaluated
-    against, of lab.evaluate.BOARD_OPPONENTS, then where evaluated exactly PANELS' last two."""
+    against, of lab.evaluation.evaluate.BOARD_OPPONENTS, then where evaluated exactly PANELS' last two."""
     if game == "ttt":
         return PANELS
     exact = "optimal_move_rate" in group and group["optimal_move_rate"].notna().any()
@@ -271,7 +273,7 @@ def _ceiling(ax, game: str, opponent: str, seat: int, outcome: str) -> None:
 
 
 def _evaluation(group: pd.DataFrame) -> str:
-    """How a bigger board's runs were evaluated: exact or games (lab.evaluate)."""
+    """How a bigger board's runs were evaluated: exact or games (lab.evaluation.evaluate)."""
     kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []
     return kinds[0] if len(kinds) == 1 else "exact"
 
@@ -372,7 +374,7 @@ def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | No
 def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = False, frame=None,
                 compared=None, left_out: list | None = None) -> list[Path]:
     """Every figure of a results directory, from one read of its table (`frame`, `compared`: it and
-    lab.summary.comparisons of it, if at hand). `every` and `left_out`: see _drawn."""
+    lab.analysis.summary.comparisons of it, if at hand). `every` and `left_out`: see _drawn."""
     frame = results.load(results_dir) if frame is None else frame
     out_dir = Path(out_dir or Path(results_dir) / results.FIGURES)
     written = (winrate_figures(frame, out_dir, smooth, every, left_out) + exact_figures(frame, out_dir, every, left_out)

@@ -1,10 +1,10 @@
 """Which configurations are better, and whether the difference is real (lab.stats's estimators).
 
-From the final evaluations of the finished runs (lab.summary.final_evaluations: `win`, `loss`,
+From the final evaluations of the finished runs (lab.analysis.summary.final_evaluations: `win`, `loss`,
 `score` = win - loss, and `games` where measured by games), within a *group*: one algorithm, seat
 and evaluation opponent:
 - `configurations`: per configuration the mean and IQM of each measure with 95% bootstrap
-  intervals, its rank (by mean score; ties to more wins, then fewer episodes, as lab.summary's
+  intervals, its rank (by mean score; ties to more wins, then fewer episodes, as lab.analysis.summary's
   best), and for the NEXT after the best P(best > it);
 - `verdict`: is the best better than the second, or how many top configurations cannot be told
   apart, and how many seeds would tell the first two apart;
@@ -16,7 +16,8 @@ and evaluation opponent:
 import numpy as np
 import pandas as pd
 
-from lab import evaluate, stats
+from lab import stats
+from lab.evaluation import evaluate
 
 GROUP = ["algorithm", "seat", "evaluated_vs"]
 CONFIG = GROUP + ["config"]

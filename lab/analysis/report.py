@@ -1,13 +1,13 @@
 """The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
 opens offline in a browser (Plotly's script and the data inlined; nothing fetched). What it shows
 is in docs/analysis.md ("The interactive report"): per group (an algorithm and a seat) the table
-of its configurations (lab.compare), their curves, the knob views, the knobs' importance, a
-drill-down to a configuration's runs (lab.report_runs) and, for a search, its view
-(lab.report_search). Everything is aggregated before it is written (a configuration's curves
+of its configurations (lab.analysis.compare), their curves, the knob views, the knobs' importance, a
+drill-down to a configuration's runs (lab.analysis.report_runs) and, for a search, its view
+(lab.analysis.report_search). Everything is aggregated before it is written (a configuration's curves
 binned to at most CURVE_POINTS points, the curves within CURVE_NUMBERS numbers), so a report
 stays a few MB whatever the runs' count.
 
-    lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.report)
+    lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.analysis.report)
 
 Needs the `report` extra (plotly, scipy); the sweep writes the report at its end when figures
 are on and the extra is installed, and says in one line how to get it when it is not.
@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import compare, evaluate, knob_figures, plots, report_runs, report_search, results, stats, summary
+from lab import results, stats
+from lab.analysis import compare, knob_figures, plots, report_runs, report_search, summary
+from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
 from lab.search import saved
@@ -33,14 +35,14 @@ REPORT = "_report"
 CURVE_POINTS = 50
 CURVE_NUMBERS = 450_000
 """The curves' numbers in one report at most (about 3 MB of JSON): with the runs' curves
-(lab.report_runs.RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
+(lab.analysis.report_runs.RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
 WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
 
 
 def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -> pd.DataFrame:
     """The seed mean and band of `value` per configuration and bin of its runs' points
-    (lab.report_runs.binned: averaged within a bin, or `within="last"` for a cumulative measure)."""
+    (lab.analysis.report_runs.binned: averaged within a bin, or `within="last"` for a cumulative measure)."""
     per_run = report_runs.binned(points, {value: within}, bins)
     seeds = per_run.groupby(["algorithm", "seat", "config", "bin"]).agg(
         episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size"),
@@ -59,8 +61,8 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
 def curves(frame: pd.DataFrame, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration: its
     training win rate (`train`), its cumulative training seconds (`train_seconds`, also the
-    clock the page's time axis reads) and every lab.report_runs.curve_kinds measure."""
-    _, training, exact, kinds = report_runs.curve_points(frame)  # finished runs, as lab.compare's
+    clock the page's time axis reads) and every lab.analysis.report_runs.curve_kinds measure."""
+    _, training, exact, kinds = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {}
     for kind, column in kinds.items():
@@ -92,11 +94,11 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
                      "score_mean_high": "mean_high", "score_iqm": "iqm", "score_iqm_low": "iqm_low",
                      "score_iqm_high": "iqm_high", "win_mean": "win", "loss_mean": "loss",
                      "improvement": "p", "improvement_low": "p_low", "improvement_high": "p_high"}
-"""lab.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
+"""lab.analysis.compare.configurations' columns in the report, per evaluation opponent, and their names there."""
 
 
 def _digits(column: str) -> int:
-    """Decimals of a statistics column as lab.compare shows it (the page prints them as they come)."""
+    """Decimals of a statistics column as lab.analysis.compare shows it (the page prints them as they come)."""
     return 0 if column == "rank" else compare.DIGITS["improvement" if column.startswith("improvement") else "score"]
 
 
@@ -233,7 +235,7 @@ def page(data: dict) -> str:
     """The HTML page: the template with Plotly's script and the data inlined."""
     from plotly.offline import get_plotlyjs
 
-    template = resources.files("lab").joinpath("report.html").read_text()
+    template = resources.files("lab.analysis").joinpath("report.html").read_text()
     before, rest = template.split("/*PLOTLY*/")
     middle, after = rest.split("/*DATA*/")
     # "</" inside a script would end it; JSON reads "<\/" as "</"
@@ -283,7 +285,7 @@ def together(results_dirs: list) -> pd.DataFrame:
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
     """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) and return
-    its path. `frame` and `compared` (lab.summary.comparisons of it) spare computing them again."""
+    its path. `frame` and `compared` (lab.analysis.summary.comparisons of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
     return _write(frame, compared, [results_dir], out)
@@ -347,7 +349,7 @@ def analyse(results_dir, every: bool = False) -> None:
     print(f"agents in {results_dir / results.CHECKPOINTS} (play one: python -m lab.play CHECKPOINT)")
 
 
-_CLI_DOC = """The interactive report of a results directory (lab.report): one HTML file that opens
+_CLI_DOC = """The interactive report of a results directory (lab.analysis.report): one HTML file that opens
 offline, with the configurations' table (sortable, filtered by words), their curves, the knob
 effects and parallel coordinates (selecting in either filters the table). Given several
 results_dirs, one page compares their configurations, each named with its folder's.

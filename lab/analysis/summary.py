@@ -9,7 +9,7 @@ unique within its algorithm.
 
 "Best" for (algorithm, evaluation opponent, seat): the configuration with the highest final
 exact (win - loss) against that opponent, averaged over its seeds; ties go to more wins, then to
-fewer training episodes. This is the objective the ceilings (lab.evaluate.ceiling) maximise.
+fewer training episodes. This is the objective the ceilings (lab.evaluation.evaluate.ceiling) maximise.
 """
 
 import argparse
@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab import agents, compare, evaluate, exact_ceiling, results, stats
+from lab import agents, results, stats
+from lab.analysis import compare
+from lab.evaluation import evaluate, exact_ceiling
 from lab.cli import ArgumentParser, one_line, results_dir_argument
 from lab.knobs import RUN_KEYS
 
@@ -67,8 +69,8 @@ def game(row: pd.Series) -> str:
 
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
-    """The ceiling {win, draw, loss} of `seat` against `opponent` in `game_name` (lab.evaluate's on
-    3x3, lab.exact_ceiling's on a board the lab solves); None for any other opponent or board."""
+    """The ceiling {win, draw, loss} of `seat` against `opponent` in `game_name` (lab.evaluation.evaluate's on
+    3x3, lab.evaluation.exact_ceiling's on a board the lab solves); None for any other opponent or board."""
     if game_name == "ttt":
         return evaluate.ceiling(opponent, seat) if opponent in evaluate.OPPONENTS else None
     return exact_ceiling.ceiling(tuple(int(v) for v in game_name.split("_")[1:]), opponent, seat)
@@ -128,7 +130,7 @@ def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
 def final_evaluations(data) -> pd.DataFrame:
     """The last evaluation of every finished run, one row per (run, seat, evaluation opponent
     `evaluated_vs`) with `win`, `draw`, `loss`, `score` = win - loss and `games` (NaN where
-    exact), beside the run's knobs and configuration name (lab.compare's input)."""
+    exact), beside the run's knobs and configuration name (lab.analysis.compare's input)."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
@@ -230,7 +232,7 @@ COLUMN_NOTES = {
     "trained_vs": "the opponent it trained against",
     "win, draw, loss": "final rates (exact, or shares of games on a board too big to enumerate), mean over seeds",
     "win_loss": "final win - loss, mean over seeds [95% bootstrap interval; by games, resampling each seed's games too] (the ranking below)",
-    "evaluation": "exact (every position) or games (lab.evaluate); win, draw, loss by games are shares of games",
+    "evaluation": "exact (every position) or games (lab.evaluation.evaluate); win, draw, loss by games are shares of games",
     "games": "by games: the games each run played against `evaluated_vs` (the fewest, if runs differ)",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
@@ -249,7 +251,7 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
                    "optimal_move_rate"):
         if column in shown:
             shown[column] = _text(shown[column], "{:.3f}")
-    if "games" in shown:  # by games: the label says by how many, as lab.compare.measured does
+    if "games" in shown:  # by games: the label says by how many, as lab.analysis.compare.measured does
         shown["evaluation"] = [f"by {g:,.0f} games" if pd.notna(g) else e
                                for e, g in zip(shown["evaluation"], best["games"])]
     for column in ("games", "losing_lines", "total_lines"):
@@ -304,7 +306,7 @@ EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy
 
 
 def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """lab.compare's tables of the finished runs (a results directory or a loaded table): every
+    """lab.analysis.compare's tables of the finished runs (a results directory or a loaded table): every
     configuration ranked with its intervals, and the knobs' effects; None without scipy."""
     if not stats.available():
         return None
@@ -322,7 +324,7 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 FOLDER = "folder"
-"""The column of a table of several results_dirs (lab.report's comparison) that names each run's
+"""The column of a table of several results_dirs (lab.analysis.report's comparison) that names each run's
 folder: compared as a knob, so its effect is measured like any knob's."""
 
 
@@ -347,7 +349,7 @@ def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
 
 def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple[pd.DataFrame, list[Path]]:
     """Write the best configurations as summary.csv and summary.md (in RESULTS_DIR/_summary unless
-    out_dir is given), with scipy also configurations.csv and knobs.csv (lab.compare); returns the
+    out_dir is given), with scipy also configurations.csv and knobs.csv (lab.analysis.compare); returns the
     table and the files. `frame` and `compared` (comparisons() of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     compared = comparisons(frame) if compared is None else compared
@@ -370,7 +372,7 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
     return best, written
 
 
-_CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.summary):
+_CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.analysis.summary):
 final exact rates, episodes to reach 95% of the ceiling, losing lines, training seconds, seed
 spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary.md.
 

@@ -1,6 +1,6 @@
 """A grid's worker task: a batch of runs trained, packed and stored where the worker can.
 
-A worker (lab.workers) trains a batch of runs (lab.schedule) and packs each (lab.results.pack).
+A worker (lab.execution.workers) trains a batch of runs (lab.execution.schedule) and packs each (lab.results.pack).
 Given the token of the driver's results_dir (forks and the driver itself, which share its file
 system and die with it), it stores the batch there with one flush (lab.results.commit) and sends
 home only the tables, for the index; else (Ray actors, which may outlive the driver or be cut off
@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from lab import results
-from lab.config import Job
+from lab.config.jobs import Job
 from lab.run import run
 
 
@@ -39,7 +39,7 @@ def train(batch: list[Job], code: dict, token: str | None = None) -> list[result
 
 
 class Trainer:
-    """A grid's worker (lab.workers): trains each batch it is sent (`train`)."""
+    """A grid's worker (lab.execution.workers): trains each batch it is sent (`train`)."""
 
     def __init__(self, code: dict, token: str | None = None):
         self.code, self.token = code, token

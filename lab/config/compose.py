@@ -1,5 +1,5 @@
 """Hydra composition: the lab's config files -> flat configurations (plain dicts of knobs, which
-lab.config.job validates): one (`compose`, as `python -m lab.sweep OVERRIDES` would run it), or
+lab.config.jobs.job validates): one (`compose`, as `python -m lab.sweep OVERRIDES` would run it), or
 every job of a --multirun grid (`Composer`, equal to Hydra's own but not paid for per job).
 """
 

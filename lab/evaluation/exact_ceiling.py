@@ -5,11 +5,11 @@ At its own positions the player keeps the minimax value (a perfect player never 
 away) and among those moves maximises its expected (win - loss) under the opponent's moves, then
 the win (within TIE_TOLERANCE), then takes the lowest cell; the opponent plays as lab.game.measures
 has it play. One backward pass over the solved depths per opponent and seat. 3x3's
-lab.evaluate.ceiling is this pass on the 3,3,3 board. Against onestep the ceiling is random's: a
+lab.evaluation.evaluate.ceiling is this pass on the 3,3,3 board. Against onestep the ceiling is random's: a
 player that keeps the value never leaves the opponent an immediate win.
 
 4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
-(tests/test_perfect.py computes them again); `python -m lab.exact_ceiling [m n k]` computes and
+(tests/test_perfect.py computes them again); `python -m lab.evaluation.exact_ceiling [m n k]` computes and
 times any board's.
 """
 
@@ -37,7 +37,7 @@ KNOWN = {
         ("perfect", 2): {"win": 0.0, "draw": 0.9999999999999999, "loss": 0.0},
     },
 }
-"""Computed ceilings (`python -m lab.exact_ceiling 4 4 4`): {(opponent, seat): {win, draw, loss}}"""
+"""Computed ceilings (`python -m lab.evaluation.exact_ceiling 4 4 4`): {(opponent, seat): {win, draw, loss}}"""
 
 
 @njit(cache=True)
@@ -109,8 +109,8 @@ def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
 
 @cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
-    """`python -m lab.exact_ceiling [m n k]`: a board's ceilings, timed."""
-    parser = cli.ArgumentParser(prog="python -m lab.exact_ceiling", description=(
+    """`python -m lab.evaluation.exact_ceiling [m n k]`: a board's ceilings, timed."""
+    parser = cli.ArgumentParser(prog="python -m lab.evaluation.exact_ceiling", description=(
         "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
         "of a perfect player against random, onestep and perfect, per seat; timed."))
     for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):

@@ -23,7 +23,7 @@ repository)."""
 
 
 def _git(*args) -> str | None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
     try:

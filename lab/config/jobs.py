@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import agents, game, opponents, stats
+from lab import agents, game, stats
+from lab.game import opponents
 from lab.game import bitboards, bots, solver
 from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
@@ -130,7 +131,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
 
 
 ON_CODE_CHANGE = ("reuse", "rerun")
-"""What a sweep does with a run finished in results_dir by another code version (lab.provenance
+"""What a sweep does with a run finished in results_dir by another code version (lab.results.provenance
 .same_code): keep it as finished (with a note), or train it again"""
 
 

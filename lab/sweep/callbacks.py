@@ -6,7 +6,7 @@ once `on_job_end` of the callbacks under `hydra.callbacks` as each run is saved,
 would: with the job's config (HydraConfig set to it meanwhile) and a JobReturn whose return_value
 is the run's final exact evaluation (its eval_* columns), or FAILED with its error. Runs skipped
 as finished fire nothing. With `hydra.launcher.track=mlflow|tensorboard` each saved run is also
-exported (lab.export.Tracker) into results_dir's default store, as a later `lab-export` would.
+exported (lab.analysis.export.Tracker) into results_dir's default store, as a later `lab-export` would.
 """
 
 import itertools
@@ -18,7 +18,8 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from lab import export, results
+from lab import results
+from lab.analysis import export
 from lab.knobs import ConfigError
 
 TRACKERS = (None, *export.TARGETS)
@@ -55,7 +56,7 @@ class Hooks:
         listening = callbacks is not None and any(map(_listens_to_jobs, callbacks.callbacks))
         self.callbacks = callbacks if listening else None
         self.sweep_config, self.track, self.describe = sweep_config, track, describe
-        self.trackers = {}  # results_dir -> lab.export.Tracker
+        self.trackers = {}  # results_dir -> lab.analysis.export.Tracker
 
     def saved(self, results_dir, result) -> None:
         """The driver saved the run `result` into results_dir: tell the callbacks, export it."""

@@ -1,6 +1,6 @@
 """Where a sweep's work runs, for grids and searches alike: the driver (`InProcess`), forks of
 it (`Forks`, which have the lab imported) or Ray actors (`RayActors`). A pool's workers each build
-a server (a grid's lab.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its
+a server (a grid's lab.execution.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its
 arguments and answer the calls `(method, argument)` they are sent, in order:
 
     pool.grow()                    ->  the workers ready since the last call (at first: all)

@@ -1,4 +1,4 @@
-"""The report's drill-down (lab.report): from a configuration's row to its runs (its seeds), each
+"""The report's drill-down (lab.analysis.report): from a configuration's row to its runs (its seeds), each
 run's own curves, its checkpoint, and the command that trains them again: every knob the runs set
 (not only those the sweep varied, so that it does not depend on the defaults of the day) and
 their seeds, `python -m lab.sweep --multirun algorithm=q_table ... seed=0,1,2 results_dir=reproduced`.
@@ -10,7 +10,9 @@ import shlex
 import numpy as np
 import pandas as pd
 
-from lab import evaluate, results, summary
+from lab import results
+from lab.analysis import summary
+from lab.evaluation import evaluate
 
 RUN_NUMBERS = 200_000
 """The runs' curves' numbers in one report at most (about 1.5 MB of JSON)."""

@@ -1,0 +1,1 @@
+"""How a trained agent is measured: exactly where the board is solved, by games beyond; the ceilings."""
