@@ -133,7 +133,7 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
-class Settings:
+class ResultsSettings:
     """Keys that steer where and whether a run happens, never what it computes (checked by
     lab.config.jobs.check_settings)."""
 
@@ -147,7 +147,7 @@ class Settings:
 
 
 RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunConfig))
-SETTINGS = tuple(f.name for f in dataclasses.fields(Settings))
+SETTINGS = tuple(f.name for f in dataclasses.fields(ResultsSettings))
 
 
 def side(seat: int) -> int:

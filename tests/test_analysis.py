@@ -17,7 +17,7 @@ from lab import results, sweep
 from lab.analysis import plots, report, summary
 from lab.evaluation import evaluate
 from lab.config.compose import compose
-from lab.sweep.progress import clock
+from lab.execution.progress import clock
 from lab.config.jobs import job
 from lab.run import RunResult, run
 from sweeping import cli
@@ -213,7 +213,7 @@ def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
     stream, ticks = Terminal(), iter([0.0, 10.0, 15.0, 30.0])
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setattr(sys, "stderr", stream)
-    monkeypatch.setattr("lab.sweep.progress.time.monotonic", lambda: next(ticks))
+    monkeypatch.setattr("lab.execution.progress.time.monotonic", lambda: next(ticks))
     progress = sweep.Progress(3)  # starts at 0 s
     progress.update(RunResult("abc", [{"status": "finished"}], None), running=2)  # 10 s
     progress.update(running=2)  # 15 s: 20 s were left at 10 s, so 15 s now

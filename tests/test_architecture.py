@@ -66,7 +66,7 @@ def test_following_the_page_adds_an_algorithm_that_trains_through_a_sweep(tmp_pa
         if not link.exists():
             link.symlink_to(Path("..") / configs)
     commands = follow(copy)
-    assert commands[0] == "python -m lab.config.reference > docs/knobs.md" and "lab.sweep" in commands[1]
+    assert commands[0] == "python -m lab.reference > docs/knobs.md" and "lab.sweep" in commands[1]
     assert "game=mnk_4_4_4" in commands[2] and "results_dir=results/mc_table_4x4" in commands[2]
     env = clean_env(PYTHONPATH=str(copy))
     for command in commands:

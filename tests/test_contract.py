@@ -150,8 +150,59 @@ def test_imports_point_only_down():
                                     "lab.cli", "lab"} | game
 
 
-SWEEP_STEPS = ["lab.sweep.progress", "lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
-               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.ray_connection", "lab.sweep.dispatch",
+LAYERS = [
+    ("lab", "lab.cli", "lab.files", "lab.knobs", "lab.stats", "lab.compat"),  # rules every layer may use
+    ("lab.game",), ("lab.nets",), ("lab.evaluation",), ("lab.agents",), ("lab.config",), ("lab.results",),
+    ("lab.run",), ("lab.execution",), ("lab.search", "lab.analysis"), ("lab.sweep",),
+    ("lab.play", "lab.reference", "lab.bench"),
+]
+"""lab's packages bottom to top: each imports only its own package and lower layers' (inside a
+function too); the packages of one layer (but the first) know nothing of each other. Data flows
+config -> sweep/search -> run -> results -> analysis; each layer that drives it sits above those
+it drives."""
+
+STILL_UP = {
+    ("lab.analysis.plots", "lab.search.saved"), ("lab.analysis.report", "lab.search.saved"),
+    ("lab.analysis.report_search", "lab.search.saved"), ("lab.analysis.report_search", "lab.search.study"),
+    ("lab.analysis.report_search", "lab.search.pbt"), ("lab.search.driver", "lab.sweep"),
+    ("lab.search.driver", "lab.analysis.report_search"), ("lab.search.driver", "lab.analysis.report"),
+    ("lab.search.outcome", "lab.analysis.plots"), ("lab.search.outcome", "lab.analysis.knob_figures"),
+}
+"""The imports between the analysis and the search left (issue 38: the search's records read
+below both); this set may only shrink."""
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def crossings(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(module, imported) for every import that points up a layer or across one."""
+    rank = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+    found = set()
+    for module, imported in ((m, i) for m, deps in graph.items() for i in deps):
+        mine, theirs = _package(module), _package(imported)
+        if mine != theirs and (rank[theirs] > rank[mine] or rank[theirs] == rank[mine] > 0):
+            found.add((module, imported))
+    return found
+
+
+def test_no_import_points_up_a_layer():
+    graph = import_graph()
+    placed = {package for layer in LAYERS for package in layer}
+    assert {_package(m) for m in graph} == placed, "a new package needs its place in LAYERS"
+    new = crossings(graph) - STILL_UP
+    assert not new, "; ".join(f"{m} imports {i}: {_package(i)} is not below {_package(m)}" for m, i in sorted(new))
+    assert STILL_UP <= crossings(graph), f"no longer found, remove from STILL_UP: {STILL_UP - crossings(graph)}"
+
+
+def test_the_layer_check_names_an_import_that_points_up():
+    graph = {"lab.game.engine": {"lab.run"}, "lab.run": {"lab.game.engine"}, "lab.search.study": {"lab.analysis.plots"}}
+    assert crossings(graph) == {("lab.game.engine", "lab.run"), ("lab.search.study", "lab.analysis.plots")}
+
+
+SWEEP_STEPS = ["lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.placement",
+               "lab.sweep.record", "lab.sweep.hydra_knobs", "lab.sweep.overrides", "lab.sweep.dispatch",
                "lab.sweep.execution", "lab.sweep.entry", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
 re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""

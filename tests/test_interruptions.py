@@ -162,7 +162,7 @@ LONG_Q_TABLE = ["algorithm=q_table", "iterations=300", "episodes_per_update=4000
      lambda titles: bool(titles)),
     (["--multirun", "hydra/sweeper=search", "hydra.sweeper.num_samples=6", "alpha=interval(0.1,0.5)"],
      "the trials that ended are saved", lambda titles: bool(titles)),
-    # once Ray has started: a SIGTERM during its start meets Ray's own handler (see lab.sweep.ray_connection)
+    # once Ray has started: a SIGTERM during its start meets Ray's own handler (see lab.execution.ray_connection)
     (["--multirun", "seed=range(0,6)", "hydra.launcher.parallel=true"], "of this sweep",
      lambda titles: any(t.startswith("ray::") and "Agent" not in t for t in titles)),
 ], ids=["grid in forks", "search", "grid on Ray"])

@@ -133,7 +133,7 @@ def _main(command):
 
     module = {"plot": "analysis.plots", "summary": "analysis.summary", "report": "analysis.report",
               "export": "analysis.export", "exact_ceiling": "evaluation.exact_ceiling",
-              "reference": "config.reference"}.get(command, command)
+              "reference": "reference"}.get(command, command)
     return importlib.import_module(f"lab.{module}").main, f"lab-{command}"
 
 
@@ -214,6 +214,6 @@ def test_a_real_process_says_one_line_and_exits_as_promised(tmp_path, args, stat
 @pytest.mark.integration
 def test_a_full_disk_is_one_line_and_status_1(tmp_path):
     with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "lab.config.reference"], stdout=full, stderr=subprocess.PIPE,
+        done = subprocess.run([sys.executable, "-m", "lab.reference"], stdout=full, stderr=subprocess.PIPE,
                               text=True, env=clean_env(), timeout=120)
     assert done.returncode == 1 and done.stderr == "error: No space left on device\n"

@@ -1,4 +1,4 @@
-"""Joining or starting Ray (lab.sweep.ray_connection): the dashboard flag, token mode for a local
+"""Joining or starting Ray (lab.execution.ray_connection): the dashboard flag, token mode for a local
 Ray, the token hint when joining fails, in one line. Ray is faked, except in the integration test at
 the end, which starts a real local Ray."""
 
@@ -11,7 +11,7 @@ import types
 import pytest
 
 from lab import sweep
-from lab.sweep import ray_connection
+from lab.execution import ray_connection
 from sweeping import clean_env, serial_grid
 
 def _unset_auth_mode(monkeypatch):

@@ -1,5 +1,5 @@
 """One source for every knob's meaning: the docstrings of the knobs' fields. docs/knobs.md is
-generated from them and from the yaml defaults (lab.config.reference); these tests fail when a yaml
+generated from them and from the yaml defaults (lab.reference); these tests fail when a yaml
 default, a Config field and docs/knobs.md (or the README's short table) disagree."""
 
 import dataclasses
@@ -10,9 +10,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from lab import agents
-from lab.config import jobs, reference
+from lab import reference
+from lab.config import jobs
 from lab.config.compose import compose
-from lab.knobs import RUN_KEYS, SETTINGS, RunConfig, Settings
+from lab.knobs import RUN_KEYS, SETTINGS, ResultsSettings, RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 KNOBS_PAGE = REPO / "docs" / "knobs.md"
@@ -68,10 +69,10 @@ def test_a_matchup_file_is_a_game_an_algorithm_and_an_opponent_and_sets_their_kn
 
 def test_every_key_of_config_yaml_is_a_knob():
     shared = reference.shared_defaults()
-    run_and_settings = [f.name for cls in (RunConfig, Settings) for f in dataclasses.fields(cls)]
+    run_and_settings = [f.name for cls in (RunConfig, ResultsSettings) for f in dataclasses.fields(cls)]
     assert set(run_and_settings) <= set(shared), "conf/config.yaml lacks a default of a run knob"
     assert set(shared) <= set(RUN_KEYS) | set(SETTINGS) | set(agents.knob_names())
-    for cls in (RunConfig, Settings):
+    for cls in (RunConfig, ResultsSettings):
         assert set(reference.field_docs(cls)) == {f.name for f in dataclasses.fields(cls)}
 
 

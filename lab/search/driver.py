@@ -20,6 +20,8 @@ from lab.search.saved import IDENTITY
 from lab.search.settings import Settings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
+from lab.execution import ray_connection
+from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
 
 
@@ -98,10 +100,8 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
     else forks of this process, one per core (at most max_concurrent), and this process once
     every fork died; or this process itself (one core, or parallel=false)."""
-    from lab import sweep
-
     if parallel is True or address or os.environ.get("RAY_ADDRESS"):
-        sweep.connect(address, num_cpus)
+        ray_connection.connect(address, num_cpus)
         return RayActors((Trainer, (code,)), interrupt, most=settings.max_concurrent)
     cores = num_cpus or os.cpu_count() or 1
     size = min(cores, settings.max_concurrent or cores, settings.num_samples)
@@ -131,8 +131,6 @@ def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
 def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
            parallel="auto", figures=True, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""
-    from lab import sweep
-
     started = time.perf_counter()
     results_dir = Path(jobs.check_settings(base)[0])
     folder = results_dir / results.SEARCH
@@ -152,7 +150,7 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
         save = Saver(results_dir, hooks)
         trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
-        progress = sweep.Progress(trials.left(), ended="ended")
+        progress = Progress(trials.left(), ended="ended")
         try:
             done = trials.run()
         except KeyboardInterrupt:  # a second Ctrl-C changes nothing now
@@ -167,10 +165,10 @@ def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=N
               "search (the trials in progress train again from their start)", file=sys.stderr)
         return 130
     if address or os.environ.get("RAY_ADDRESS") or parallel is True:
-        sweep.disconnect()
+        ray_connection.disconnect()
     if done:
-        outcomes = [sweep.Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
-        print(f"cores: {sweep.Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
+        outcomes = [Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
+        print(f"cores: {Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
     configurations = trials.configurations()
     status = outcome.finish(configurations, base, settings, results_dir)
     (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")  # a run again says so

@@ -11,8 +11,6 @@ Its modules, in the order a sweep uses them:
     record          the sweep record written into each results_dir it trains into
     execution       execute the runs where placement says, saving each; report what they did
     dispatch        the runs' batches on workers (lab.execution.workers): this process, forks, Ray actors
-    ray_connection  joining a cluster or starting a local Ray, and stopping it
-    progress        the progress line, and the Outcome kept of each finished run
     overrides       the command line checked before Hydra: unknown keys, options, sweep names
     hydra_knobs     Hydra's own knobs the lab refuses (a Hydra callback)
     entry           launch (the whole grid from the lab's launcher) and one run (Hydra's run mode)
@@ -26,14 +24,14 @@ from omegaconf import DictConfig
 from lab.cli import terminate_as_interrupt
 from lab.config.compose import CONF_PACKAGE
 from lab.sweep.entry import analyse, launch, run_one
-from lab.sweep.execution import Execution, Interrupted, execute, report
+from lab.sweep.execution import Interrupted, execute, report
 from lab.sweep.hydra_knobs import HydraKnobs
 from lab.sweep import overrides
 from lab.sweep.dispatch import RETRIES
 from lab.sweep.placement import FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, mode
 from lab.sweep.planning import Plan, list_plan, plan
-from lab.sweep.progress import Outcome, Progress
-from lab.sweep.ray_connection import TOKEN_HINT, connect, disconnect
+from lab.execution.progress import Execution, Outcome, Progress
+from lab.execution.ray_connection import TOKEN_HINT, connect, disconnect
 
 __all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "RETRIES", "TOKEN_HINT",
            "Execution", "HydraKnobs", "Interrupted", "Outcome", "Plan", "Progress", "analyse", "connect",

@@ -18,7 +18,8 @@ from lab.execution import schedule
 from lab.execution.batch import Trainer
 from lab.cli import plural
 from lab.config.jobs import Job
-from lab.sweep import placement, ray_connection
+from lab.execution import ray_connection
+from lab.sweep import placement
 from lab.sweep.store import Store
 from lab.execution.workers import Forks, InProcess, Lost, RayActors
 

@@ -15,7 +15,8 @@ from lab.sweep import callbacks
 from lab.cli import fail, one_line, plural, require_writable
 from lab.config.compose import Composer, flat
 from lab.knobs import ConfigError
-from lab.sweep import placement, ray_connection, record
+from lab.execution import ray_connection
+from lab.sweep import placement, record
 from lab.sweep.execution import Interrupted, execute, report
 from lab.sweep.planning import grid_size, list_plan, plan
 

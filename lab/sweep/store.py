@@ -11,7 +11,7 @@ from lab import results
 from lab.execution.batch import token_path
 from lab.config.jobs import Job
 from lab.run import lost
-from lab.sweep.progress import Outcome, Progress
+from lab.execution.progress import Outcome, Progress
 
 
 class Store:

@@ -102,3 +102,26 @@ class Progress:
     def close(self) -> None:
         if self.live:
             print(file=sys.stderr)
+
+
+@dataclass
+class Execution:
+    """What `execute` did: the runs' outcomes, on how many cores, and the sweep's wall time from
+    its start (composing and planning included) until the runs were saved and Ray stopped."""
+
+    done: list[Outcome]
+    cores: int
+    seconds: float
+    retried: int = 0
+    """runs sent again after Ray lost them with their worker or node"""
+
+    def efficiency(self) -> str:
+        """Core utilisation (the runs' wall seconds on their workers, storing them included, over
+        cores x the sweep's), the fixed cost (the sweep's wall time before the first run began and
+        after the last one ended), and the utilisation between those two moments."""
+        busy = sum(o.wall_seconds for o in self.done)
+        span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
+        return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
+                f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
+                f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving); "
+                f"{busy / (self.cores * max(span, 1e-9)):.0%} busy while runs trained")

@@ -1,12 +1,12 @@
 """The knob reference, docs/knobs.md, generated from the one place each knob's meaning is written.
 
-A knob's meaning is the docstring of its field: `lab.knobs.RunConfig` and `lab.knobs.Settings`
+A knob's meaning is the docstring of its field: `lab.knobs.RunConfig` and `lab.knobs.ResultsSettings`
 for the knobs every run has, each algorithm's `Config` for its own. Its default is what Hydra
 composes from conf/config.yaml and conf/algorithm/<name>.yaml. The yaml files carry no meanings,
 so nothing repeats a docstring; tests/test_reference.py fails when a yaml default, a Config
 field and docs/knobs.md disagree.
 
-    python -m lab.config.reference > docs/knobs.md
+    python -m lab.reference > docs/knobs.md
 """
 
 import ast
@@ -21,10 +21,10 @@ from omegaconf import OmegaConf
 
 from lab import agents, cli
 from lab.config.compose import CONF_PACKAGE, compose
-from lab.knobs import RunConfig, Settings
+from lab.knobs import ResultsSettings, RunConfig
 from lab.search.settings import Settings as SearchSettings
 
-COMMAND = "python -m lab.config.reference > docs/knobs.md"
+COMMAND = "python -m lab.reference > docs/knobs.md"
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -93,11 +93,11 @@ def _table(rows) -> list[str]:
 
 
 def _run_section(shared: dict) -> list[str]:
-    rows = _rows(RunConfig, shared) + _rows(Settings, shared)
+    rows = _rows(RunConfig, shared) + _rows(ResultsSettings, shared)
     listed = {row[0] for row in rows}
     others = [f"`{key}={shown(value)}`" for key, value in shared.items() if key not in listed]
     return ["## Every run", "",
-            "The knobs of `lab.knobs.RunConfig` and `lab.knobs.Settings`, with the defaults of "
+            "The knobs of `lab.knobs.RunConfig` and `lab.knobs.ResultsSettings`, with the defaults of "
             "`conf/config.yaml` (an algorithm's yaml may change them: see its section).", "",
             *_table(rows), "",
             f"`conf/config.yaml` also sets {', '.join(others)} for the algorithms that use them "
@@ -157,8 +157,8 @@ def markdown() -> str:
 
 @cli.one_line()  # a full disk or a closed pipe on stdout: one line
 def main(argv=None) -> None:
-    """`python -m lab.config.reference`: docs/knobs.md on stdout; it takes no arguments."""
-    cli.ArgumentParser(prog="python -m lab.config.reference", description="Print docs/knobs.md.").parse_args(argv)
+    """`python -m lab.reference`: docs/knobs.md on stdout; it takes no arguments."""
+    cli.ArgumentParser(prog="python -m lab.reference", description="Print docs/knobs.md.").parse_args(argv)
     sys.stdout.write(markdown())
     sys.stdout.flush()
 
