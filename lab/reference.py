@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from lab import agents, cli
 from lab.compose import CONF_PACKAGE, compose
 from lab.knobs import RunConfig, Settings
-from lab.search.settings import Settings as SearchSettings
+from lab.search.settings import SearchSettings
 
 COMMAND = "python -m lab.reference > docs/knobs.md"
 
@@ -136,7 +136,7 @@ def _search_section() -> list[str]:
     rows = _rows(SearchSettings, {f.name: f.default for f in dataclasses.fields(SearchSettings)})
     return ["## Search settings", "",
             "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
-            "`lab.search.settings.Settings`, where they and their defaults are defined once; see "
+            "`lab.search.settings.SearchSettings`, where they and their defaults are defined once; see "
             "[Adaptive search](search.md).", "", *_table(rows), ""]
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from lab.search import study
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 X = {"x": optuna.distributions.FloatDistribution(0, 1)}
@@ -16,10 +16,11 @@ X = {"x": optuna.distributions.FloatDistribution(0, 1)}
 def test_the_pruner_is_asked_only_at_its_rungs():
     """Successive halving from 111 iterations, factor 3, evaluated every 20 of 1000: the first
     points at or after 111, 333 (and 999, the end, where the trial ends anyway)."""
-    asha = Settings(scheduler="asha", reduction_factor=3)
+    asha = SearchSettings(scheduler="asha", reduction_factor=3)
     assert study.decisions(asha, iterations=1000, eval_every=20) == (120, 340)
-    assert study.decisions(Settings(scheduler="asha", grace_period=6), iterations=60, eval_every=6) == (6, 18, 54)
-    assert study.decisions(Settings(scheduler="none"), iterations=1000, eval_every=20) == ()
+    early = SearchSettings(scheduler="asha", grace_period=6)
+    assert study.decisions(early, iterations=60, eval_every=6) == (6, 18, 54)
+    assert study.decisions(SearchSettings(scheduler="none"), iterations=1000, eval_every=20) == ()
 
 
 def _asked(sampler, told: int) -> dict:
@@ -55,7 +56,7 @@ def test_tpe_through_the_reseeded_sampler_still_homes_in():
 
 
 def test_the_journal_waits_in_memory_until_flushed(tmp_path):
-    store = study.Store(Settings(), tmp_path)
+    store = study.Store(SearchSettings(), tmp_path)
     s = optuna.create_study(study_name=store.name, storage=store.storage, direction="maximize")
     trial = s.ask(X)
     s.tell(trial, 0.5)
@@ -80,7 +81,7 @@ def test_best_yaml_sets_a_knob_the_run_id_leaves_out(tmp_path):
     from lab.search import outcome
     base = compose("algorithm=q_net", "opponent=random", "loss_reward=-1", "iterations=10")
     best = outcome.Configuration("trial 0", {"alpha": 0.2}, "finished", [[10, [0.5]]], ["r"])
-    again = outcome.write_best(best, base, Settings(seeds=1), tmp_path)
+    again = outcome.write_best(best, base, SearchSettings(seeds=1), tmp_path)
     assert "loss_reward=-1.0" in again.split()
     knobs = yaml.safe_load((tmp_path / "_search" / outcome.BEST).read_text())
     overrides = [f"{k}={v}" for k, v in knobs.items() if k != "defaults"]

@@ -15,13 +15,13 @@ from lab import config, provenance, results
 from lab.run import Training
 from lab.search import outcome
 from lab.search.saved import IDENTITY
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
 from lab.workers import Forks, InProcess, Interrupt, RayActors
 
 
-def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
+def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
     """What a search searched, written into results_dir/_search (saved.searched reads it back):
     resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
@@ -91,8 +91,8 @@ class Saver:
                 self.hooks.saved(self.writer.results_dir, run)
 
 
-def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, address=None, num_cpus=None,
-            parallel="auto"):
+def workers(settings: SearchSettings, base: dict, code: dict, interrupt: Interrupt, address=None,
+            num_cpus=None, parallel="auto"):
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
     else forks of this process, one per core (at most max_concurrent), and this process once
     every fork died; or this process itself (one core, or parallel=false)."""
@@ -111,7 +111,7 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
     return Forks(size, (Trainer, (code,)), interrupt, fallback=here)
 
 
-def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
+def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> str:
     """What a search would do, in a few lines (a dry run)."""
     job = config.job(base)
     driven = "population-based training" if settings.scheduler == "pbt" else \
@@ -126,7 +126,7 @@ def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
+def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
            parallel="auto", figures=True, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""
     from lab import sweep
@@ -241,7 +241,7 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
     return True
 
 
-def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):
+def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):
     """What drives the trials: population-based training, or an Optuna study."""
     if settings.scheduler == "pbt":
         from lab.search.pbt import Evolve

@@ -1,5 +1,5 @@
 """A search's settings, `hydra.sweeper.*` of `hydra/sweeper=search`, defined once: the lab's Hydra
-plugins build both sweepers' configs from `Settings` (the search sweeper's with these defaults,
+plugins build both sweepers' configs from `SearchSettings` (the search sweeper's with these defaults,
 the grid sweeper's with every field optional, so that a named search in sweeps/ can set them),
 and lab.search reads them back into it."""
 
@@ -18,7 +18,7 @@ AGGREGATES = ("mean", "median", "iqm")
 
 
 @dataclass
-class Settings:
+class SearchSettings:
     num_samples: int = 8
     """trials: configurations, each trained on `seeds` seeds"""
     search: str = "random"

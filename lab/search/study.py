@@ -17,7 +17,7 @@ import numpy as np
 from lab import config, results
 from lab.run import lost
 from lab.search.outcome import Configuration
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
 from lab.workers import Lost
@@ -32,7 +32,7 @@ class Store:
     """The search's Optuna storage: by default a journal file in results_dir/_search (Buffered),
     else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
 
-    def __init__(self, settings: Settings, folder: Path):
+    def __init__(self, settings: SearchSettings, folder: Path):
         import optuna
 
         if settings.storage is None:
@@ -84,7 +84,7 @@ def load(results_dir, storage: str | None = None):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = Store(Settings(storage=storage), Path(results_dir) / results.SEARCH)
+    store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
     return optuna.load_study(study_name=store.name, storage=store.storage)
 
 
@@ -98,7 +98,7 @@ def configurations(study) -> list[Configuration]:
             for t in study.get_trials(deepcopy=False) if t.state in status]
 
 
-def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, eval_every: int):
+def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
     """The search's study, created or loaded to resume it, and its Store."""
     import optuna
 
@@ -115,12 +115,12 @@ def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, 
     return study, store
 
 
-def grace_period(settings: Settings, iterations: int, eval_every: int) -> int:
+def grace_period(settings: SearchSettings, iterations: int, eval_every: int) -> int:
     """Iterations before a configuration can be stopped (asha, hyperband)."""
     return settings.grace_period or max(eval_every, iterations // 9)
 
 
-def decisions(settings: Settings, iterations: int, eval_every: int) -> tuple:
+def decisions(settings: SearchSettings, iterations: int, eval_every: int) -> tuple:
     """The evaluation points where the pruner may stop a configuration: the first at or after each
     rung of successive halving (every bracket's, for Hyperband), at grace_period x
     reduction_factor^k iterations, but the last. Sent only these, it decides as seeing every one."""
@@ -133,7 +133,7 @@ def decisions(settings: Settings, iterations: int, eval_every: int) -> tuple:
     return tuple(sorted(rungs - {iterations}))
 
 
-def _pruner(settings: Settings, iterations: int, eval_every: int):
+def _pruner(settings: SearchSettings, iterations: int, eval_every: int):
     import optuna
 
     grace = grace_period(settings, iterations, eval_every)
@@ -211,7 +211,7 @@ class Optimize:
     runs are written, which takes longer than most fast trials; the study's storage is written
     only after the runs, so a trial it holds as ended has its runs in results_dir."""
 
-    def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: Settings,
+    def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: SearchSettings,
                  pool, save, progress):
         self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
         self.pool, self.save, self.progress = pool, save, progress
