@@ -15,6 +15,7 @@ from lab import config, provenance, results
 from lab.run import Training
 from lab.search import outcome
 from lab.search.saved import IDENTITY
+from lab.search.schedulers import SCHEDULERS, title
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
@@ -46,8 +47,9 @@ def differences(saved: dict, ours: dict) -> list[str]:
                               ("settings", LONGER, "hydra.sweeper.{key}={now} (it had {before})")):
         before, now = saved.get(part, {}), ours.get(part, {})
         for key in sorted(set(before) | set(now)):
-            pbt = part == "settings" and now.get("scheduler") == "pbt"  # its population is num_samples
-            if (key not in skip or pbt) and before.get(key) != now.get(key):
+            # a population's size is num_samples: another one is another search
+            population = part == "settings" and SCHEDULERS[now["scheduler"]].drives_population
+            if (key not in skip or population) and before.get(key) != now.get(key):
                 out.append(spell.format(key=key, now=_value(now, key), before=_value(before, key)))
     return out
 
@@ -114,9 +116,7 @@ def workers(settings: SearchSettings, base: dict, code: dict, interrupt: Interru
 def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> str:
     """What a search would do, in a few lines (a dry run)."""
     job = config.job(base)
-    driven = "population-based training" if settings.scheduler == "pbt" else \
-        f"{settings.search} search, scheduler {settings.scheduler}"
-    lines = [f"a search of {settings.num_samples} configurations ({driven}), each trained on seeds "
+    lines = [f"a search of {settings.num_samples} configurations ({title(settings)}), each trained on seeds "
              f"0..{settings.seeds - 1} ({settings.aggregate} of their objectives), {job.run.algorithm} up to "
              f"{job.run.iterations * job.run.episodes_per_update:,} episodes, into {job.results_dir}"]
     for key, dim in dims.items():
@@ -242,8 +242,8 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
 
 
 def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):
-    """What drives the trials: population-based training, or an Optuna study."""
-    if settings.scheduler == "pbt":
+    """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
+    if SCHEDULERS[settings.scheduler].drives_population:
         from lab.search.pbt import Evolve
 
         return Evolve(base, dims, settings, pool, save, ended, folder)

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lab.search import schedulers
 from lab.search.settings import SearchSettings
 
 STYLE = {"finished": dict(color="tab:blue", alpha=0.8), "stopped": dict(color="tab:gray", alpha=0.6, linestyle="--"),
@@ -40,8 +41,7 @@ def objective(configurations: list, base: dict, settings: SearchSettings, path: 
         ax.plot([], [], label="failed (a run's error, lab-summary says which)", **STYLE["failed"])
     spread = f"{settings.aggregate} of {settings.seeds} seeds, band: their range" if settings.seeds > 1 else "one seed"
     ax.set(xlabel="training episodes", ylabel=f"exact win - loss against {settings.objective}",
-           title=f"search: {settings.search}, scheduler {settings.scheduler}, {len(configurations)} configurations "
-                 f"({spread})")
+           title=f"{schedulers.title(settings)}, {len(configurations)} configurations ({spread})")
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.savefig(path, dpi=120)
