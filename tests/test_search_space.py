@@ -9,7 +9,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from lab.compose import compose
 from lab.knobs import ConfigError
 from lab.search import space as search
-from lab.search.settings import OBJECTIVES, SearchSettings
+from lab.search.schedulers import SCHEDULERS
+from lab.search.settings import OBJECTIVES, SearchSettings, either
 from lab.sweep import hydra_knobs
 
 
@@ -82,7 +83,7 @@ def test_validated_at_every_extreme_before_anything_starts():
 
 
 @pytest.mark.parametrize("key, value, says", [
-    ("scheduler", "bohb", "none, asha, hyperband or pbt"),
+    ("scheduler", "bohb", f"scheduler must be {either(SCHEDULERS)}"),  # the registry's, every one
     ("objective", "perfect", "random or onestep, or opponent"),
     ("search", "optuna", "random or tpe"),
     ("seeds", 0, "a positive integer"),
@@ -95,6 +96,11 @@ def test_settings_are_checked(key, value, says):
         SearchSettings(**{key: value}).check()
     assert str(error.value).startswith(f"hydra.sweeper.{key}={value!r} is not allowed") and says in str(error.value)
     SearchSettings().check()  # the defaults are allowed
+
+
+def test_a_list_of_choices_reads_as_a_sentence():
+    assert either(["none", "asha", "hyperband", "pbt"]) == "none, asha, hyperband or pbt"
+    assert either(("random", "tpe")) == "random or tpe"
 
 
 def test_the_aggregates():
