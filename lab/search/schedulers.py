@@ -4,6 +4,7 @@ eval_every, and names the evaluation points where that pruner may decide; pbt, w
 own population (lab.search.pbt), has none. Adding a scheduler means writing its entry here: the
 rest of the lab reads SCHEDULERS. Optuna (the search extra) is imported only to build a pruner."""
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -66,12 +67,35 @@ def _hyperband(settings, iterations: int, eval_every: int):
                                           max_resource=iterations, reduction_factor=settings.reduction_factor)
 
 
+PATIENCE = 2
+"""patient_asha: evaluation points a configuration's objective may go without improving before
+successive halving may stop it"""
+
+
+def every_point(settings, iterations: int, eval_every: int) -> tuple:
+    """Every evaluation point but the last (the end, where a trial ends anyway)."""
+    return tuple(range(eval_every, iterations, eval_every))
+
+
+def _patient_successive_halving(settings, iterations: int, eval_every: int):
+    """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
+    import optuna
+
+    with warnings.catch_warnings():  # experimental in Optuna: tests/test_search_patient_asha.py pins it
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.pruners.PatientPruner(_successive_halving(settings, iterations, eval_every), PATIENCE)
+
+
 SCHEDULERS = {s.name: s for s in (
     Scheduler("none", "every configuration trains in full", "scheduler none", _nop),
     Scheduler("asha", "successive halving: stop hopeless configurations early", "scheduler asha",
               _successive_halving, rungs),
     Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", "scheduler hyperband",
               _hyperband, rungs),
+    # its patience counts evaluation points, so the pruner hears of every one
+    Scheduler("patient_asha", f"Optuna's PatientPruner around successive halving: it stops a configuration "
+              f"only once its objective has not improved for {PATIENCE} evaluation points",
+              "scheduler patient_asha", _patient_successive_halving, every_point),
     Scheduler("pbt", "population-based training", "population-based training", None),
 )}
 """Every scheduler by name, in the order the knob reference and the settings' check list them"""
