@@ -1,7 +1,8 @@
 """The knob reference, docs/knobs.md, generated from the one place each knob's meaning is written.
 
 A knob's meaning is the docstring of its field: `lab.knobs.RunConfig` and `lab.knobs.ResultsSettings`
-for the knobs every run has, each algorithm's `Config` for its own. Its default is what Hydra
+for the knobs every run has, each algorithm's `Config` for its own (a search's `search` and
+`scheduler` go on with their registries' entries, REGISTRIES). Its default is what Hydra
 composes from conf/config.yaml and conf/algorithm/<name>.yaml. The yaml files carry no meanings,
 so nothing repeats a docstring; tests/test_reference.py fails when a yaml default, a Config
 field and docs/knobs.md disagree.
@@ -22,9 +23,14 @@ from omegaconf import OmegaConf
 from lab import agents, cli
 from lab.config.compose import CONF_PACKAGE, compose
 from lab.knobs import ResultsSettings, RunConfig
-from lab.search.settings import Settings as SearchSettings
+from lab.search.samplers import SAMPLERS
+from lab.search.schedulers import SCHEDULERS
+from lab.search.settings import SearchSettings, either
 
 COMMAND = "python -m lab.reference > docs/knobs.md"
+REGISTRIES = {"search": SAMPLERS, "scheduler": SCHEDULERS}
+"""The search settings whose choices are a registry's entries, listed after their meaning (so a new
+entry shows up here)"""
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -133,11 +139,18 @@ def _matchup_lines(name: str) -> list[str]:
 
 
 def _search_section() -> list[str]:
-    rows = _rows(SearchSettings, {f.name: f.default for f in dataclasses.fields(SearchSettings)})
+    defaults = {f.name: f.default for f in dataclasses.fields(SearchSettings)}
+    rows = [(name, kind, default, f"{meaning}: {_choices(REGISTRIES[name])}" if name in REGISTRIES
+             else meaning) for name, kind, default, meaning in _rows(SearchSettings, defaults)]
     return ["## Search settings", "",
             "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
-            "`lab.search.settings.Settings`, where they and their defaults are defined once; see "
+            "`lab.search.settings.SearchSettings`, where they and their defaults are defined once; see "
             "[Adaptive search](search.md).", "", *_table(rows), ""]
+
+
+def _choices(registry: dict) -> str:
+    """A registry's entries, each with its description."""
+    return either(f"{name} ({entry.description})" for name, entry in registry.items())
 
 
 def markdown() -> str:

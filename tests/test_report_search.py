@@ -9,7 +9,7 @@ import pytest
 
 from lab.analysis import report_search
 from lab.search.outcome import Configuration
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 
 DIMS = {"alpha": Dimension("interval", 0.01, 1.0, log=True), "epsilon": Dimension("interval", 0.0, 1.0),
@@ -29,15 +29,16 @@ def _configurations(count: int, objective) -> list[Configuration]:
 def test_importance_finds_the_knob_that_moves_the_objective():
     # the objective follows log(alpha), with a little noise; epsilon and memory do nothing
     configs = _configurations(200, lambda p, rng: np.log10(p["alpha"]) + 0.05 * rng.normal())
-    shares = report_search.importance(configs, DIMS, Settings())
+    shares = report_search.importance(configs, DIMS, SearchSettings())
     assert list(shares) == ["alpha", "epsilon", "memory"]
     assert shares["alpha"][0] > 0.9 and shares["epsilon"][0] < 0.1 and shares["memory"][0] < 0.05
     assert all(low <= share <= high for share, low, high in shares.values())  # each with its interval
     assert shares["alpha"][1] > shares["epsilon"][2]
     # a choice that decides it, alone
-    shares = report_search.importance(_configurations(60, lambda p, rng: float(p["memory"] == "keep")), DIMS, Settings())
+    by_memory = _configurations(60, lambda p, rng: float(p["memory"] == "keep"))
+    shares = report_search.importance(by_memory, DIMS, SearchSettings())
     assert shares["memory"][0] == pytest.approx(1.0) and list(shares)[0] == "memory"
-    assert report_search.importance(configs[:report_search.LEAST - 1], DIMS, Settings()) == {}
+    assert report_search.importance(configs[:report_search.LEAST - 1], DIMS, SearchSettings()) == {}
 
 
 def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apart():
@@ -45,7 +46,7 @@ def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apa
                Configuration("trial 0", {"alpha": 0.2}, "finished", [[9, [0.3]]], []),
                Configuration("trial 1", {"alpha": 0.3}, "stopped", [[3, [0.9]]], []),
                Configuration("trial 3", {"alpha": 0.4}, "failed", [], [])]
-    table = report_search.trials_table(configs, Settings())
+    table = report_search.trials_table(configs, SearchSettings())
     assert table["number"].tolist() == [0, 1, 2, 3]
     assert table["status"].tolist() == ["finished", "stopped", "finished", "failed"]
     assert table["best"].tolist() == [0.3, 0.3, 0.5, 0.5]  # a stopped trial's 0.9 is no best
@@ -58,7 +59,7 @@ def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
     from lab.search import driver, saved
 
     (tmp_path / results.SEARCH).mkdir()
-    identity = driver.identity({"algorithm": "q_table"}, DIMS, Settings())
+    identity = driver.identity({"algorithm": "q_table"}, DIMS, SearchSettings())
     (tmp_path / results.SEARCH / saved.IDENTITY).write_text(json.dumps(identity))
     scales = saved.scales(tmp_path)
     assert scales == {"alpha": "log", "epsilon": "linear", "memory": "category"}

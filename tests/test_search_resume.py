@@ -12,7 +12,7 @@ from lab import results
 from lab.config.compose import compose
 from lab.search import figures, outcome, study
 from lab.search.driver import FINISHED
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from sweeping import cli
 
 pytest.importorskip("optuna")
@@ -72,7 +72,7 @@ def test_failures_are_counted_per_reason_and_a_lost_worker_fails_the_search(tmp_
     assert outcome.failures(configurations) == ["2 trials failed: diverged (first: trial 0)",
                                                 "1 trial failed: died (first: trial 3)"]
     base = compose("algorithm=q_table", "opponent=onestep", "iterations=6", "episodes_per_update=10", "eval_every=6")
-    settings = Settings(objective="onestep")
+    settings = SearchSettings(objective="onestep")
     (tmp_path / results.SEARCH).mkdir()
     assert outcome.finish(configurations[:3], base, settings, tmp_path) == 0
     assert outcome.finish(configurations, base, settings, tmp_path) == 1
@@ -90,7 +90,7 @@ def test_the_objective_figure_names_failed_trials_in_its_legend(tmp_path, monkey
     monkeypatch.setattr(matplotlib.axes.Axes, "legend", kept)
     configurations = [outcome.Configuration("trial 0", {}, "failed", [[6, [0.1]], [12, [0.2]]], []),
                       outcome.Configuration("trial 1", {}, "finished", [[6, [0.3]], [12, [0.4]]], [])]
-    path = figures.objective(configurations, {"episodes_per_update": 10}, Settings(objective="onestep"),
+    path = figures.objective(configurations, {"episodes_per_update": 10}, SearchSettings(objective="onestep"),
                              tmp_path / "objective.png")
     assert path.stat().st_size > 0
     assert labels[0] == "finished" and any(label.startswith("failed") for label in labels)

@@ -12,7 +12,7 @@ from lab import results
 from lab.config.compose import compose
 from lab.config.jobs import job
 from lab.search import outcome, study
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from sweeping import alone, cli, rows
 
 SEEDS = 3
@@ -118,7 +118,8 @@ def test_median_and_iqm_aggregate_the_same_points(tmp_path):
     for trial in study.load(tmp_path / "median").get_trials():
         finals = _objective(table[table["run_id"].isin(trial.user_attrs["runs"]) & (table["iteration"] == 40)])
         assert trial.value == pytest.approx(np.median(finals))
-        assert trial.value == Settings(aggregate="median").aggregated(trial.user_attrs["objectives"][-1][1])
+        median = SearchSettings(aggregate="median")
+        assert trial.value == median.aggregated(trial.user_attrs["objectives"][-1][1])
 
 
 def test_a_grid_reuses_the_runs_of_a_search(searched, tmp_path):

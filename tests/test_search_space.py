@@ -9,7 +9,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from lab.config.compose import compose
 from lab.knobs import ConfigError
 from lab.search import space as search
-from lab.search.settings import OBJECTIVES, Settings
+from lab.search.schedulers import SCHEDULERS
+from lab.search.settings import OBJECTIVES, SearchSettings, either
 from lab.sweep import hydra_knobs
 
 
@@ -82,7 +83,7 @@ def test_validated_at_every_extreme_before_anything_starts():
 
 
 @pytest.mark.parametrize("key, value, says", [
-    ("scheduler", "bohb", "none, asha, hyperband or pbt"),
+    ("scheduler", "bohb", f"scheduler must be {either(SCHEDULERS)}"),  # the registry's, every one
     ("objective", "perfect", "random or onestep, or opponent"),
     ("search", "optuna", "random or tpe"),
     ("seeds", 0, "a positive integer"),
@@ -92,17 +93,23 @@ def test_validated_at_every_extreme_before_anything_starts():
 ])
 def test_settings_are_checked(key, value, says):
     with pytest.raises(ConfigError) as error:
-        Settings(**{key: value}).check()
+        SearchSettings(**{key: value}).check()
     assert str(error.value).startswith(f"hydra.sweeper.{key}={value!r} is not allowed") and says in str(error.value)
-    Settings().check()  # the defaults are allowed
+    SearchSettings().check()  # the defaults are allowed
+
+
+def test_a_list_of_choices_reads_as_a_sentence():
+    assert either(["none", "asha", "hyperband", "pbt"]) == "none, asha, hyperband or pbt"
+    assert either(("random", "tpe")) == "random or tpe"
 
 
 def test_the_aggregates():
     values = [0.1, 0.9, 0.3, 0.5, 0.2]
-    assert Settings(aggregate="mean").aggregated(values) == pytest.approx(0.4)
-    assert Settings(aggregate="median").aggregated(values) == pytest.approx(0.3)
-    assert Settings(aggregate="iqm").aggregated(values) == pytest.approx((0.2 + 0.3 + 0.5) / 3)  # 5 // 4 off each end
-    assert Settings(aggregate="iqm").aggregated([0.1, 0.9, 0.3]) == pytest.approx(13 / 30)  # under 4: the mean
+    assert SearchSettings(aggregate="mean").aggregated(values) == pytest.approx(0.4)
+    assert SearchSettings(aggregate="median").aggregated(values) == pytest.approx(0.3)
+    iqm = SearchSettings(aggregate="iqm")
+    assert iqm.aggregated(values) == pytest.approx((0.2 + 0.3 + 0.5) / 3)  # 5 // 4 off each end
+    assert iqm.aggregated([0.1, 0.9, 0.3]) == pytest.approx(13 / 30)  # under 4: the mean
 
 
 @pytest.mark.parametrize("algorithm", ["q_table", "td_value", "mc_vfa", "q_net", "negamax_q", "alphazero"])
@@ -123,7 +130,7 @@ def test_the_named_searches_compose_and_validate(algorithm):
         assert sweeper.pop("_target_").endswith("LabSweeper")  # which hands a search to SearchSweeper
         params = sweeper.pop("params")
         sweeper.pop("max_batch_size")
-        settings = Settings(**{k: v for k, v in sweeper.items() if v is not None})
+        settings = SearchSettings(**{k: v for k, v in sweeper.items() if v is not None})
         settings.check()
         parser = OverridesParser.create(config_loader=loader)
         fixed, dims = search.space(parser.parse_overrides([f"{k}={v}" for k, v in params.items()]),

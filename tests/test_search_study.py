@@ -1,25 +1,46 @@
-"""The pieces of lab.search.study, in this process: the points where the pruner may decide, the
-sampler seeded per trial, and the journal that waits in memory until a trial ends."""
+"""The pieces of lab.search.study and its registries, in this process: the points where the pruner
+may decide, every scheduler's pruner, the sampler seeded per trial, and the journal that waits in
+memory until a trial ends."""
 
 import numpy as np
 import optuna
 import pytest
 import yaml
 
+from lab import reference
 from lab.search import study
-from lab.search.settings import Settings
+from lab.search.schedulers import SCHEDULERS
+from lab.search.settings import SearchSettings
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 X = {"x": optuna.distributions.FloatDistribution(0, 1)}
 
 
+def decisions(settings: SearchSettings, iterations: int, eval_every: int) -> tuple:
+    return SCHEDULERS[settings.scheduler].decisions(settings, iterations, eval_every)
+
+
 def test_the_pruner_is_asked_only_at_its_rungs():
     """Successive halving from 111 iterations, factor 3, evaluated every 20 of 1000: the first
     points at or after 111, 333 (and 999, the end, where the trial ends anyway)."""
-    asha = Settings(scheduler="asha", reduction_factor=3)
-    assert study.decisions(asha, iterations=1000, eval_every=20) == (120, 340)
-    assert study.decisions(Settings(scheduler="asha", grace_period=6), iterations=60, eval_every=6) == (6, 18, 54)
-    assert study.decisions(Settings(scheduler="none"), iterations=1000, eval_every=20) == ()
+    asha = SearchSettings(scheduler="asha", reduction_factor=3)
+    assert decisions(asha, iterations=1000, eval_every=20) == (120, 340)
+    early = SearchSettings(scheduler="asha", grace_period=6)
+    assert decisions(early, iterations=60, eval_every=6) == (6, 18, 54)
+    assert decisions(SearchSettings(scheduler="none"), iterations=1000, eval_every=20) == ()
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_every_scheduler_is_allowed_listed_and_builds_a_pruner_or_drives_a_population(name):
+    settings = SearchSettings(scheduler=name)
+    settings.check()
+    assert f"{name} ({SCHEDULERS[name].description})" in reference.markdown()
+    points = decisions(settings, iterations=60, eval_every=6)
+    assert all(point % 6 == 0 and 0 < point < 60 for point in points)
+    if SCHEDULERS[name].drives_population:
+        assert points == ()
+    else:
+        assert isinstance(SCHEDULERS[name].pruner(settings, 60, 6), optuna.pruners.BasePruner)
 
 
 def _asked(sampler, told: int) -> dict:
@@ -55,7 +76,7 @@ def test_tpe_through_the_reseeded_sampler_still_homes_in():
 
 
 def test_the_journal_waits_in_memory_until_flushed(tmp_path):
-    store = study.Store(Settings(), tmp_path)
+    store = study.Store(SearchSettings(), tmp_path)
     s = optuna.create_study(study_name=store.name, storage=store.storage, direction="maximize")
     trial = s.ask(X)
     s.tell(trial, 0.5)
@@ -80,7 +101,7 @@ def test_best_yaml_sets_a_knob_the_run_id_leaves_out(tmp_path):
     from lab.search import outcome
     base = compose("algorithm=q_net", "opponent=random", "loss_reward=-1", "iterations=10")
     best = outcome.Configuration("trial 0", {"alpha": 0.2}, "finished", [[10, [0.5]]], ["r"])
-    again = outcome.write_best(best, base, Settings(seeds=1), tmp_path)
+    again = outcome.write_best(best, base, SearchSettings(seeds=1), tmp_path)
     assert "loss_reward=-1.0" in again.split()
     knobs = yaml.safe_load((tmp_path / "_search" / outcome.BEST).read_text())
     overrides = [f"{k}={v}" for k, v in knobs.items() if k != "defaults"]

@@ -9,7 +9,7 @@
   naming the new one.
 - SearchSweeper (`hydra/sweeper=search`): reads the search space from the overrides, validates
   it, and hands it to lab.search.driver. Its settings and the grid sweeper's copy of them (for
-  named searches) are built from lab.search.settings.Settings.
+  named searches) are built from lab.search.settings.SearchSettings.
 - The named sweeps (the package lab.sweeps: the repository's `sweeps/*.yaml`) become the config
   group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
   than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
@@ -32,12 +32,12 @@ from lab.compat.hydra import basic_sweeper, sweeper_params
 
 
 def _sweeper_conf(name: str, target: str, fields: list, optional: bool):
-    """A sweeper's Hydra config: `fields`, then every search setting (lab.search.settings.Settings,
+    """A sweeper's Hydra config: `fields`, then every search setting (lab.search.settings.SearchSettings,
     defined there once) with its default, or optional (None) where `optional`."""
-    from lab.search.settings import Settings
+    from lab.search.settings import SearchSettings
 
     settings = [(f.name, Optional[f.type], None) if optional else (f.name, f.type, f.default)
-                for f in dataclasses.fields(Settings)]
+                for f in dataclasses.fields(SearchSettings)]
     return dataclasses.make_dataclass(name, [("_target_", str, target), *fields, *settings])
 
 
@@ -142,10 +142,10 @@ ConfigStore.instance().store(group="hydra/sweeper", name="search", node=SearchSw
 
 class SearchSweeper(Sweeper):
     def __init__(self, params=None, **settings):
-        from lab.search.settings import Settings
+        from lab.search.settings import SearchSettings
 
         self.params = dict(params or {})
-        self.settings = Settings(**settings)
+        self.settings = SearchSettings(**settings)
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config

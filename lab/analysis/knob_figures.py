@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
-from lab import summary  # noqa: E402
+from lab.analysis import summary  # noqa: E402
 from lab.analysis import compare
 from lab.evaluation import evaluate
 

@@ -31,7 +31,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab import results, summary  # noqa: E402
+from lab import results  # noqa: E402
+from lab.analysis import summary  # noqa: E402
 from lab.analysis import knob_figures
 from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402

@@ -13,7 +13,7 @@ import pandas as pd
 
 from lab import results, stats
 from lab.evaluation import evaluate
-from lab.search import saved
+from lab.search import saved, schedulers
 
 QUANTILE_BINS = 10
 """Bins of an interval knob for its importance (fewer with few configurations)"""
@@ -24,7 +24,7 @@ LEAST = stats.IMPORTANCE_LEAST
 def configurations(results_dir) -> list:
     """The search's configurations (lab.search.outcome.Configuration), in trial order."""
     base, dims, settings = saved.searched(results_dir)
-    if settings.scheduler == "pbt":
+    if schedulers.SCHEDULERS[settings.scheduler].drives_population:
         from lab.search.pbt import Evolve
 
         return Evolve(base, dims, settings, None, None, None, Path(results_dir) / results.SEARCH).configurations()
@@ -118,7 +118,7 @@ def view(results_dir) -> dict | None:
     shares = importance(configs, dims, settings)
     counts = table["status"].value_counts()
     seeds = f"{settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else "one seed"
-    title = (f"{settings.search} search, scheduler {settings.scheduler}, {len(table)} trials "
+    title = (f"{schedulers.title(settings)}, {len(table)} trials "
              f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: win - loss against "
              f"{settings.objective} ({seeds}), stopped trials at their last evaluation")
     return {"title": title, "trials": json.loads(trials_view(table, settings.objective).to_json()),

@@ -17,7 +17,8 @@ from lab.results import provenance
 from lab.run import Training
 from lab.search import outcome
 from lab.search.saved import IDENTITY
-from lab.search.settings import Settings
+from lab.search.schedulers import SCHEDULERS, title
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.trial import Trainer
 from lab.execution import ray_connection
@@ -25,7 +26,7 @@ from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
 
 
-def identity(base: dict, dims: dict[str, Dimension], settings: Settings) -> dict:
+def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
     """What a search searched, written into results_dir/_search (saved.searched reads it back):
     resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
@@ -50,8 +51,9 @@ def differences(saved: dict, ours: dict) -> list[str]:
                               ("settings", LONGER, "hydra.sweeper.{key}={now} (it had {before})")):
         before, now = saved.get(part, {}), ours.get(part, {})
         for key in sorted(set(before) | set(now)):
-            pbt = part == "settings" and now.get("scheduler") == "pbt"  # its population is num_samples
-            if (key not in skip or pbt) and before.get(key) != now.get(key):
+            # a population's size is num_samples: another one is another search
+            population = part == "settings" and SCHEDULERS[now["scheduler"]].drives_population
+            if (key not in skip or population) and before.get(key) != now.get(key):
                 out.append(spell.format(key=key, now=_value(now, key), before=_value(before, key)))
     return out
 
@@ -95,8 +97,8 @@ class Saver:
                 self.hooks.saved(self.writer.results_dir, run)
 
 
-def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, address=None, num_cpus=None,
-            parallel="auto"):
+def workers(settings: SearchSettings, base: dict, code: dict, interrupt: Interrupt, address=None,
+            num_cpus=None, parallel="auto"):
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
     else forks of this process, one per core (at most max_concurrent), and this process once
     every fork died; or this process itself (one core, or parallel=false)."""
@@ -113,12 +115,10 @@ def workers(settings: Settings, base: dict, code: dict, interrupt: Interrupt, ad
     return Forks(size, (Trainer, (code,)), interrupt, fallback=here)
 
 
-def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
+def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> str:
     """What a search would do, in a few lines (a dry run)."""
     job = jobs.job(base)
-    driven = "population-based training" if settings.scheduler == "pbt" else \
-        f"{settings.search} search, scheduler {settings.scheduler}"
-    lines = [f"a search of {settings.num_samples} configurations ({driven}), each trained on seeds "
+    lines = [f"a search of {settings.num_samples} configurations ({title(settings)}), each trained on seeds "
              f"0..{settings.seeds - 1} ({settings.aggregate} of their objectives), {job.run.algorithm} up to "
              f"{job.run.iterations * job.run.episodes_per_update:,} episodes, into {job.results_dir}"]
     for key, dim in dims.items():
@@ -128,7 +128,7 @@ def describe(base: dict, dims: dict[str, Dimension], settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def search(base: dict, dims: dict[str, Dimension], settings: Settings, address=None, num_cpus=None,
+def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
            parallel="auto", figures=True, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status."""
     started = time.perf_counter()
@@ -242,9 +242,9 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
     return True
 
 
-def _trials(base, dims, settings: Settings, pool, save, ended, folder: Path, resume: bool):
-    """What drives the trials: population-based training, or an Optuna study."""
-    if settings.scheduler == "pbt":
+def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):
+    """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
+    if SCHEDULERS[settings.scheduler].drives_population:
         from lab.search.pbt import Evolve
 
         return Evolve(base, dims, settings, pool, save, ended, folder)

@@ -6,13 +6,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab.search.settings import Settings
+from lab.search import schedulers
+from lab.search.settings import SearchSettings
 
 STYLE = {"finished": dict(color="tab:blue", alpha=0.8), "stopped": dict(color="tab:gray", alpha=0.6, linestyle="--"),
          "failed": dict(color="tab:red", alpha=0.6)}
 
 
-def objective(configurations: list, base: dict, settings: Settings, path: Path) -> Path:
+def objective(configurations: list, base: dict, settings: SearchSettings, path: Path) -> Path:
     """Each configuration's aggregated objective against training episodes, its seeds' spread
     (lowest to highest) as a band; stopped configurations dashed and crossed where they stopped."""
     import matplotlib
@@ -40,8 +41,7 @@ def objective(configurations: list, base: dict, settings: Settings, path: Path) 
         ax.plot([], [], label="failed (a run's error, lab-summary says which)", **STYLE["failed"])
     spread = f"{settings.aggregate} of {settings.seeds} seeds, band: their range" if settings.seeds > 1 else "one seed"
     ax.set(xlabel="training episodes", ylabel=f"exact win - loss against {settings.objective}",
-           title=f"search: {settings.search}, scheduler {settings.scheduler}, {len(configurations)} configurations "
-                 f"({spread})")
+           title=f"{schedulers.title(settings)}, {len(configurations)} configurations ({spread})")
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.savefig(path, dpi=120)
@@ -49,7 +49,8 @@ def objective(configurations: list, base: dict, settings: Settings, path: Path) 
     return path
 
 
-def knob_table(configurations: list, ranked: list, base: dict, dims: dict, settings: Settings) -> pd.DataFrame:
+def knob_table(configurations: list, ranked: list, base: dict, dims: dict,
+               settings: SearchSettings) -> pd.DataFrame:
     """The configurations as lab.analysis.knob_figures.knob_figure reads them (lab.analysis.compare.configurations'
     columns): one row each with its searched knobs, its last aggregated objective (score_mean),
     its seeds' lowest and highest (score_mean_low, score_mean_high), its status, and its rank
@@ -68,7 +69,7 @@ def knob_table(configurations: list, ranked: list, base: dict, dims: dict, setti
                                                       evaluated_vs=settings.objective, seeds=settings.seeds)
 
 
-def point(settings: Settings) -> str:
+def point(settings: SearchSettings) -> str:
     """What a point of the search's knob figure is, and its bar."""
     if settings.seeds == 1:
         return "a configuration (one seed)"

@@ -12,7 +12,7 @@ from pathlib import Path
 from lab import results
 from lab.config import jobs
 from lab.cli import plural
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 
 BEST = "best.yaml"
 SHOWN = 5
@@ -38,7 +38,7 @@ class Configuration:
     lost: bool = False
     """it failed because its worker died (a fault of the machine, not of the configuration)"""
 
-    def objective(self, settings: Settings) -> float | None:
+    def objective(self, settings: SearchSettings) -> float | None:
         """Its aggregated objective at its last evaluation point."""
         return settings.aggregated(self.curve[-1][1]) if self.curve else None
 
@@ -48,7 +48,8 @@ def _episodes(base: dict, configuration: Configuration, seeds: int) -> int:
     return (configuration.curve[-1][0] if configuration.curve else 0) * per_update * seeds
 
 
-def finish(configurations: list[Configuration], base: dict, settings: Settings, results_dir: Path) -> int:
+def finish(configurations: list[Configuration], base: dict, settings: SearchSettings,
+           results_dir: Path) -> int:
     """Print how the search went (why trials failed, a line per reason) and its best
     configuration, write best.yaml. The exit status: 0 when the search completed, failed trials
     or not (a diverged network is an outcome); 1 when none finished or a worker died."""
@@ -81,13 +82,13 @@ def failures(configurations: list[Configuration]) -> list[str]:
             for reason, names in failed.items()]
 
 
-def rank(configurations: list[Configuration], settings: Settings) -> list[Configuration]:
+def rank(configurations: list[Configuration], settings: SearchSettings) -> list[Configuration]:
     """The finished configurations, best first (ties: the earlier trial)."""
     finished = [c for c in configurations if c.status == "finished" and c.curve]
     return sorted(finished, key=lambda c: (-c.objective(settings), int(c.name.split()[-1])))
 
 
-def write_best(best: Configuration, base: dict, settings: Settings, results_dir: Path) -> str:
+def write_best(best: Configuration, base: dict, settings: SearchSettings, results_dir: Path) -> str:
     """results_dir/_search/best.yaml: the best configuration, with no seed (it was trained on
     seeds 0..seeds-1), as a config file for `+_search=best`; returns its override line."""
     job = jobs.job({**base, **best.params})

@@ -21,7 +21,7 @@ from lab import results
 from lab.config import jobs
 from lab.files import write_atomic
 from lab.search.outcome import Configuration
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.study import Ended, seed_jobs
 from lab.search.trial import Task
@@ -33,7 +33,7 @@ QUANTILE = 0.25
 """The share of the population that is exploited (the top) and that exploits (the bottom)"""
 
 
-def interval(settings: Settings, iterations: int, eval_every: int) -> int:
+def interval(settings: SearchSettings, iterations: int, eval_every: int) -> int:
     """Iterations per generation: perturbation_interval, or the multiple of eval_every nearest a
     tenth of the run (every generation ends at an evaluation point, where members are ranked)."""
     if settings.perturbation_interval is not None:
@@ -58,7 +58,7 @@ class Member:
     lost: bool = False
     """its runs failed because their worker died (a fault of the machine: the search exits 1)"""
 
-    def objective(self, settings: Settings) -> float | None:
+    def objective(self, settings: SearchSettings) -> float | None:
         """Its aggregated objective at its last evaluation point."""
         return settings.aggregated(self.curve[-1][1]) if self.curve else None
 
@@ -76,7 +76,7 @@ class Evolve:
     """The generations of a PBT search. `save(results)` stores runs as they end;
     `progress(ended, running)` is called as each member's last generation ends."""
 
-    def __init__(self, base: dict, dims: dict[str, Dimension], settings: Settings, pool, save, progress,
+    def __init__(self, base: dict, dims: dict[str, Dimension], settings: SearchSettings, pool, save, progress,
                  folder: Path):
         self.base, self.dims, self.settings = base, dims, settings
         self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER

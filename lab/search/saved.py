@@ -6,21 +6,21 @@ import json
 from pathlib import Path
 
 from lab import results
-from lab.search.settings import Settings
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 
 IDENTITY = "search.json"
 """What a search searched, in results_dir/_search: its base configuration, space and settings"""
 
 
-def searched(results_dir) -> tuple[dict, dict[str, Dimension], Settings] | None:
+def searched(results_dir) -> tuple[dict, dict[str, Dimension], SearchSettings] | None:
     """(base, dimensions, settings) of the search in results_dir, or None if it holds none."""
     path = Path(results_dir) / results.SEARCH / IDENTITY
     if not path.exists():
         return None
     saved = json.loads(path.read_text())
     dims = {key: Dimension(**{**dim, "values": tuple(dim["values"])}) for key, dim in saved["space"].items()}
-    return saved["base"], dims, Settings(**saved["settings"])
+    return saved["base"], dims, SearchSettings(**saved["settings"])
 
 
 def scales(results_dir) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """A search's settings, `hydra.sweeper.*` of `hydra/sweeper=search`, defined once: the lab's Hydra
-plugins build both sweepers' configs from `Settings` (the search sweeper's with these defaults,
+plugins build both sweepers' configs from `SearchSettings` (the search sweeper's with these defaults,
 the grid sweeper's with every field optional, so that a named search in sweeps/ can set them),
 and lab.search reads them back into it."""
 
@@ -10,22 +10,27 @@ from typing import Optional
 import numpy as np
 
 from lab.knobs import ConfigError
+from lab.search.samplers import SAMPLERS
+from lab.search.schedulers import SCHEDULERS
 
-SEARCHES = ("random", "tpe")
-SCHEDULERS = ("none", "asha", "hyperband", "pbt")
 OBJECTIVES = ("random", "onestep")
 AGGREGATES = ("mean", "median", "iqm")
 
 
+def either(names) -> str:
+    """Names as a sentence lists the choices: "a, b or c"."""
+    names = list(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 @dataclass
-class Settings:
+class SearchSettings:
     num_samples: int = 8
     """trials: configurations, each trained on `seeds` seeds"""
     search: str = "random"
-    """random, or tpe (Optuna's TPE sampler)"""
+    """how a trial's configuration is drawn (lab.search.samplers)"""
     scheduler: str = "none"
-    """none, asha (successive halving: stop hopeless configurations early), hyperband (Optuna's
-    Hyperband over successive halving brackets) or pbt (population-based training)"""
+    """what stops configurations early, or drives the search (lab.search.schedulers)"""
     objective: str = "random"
     """exact win - loss of the greedy agent against random or onestep, in its seat (the mean of
     both in self-play); opponent: the fixed opponent the trials train against"""
@@ -37,10 +42,10 @@ class Settings:
     seed: int = 0
     """seeds the search itself: the same seed gives the same trials"""
     grace_period: Optional[int] = None
-    """asha, hyperband: iterations every configuration trains before it can be stopped; null:
+    """successive halving: iterations every configuration trains before it can be stopped; null:
     about iterations / 9"""
     reduction_factor: int = 3
-    """asha, hyperband: about 1 in this many configurations goes on at each rung"""
+    """successive halving: about 1 in this many configurations goes on at each rung"""
     max_concurrent: Optional[int] = None
     """trials training at once; null: one per core (on a cluster, one per CPU)"""
     perturbation_interval: Optional[int] = None
@@ -61,12 +66,12 @@ class Settings:
                                                     and value >= least)
 
         need(count(self.num_samples), "num_samples", "a positive integer")
-        need(self.search in SEARCHES, "search", " or ".join(SEARCHES))
-        need(self.scheduler in SCHEDULERS, "scheduler", ", ".join(SCHEDULERS[:-1]) + " or pbt")
+        need(self.search in SAMPLERS, "search", either(SAMPLERS))
+        need(self.scheduler in SCHEDULERS, "scheduler", either(SCHEDULERS))
         need(self.objective in OBJECTIVES + ("opponent",), "objective",
              " or ".join(OBJECTIVES) + ", or opponent (the one the trials train against)")
         need(count(self.seeds), "seeds", "a positive integer (each configuration trains on seeds 0..seeds-1)")
-        need(self.aggregate in AGGREGATES, "aggregate", ", ".join(AGGREGATES[:-1]) + " or iqm")
+        need(self.aggregate in AGGREGATES, "aggregate", either(AGGREGATES))
         need(count(self.seed, least=0), "seed", "a non-negative integer")
         need(count(self.grace_period, optional=True), "grace_period", "a positive number of iterations or null")
         need(count(self.reduction_factor, least=2), "reduction_factor", "an integer of at least 2")
@@ -75,8 +80,8 @@ class Settings:
              "a positive number of iterations or null")
         need(self.storage is None or (isinstance(self.storage, str) and "://" in self.storage), "storage",
              "null (a journal file in results_dir/_search) or an Optuna storage URL such as sqlite:///search.db")
-        need(not (self.search == "tpe" and self.scheduler == "pbt"), "search",
-             "random with scheduler=pbt (PBT samples its population itself)")
+        need(self.search == "random" or not SCHEDULERS[self.scheduler].drives_population, "search",
+             f"random with scheduler={self.scheduler} (it samples its population itself)")
 
     def aggregated(self, values) -> float:
         """A configuration's objective from its seeds' (`aggregate`)."""

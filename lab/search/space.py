@@ -11,7 +11,7 @@ import numpy as np
 
 from lab.config import jobs
 from lab.knobs import ConfigError, RunConfig
-from lab.search.settings import OBJECTIVES, Settings
+from lab.search.settings import OBJECTIVES, SearchSettings
 
 GRAMMAR = ("interval(a,b), tag(log,interval(a,b)), choice(x,y,...), range(start,stop[,step]), "
            "a comma list x,y,... or a plain value")
@@ -141,7 +141,7 @@ def _override_value(value):
     return value
 
 
-def resolve_objective(settings: Settings, base: dict) -> None:
+def resolve_objective(settings: SearchSettings, base: dict) -> None:
     """objective=opponent: the fixed opponent the trials train against (named searches use it,
     so that `opponent=random` on the command line also changes what the search maximises)."""
     if settings.objective == "opponent":

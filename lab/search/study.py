@@ -1,6 +1,7 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.execution.workers), report its aggregated objective where the pruner may decide
-(`decisions`) and answer go on or stop, tell the study how it ended.
+worker is free (lab.execution.workers), report its aggregated objective where the pruner may decide (its
+scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the study how it
+ended.
 
 The study lives in Optuna's storage (`optuna-dashboard` opens it), from which the same command
 resumes a search: the trials left running train again under the same trial. Each trial's sampler
@@ -18,7 +19,9 @@ from lab import results
 from lab.config import jobs
 from lab.run import lost
 from lab.search.outcome import Configuration
-from lab.search.settings import Settings
+from lab.search.samplers import SAMPLERS
+from lab.search.schedulers import SCHEDULERS
+from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 from lab.search.trial import Done, Point, Task
 from lab.execution.workers import Lost
@@ -33,7 +36,7 @@ class Store:
     """The search's Optuna storage: by default a journal file in results_dir/_search (Buffered),
     else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
 
-    def __init__(self, settings: Settings, folder: Path):
+    def __init__(self, settings: SearchSettings, folder: Path):
         import optuna
 
         if settings.storage is None:
@@ -85,7 +88,7 @@ def load(results_dir, storage: str | None = None):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = Store(Settings(storage=storage), Path(results_dir) / results.SEARCH)
+    store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
     return optuna.load_study(study_name=store.name, storage=store.storage)
 
 
@@ -99,14 +102,14 @@ def configurations(study) -> list[Configuration]:
             for t in study.get_trials(deepcopy=False) if t.state in status]
 
 
-def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, eval_every: int):
+def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
     """The search's study, created or loaded to resume it, and its Store."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
     sampler = _reseeded_class()(settings.search, settings.seed)
-    pruner = _pruner(settings, iterations, eval_every)
+    pruner = SCHEDULERS[settings.scheduler].pruner(settings, iterations, eval_every)
     if resume:
         study = optuna.load_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner)
     else:
@@ -116,50 +119,22 @@ def open_study(settings: Settings, folder: Path, resume: bool, iterations: int, 
     return study, store
 
 
-def grace_period(settings: Settings, iterations: int, eval_every: int) -> int:
-    """Iterations before a configuration can be stopped (asha, hyperband)."""
-    return settings.grace_period or max(eval_every, iterations // 9)
-
-
-def decisions(settings: Settings, iterations: int, eval_every: int) -> tuple:
-    """The evaluation points where the pruner may stop a configuration: the first at or after each
-    rung of successive halving (every bracket's, for Hyperband), at grace_period x
-    reduction_factor^k iterations, but the last. Sent only these, it decides as seeing every one."""
-    if settings.scheduler not in ("asha", "hyperband"):
-        return ()
-    rungs, step = set(), grace_period(settings, iterations, eval_every)
-    while step < iterations:
-        rungs.add(min(-(-step // eval_every) * eval_every, iterations))
-        step *= settings.reduction_factor
-    return tuple(sorted(rungs - {iterations}))
-
-
-def _pruner(settings: Settings, iterations: int, eval_every: int):
-    import optuna
-
-    grace = grace_period(settings, iterations, eval_every)
-    if settings.scheduler == "asha":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=settings.reduction_factor)
-    if settings.scheduler == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=grace, max_resource=iterations,
-                                              reduction_factor=settings.reduction_factor)
-    return optuna.pruners.NopPruner()
-
-
 def _reseeded_class():
-    from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+    from optuna.samplers import BaseSampler
 
     class Reseeded(BaseSampler):
-        """Random or TPE sampling whose random stream is seeded by (the search's seed, the trial's
-        number): what a trial is asked does not depend on how many trials this process asked
-        before, so a resumed search asks what the uninterrupted one would have."""
+        """The sampler `search` (lab.search.samplers) built anew for every trial, seeded by (the
+        search's seed, the trial's number): what a trial is asked does not depend on how many
+        trials this process asked before, so a resumed search asks what the uninterrupted one
+        would have."""
 
         def __init__(self, search: str, seed: int):
-            self.search, self.seed, self.inner = search, seed, RandomSampler(seed)
+            self.sampler, self.seed = SAMPLERS[search], seed
+            self.inner = self.sampler.build(seed)
 
         def before_trial(self, study, trial):
             seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
-            self.inner = TPESampler(seed=seed) if self.search == "tpe" else RandomSampler(seed=seed)
+            self.inner = self.sampler.build(seed)
             self.inner.before_trial(study, trial)
 
         def infer_relative_search_space(self, study, trial):
@@ -212,13 +187,13 @@ class Optimize:
     runs are written, which takes longer than most fast trials; the study's storage is written
     only after the runs, so a trial it holds as ended has its runs in results_dir."""
 
-    def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: Settings,
+    def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: SearchSettings,
                  pool, save, progress):
         self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
         self.pool, self.save, self.progress = pool, save, progress
         self.distributions = {key: dim.distribution() for key, dim in dims.items()}
-        job = jobs.job(base)
-        self.asks_at = decisions(settings, job.run.iterations, job.run.eval_every)
+        run = jobs.job(base).run
+        self.asks_at = SCHEDULERS[settings.scheduler].decisions(settings, run.iterations, run.eval_every)
         self.flights: dict[int, tuple] = {}
         """each busy worker's (optuna.trial.Trial, Task)"""
         self.unsaved: list = []

@@ -1,0 +1,109 @@
+"""The search's schedulers (`hydra.sweeper.scheduler`) by name: what stops a configuration early.
+An entry builds its Optuna pruner from the search's SearchSettings and its runs' iterations and
+eval_every, and names the evaluation points where that pruner may decide; pbt, which drives its
+own population (lab.search.pbt), has none. Adding a scheduler means writing its entry here: the
+rest of the lab reads SCHEDULERS. Optuna (the search extra) is imported only to build a pruner."""
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+
+def grace_period(settings, iterations: int, eval_every: int) -> int:
+    """Iterations before successive halving can stop a configuration."""
+    return settings.grace_period or max(eval_every, iterations // 9)
+
+
+def rungs(settings, iterations: int, eval_every: int) -> tuple:
+    """The first evaluation point at or after each rung of successive halving (every bracket's,
+    for Hyperband), at grace_period x reduction_factor^k iterations, but the last. Sent only
+    these, the pruner decides as seeing every one."""
+    points, step = set(), grace_period(settings, iterations, eval_every)
+    while step < iterations:
+        points.add(min(-(-step // eval_every) * eval_every, iterations))
+        step *= settings.reduction_factor
+    return tuple(sorted(points - {iterations}))
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One search scheduler as the lab sees it."""
+
+    name: str
+    """the value of hydra.sweeper.scheduler"""
+    description: str
+    """what it does, in a few words (the knob reference lists it)"""
+    called: str
+    """what a search's titles call it (its dry run, its figure, its report)"""
+    pruner: Callable | None
+    """(settings, iterations, eval_every) -> its Optuna pruner; None: it drives its own population"""
+    decisions: Callable = lambda settings, iterations, eval_every: ()
+    """(settings, iterations, eval_every) -> the evaluation points where its pruner may decide (where
+    a trial waits for the driver's go on or stop); by default none"""
+
+    @property
+    def drives_population(self) -> bool:
+        """It trains a population itself (lab.search.pbt), not trials asked of an Optuna study."""
+        return self.pruner is None
+
+
+def _nop(settings, iterations: int, eval_every: int):
+    import optuna
+
+    return optuna.pruners.NopPruner()
+
+
+def _successive_halving(settings, iterations: int, eval_every: int):
+    import optuna
+
+    return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                                  reduction_factor=settings.reduction_factor)
+
+
+def _hyperband(settings, iterations: int, eval_every: int):
+    import optuna
+
+    return optuna.pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                          max_resource=iterations, reduction_factor=settings.reduction_factor)
+
+
+PATIENCE = 2
+"""patient_asha: evaluation points a configuration's objective may go without improving before
+successive halving may stop it"""
+
+
+def every_point(settings, iterations: int, eval_every: int) -> tuple:
+    """Every evaluation point but the last (the end, where a trial ends anyway)."""
+    return tuple(range(eval_every, iterations, eval_every))
+
+
+def _patient_successive_halving(settings, iterations: int, eval_every: int):
+    """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
+    import optuna
+
+    with warnings.catch_warnings():  # experimental in Optuna: tests/test_search_patient_asha.py pins it
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.pruners.PatientPruner(_successive_halving(settings, iterations, eval_every), PATIENCE)
+
+
+SCHEDULERS = {s.name: s for s in (
+    Scheduler("none", "every configuration trains in full", "scheduler none", _nop),
+    Scheduler("asha", "successive halving: stop hopeless configurations early", "scheduler asha",
+              _successive_halving, rungs),
+    Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", "scheduler hyperband",
+              _hyperband, rungs),
+    # its patience counts evaluation points, so the pruner hears of every one
+    Scheduler("patient_asha", f"Optuna's PatientPruner around successive halving: it stops a configuration "
+              f"only once its objective has not improved for {PATIENCE} evaluation points",
+              "scheduler patient_asha", _patient_successive_halving, every_point),
+    Scheduler("pbt", "population-based training", "population-based training", None),
+)}
+"""Every scheduler by name, in the order the knob reference and the settings' check list them"""
+
+
+def title(settings) -> str:
+    """How a search is driven, in words: its sampler and scheduler, or the population's."""
+    scheduler = SCHEDULERS[settings.scheduler]
+    if scheduler.drives_population:  # no sampler: it samples its population itself
+        return scheduler.called
+    return f"{settings.search} search, {scheduler.called}"
