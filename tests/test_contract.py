@@ -143,7 +143,7 @@ def test_imports_point_only_down():
     assert graph["lab.game"] == set() and graph["lab.knobs"] == set()
     assert graph["lab.cli"] == set()  # every command's one-line rule: any module may use it
     assert graph["lab.analysis.plots"] <= {"lab.results", "lab.analysis.summary", "lab.evaluation.evaluate", "lab.knobs",
-                                  "lab.agents", "lab.analysis.knob_figures", "lab.search.saved", "lab.cli", "lab"}
+                                  "lab.agents", "lab.analysis.knob_figures", "lab.results.search_record", "lab.cli", "lab"}
     # the statistics know nothing of results, sweeps or figures (the game and a run's knobs they may)
     game = {name for name in graph if name == "lab.game" or name.startswith("lab.game.")}
     assert below("lab.analysis.compare") <= {"lab.stats", "lab.evaluation.evaluate", "lab.evaluation.exact_ceiling", "lab.game.opponents", "lab.knobs",
@@ -162,7 +162,6 @@ config -> sweep/search -> run -> results -> analysis; each layer that drives it 
 it drives."""
 
 STILL_UP = {
-    ("lab.analysis.plots", "lab.search.saved"), ("lab.analysis.report", "lab.search.saved"),
     ("lab.analysis.report_search", "lab.search.saved"), ("lab.analysis.report_search", "lab.search.study"),
     ("lab.analysis.report_search", "lab.search.pbt"), ("lab.search.driver", "lab.sweep"),
     ("lab.search.driver", "lab.analysis.report_search"), ("lab.search.driver", "lab.analysis.report"),

@@ -32,11 +32,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from lab import results  # noqa: E402
-from lab.analysis import summary  # noqa: E402
-from lab.analysis import knob_figures
-from lab.evaluation import evaluate
+from lab.analysis import knob_figures, summary  # noqa: E402
 from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
-from lab.search import saved  # noqa: E402
+from lab.evaluation import evaluate  # noqa: E402
+from lab.results import search_record  # noqa: E402
 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 """Student's t 0.975 quantiles for 1..10 degrees of freedom; beyond, 1.96 + 2.5/df is within 0.02."""
@@ -382,7 +381,7 @@ def all_figures(results_dir, out_dir=None, smooth: int = SMOOTH, every: bool = F
                + comparison_figure(frame, out_dir) + outcome_figures(frame, out_dir, every, left_out))
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is not None and not compared[0].empty:
-        scales = saved.scales(results_dir)  # a search's knobs on the scale they were searched on
+        scales = search_record.scales(results_dir)  # a search's knobs on the scale they were searched on
         written += (knob_figures.knob_figures(*compared, out_dir, scales)
                     + knob_figures.parallel_figure(compared[0], out_dir, scales))
     return written

@@ -28,7 +28,7 @@ from lab.analysis import compare, knob_figures, plots, report_runs, report_searc
 from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
-from lab.search import saved
+from lab.results import search_record
 
 REPORT = "_report"
 """Subfolder of a results directory for the report (skipped by pandas.read_parquet)."""
@@ -170,7 +170,7 @@ def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
     """Plotly: one panel per factor, each configuration a point with its interval; points carry
     their row number (customdata) so that a selection filters the table. `scales`: a search's
-    knobs drawn on the scale they were searched on (lab.search.saved.scales)."""
+    knobs drawn on the scale they were searched on (lab.results.search_record.scales)."""
     from plotly import graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -249,7 +249,7 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
     all_curves = curves(frame, count)
-    scales = {k: v for results_dir in results_dirs for k, v in saved.scales(results_dir).items()}
+    scales = {k: v for results_dir in results_dirs for k, v in search_record.scales(results_dir).items()}
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
     folders = [Path(d).resolve() for d in results_dirs]
     run_columns, runs = report_runs.drill_down(frame, dict(zip(labels(results_dirs), folders)))

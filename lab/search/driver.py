@@ -14,9 +14,9 @@ from pathlib import Path
 from lab import results
 from lab.config import jobs
 from lab.results import provenance
+from lab.results.search_record import IDENTITY
 from lab.run import Training
 from lab.search import outcome
-from lab.search.saved import IDENTITY
 from lab.search.schedulers import SCHEDULERS, title
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension

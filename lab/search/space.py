@@ -11,6 +11,7 @@ import numpy as np
 
 from lab.config import jobs
 from lab.knobs import ConfigError, RunConfig
+from lab.results import search_record
 from lab.search.settings import OBJECTIVES, SearchSettings
 
 GRAMMAR = ("interval(a,b), tag(log,interval(a,b)), choice(x,y,...), range(start,stop[,step]), "
@@ -38,8 +39,8 @@ class Dimension:
 
     @property
     def scale(self) -> str:
-        """How a figure draws it (lab.analysis.knob_figures): log, linear or category."""
-        return "category" if self.kind == "choice" else "log" if self.log else "linear"
+        """How a figure draws it: lab.results.search_record.scale."""
+        return search_record.scale(self.kind, self.log)
 
     def extremes(self) -> tuple:
         """The values that validating the whole dimension needs: both ends, or every choice."""
