@@ -1,5 +1,6 @@
-"""The report's search view (lab.analysis.report_search) on hand-made configurations: the best so far,
-and knob importance that finds the knob that moves the objective."""
+"""The report's search view (lab.analysis.report_search) on hand-made configurations, as the search
+records them (lab.search.outcome.records): the best so far, and knob importance that finds the
+knob that moves the objective."""
 
 import json
 
@@ -8,37 +9,38 @@ import pandas as pd
 import pytest
 
 from lab.analysis import report_search
-from lab.search.outcome import Configuration
+from lab.search.outcome import Configuration, records
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
 
 DIMS = {"alpha": Dimension("interval", 0.01, 1.0, log=True), "epsilon": Dimension("interval", 0.0, 1.0),
         "memory": Dimension("choice", values=("keep", "clear"))}
+SCALES = {key: dim.scale for key, dim in DIMS.items()}
 
 
-def _configurations(count: int, objective) -> list[Configuration]:
+def _configurations(count: int, objective) -> list[dict]:
     rng = np.random.default_rng(0)
     out = []
     for number in range(count):
         params = {"alpha": float(np.exp(rng.uniform(np.log(0.01), 0))), "epsilon": float(rng.uniform()),
                   "memory": ("keep", "clear")[number % 2]}
         out.append(Configuration(f"trial {number}", params, "finished", [[10, [objective(params, rng)]]], []))
-    return out
+    return records(out, SearchSettings())
 
 
 def test_importance_finds_the_knob_that_moves_the_objective():
     # the objective follows log(alpha), with a little noise; epsilon and memory do nothing
     configs = _configurations(200, lambda p, rng: np.log10(p["alpha"]) + 0.05 * rng.normal())
-    shares = report_search.importance(configs, DIMS, SearchSettings())
+    shares = report_search.importance(configs, SCALES)
     assert list(shares) == ["alpha", "epsilon", "memory"]
     assert shares["alpha"][0] > 0.9 and shares["epsilon"][0] < 0.1 and shares["memory"][0] < 0.05
     assert all(low <= share <= high for share, low, high in shares.values())  # each with its interval
     assert shares["alpha"][1] > shares["epsilon"][2]
     # a choice that decides it, alone
     by_memory = _configurations(60, lambda p, rng: float(p["memory"] == "keep"))
-    shares = report_search.importance(by_memory, DIMS, SearchSettings())
+    shares = report_search.importance(by_memory, SCALES)
     assert shares["memory"][0] == pytest.approx(1.0) and list(shares)[0] == "memory"
-    assert report_search.importance(configs[:report_search.LEAST - 1], DIMS, SearchSettings()) == {}
+    assert report_search.importance(configs[:report_search.LEAST - 1], SCALES) == {}
 
 
 def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apart():
@@ -46,7 +48,7 @@ def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apa
                Configuration("trial 0", {"alpha": 0.2}, "finished", [[9, [0.3]]], []),
                Configuration("trial 1", {"alpha": 0.3}, "stopped", [[3, [0.9]]], []),
                Configuration("trial 3", {"alpha": 0.4}, "failed", [], [])]
-    table = report_search.trials_table(configs, SearchSettings())
+    table = report_search.trials_table(records(configs, SearchSettings()))
     assert table["number"].tolist() == [0, 1, 2, 3]
     assert table["status"].tolist() == ["finished", "stopped", "finished", "failed"]
     assert table["best"].tolist() == [0.3, 0.3, 0.5, 0.5]  # a stopped trial's 0.9 is no best
@@ -70,3 +72,26 @@ def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
     assert knob_figures.positions(table, ["alpha"])[1] == "linear"
     assert knob_figures.positions(table, ["alpha"], scales)[1] == "log"
     assert knob_figures.positions(table, ["epsilon"], scales)[1] == "linear"
+
+
+def test_the_view_reads_what_the_search_recorded_and_says_when_it_recorded_nothing_yet(tmp_path):
+    from lab import results
+    from lab.results import search_record
+    from lab.search import driver, outcome
+
+    (tmp_path / results.SEARCH).mkdir()
+    identity = driver.identity({"algorithm": "q_table"}, DIMS, SearchSettings())
+    (tmp_path / results.SEARCH / search_record.IDENTITY).write_text(json.dumps(identity))
+    assert "has not ended or stopped yet" in report_search.view(tmp_path)["note"]
+    configs = [Configuration("trial 0", {"alpha": 0.1, "epsilon": 0.5, "memory": "keep"}, "finished",
+                             [[5, [0.1]], [10, [0.4]]], ["a"]),
+               Configuration("trial 1", {"alpha": 0.2, "epsilon": 0.5, "memory": "clear"}, "finished",
+                             [[10, [0.6]]], ["b"]),
+               Configuration("trial 2", {"alpha": 0.3, "epsilon": 0.5, "memory": "keep"}, "stopped", [[5, [0.9]]], ["c"])]
+    outcome.record(configs, SearchSettings(), tmp_path)
+    recorded = search_record.trials(tmp_path)
+    assert [(c["name"], c["rank"], c["objective"]) for c in recorded["configurations"]] == [
+        ("trial 0", 2, 0.4), ("trial 1", 1, 0.6), ("trial 2", None, 0.9)]
+    assert recorded["configurations"][0]["aggregated"] == [0.1, 0.4]
+    view = report_search.view(tmp_path)
+    assert view["title"].startswith(recorded["title"] + ", 3 trials (2 finished, 1 stopped)")

@@ -4,13 +4,15 @@ difference is named, a finished search run again says so; a diverged trial is an
 0, its reason in one line) and the objective figure's legend names failed trials. The searches
 train q_table or q_net at a tiny size in this process (parallel=false, no figures)."""
 
+import dataclasses
 import json
 
 import pytest
 
 from lab import results
 from lab.config.compose import compose
-from lab.search import figures, outcome, study
+from lab.analysis import search_figures
+from lab.search import outcome, study
 from lab.search.driver import FINISHED
 from lab.search.settings import SearchSettings
 from sweeping import cli
@@ -90,7 +92,8 @@ def test_the_objective_figure_names_failed_trials_in_its_legend(tmp_path, monkey
     monkeypatch.setattr(matplotlib.axes.Axes, "legend", kept)
     configurations = [outcome.Configuration("trial 0", {}, "failed", [[6, [0.1]], [12, [0.2]]], []),
                       outcome.Configuration("trial 1", {}, "finished", [[6, [0.3]], [12, [0.4]]], [])]
-    path = figures.objective(configurations, {"episodes_per_update": 10}, SearchSettings(objective="onestep"),
-                             tmp_path / "objective.png")
+    settings = SearchSettings(objective="onestep")
+    path = search_figures.objective(outcome.records(configurations, settings), {"episodes_per_update": 10},
+                                    dataclasses.asdict(settings), "random search", tmp_path / "objective.png")
     assert path.stat().st_size > 0
     assert labels[0] == "finished" and any(label.startswith("failed") for label in labels)

@@ -17,6 +17,7 @@
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Optional
@@ -160,7 +161,7 @@ class SearchSweeper(Sweeper):
         from lab.config.jobs import check_settings
         from lab.results import ResultsError, statuses
         from lab.search import driver, space
-        from lab.sweep.entry import check_launcher
+        from lab.sweep.entry import check_launcher, draw_search
 
         loader = self.hydra_context.config_loader
         parser = OverridesParser.create(config_loader=loader)
@@ -192,7 +193,8 @@ class SearchSweeper(Sweeper):
         require_writable(results_dir)
         status = driver.search(base, dims, self.settings, address=launcher.get("address"),
                                num_cpus=launcher.get("num_cpus"), parallel=launcher.get("parallel", "auto"),
-                               figures=figures, hooks=hooks)
+                               after=functools.partial(draw_search, figures=figures) if figures else None,
+                               hooks=hooks)
         if status:
             sys.exit(status)
         return []

@@ -6,7 +6,7 @@
   best a red star; for a knob of a few values, a black diamond per value: the IQM over every run
   with it and its interval. A searched knob is drawn on the scale it was searched on (`scales`),
   another numeric knob spanning LOG_SPAN or more on a log axis, words or tied knobs as categories.
-  A search draws the same figure of its configurations (lab.search.figures.knob_table).
+  A search draws the same figure of its configurations (lab.analysis.search_figures.knob_table).
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
   through an axis per varying knob and a last axis of its win - loss, coloured by it.
 

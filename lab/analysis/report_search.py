@@ -1,19 +1,18 @@
-"""The report's search view (lab.analysis.report), where results_dir holds a search (lab.search): its
-objective per trial (the best so far as a line, stopped and failed trials marked) and the searched
+"""The report's search view (lab.analysis.report), from what a search in results_dir recorded
+(lab.results.search_record): its objective per trial (the best so far as a line, stopped and failed trials marked) and the searched
 knobs' importance: fANOVA's first-order term (Hutter et al. 2014), estimated directly from bins of
 each knob (its choices, or QUANTILE_BINS quantile bins of an interval) rather than from a random
 forest as fANOVA (and Optuna's FanovaImportanceEvaluator, which needs scikit-learn) does.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from lab import results, stats
+from lab import stats
 from lab.evaluation import evaluate
-from lab.search import saved, schedulers
+from lab.results import search_record
 
 QUANTILE_BINS = 10
 """Bins of an interval knob for its importance (fewer with few configurations)"""
@@ -21,24 +20,13 @@ LEAST = stats.IMPORTANCE_LEAST
 """Finished configurations below which no importance is computed (it would be noise)"""
 
 
-def configurations(results_dir) -> list:
-    """The search's configurations (lab.search.outcome.Configuration), in trial order."""
-    base, dims, settings = saved.searched(results_dir)
-    if schedulers.SCHEDULERS[settings.scheduler].drives_population:
-        from lab.search.pbt import Evolve
-
-        return Evolve(base, dims, settings, None, None, None, Path(results_dir) / results.SEARCH).configurations()
-    from lab.search import study
-
-    return study.configurations(study.load(results_dir, settings.storage))
-
-
-def trials_table(configurations: list, settings) -> pd.DataFrame:
-    """One row per configuration: number, name, status, its searched knobs as text, the last
-    iteration it trained, its final aggregated objective, and the best finished one so far."""
-    rows = [{"number": int(c.name.split()[-1]), "name": c.name, "status": c.status,
-             "knobs": " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in c.params.items()),
-             "iteration": c.curve[-1][0] if c.curve else 0, "objective": c.objective(settings)}
+def trials_table(configurations: list[dict]) -> pd.DataFrame:
+    """One row per configuration (lab.results.search_record's records): number, name, status, its
+    searched knobs as text, the last iteration it trained, its final aggregated objective, and the
+    best finished one so far."""
+    rows = [{"number": int(c["name"].split()[-1]), "name": c["name"], "status": c["status"],
+             "knobs": " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in c["params"].items()),
+             "iteration": c["curve"][-1][0] if c["curve"] else 0, "objective": c["objective"]}
             for c in configurations]
     table = pd.DataFrame(rows, columns=["number", "name", "status", "knobs", "iteration", "objective"])
     table = table.sort_values("number", ignore_index=True)
@@ -46,20 +34,20 @@ def trials_table(configurations: list, settings) -> pd.DataFrame:
     return table.assign(best=finished.astype(float).cummax().ffill())
 
 
-def importance(configurations: list, dims: dict, settings) -> dict[str, tuple[float, float, float]]:
+def importance(configurations: list[dict], scales: dict[str, str]) -> dict[str, tuple[float, float, float]]:
     """lab.stats.importance of each searched knob (module doc) over the finished configurations,
     largest first; {} with fewer than LEAST of them."""
-    finished = [c for c in configurations if c.status == "finished" and c.curve]
+    finished = [c for c in configurations if c["status"] == "finished" and c["curve"]]
     if len(finished) < LEAST:
         return {}
-    y = np.array([c.objective(settings) for c in finished])
+    y = np.array([c["objective"] for c in finished])
     bins = {}
-    for key, dim in dims.items():
-        values = pd.Series([c.params[key] for c in finished])
-        if dim.kind == "choice":
+    for key, scale in scales.items():
+        values = pd.Series([c["params"][key] for c in finished])
+        if scale == "category":
             bins[key] = values.astype(str).to_numpy()
         else:
-            scaled = np.log(values.astype(float)) if dim.log else values.astype(float)
+            scaled = np.log(values.astype(float)) if scale == "log" else values.astype(float)
             bins[key] = pd.qcut(scaled, min(QUANTILE_BINS, len(finished) // 4), labels=False, duplicates="drop").to_numpy()
     return stats.importance(bins, y)
 
@@ -105,22 +93,21 @@ def importance_view(shares: dict[str, tuple[float, float, float]]):
 
 def view(results_dir) -> dict | None:
     """The search view's data for the page, or None where results_dir holds no search."""
-    found = saved.searched(results_dir)
-    if found is None:
+    searched = search_record.record(results_dir)
+    if searched is None:
         return None
-    base, dims, settings = found
-    try:
-        configs = configurations(results_dir)
-    except ImportError:
-        return {"note": "results_dir holds a search; its view needs the search extra (pip install "
-                        "'tictactoe-lab[search]')"}
-    table = trials_table(configs, settings)
-    shares = importance(configs, dims, settings)
+    trials = search_record.trials(results_dir)
+    if trials is None:
+        return {"note": "results_dir holds a search that has not ended or stopped yet: its trials are "
+                        "recorded when it does"}
+    settings, configs = searched["settings"], trials["configurations"]
+    table = trials_table(configs)
+    shares = importance(configs, search_record.scales(results_dir))
     counts = table["status"].value_counts()
-    seeds = f"{settings.aggregate} of {settings.seeds} seeds" if settings.seeds > 1 else "one seed"
-    title = (f"{schedulers.title(settings)}, {len(table)} trials "
+    seeds = f"{settings['aggregate']} of {settings['seeds']} seeds" if settings["seeds"] > 1 else "one seed"
+    title = (f"{trials['title']}, {len(table)} trials "
              f"({', '.join(f'{n} {s}' for s, n in counts.items())}); objective: win - loss against "
-             f"{settings.objective} ({seeds}), stopped trials at their last evaluation")
-    return {"title": title, "trials": json.loads(trials_view(table, settings.objective).to_json()),
+             f"{settings['objective']} ({seeds}), stopped trials at their last evaluation")
+    return {"title": title, "trials": json.loads(trials_view(table, settings["objective"]).to_json()),
             "importance": json.loads(importance_view(shares).to_json()) if shares else None,
             "note": "" if shares else f"no importance: fewer than {LEAST} configurations finished"}

@@ -1,7 +1,10 @@
-"""What the search in a results_dir searched, as it wrote it when it started
-(results_dir/_search/search.json: its base configuration, space and settings), as plain data:
-what the analysis reads of a search (its knobs' scales) without the search's code. lab.search.saved
-builds the search's typed settings and dimensions from the same record."""
+"""What the search in a results_dir searched and what its trials did, as plain data: what the
+analysis reads of a search (its figures, the report's search view) without the search's code.
+results_dir/_search/search.json (IDENTITY), written when the search starts, holds its base
+configuration, space and settings (lab.search.saved builds the search's types from it);
+trials.json (TRIALS), written whenever the search ends or stops, one record per configuration
+(lab.search.outcome.records): its knobs, status, curve, objective and rank, as the search
+aggregated and ranked them."""
 
 import json
 from pathlib import Path
@@ -9,7 +12,9 @@ from pathlib import Path
 from lab import results
 
 IDENTITY = "search.json"
-"""The record's file in results_dir/_search"""
+"""What the search searched, in results_dir/_search"""
+TRIALS = "trials.json"
+"""What its trials did, in results_dir/_search"""
 
 
 def record(results_dir) -> dict | None:
@@ -27,3 +32,10 @@ def scales(results_dir) -> dict[str, str]:
     """How each searched knob is drawn, as it was searched; {} when results_dir holds no search."""
     found = record(results_dir)
     return {key: scale(dim["kind"], dim["log"]) for key, dim in found["space"].items()} if found else {}
+
+
+def trials(results_dir) -> dict | None:
+    """{title, configurations} of the search in results_dir as it last recorded them, or None
+    before it first ended or stopped."""
+    path = Path(results_dir) / results.SEARCH / TRIALS
+    return json.loads(path.read_text()) if path.exists() else None

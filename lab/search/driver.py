@@ -129,8 +129,10 @@ def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -
 
 
 def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
-           parallel="auto", figures=True, hooks=None) -> int:
-    """Run the search (its space and settings validated) and write its outcome; the exit status."""
+           parallel="auto", after=None, hooks=None) -> int:
+    """Run the search (its space and settings validated) and write its outcome; the exit status.
+    `after(results_dir)` (the figures and the report, lab.sweep.entry.draw_search) runs in a process
+    of its own once a configuration finished."""
     started = time.perf_counter()
     results_dir = Path(jobs.check_settings(base)[0])
     folder = results_dir / results.SEARCH
@@ -159,6 +161,8 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
         trials.write(always=True)
         save.writer.flush()
         pool.close()
+    configurations = trials.configurations()
+    outcome.record(configurations, settings, results_dir)
     progress.close()
     if done is None:
         print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
@@ -169,11 +173,10 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
     if done:
         outcomes = [Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
         print(f"cores: {Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
-    configurations = trials.configurations()
     status = outcome.finish(configurations, base, settings, results_dir)
     (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")  # a run again says so
-    if figures and outcome.rank(configurations, settings):
-        _apart(_figures, results_dir, figures)
+    if after and outcome.rank(configurations, settings):
+        _apart(after, results_dir)
     return status
 
 
@@ -190,27 +193,6 @@ def _apart(function, *arguments) -> None:
     if child.exitcode:
         print(f"could not draw the search's figures (the process drawing them ended with status {child.exitcode})",
               file=sys.stderr)
-
-
-def _figures(results_dir: Path, figures) -> None:
-    """The search's figures and report, read back from results_dir as lab-report reads it; with
-    figures=all, every figure and the summary, as a grid draws them."""
-    from lab import sweep
-    from lab.analysis import report, report_search
-    from lab.search import saved
-
-    base, dims, settings = saved.searched(results_dir)
-    outcome.draw(report_search.configurations(results_dir), base, dims, settings, results_dir)
-    if figures == "all":
-        sweep.analyse([results_dir])
-    elif not report.has_extra():
-        print(report.EXTRA_NOTE)
-    else:
-        try:
-            print(f"report in {report.write_report(results_dir)} (open it in a browser)")
-        except Exception as exc:  # noqa: BLE001 - the runs are saved whatever happens here
-            print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
-                  f"try: lab-report {results_dir}", file=sys.stderr)
 
 
 def _resuming(folder: Path, ours: dict) -> bool | str | None:

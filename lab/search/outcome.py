@@ -1,22 +1,22 @@
 """A search's outcome: what each configuration did, the best one as a config file ready to train
-again (results_dir/_search/best.yaml), and the search's figures: each configuration's objective
-against episodes, the final objective against each searched knob, and the exact-evaluation
-figures of the few best (hydra.launcher.figures=all adds a grid's figures and summary).
+again (results_dir/_search/best.yaml), and the record of its trials the analysis reads
+(results_dir/_search/trials.json: lab.results.search_record; its figures are lab.analysis.search_figures').
 """
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import results
-from lab.config import jobs
+from lab import files, results
 from lab.cli import plural
+from lab.config import jobs
+from lab.results import search_record
+from lab.search import schedulers
 from lab.search.settings import SearchSettings
 
 BEST = "best.yaml"
-SHOWN = 5
-"""The best configurations whose learning curves are drawn"""
 
 
 @dataclass
@@ -116,22 +116,17 @@ def write_best(best: Configuration, base: dict, settings: SearchSettings, result
     return again
 
 
-def draw(configurations, base, dims, settings, results_dir: Path) -> None:
-    """The search's figures (module doc); a problem here is one line on stderr."""
-    folder = results_dir / results.SEARCH
-    ranked = rank(configurations, settings)
-    try:
-        import pandas as pd
+def records(configurations: list[Configuration], settings: SearchSettings) -> list[dict]:
+    """Each configuration as lab.results.search_record keeps it: its fields, its objective at every
+    evaluation point aggregated over its seeds (`aggregated`), its last (`objective`), and its rank
+    among the finished ones (1 = best; None for the others)."""
+    ranks = {c.name: place for place, c in enumerate(rank(configurations, settings), 1)}
+    return [{**dataclasses.asdict(c), "aggregated": [settings.aggregated(seeds) for _, seeds in c.curve],
+             "objective": c.objective(settings), "rank": ranks.get(c.name)} for c in configurations]
 
-        from lab.analysis import knob_figures, plots
-        from lab.search import figures as search_figures
 
-        table = search_figures.knob_table(configurations, ranked, base, dims, settings)
-        drawn = [search_figures.objective(configurations, base, settings, folder / "objective.png"),
-                 knob_figures.knob_figure(table, pd.DataFrame(), folder / "knobs.png",
-                                          {k: d.scale for k, d in dims.items()}, search_figures.point(settings))]
-        best_runs = results.read_runs(results_dir, [r for c in ranked[:SHOWN] for r in c.runs])
-        drawn += plots.exact_figures(best_runs, folder)
-        print(f"search figures in {folder}: {', '.join(p.name for p in drawn)}")
-    except Exception as exc:  # noqa: BLE001 - a plotting problem must not lose a search
-        print(f"could not draw the search's figures ({type(exc).__name__}: {exc})", file=sys.stderr)
+def record(configurations: list[Configuration], settings: SearchSettings, results_dir: Path) -> None:
+    """results_dir/_search/trials.json: what the analysis reads of the search (its title and
+    records), replaced whole."""
+    trials = {"title": schedulers.title(settings), "configurations": records(configurations, settings)}
+    files.write_atomic(results_dir / results.SEARCH / search_record.TRIALS, json.dumps(trials).encode())

@@ -130,3 +130,23 @@ def analyse(results_dirs, figures=True) -> None:
     for results_dir in sorted(set(map(Path, results_dirs))):
         if results.run_files(results_dir):
             lab.analysis.report.analyse(results_dir, every=figures == "all")
+
+
+def draw_search(results_dir: Path, figures=True) -> None:
+    """After a search: its figures (lab.analysis.search_figures) and its report; with
+    figures="all", every figure and the summary too, as a grid draws them."""
+    import lab.analysis.report  # matplotlib and plotly: loaded by the process that draws, only
+    import lab.analysis.search_figures
+
+    lab.analysis.search_figures.draw(results_dir)
+    report = lab.analysis.report
+    if figures == "all":
+        analyse([results_dir])
+    elif not report.has_extra():
+        print(report.EXTRA_NOTE)
+    else:
+        try:
+            print(f"report in {report.write_report(results_dir)} (open it in a browser)")
+        except Exception as exc:  # noqa: BLE001 - the runs are saved whatever happens here
+            print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: lab-report {results_dir}", file=sys.stderr)
