@@ -99,7 +99,8 @@ def view(results_dir) -> dict | None:
     trials = search_record.trials(results_dir)
     if trials is None:
         return {"note": "results_dir holds a search that has not ended or stopped yet: its trials are "
-                        "recorded when it does"}
+                        "recorded when it does (a search ended by a lab before 2026-12 recorded none; "
+                        "lab.search.study.load(RESULTS_DIR) opens its Optuna study)"}
     settings, configs = searched["settings"], trials["configurations"]
     table = trials_table(configs)
     shares = importance(configs, search_record.scales(results_dir))
