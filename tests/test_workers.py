@@ -170,7 +170,8 @@ def test_a_sweep_on_a_slow_starting_ray_saves_each_run_once(tmp_path):
     # Ray's start made 2 s slower: the early forks surely train some runs meanwhile
     prelude = """
 import atexit, time
-from lab.sweep import dispatch, ray_connection
+from lab.execution import ray_connection
+from lab.sweep import dispatch
 trained, connect, answers = [0], ray_connection.connect, dispatch.Grid._answers
 def slow_connect(*args, **kwargs):
     time.sleep(2)
@@ -224,7 +225,7 @@ print("alive", alive, ray.is_initialized())
 
 
 NO_RAY = """
-from lab.sweep import ray_connection
+from lab.execution import ray_connection
 def no_ray(*args, **kwargs):
     raise AssertionError("this sweep should not start Ray")
 ray_connection.connect = no_ray
@@ -298,7 +299,7 @@ def test_ctrl_c_in_a_sweep_of_forks_keeps_the_finished_runs_and_the_same_command
 
 
 def test_a_sweep_stopped_while_its_ray_starts_leaves_no_early_fork_and_keeps_what_they_stored(tmp_path, monkeypatch):
-    from lab.sweep import ray_connection
+    from lab.execution import ray_connection
 
     jobs = _jobs(tmp_path / "results", seeds=4)
     made = []

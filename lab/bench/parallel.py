@@ -36,7 +36,8 @@ def longest_first_makespan(seconds: list[float], cores: int) -> float:
 def ray_ready_seconds(cores: int) -> float:
     """Seconds from starting a local Ray until an actor has imported the lab (lab.execution.batch) and can
     train: the least a sweep on a Ray it starts takes, whatever its forks train meanwhile."""
-    script = ("import time\nfrom lab import batch, sweep\nimport ray\nstart = time.perf_counter()\n"
+    script = ("import time\nfrom lab import sweep\nfrom lab.execution import batch\nimport ray\n"
+              "start = time.perf_counter()\n"
               f"sweep.connect(num_cpus={cores})\n"
               "ray.get(ray.remote(batch.Trainer).remote({}).train.remote([]))\n"
               "print(time.perf_counter() - start)\nsweep.disconnect()")
