@@ -38,7 +38,7 @@ SEED = 0
 def iqm(values, axis=-1):
     """The interquartile mean along `axis`: the mean of what is left after cutting 25% of the
     values at each end (scipy.stats.trim_mean, as rliable computes it)."""
-    from scipy import stats
+    from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
 
     return stats.trim_mean(values, 0.25, axis=axis)
 
@@ -49,7 +49,7 @@ STATISTICS = {"mean": np.mean, "iqm": iqm}
 def available() -> bool:
     """Whether scipy can be imported (the `report` extra): the estimators need it."""
     try:
-        import scipy.stats  # noqa: F401
+        import scipy.stats  # noqa: F401 - only whether the report extra is installed
     except ImportError:
         return False
     return True
@@ -57,7 +57,7 @@ def available() -> bool:
 
 def _bootstrap(samples, statistic, **options):
     """scipy's percentile bootstrap with the lab's settings: its ConfidenceInterval (low, high)."""
-    from scipy import stats
+    from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
 
     size = sum(np.size(s) for s in samples)
     resamples = int(np.clip(RESAMPLED // size, *RESAMPLES))
@@ -231,7 +231,7 @@ def seeds_needed(difference: float, sd: float) -> float:
     """Seeds per configuration for two means `difference` apart, seeds spread by `sd`, to differ
     at the 95% level POWER of the time (two-sample, normal approximation): 2 (z_0.975 + z_0.8)^2
     sd^2 / difference^2. inf when the means are equal; 2 when the seeds do not spread."""
-    from scipy import stats
+    from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
 
     if difference == 0:
         return float("inf")

@@ -18,6 +18,7 @@
 
 import dataclasses
 import functools
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Optional
@@ -29,14 +30,16 @@ from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
+from lab.cli import fail, first_line, require_writable
 from lab.compat.hydra import basic_sweeper, sweeper_params
+from lab.config.compose import expand, flat
+from lab.knobs import ConfigError
+from lab.search.settings import SearchSettings
 
 
 def _sweeper_conf(name: str, target: str, fields: list, optional: bool):
     """A sweeper's Hydra config: `fields`, then every search setting (lab.search.settings.SearchSettings,
     defined there once) with its default, or optional (None) where `optional`."""
-    from lab.search.settings import SearchSettings
-
     settings = [(f.name, Optional[f.type], None) if optional else (f.name, f.type, f.default)
                 for f in dataclasses.fields(SearchSettings)]
     return dataclasses.make_dataclass(name, [("_target_", str, target), *fields, *settings])
@@ -106,8 +109,6 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
             super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments):
-        from lab.config.compose import expand
-
         if self.settings:
             return self.search.sweep(arguments)
         batch = expand(self.hydra_context.config_loader, sweeper_params(self), list(arguments))
@@ -126,7 +127,7 @@ class LabLauncher(Launcher):
         self.hydra_context, self.config = hydra_context, config
 
     def launch(self, job_overrides, initial_job_idx):
-        from lab import sweep
+        from lab import sweep  # every Hydra start-up (compose() too) loads this plugin: the sweep only a grid
 
         return sweep.launch(self.hydra_context.config_loader, self.config, job_overrides,
                             hydra_callbacks=self.hydra_context.callbacks, **self.options)
@@ -143,8 +144,6 @@ ConfigStore.instance().store(group="hydra/sweeper", name="search", node=SearchSw
 
 class SearchSweeper(Sweeper):
     def __init__(self, params=None, **settings):
-        from lab.search.settings import SearchSettings
-
         self.params = dict(params or {})
         self.settings = SearchSettings(**settings)
 
@@ -152,12 +151,8 @@ class SearchSweeper(Sweeper):
         self.hydra_context, self.config = hydra_context, config
 
     def sweep(self, arguments):
-        import sys
-
+        # numba, pandas and the search's driver (~1 s): only once a search starts, not at every Hydra start-up
         from lab.sweep import callbacks
-        from lab.config.compose import flat
-        from lab.knobs import ConfigError
-        from lab.cli import fail, first_line, require_writable
         from lab.config.jobs import check_settings
         from lab.results import ResultsError, statuses
         from lab.search import driver, space
@@ -201,10 +196,8 @@ class SearchSweeper(Sweeper):
 
 
 def _require_optuna() -> None:
-    from lab.knobs import ConfigError
-
     try:
-        import optuna  # noqa: F401
+        import optuna  # noqa: F401 - only whether the search extra is installed: the search imports it
     except ImportError:
         raise ConfigError("hydra/sweeper=search needs Optuna, the lab's search extra: pip install "
                           "'tictactoe-lab[search]' (from a checkout: pip install -e '.[search]')") from None

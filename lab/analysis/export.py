@@ -20,6 +20,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import sqlite3
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -118,7 +119,7 @@ class MlflowStore:
     RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record."""
 
     def __init__(self, results_dir: Path, uri: str | None = None, experiment: str | None = None):
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # the tracking extra, optional (~1 s): only an export
 
         folder = results_dir / MLFLOW
         if uri is None:
@@ -148,7 +149,7 @@ PER_WORKER = 200
 
 def _export_chunk(args) -> int:
     """`_export_runs` in a worker process of its own: its own client and share of the table."""
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient  # the tracking extra, optional (~1 s): only an export
 
     results_dir, uri, experiment_id, run_ids, parents = args
     _quick_sqlite()
@@ -159,6 +160,7 @@ def _export_chunk(args) -> int:
 
 def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFrame, parents: dict) -> int:
     """One MLflow run per lab run of `table`, under the run of the sweep that trained it."""
+    # the tracking extra, optional (~1 s): only an export
     from mlflow.entities import Metric, Param
     from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
@@ -192,7 +194,7 @@ def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFr
 
 def _parent_run(client, experiment_id, path: Path, when: pd.Timestamp, record: dict) -> str:
     """An MLflow run standing for one sweep record: its overrides and settings as params."""
-    from mlflow.entities import Param
+    from mlflow.entities import Param  # the tracking extra, optional (~1 s): only an export
 
     tags = {RECORD_TAG: path.name, "command": str(record.get("command", "")),
             **{f"code.{k}": str(v) for k, v in (record.get("code") or {}).items()}}
@@ -221,6 +223,7 @@ def _known(client, experiment_id) -> dict[str, str]:
 def _quick_sqlite() -> None:
     """SQLite stores without a sync to disk at every commit (MLflow commits a few times per run):
     an export is written again by running it again, so what a crash could lose is never lost."""
+    # MLflow's, with the tracking extra: only an export to MLflow's SQLite store
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
@@ -229,8 +232,6 @@ def _quick_sqlite() -> None:
 
 
 def _unsynced(connection, _record) -> None:
-    import sqlite3
-
     if isinstance(connection, sqlite3.Connection):
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=OFF")
@@ -242,6 +243,7 @@ def _unsynced(connection, _record) -> None:
 def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) -> int:
     """A folder per run not exported yet under logdir (default RESULTS_DIR/_tensorboard): its
     curves as scalars and its knobs and final evaluation as an HParams session."""
+    # the tracking extra, optional: only an export to TensorBoard
     from tensorboardX import SummaryWriter
     from tensorboardX.summary import hparams
 

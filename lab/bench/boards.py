@@ -51,7 +51,7 @@ def openspiel_python_batch(spiel_game, games: int = 200):
 
 def openspiel_bots_batch(spiel_game, games: int = 200):
     """Random games played in C++ by two of OpenSpiel's uniform random bots."""
-    import pyspiel
+    import pyspiel  # the boards extra, optional: only this section needs OpenSpiel
 
     def play(seed):
         bots = [pyspiel.make_uniform_random_bot(player, 2 * seed + player) for player in (0, 1)]
@@ -76,7 +76,7 @@ def boards_section(quick: bool) -> None:
     """Random games per second on 3x3, 4x4 and 5x5: the lab's engine beside OpenSpiel's."""
     seconds = 0.2 if quick else 3.0
     try:
-        import pyspiel
+        import pyspiel  # the boards extra, optional: without it the section says how to install it
     except ImportError:
         print(INSTALL_NOTE)
         return

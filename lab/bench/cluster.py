@@ -1,6 +1,8 @@
 """Two nodes against one (`--cluster`: root, SLURM and a checkout of the lab): the parallel grid
 with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine)."""
 
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,9 +18,6 @@ CLUSTER_SCRIPT = Path(__file__).resolve().parents[2] / "tests" / "cluster" / "cl
 
 def cluster_unavailable() -> str | None:
     """Why the cluster section cannot run here, or None."""
-    import os
-    import shutil
-
     if not CLUSTER_SCRIPT.exists():
         return f"it needs the repository's {CLUSTER_SCRIPT.relative_to(CLUSTER_SCRIPT.parents[2])} (a checkout of the lab)"
     if os.geteuid() != 0:
@@ -39,8 +38,6 @@ def slurm_sweep_seconds(cluster: Path, nodes: int, args: list[str], log: Path) -
     cluster in `cluster`: the job's wall time from submission until it left the queue (Ray's
     start and stop included; squeue asked every 0.2 s, as sbatch --wait asks ever more rarely),
     the sweep's own and its `cores:` line."""
-    import os
-
     def on_ctl(*command) -> str:
         return subprocess.run(["bash", CLUSTER_SCRIPT, "on", cluster, "ctl", *command], cwd=CLUSTER_SCRIPT.parents[2],
                               env={**os.environ, "LAB_VENV": sys.prefix}, capture_output=True, text=True,

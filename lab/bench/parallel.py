@@ -2,6 +2,7 @@
 all (where parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost,
 and the speed-up they predict for 16 cores."""
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -55,8 +56,6 @@ def auto_mode(args: list[str], cores: int) -> str:
 
 
 def parallel_section(quick: bool) -> None:
-    import os
-
     iterations = ["iterations=50"] if quick else []
     most = os.cpu_count() or 1
     print(f"parallel: python -m lab.sweep --multirun {' '.join(PARALLEL_GRID + iterations)}, end to end")

@@ -7,10 +7,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from lab import results
 from lab.config.compose import grid
+from lab.evaluation import evaluate
+from lab.run import run
 
 # The report of a big grid (issue 24): 10,000 finished runs, written as one real run's rows each.
 REPORT_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10", "iterations=100",
@@ -25,11 +28,7 @@ def write_finished_grid(seeds: int, results_dir) -> int:
     """REPORT_GRID's runs, all finished, in results_dir: one real run's rows under each run's id
     and knobs, its win rates scaled by a share drawn per run (peaking at alpha 0.5; seeded) so
     that configurations and seeds differ. Returns how many runs it wrote."""
-    import numpy as np
-
-    from lab import sweep
-    from lab.evaluation import evaluate
-    from lab.run import run
+    from lab import sweep  # the sweep's driver (~0.1 s of start-up): only the sections that drive one
 
     composer, jobs = grid(*REPORT_GRID, f"seed=range(0,{seeds})", f"results_dir={results_dir}")
     planned = sweep.plan(composer(o) for o in jobs).train
@@ -51,7 +50,7 @@ def write_finished_grid(seeds: int, results_dir) -> int:
 
 def report_section(quick: bool) -> None:
     """The end of a sweep over a 10,000-run grid: its figures, summary and report, timed."""
-    from lab.analysis import report
+    from lab.analysis import report  # matplotlib and the analysis (~0.6 s): only this section draws
 
     if not report.has_extra():
         print(f"report: {report.EXTRA_NOTE}")

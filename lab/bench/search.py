@@ -1,6 +1,8 @@
 """The search (`--search`): the q_table search of docs/search.md through the lab's sweeper, against the
 same search written with Optuna alone over lab.run."""
 
+import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
@@ -24,10 +26,7 @@ def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> t
     """The docs' search with Optuna alone: TPE and successive halving (ASHA) over lab.run.run,
     `processes` worker processes (default: one per core) sharing a journal file; the best value,
     and the training episodes of all trials."""
-    import multiprocessing
-    import os
-
-    import optuna
+    import optuna  # the search extra, optional: only this section needs it
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     processes = processes or os.cpu_count() or 1
@@ -47,8 +46,8 @@ def plain_optuna(seed: int, trials: int = 64, processes: int | None = None) -> t
 
 
 def _plain_optuna_worker(path: str, base: dict, seed: int, trials: int) -> None:
+    # each worker process imports what it trains with itself: plain Optuna's time stays as measured
     import optuna
-
     from lab.run import run
 
     def objective(trial):
@@ -93,8 +92,6 @@ def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
 
 
 def search_section(quick: bool) -> None:
-    import os
-
     cores = os.cpu_count() or 1
     seeds = [0] if quick else [0, 1, 2]
     print(f"search: the README's q_table search, {' '.join(SEARCH_SPACE[:3])}, 64 configurations, TPE, "

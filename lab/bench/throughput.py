@@ -10,6 +10,7 @@ import time
 
 from lab import agents, game
 from lab.config import jobs
+from lab.evaluation import evaluate
 from lab.game import opponents
 from lab.config.compose import compose
 
@@ -58,8 +59,6 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
 def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
     """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
     its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
-    from lab.evaluation import evaluate
-
     run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
     learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
@@ -76,8 +75,6 @@ def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
 def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int = 300) -> float:
     """Median milliseconds of one exact evaluation point of a run, move_table() + exact() (what
     lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
-    from lab.evaluation import evaluate
-
     job = jobs.job(compose(*overrides))
     learner = job.learner(job.knobs, job.run)
     for _ in range(iterations):
@@ -107,8 +104,8 @@ def sweep_seconds(workers: int, iterations: int) -> float:
     evaluations, against some 15 ms of result writing by the driver and less for scheduling, so
     the speed-up measures the runs (the driver and Ray's own processes still share the 2 cores);
     the 20 iterations of --quick only check that the sweep works."""
+    # Ray and the sweep's driver: only this measurement needs them (~0.4 s of start-up)
     import ray
-
     from lab import sweep
 
     def mc_vfa_jobs(seeds, results_dir):

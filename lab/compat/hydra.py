@@ -16,6 +16,7 @@ BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 def basic_sweeper() -> type:
     """Hydra's basic sweeper class, as Hydra's plugin scan last defined it."""
+    # when called: Hydra's plugin scan runs this module again, and the class wanted is its last run's
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     return BasicSweeper
@@ -28,6 +29,7 @@ def sweeper_params(sweeper) -> list[str]:
 
 def apply_overrides(overrides: list, cfg) -> None:
     """Apply parsed value overrides to a composed config in place, with Hydra's own code."""
+    # when called (module doc): a Hydra that moved it breaks this function, not every Hydra start-up
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
     ConfigLoaderImpl._apply_overrides_to_config(overrides, cfg)
@@ -48,6 +50,7 @@ def node(cfg, key):
 def args_parser():
     """Hydra's command-line parser (the one hydra.main uses): lab.sweep reads the overrides with
     it before handing over, to answer a mistake in one line."""
+    # when called (module doc): a Hydra that moved it breaks this function, not every Hydra start-up
     from hydra._internal.utils import get_args_parser
 
     return get_args_parser()

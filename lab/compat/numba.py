@@ -15,14 +15,14 @@ CHECKED = ("0.68",)
 def kernel_stream() -> tuple:
     """Where the compiled kernels' random stream stands: (index, keys), the Mersenne Twister's
     position and its 624 keys, to go on from later with `set_kernel_stream`."""
-    from numba import _helperlib
+    from numba import _helperlib  # when called: a numba that moved it breaks this, not the lab's import
 
     return _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
 
 
 def set_kernel_stream(state) -> None:
     """Put the compiled kernels' random stream back where `kernel_stream` found it."""
-    from numba import _helperlib
+    from numba import _helperlib  # when called: a numba that moved it breaks this, not the lab's import
 
     _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), state)
 

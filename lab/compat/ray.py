@@ -13,7 +13,7 @@ def local_node_processes() -> dict[str, list]:
     """The processes of the Ray this process started, by kind ("monitor", "gcs_server", ...),
     each with a `.process` (a subprocess.Popen); empty when it started none (it joined a cluster,
     or Ray is not running). Ray keeps them in its private `_global_node.all_processes`."""
-    import ray
+    import ray  # not at the lab's import (module doc): only a sweep on Ray pays for Ray
 
     node = getattr(ray._private.worker, "_global_node", None)
     return getattr(node, "all_processes", {})
@@ -22,7 +22,7 @@ def local_node_processes() -> dict[str, list]:
 def reread_config() -> None:
     """Make Ray read its configuration (RAY_AUTH_MODE among it) again from the environment, as Ray
     does itself when it sets the authentication mode: its private ray._raylet.Config caches it."""
-    from ray._raylet import Config
+    from ray._raylet import Config  # not at the lab's import (module doc): only a sweep on Ray
 
     Config.initialize("")
 
@@ -31,6 +31,6 @@ def set_process_title(title: str) -> None:
     """Title this Ray worker process (what `ps` and `top` show). Ray titles a worker after the task
     it runs (`ray::<name>`), but an actor's after its class whatever the call: the lab titles its
     actors' calls itself, with Ray's own private ray._raylet.setproctitle."""
-    from ray._raylet import setproctitle
+    from ray._raylet import setproctitle  # in a Ray actor; importing this module must not load Ray
 
     setproctitle(title)

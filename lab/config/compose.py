@@ -6,9 +6,18 @@ every job of a --multirun grid (`Composer`, equal to Hydra's own but not paid fo
 import copy
 import re
 
+from hydra import compose as hydra_compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType, ValueType
+from hydra.errors import HydraException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.nodes import AnyNode
+
+from lab.cli import first_line
+from lab.compat import hydra as hydra_compat
+from lab.knobs import ConfigError
 
 CONF_PACKAGE = "lab.conf"
 """The lab's configs: the repository's conf/, installed with the lab as this package."""
@@ -24,8 +33,6 @@ def flat(cfg: DictConfig) -> dict:
 
 def compose(*overrides: str) -> dict:
     """The flat configuration Hydra would build for these overrides."""
-    from hydra import compose as hydra_compose, initialize_config_module
-
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         return flat(hydra_compose("config", overrides=list(overrides)))
 
@@ -42,10 +49,6 @@ class Composer:
     """
 
     def __init__(self, config_loader, master_config: DictConfig):
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        from lab.compat import hydra as hydra_compat
-
         self.loader, self.master = config_loader, master_config
         self.apply = hydra_compat.apply_overrides
         self.parser = OverridesParser.create()
@@ -56,11 +59,6 @@ class Composer:
 
     def full(self, overrides: list[str]) -> dict:
         """Hydra's own composition of one job; its error as a one-line ConfigError naming the job."""
-        from hydra.errors import HydraException
-
-        from lab.cli import first_line
-        from lab.knobs import ConfigError
-
         try:
             return flat(self.loader.load_sweep_config(self.master, list(overrides)))
         except HydraException as exc:
@@ -104,14 +102,13 @@ class Composer:
         its top-level keys a plain override replaces as is: untyped ones (none if the config holds
         an interpolation, which could depend on a replaced value)."""
         if choices not in self.bases:
-            from lab.compat.hydra import node
-
             cfg = self.loader.load_sweep_config(self.master, list(choices))
             with open_dict(cfg):
                 del cfg["hydra"]  # the job's own bookkeeping (its overrides, ...); `flat` drops it
             knobs = flat(cfg)
             interpolated = knobs != OmegaConf.to_container(cfg, resolve=False)
-            plain_keys = set() if interpolated else {k for k in cfg if type(node(cfg, k)) is AnyNode}
+            plain_keys = set() if interpolated else {k for k in cfg
+                                                     if type(hydra_compat.node(cfg, k)) is AnyNode}
             self.bases[choices] = cfg, knobs, plain_keys
         return self.bases[choices]
 
@@ -129,22 +126,14 @@ def _sets_plain_value(override) -> bool:
 def expand(config_loader, params: list[str], arguments: list[str]) -> list[list[str]]:
     """Each job's overrides, as the lab's sweeper expands a grid: Hydra's basic sweeper (range(),
     choice(), glob(), a,b,c) over the sweep's `hydra.sweeper.params` and the command line, one batch."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from lab.compat.hydra import basic_sweeper
-
     parser = OverridesParser.create(config_loader=config_loader)  # glob() lists a group's options
-    (batch,) = basic_sweeper().split_arguments(parser.parse_overrides(params + arguments), None)
+    (batch,) = hydra_compat.basic_sweeper().split_arguments(parser.parse_overrides(params + arguments), None)
     return batch
 
 
 def grid(*overrides: str) -> tuple[Composer, list[list[str]]]:
     """The jobs of `python -m lab.sweep --multirun OVERRIDES`: a Composer and each job's
     overrides, for tests and the benchmark."""
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.types import RunMode
-
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", list(overrides), run_mode=RunMode.MULTIRUN)

@@ -4,6 +4,7 @@ a one-line error with a hint when joining fails, and a quicker stop of a Ray thi
 import contextlib
 import os
 import signal
+import socket
 import threading
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def _keeping_sigterm():
 
 
 def _connect(address, num_cpus, dashboard) -> None:
-    import ray
+    import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
@@ -95,7 +96,7 @@ def disconnect() -> None:
     """ray.shutdown(), a second sooner for a local Ray: Ray stops its autoscaler monitor after the
     GCS, which the monitor keeps calling until Ray kills it a second later; a local Ray never
     autoscales, so its monitor is killed first (joining a cluster, this process owns none)."""
-    import ray
+    import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     for monitor in ray_compat.local_node_processes().get("monitor", []):
         monitor.process.kill()
@@ -105,7 +106,7 @@ def disconnect() -> None:
 
 def ray_started() -> bool:
     """Whether this process is connected to a Ray already."""
-    import ray
+    import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return ray.is_initialized()
 
@@ -133,7 +134,7 @@ def token_hint(address: str, exc: BaseException) -> str:
     AuthenticationError (token mode on without a token), or a ConnectionError with token mode off
     while something listens at the address (a cluster with token mode refuses such a client until
     it gives up as if nothing were there)."""
-    from ray.exceptions import AuthenticationError
+    from ray.exceptions import AuthenticationError  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     if isinstance(exc, AuthenticationError):
         return TOKEN_HINT
@@ -144,8 +145,6 @@ def token_hint(address: str, exc: BaseException) -> str:
 
 def _listens(address: str) -> bool:
     """Whether a TCP connection to HOST:PORT succeeds (False for other address forms)."""
-    import socket
-
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or "/" in host:
         return False

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from lab.compat.ray import set_process_title
 from lab.run import exclude_imports_from_startup
 
 FORK = multiprocessing.get_context("fork")
@@ -216,7 +217,7 @@ def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> 
 def lost_with_its_node(exc: Exception) -> bool:
     """Whether a call failed because Ray lost the actor, process or node that ran it, or its
     result with that node, rather than because of the call itself."""
-    from ray import exceptions
+    from ray import exceptions  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return isinstance(exc, (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.NodeDiedError,
                             exceptions.LocalRayletDiedError, exceptions.ObjectLostError,
@@ -231,8 +232,6 @@ class Actor:
         self.server, self.idle = cls(*args), f"ray::{cls.__name__}"
 
     def call(self, method: str, argument, name: str | None):
-        from lab.compat.ray import set_process_title
-
         if name:
             set_process_title(f"ray::{name}")
         try:
@@ -248,7 +247,7 @@ class RayActors:
     cluster has a CPU for it."""
 
     def __init__(self, server: tuple, interrupt: Interrupt | None = None, most: int | None = None):
-        import ray
+        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
         self.server, self.check, self.most = server, (interrupt or Interrupt()).check, most
         self.actor = ray.remote(num_cpus=1, max_restarts=0)(Actor)
@@ -265,7 +264,7 @@ class RayActors:
 
     def ready(self, wait: bool = False) -> list[int]:
         """Start actors for the CPUs the cluster has free; the workers whose actor has started."""
-        import ray
+        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
         cpus = int(ray.cluster_resources().get("CPU", 0))
         wanted = min(cpus, self.most or cpus) - self.size
@@ -288,7 +287,7 @@ class RayActors:
         self.pending[(remote.options(name=name) if name else remote).remote(method, argument, name)] = worker
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
-        import ray
+        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
         self.check()
         if not self.pending:
@@ -310,7 +309,7 @@ class RayActors:
 
     def _lose(self, worker: int) -> None:
         """Send this worker nothing again (a call that raised may have left its server broken)."""
-        import ray
+        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
         if worker not in self.lost:
             self.lost.add(worker)
@@ -318,7 +317,7 @@ class RayActors:
                 ray.kill(self.actors[worker])
 
     def close(self) -> None:
-        import ray
+        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
         for actor in self.actors:
             with contextlib.suppress(Exception):

@@ -20,13 +20,13 @@ class Sampler:
 
 
 def _random(seed: int):
-    from optuna.samplers import RandomSampler
+    from optuna.samplers import RandomSampler  # the search extra, optional: imported only to build a sampler
 
     return RandomSampler(seed=seed)
 
 
 def _tpe(seed: int):
-    from optuna.samplers import TPESampler
+    from optuna.samplers import TPESampler  # the search extra, optional: imported only to build a sampler
 
     return TPESampler(seed=seed)
 

@@ -48,20 +48,20 @@ class Scheduler:
 
 
 def _nop(settings, iterations: int, eval_every: int):
-    import optuna
+    import optuna  # the search extra, optional: imported only to build a pruner
 
     return optuna.pruners.NopPruner()
 
 
 def _successive_halving(settings, iterations: int, eval_every: int):
-    import optuna
+    import optuna  # the search extra, optional: imported only to build a pruner
 
     return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
                                                   reduction_factor=settings.reduction_factor)
 
 
 def _hyperband(settings, iterations: int, eval_every: int):
-    import optuna
+    import optuna  # the search extra, optional: imported only to build a pruner
 
     return optuna.pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
                                           max_resource=iterations, reduction_factor=settings.reduction_factor)
@@ -79,7 +79,7 @@ def every_point(settings, iterations: int, eval_every: int) -> tuple:
 
 def _patient_successive_halving(settings, iterations: int, eval_every: int):
     """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
-    import optuna
+    import optuna  # the search extra, optional: imported only to build a pruner
 
     with warnings.catch_warnings():  # experimental in Optuna: tests/test_search_patient_asha.py pins it
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

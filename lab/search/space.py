@@ -8,6 +8,8 @@ import typing
 from dataclasses import dataclass
 
 import numpy as np
+from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, RangeSweep, Transformer
+from omegaconf import OmegaConf
 
 from lab.config import jobs
 from lab.knobs import ConfigError, RunConfig
@@ -48,6 +50,7 @@ class Dimension:
 
     def distribution(self):
         """The dimension as an Optuna distribution."""
+        # the search extra, optional (the lab imports without it): only a search's study asks for this
         from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
         if self.kind == "choice":
@@ -90,8 +93,6 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
     """Hydra Override objects -> (the fixed overrides as strings, the searched knobs as
     Dimensions); one in `later` (the command line) replaces one of `overrides` (a named search's
     hydra.sweeper.params) of the same key. Anything else is a one-line ConfigError."""
-    from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, RangeSweep, Transformer
-
     replaced = {o.get_key_element() for o in later}
     overrides = [o for o in overrides if o.get_key_element() not in replaced] + list(later)
     fixed, dims = [], {}
@@ -136,8 +137,6 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
 def _override_value(value):
     """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
     if isinstance(value, str):
-        from omegaconf import OmegaConf
-
         return OmegaConf.create({"v": value})["v"] if value not in ("",) else value
     return value
 

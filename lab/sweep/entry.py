@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig
 
 from lab import results
@@ -27,8 +28,6 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     invalid or nothing is left to train: joins the Ray cluster if one is named, writes the sweep's
     record (lab.sweep.record) and executes the runs, each saved one told to Hydra's job callbacks
     and the tracker (lab.sweep.callbacks)."""
-    from hydra.core.utils import JobReturn, JobStatus
-
     started = time.perf_counter()
     _check_options(parallel, figures, num_cpus)
     composer = Composer(config_loader, sweep_config)
@@ -125,7 +124,7 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
 def analyse(results_dirs, figures=True) -> None:
     """The figures, summary and report of each results directory (lab.analysis.report.analyse;
     figures="all": every figure)."""
-    import lab.analysis.report
+    import lab.analysis.report  # matplotlib and the analysis (~0.6 s): only once a sweep draws figures
 
     for results_dir in sorted(set(map(Path, results_dirs))):
         if results.run_files(results_dir):

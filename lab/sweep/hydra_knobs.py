@@ -1,10 +1,12 @@
 """Hydra's own knobs the lab does not follow, refused in one line before Hydra creates a folder or
 a sweeper starts: its folder knobs (results go to results_dir) and interval() in a grid."""
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from lab.cli import fail
+from lab.compat.hydra import BASIC_SWEEPER
 
 LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
 """The lab's grid sweeper (hydra/sweeper=lab_grid, the default)"""
@@ -49,10 +51,6 @@ def check_hydra_folders(config: DictConfig) -> None:
 
 def check_grid(config: DictConfig) -> None:
     """interval() is a search's, not a grid's."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from lab.compat.hydra import BASIC_SWEEPER
-
     # the sweepers that expand a grid (the lab's, Hydra's basic one) take no interval()
     if OmegaConf.select(config, "hydra.sweeper._target_") not in (LAB_GRID_SWEEPER, BASIC_SWEEPER):
         return  # a search (hydra/sweeper=search, Hydra's optuna, ...) takes interval()

@@ -4,10 +4,19 @@ what is allowed, with the closest match, and exit 2 (lab.cli), before anything i
 
 import os
 
+from hydra import initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import OverrideType, ValueType
+from hydra.errors import OverrideParseException
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 
+from lab import agents
 from lab.cli import did_you_mean, fail, first_line
+from lab.compat.hydra import args_parser
 from lab.config.compose import CONF_PACKAGE
+from lab.search.space import ALIASES
 
 
 def check(argv: list[str]) -> None:
@@ -21,9 +30,6 @@ def check(argv: list[str]) -> None:
         fail(f"--config-dir {args.config_dir}: no such folder (a search's results_dir holds _search/best.yaml)")
     if args.config_dir or args.config_path or args.config_name:
         return  # configs beyond the lab's: Hydra composes them
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         _check_overrides(GlobalHydra.instance().config_loader(), args.overrides, args.multirun)
 
@@ -46,8 +52,6 @@ def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
 
 def _arguments(argv):
     """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
-    from lab.compat.hydra import args_parser
-
     parser = args_parser()
     flags = [f for action in parser._actions for f in action.option_strings]  # noqa: SLF001
 
@@ -66,9 +70,6 @@ def _arguments(argv):
 
 
 def _parsed(loader, lines: list[str]):
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import OverrideParseException
-
     try:
         return OverridesParser.create(config_loader=loader).parse_overrides(lines)
     except OverrideParseException as exc:
@@ -82,8 +83,6 @@ def _is_choice(loader, override) -> bool:
 
 def _check_choice(loader, override) -> None:
     """Each option named for a config group exists (glob() and deletions are Hydra's)."""
-    from hydra.core.override_parser.types import OverrideType, ValueType
-
     if override.is_delete() or not _is_choice(loader, override) or override.value_type == ValueType.GLOB_CHOICE_SWEEP:
         return
     group = override.key_or_group
@@ -99,8 +98,6 @@ def _check_choice(loader, override) -> None:
 
 def _master(loader, lines: list[str], overrides):
     """The configuration with every override that is not a sweep (Hydra's composition)."""
-    from hydra.types import RunMode
-
     try:
         return loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
     except Exception as exc:  # noqa: BLE001 - every composition error becomes one line
@@ -109,8 +106,6 @@ def _master(loader, lines: list[str], overrides):
 
 def _composition_error(loader, exc, lines, overrides) -> str:
     """Hydra's error as one line; a key it could not override gets the keys next to it."""
-    from hydra.types import RunMode
-
     bad = next((o for o in overrides if str(exc).startswith(f"Could not override '{o.key_or_group}'")), None)
     merging = "Error merging override "
     if str(exc).startswith(merging) and exc.__cause__ is not None:  # the value's fault, in the cause
@@ -136,11 +131,6 @@ def _unknown_key(cfg, override) -> str:
 
 def _check_swept_key(master, override) -> None:
     """A swept key (layers=2,3) that is neither in the configuration nor any algorithm's knob."""
-    from hydra.core.override_parser.types import OverrideType
-
-    from lab import agents
-    from lab.search.space import ALIASES
-
     if not override.is_sweep_override() or override.type is not OverrideType.CHANGE:
         return
     key = override.key_or_group
