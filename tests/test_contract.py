@@ -217,12 +217,6 @@ def test_the_cycle_check_finds_a_cycle():
         layers({"a": {"b"}, "b": {"a"}, "c": set()})
 
 
-BEING_MOVED = {"lab/search/driver.py", "lab/search/outcome.py", "lab/search/saved.py", "lab/search/study.py",
-               "lab/search/pbt.py", "lab/analysis/search_figures.py", "lab/analysis/report_search.py",
-               "lab/analysis/report.py", "lab/analysis/plots.py", "lab/analysis/knob_figures.py"}
-"""imports between the analysis and the search, issue 38's part in progress"""
-
-
 def unexplained_inner_imports(source: str) -> list[int]:
     """The lines of the imports inside a function that say nothing of why: no `#` comment on the
     import, on an import right before it, or on a comment line just above those, in the function."""
@@ -249,7 +243,6 @@ def unexplained_inner_imports(source: str) -> list[int]:
 def test_every_import_inside_a_function_says_why_it_is_not_at_the_top():
     paths = [*LAB.rglob("*.py"), *(LAB.parent / "hydra_plugins").rglob("*.py")]
     bare = [f"{path.relative_to(LAB.parent)}:{line}" for path in sorted(paths)
-            if str(path.relative_to(LAB.parent)) not in BEING_MOVED
             for line in unexplained_inner_imports(path.read_text())]
     assert not bare, f"an import kept out of start-up says why in a comment, else it goes to the top: {bare}"
 

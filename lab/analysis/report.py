@@ -171,7 +171,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
     """Plotly: one panel per factor, each configuration a point with its interval; points carry
     their row number (customdata) so that a selection filters the table. `scales`: a search's
     knobs drawn on the scale they were searched on (lab.results.search_record.scales)."""
-    from plotly import graph_objects as go
+    from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=max(1, len(factors)), shared_yaxes=True, horizontal_spacing=0.03,
@@ -207,7 +207,7 @@ def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str, scales:
     """Plotly's parallel coordinates: an axis per factor and one of the objective; brushing an
     axis (dragging along it) filters the table. The values go as plain lists (not Plotly's
     packed arrays), which the page reads back to filter."""
-    from plotly import graph_objects as go
+    from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
 
     dimensions = []
     for factor in factors:
@@ -233,7 +233,7 @@ def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str, scales:
 
 def page(data: dict) -> str:
     """The HTML page: the template with Plotly's script and the data inlined."""
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs  # plotly (the report extra): loaded to draw the report only
 
     template = resources.files("lab.analysis").joinpath("report.html").read_text()
     before, rest = template.split("/*PLOTLY*/")

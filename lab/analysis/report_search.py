@@ -54,7 +54,7 @@ def importance(configurations: list[dict], scales: dict[str, str]) -> dict[str, 
 
 def trials_view(table: pd.DataFrame, objective: str):
     """Plotly: the objective per trial, the best so far, stopped and failed trials marked."""
-    from plotly import graph_objects as go
+    from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
 
     fig = go.Figure()
     styles = {"finished": {"symbol": "circle", "color": "#1f77b4"}, "stopped": {"symbol": "x", "color": "#888"},
@@ -78,7 +78,7 @@ def trials_view(table: pd.DataFrame, objective: str):
 
 def importance_view(shares: dict[str, tuple[float, float, float]]):
     """Plotly: a bar per searched knob, its share of the objective's variance and its interval."""
-    from plotly import graph_objects as go
+    from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
 
     share, low, high = (np.array([v[i] for v in shares.values()][::-1]) for i in range(3))
     fig = go.Figure(go.Bar(x=share, y=list(shares)[::-1], orientation="h", marker_color="#1f77b4",

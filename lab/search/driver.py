@@ -6,6 +6,7 @@ as they end, report the outcome. Ctrl-C: one line, exit 130, the ended trials sa
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -13,17 +14,19 @@ from pathlib import Path
 
 from lab import results
 from lab.config import jobs
+from lab.execution import ray_connection
+from lab.execution.progress import Execution, Outcome, Progress
+from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
 from lab.results import provenance
 from lab.results.search_record import IDENTITY
 from lab.run import Training
 from lab.search import outcome
+from lab.search.pbt import Evolve
 from lab.search.schedulers import SCHEDULERS, title
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
+from lab.search.study import Optimize, open_study
 from lab.search.trial import Trainer
-from lab.execution import ray_connection
-from lab.execution.progress import Execution, Outcome, Progress
-from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
@@ -183,8 +186,6 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
 def _apart(function, *arguments) -> None:
     """`function` in a spawned process, so that drawing (matplotlib, plotly, the runs read back:
     50 MB and more) stays out of the driver's memory; spawned, as the driver may hold threads."""
-    import multiprocessing
-
     sys.stdout.flush()  # the child's lines come after the driver's
     sys.stderr.flush()
     child = multiprocessing.get_context("spawn").Process(target=function, args=arguments, name="search figures")
@@ -227,11 +228,7 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
 def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):
     """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
     if SCHEDULERS[settings.scheduler].drives_population:
-        from lab.search.pbt import Evolve
-
         return Evolve(base, dims, settings, pool, save, ended, folder)
-    from lab.search.study import Optimize, open_study
-
     job = jobs.job(base)
     study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

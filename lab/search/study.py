@@ -37,7 +37,7 @@ class Store:
     else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
 
     def __init__(self, settings: SearchSettings, folder: Path):
-        import optuna
+        import optuna  # Optuna (the search extra): loaded when a search runs
 
         if settings.storage is None:
             self.backend = _buffered_class()(str(folder / JOURNAL))
@@ -53,6 +53,7 @@ class Store:
 
 
 def _buffered_class():
+    # Optuna (the search extra): loaded when a search runs
     from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
 
     class Buffered(BaseJournalBackend):
@@ -85,7 +86,7 @@ def _buffered_class():
 def load(results_dir, storage: str | None = None):
     """The Optuna study of the search in results_dir (its storage: hydra.sweeper.storage, if it
     was given), to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
-    import optuna
+    import optuna  # Optuna (the search extra): loaded when a search runs
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
@@ -94,7 +95,7 @@ def load(results_dir, storage: str | None = None):
 
 def configurations(study) -> list[Configuration]:
     """A study's ended trials as lab.search.outcome reads them."""
-    from optuna.trial import TrialState
+    from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
 
     status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
     return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
@@ -104,7 +105,7 @@ def configurations(study) -> list[Configuration]:
 
 def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
     """The search's study, created or loaded to resume it, and its Store."""
-    import optuna
+    import optuna  # Optuna (the search extra): loaded when a search runs
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
@@ -120,7 +121,7 @@ def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations:
 
 
 def _reseeded_class():
-    from optuna.samplers import BaseSampler
+    from optuna.samplers import BaseSampler  # Optuna (the search extra): loaded when a search runs
 
     class Reseeded(BaseSampler):
         """The sampler `search` (lab.search.samplers) built anew for every trial, seeded by (the
@@ -202,7 +203,7 @@ class Optimize:
 
     def run(self) -> list[Ended]:
         """Train the study's trials up to num_samples; the trials that ended here."""
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
 
         trials = self.study.get_trials(deepcopy=False)
         again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
@@ -240,7 +241,7 @@ class Optimize:
 
     def _trial(self, number: int):
         """The study's trial `number` (left running), to train again from its start."""
-        import optuna
+        import optuna  # Optuna (the search extra): loaded when a search runs
 
         storage = self.store.storage
         study_id = storage.get_study_id_from_name(self.study.study_name)
@@ -272,7 +273,7 @@ class Optimize:
 
     def _end(self, trial, task: Task | None, done: Done | None, error: str | None) -> None:
         """Tell the study how a trial ended; its runs wait in `unsaved` for `write`."""
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
 
         curve = done.curve if done else []
         if done is not None:
