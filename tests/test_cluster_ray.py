@@ -64,10 +64,12 @@ def test_a_sweep_from_outside_the_cluster_joins_it_by_ray_client(ray_cluster, tm
 def test_a_search_spreads_its_trials_over_both_nodes(ray_cluster, tmp_path):
     cluster, address = ray_cluster
     results_dir = tmp_path / "search"
-    # joining a cluster, the search trains its trials in one Ray actor per CPU: one on each node
+    # joining a cluster, the search trains its trials in one Ray actor per CPU: one on each node;
+    # trials of about 2 s each, so that the actor ready first cannot train all four before the other
+    # has imported the lab (a few seconds on a loaded machine: 20,000-episode trials once could)
     done = cluster.on("node1", sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",
                       "hydra.sweeper.num_samples=4", f"hydra.launcher.address={address}", "algorithm=q_table",
-                      "opponent=random", "player=1", "episodes_per_update=1000", "iterations=20",
+                      "opponent=random", "player=1", "episodes_per_update=10000", "iterations=500",
                       "alpha=interval(0.1,0.5)", f"results_dir={results_dir}", NO_FIGURES, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 trials: 4 finished, 0 stopped early, 0 failed" in done.stdout
