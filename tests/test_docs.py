@@ -96,12 +96,13 @@ def _dry_runs(cwd: Path) -> dict:
     each is a Python process that mostly imports (one after another, 49 took 71 s)."""
     wanted = dict.fromkeys([_one_job(argv[3:]) for _, argv, _ in SWEEPS] + [(f"+sweeps={n}",) for n in NAMED_SWEEPS])
     pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    return {args: pool.submit(_dry_run, args, cwd) for args in wanted}
+    env = clean_env()  # read here: pytest changes os.environ between tests while the threads run
+    return {args: pool.submit(_dry_run, args, cwd, env) for args in wanted}
 
 
-def _dry_run(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
+def _dry_run(args: tuple[str, ...], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true"]
-    return subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
