@@ -1,6 +1,6 @@
 """A search's outcome: what each configuration did, the best one as a config file ready to train
 again (results_dir/_search/best.yaml), and the record of its trials the analysis reads
-(results_dir/_search/trials.json: lab.results.search_record; its figures are lab.analysis.search_figures').
+(results_dir/_search/trials.json, lab.results.search_record: what lab.analysis.search_figures draws).
 """
 
 import dataclasses
