@@ -26,11 +26,16 @@ RAY = "hydra.launcher.parallel=true"  # on Ray however short the runs
 NO_FIGURES = "hydra.launcher.figures=false"  # figures are not what these tests are about
 
 
-def _wait_for(condition, timeout=120.0, what="condition"):
+def _wait_for(condition, timeout=120.0, what="condition", proc=None):
+    """Poll until `condition()`; a sweep `proc` that ends first, or the timeout, fails naming what
+    was waited for, with the sweep's output and its processes' titles (a CI run's only clue)."""
     deadline = time.monotonic() + timeout
     while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} after {timeout}s")
+        ended = proc is not None and proc.poll() is not None
+        if ended or time.monotonic() > deadline:
+            clue = "" if proc is None else (f"\nprocesses: {[title(p) for p in descendants(proc.pid)]}"
+                                            f"\noutput:\n{_output(proc)[-4000:]}")
+            raise TimeoutError(f"no {what} " + ("before the sweep ended" if ended else f"after {timeout}s") + clue)
         time.sleep(0.05)
 
 
@@ -80,7 +85,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
     def running_task():
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
 
-    _wait_for(running_task, what="Ray worker running a training task")
+    _wait_for(running_task, what="Ray worker running a training task", proc=proc)
     victim = running_task()[0]
     os.kill(victim, signal.SIGKILL)
     assert len(results.run_files(tmp_path / "results")) < 6  # it died mid-run, before its result
@@ -94,7 +99,7 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
 def test_a_sweep_killed_halfway_keeps_every_finished_run_and_resumes(tmp_path, spawn):
     grid = ["--multirun", SERIAL, NO_FIGURES, "results_dir=results", *SECONDS, "iterations=80", "seed=0,1,2,3"]
     proc = spawn(grid)
-    _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2, what="two finished runs")
+    _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2, what="two finished runs", proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     survivors = results.run_files(tmp_path / "results")
@@ -122,7 +127,7 @@ def test_ctrl_c_cancels_the_runs_in_flight_keeps_the_finished_ones_and_the_same_
         return [p for p in descendants(proc.pid) if title(p).startswith("ray::mc_vfa:")]
 
     _wait_for(lambda: len(results.run_files(tmp_path / "results")) >= 2 and training(),
-              what="two finished runs and one in flight")
+              what="two finished runs and one in flight", timeout=240.0, proc=proc)
     workers = training()
     # a call of several short runs is named after its first: ray::<algorithm>:<run id>+<more>
     assert all(re.fullmatch(r"ray::mc_vfa:[0-9a-f]{16}(\+[0-9]+)?", title(p)) for p in workers)
