@@ -87,8 +87,8 @@ class RunConfig:
     opponent: str
     """who the agent trains against: random, onestep (wins if it can, never blocks), block (wins,
     else blocks), mcts (MCTS-Solver of mcts_simulations playouts), perfect (minimax; where the lab
-    solves the board: at most 16 cells), self (self-play), or on 3x3 PATH.npz: a checkpoint of
-    any algorithm, frozen, playing its greedy moves"""
+    solves the board: at most 16 cells), self (self-play), or PATH.npz: a checkpoint of any
+    algorithm on the same board, frozen, playing its greedy moves"""
     player: int | None
     """the agent's seat: 1 = X (moves first), 2 = O; ignored in self-play, where the agent takes
     both seats (stored as null)"""

@@ -44,7 +44,8 @@ def test_3x3_rows_carry_no_game_columns():
     (("game=mnk_5_5_4", "opponent=perfect"),
      "opponent='perfect' is not allowed: opponent must be one of random, onestep, block, mcts, self on "
      "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),
-    (("game=mnk_4_4_4", "opponent=/tmp/agent.npz"), "opponent must be one of random, onestep"),
+    (("game=mnk_4_4_4", "opponent=/nowhere/agent.npz"),
+     "opponent must be a fixed opponent or a checkpoint file that exists (/nowhere/agent.npz does not)"),
     (("game=mnk_4_4_4", "symmetry=true"), "symmetry=True is not allowed: symmetry must be false"),
     (("m=9", "n=9"), "game m=9, n=9, k=3 is not allowed: m * n must be at most 64 cells"),
     (("m=4", "n=4", "k=5"), "k must be at most max(m, n) = 4"),
@@ -184,8 +185,9 @@ def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
         assert (row.ceiling_win, row.ceiling_loss) == (expected["win"], expected["loss"])
 
 
-def test_a_board_agent_is_refused_where_only_3x3_agents_go(tmp_path):
+def test_a_board_agent_is_refused_as_a_3x3_opponent(tmp_path):
     path = tmp_path / "board.npz"
     path.write_bytes(run(job(compose(*TINY_4X4))).checkpoint)
-    with pytest.raises(ConfigError, match=r"a checkpoint of a 3x3 agent .* plays m, n, k = \(4, 4, 4\)"):
+    with pytest.raises(ConfigError, match=r"a checkpoint of an agent on this board, m, n, k = \(3, 3, 3\) "
+                                          r"\(.*'s plays m, n, k = \(4, 4, 4\)\)"):
         job(compose(f"opponent={path}", "player=1"))

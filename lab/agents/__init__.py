@@ -63,4 +63,4 @@ def _arrays(path) -> dict:
             raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
 
 
-opponents.read_checkpoints_with(lambda path: load(path).move_table())
+opponents.read_checkpoints_with(load)

@@ -28,21 +28,24 @@ to move, then a move per cell, 12 on 3x3, all fitted by mean squared error, the 
 visit-count policy). A checkpoint's net says its head (cells + 1 or cells + 3 outputs).
 
 The fixed opponents are the engine's: on 3x3 a move table (lab.game.opponents), elsewhere a
-lab.game.bots bot (mcts with `mcts_simulations`). The greedy agent runs the same search without
-noise and plays the most visited move: deterministic, so its scores survive a checkpoint.
+lab.game.bots bot (mcts with `mcts_simulations`) or a checkpoint's agent, frozen (Agent.frozen).
+The greedy agent runs the same search without noise and plays the most visited move:
+deterministic, so its scores survive a checkpoint.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from lab import game
 from lab.game import opponents
 from lab.agents import base
 from lab.agents.puct import Params, choose, new_tree, priors_and_values, search, visit_counts
 from lab.compat.numba import kernel_stream, set_kernel_stream
-from lab.game import bitboards, bots
+from lab.game import bitboards, bots, engine
 from lab.knobs import TTT, Knobs, RunConfig, require
 from lab.nets import MLP
 
@@ -98,7 +101,7 @@ HEADS = {"softmax_value": 1, "mse12": 3}
 """The values of the `head` knob and the net outputs they need beyond one per cell."""
 NET, TABLE = -1, -2
 """`play_games`' kinds of a seat that searches with its net and of one that plays 3x3's move table
-(beside lab.game.bots' bot kinds)."""
+or a frozen agent (beside lab.game.bots' bot kinds)."""
 
 
 def symmetries(m: int, n: int) -> np.ndarray:
@@ -121,10 +124,18 @@ def _code(x, o):
     return code
 
 
+@engine.compiled
+def fixed_move(board, table, x, o, side):
+    """The move of a TABLE seat: drawn from 3x3's move table, or a frozen agent's (a bigger board's)."""
+    if isinstance(table, types.Array):
+        return lambda board, table, x, o, side: game.sample_move(table, _code(x, o))
+    return lambda board, table, x, o, side: engine.opponent_move(board, table, (x, o), side)
+
+
 @njit(cache=True)
 def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n, record):
-    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, draws from 3x3's
-    move table `table` if TABLE, else is the lab.game.bots bot of that kind (simulations[s]
+    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, plays `table`
+    (3x3's move table, or a frozen agent) if TABLE, else is the lab.game.bots bot of that kind (simulations[s]
     playouts for mcts, in bot_tree). Returns the stones x, o before each ply (n, cells), whether
     a net searched there, its normalised visit counts (n, cells, cells; empty unless `record`)
     and the results (X_WINS, O_WINS or DRAW)."""
@@ -148,7 +159,7 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
                     policies[g, ply, :] = counts / counts.sum()
                 cell = choose(counts, ply < params.temperature_moves)
             elif kinds[side] == TABLE:
-                cell = game.sample_move(table, _code(x, o))
+                cell = fixed_move(board, table, x, o, side)
             else:
                 cell = bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
             bit = np.uint64(1) << np.uint64(cell)
@@ -166,6 +177,27 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
 
 _NO_TABLE = np.zeros((1, 9))
 """The `table` argument of games without a move-table seat."""
+
+
+class Frozen(NamedTuple):
+    """An alphazero agent as a learner's opponent on a bigger board (`Agent.frozen`): the most
+    visited move of its noise-free search."""
+
+    net: tuple
+    """its CompiledNet"""
+    params: Params
+    tree: tuple
+    """the search's work space (lab.agents.puct.new_tree)"""
+    inputs: np.ndarray
+    """scratch (1, cells) in the net's precision"""
+
+
+@overload(engine.opponent_move, inline="always")
+def _frozen_move(g, opponent, pos, side):
+    if engine.is_a(opponent, Frozen):
+        return lambda g, opponent, pos, side: choose(search(
+            g, opponent.net, pos[0], pos[1], side, opponent.params, opponent.tree, opponent.inputs), False)
+    return None
 
 
 class Agent(base.Agent):
@@ -205,6 +237,11 @@ class Agent(base.Agent):
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 
+    def frozen(self, seat: int) -> Frozen:
+        net, cells = self.net.compiled(), self.board.m * self.board.n
+        inputs = np.empty((1, cells), net[0][0].dtype)
+        return Frozen(net, self.params, new_tree(cells, self.simulations), inputs)
+
     def arrays(self) -> dict:
         board = {} if self.shape == TTT else {"board": np.array(self.shape)}
         return {**self.net.arrays(), "simulations": np.array(self.simulations),
@@ -231,13 +268,16 @@ class Learner(base.Learner):
         self.self_play = run.opponent == opponents.SELF
         if self.self_play:
             fixed = NET
-        elif run.game == TTT and run.opponent != "mcts":
+        elif run.game == TTT and run.opponent != "mcts" or opponents.is_checkpoint(run.opponent):
             fixed = TABLE
         else:
             fixed = bots.NAMES.index(run.opponent)
         self.kinds = np.array([NET if seat in run.seats else fixed for seat in (1, 2)], np.int64)
-        # 3x3's fixed opponent: its move table (a writable copy: one array type for numba)
-        self.opponent = np.array(opponents.for_training(run.opponent)) if fixed == TABLE else _NO_TABLE
+        # the TABLE seat: 3x3's move table (a writable copy: one array type for numba), or a frozen agent
+        self.opponent = _NO_TABLE
+        if fixed == TABLE:
+            self.opponent = (np.array(opponents.for_training(run.opponent)) if run.game == TTT
+                             else opponents.checkpoint(run.opponent).frozen(3 - run.player))
         self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
         self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                   perfect=run.opponent == "perfect" and fixed != TABLE)

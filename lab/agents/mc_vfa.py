@@ -80,12 +80,13 @@ FOLD = np.append(game.CANONICAL, game.N_CODES)
 N_CODES (an extra last entry of the arrays over codes)."""
 
 
-class Agent(base.NetAgent):
+class Agent(net_games.Agent):
     """Plays the move whose afterstate the net values most, on any board. Trained in self-play it
     holds a net per seat, `net` for seat `player` and `other` for the other seat, and plays
     either seat."""
 
     algorithm = "mc_vfa"
+    AFTERSTATES = True
 
     def scores(self, positions):
         """The value the side to move's net gives the position after each move: -inf where

@@ -8,11 +8,14 @@ other seat's net plays the other side. On 3x3 the net's answers are remembered f
 kernel calls, its body compiled for the engine of `g`.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from lab import game
-from lab.agents import tabular
+from lab.agents import base, tabular
 from lab.game import engine
 from lab.game.engine import AFTER, LEGAL, compiled, tabulated
 from lab.nets import MLP, forward
@@ -231,3 +234,49 @@ def code_inputs(g, symmetry: bool) -> np.ndarray:
         return np.zeros((0, g.m * g.n), np.int8)
     return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
 
+
+
+class Frozen(NamedTuple):
+    """A net agent as a learner's opponent on a bigger board (`Agent.frozen`): greedy on what its
+    nets say (each seat's, as in `play_games`), the scratch room `afterstate_values` and
+    `q_values` use with it."""
+
+    nets: tuple
+    """the CompiledNets of X's seat and O's"""
+    afterstates: bool
+    """mc_vfa's reading (afterstate values), else q_net's (Q values)"""
+    memo: np.ndarray
+    known: np.ndarray
+    lookup: np.ndarray
+    scratch: np.ndarray
+    scores: np.ndarray
+
+
+@overload(engine.opponent_move, inline="always")
+def _frozen_move(g, opponent, pos, side):
+    if engine.is_a(opponent, Frozen):
+        def move(g, opponent, pos, side):
+            nets, memo, known, lookup, scratch, scores = (opponent.nets, opponent.memo, opponent.known,
+                                                          opponent.lookup, opponent.scratch, opponent.scores)
+            if opponent.afterstates:
+                afterstate_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
+            else:
+                q_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
+            return engine.best_cell(g, scores, pos)
+        return move
+    return None
+
+
+class Agent(base.NetAgent):
+    """What mc_vfa's and q_net's agents share: frozen, they play greedily on their nets' scores."""
+
+    AFTERSTATES: bool
+    """whether the nets value afterstates (mc_vfa), else moves (q_net)"""
+
+    def frozen(self, seat: int) -> Frozen:
+        nets = tuple(self.seat_net(s).compiled() for s in (1, 2))
+        first = nets[0][0][0]  # X's first weights: the precision and the input width
+        cells = self.board.m * self.board.n
+        return Frozen(nets, self.AFTERSTATES, np.empty((2, 1, 1), first.dtype), np.zeros((2, 1), np.bool_),
+                      np.zeros((0, cells), np.int8), np.empty((cells, first.shape[0]), first.dtype),
+                      np.zeros(cells, first.dtype))

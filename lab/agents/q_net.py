@@ -103,11 +103,12 @@ def pair_codes(g, symmetry: bool) -> np.ndarray:
     return game.CANONICAL_PAIR if symmetry else np.arange(game.N_CODES * 9).reshape(-1, 9)
 
 
-class Agent(base.NetAgent):
+class Agent(net_games.Agent):
     """Plays the legal move with the highest Q, on any board. Trained in self-play it holds a net
     per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
 
     algorithm = "q_net"
+    AFTERSTATES = False
 
     def scores(self, positions):
         """The side to move's net's Q of each move: -inf where illegal on 3x3, filled cells scored

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from lab import game
 from lab.game import opponents
@@ -20,7 +21,7 @@ from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT
 from lab.game.bitboards import best_cell, empty_mask, place
 from lab.game.bots import cells_in
-from lab.game.sparse import Table, find
+from lab.game.sparse import Table, View, find
 
 TABLE = -1
 """The kind, beside lab.game.bots' bot kinds, of a seat played from the table"""
@@ -102,6 +103,25 @@ def play_games(board, t, reading, kinds, simulations, tree, n):
     return tally
 
 
+class Frozen(NamedTuple):
+    """A tabular agent as a learner's opponent on a bigger board (`Agent.frozen`)."""
+
+    table: View
+    reading: Reading
+    scores: np.ndarray
+    """room for a score per cell"""
+
+
+@overload(engine.opponent_move, inline="always")
+def _frozen_move(g, opponent, pos, side):
+    if engine.is_a(opponent, Frozen):
+        def move(g, opponent, pos, side):
+            scores_at(g, opponent.table, opponent.reading, pos[0], pos[1], side, -1, opponent.scores)
+            return engine.best_cell(g, opponent.scores, pos)
+        return move
+    return None
+
+
 class Agent(base.Agent):
     """Plays greedily from its table, in either seat, on the board `shape` (m, n, k): on 3x3 a
     dense array with a row per board code, elsewhere a table of visited positions, its rows read
@@ -139,6 +159,9 @@ class Agent(base.Agent):
         set_kernel_stream(before)
         return tally
 
+    def frozen(self, seat: int) -> Frozen:
+        return Frozen(self.table.view(), self.reading, np.zeros(self.board.m * self.board.n))
+
     def arrays(self) -> dict:
         if self.dense:
             return {self.DENSE: self.table}
@@ -157,11 +180,14 @@ class Agent(base.Agent):
 
 
 def opponent(g, run):
-    """The fixed opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.game.opponents), or the lab.game.bots bot of each seat it does not train in (TABLE where it
-    does) with its MCTS tree (on 3x3 mcts only, searching at the codes' bitboards)."""
+    """The opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
+    (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or the lab.game.bots
+    bot of each seat it does not train in (TABLE where it does) with its MCTS tree (on 3x3 mcts
+    only, searching at the codes' bitboards)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
+    if opponents.is_checkpoint(run.opponent):
+        return opponents.checkpoint(run.opponent).frozen(3 - run.player)
     bot = None if run.opponent == "self" else bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
     kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]

@@ -23,27 +23,33 @@ GAME_KEYS = ("m", "n", "k", "mcts_simulations", "eval_games")
 run id is the one it had before them"""
 
 
-def checkpoint_opponent(value: str, player) -> str:
-    """Validate `opponent=PATH.npz`: a lab checkpoint whose agent moves legally at every
-    position and, if it was trained in one seat, takes the other seat than the learner's
-    `player`. Returns its absolute path (the run's opponent, also on Ray workers)."""
+def checkpoint_opponent(value: str, player, shape: tuple) -> str:
+    """Validate `opponent=PATH.npz`: a lab checkpoint of an agent on the run's board `shape` that
+    moves at every position (3x3's move table is checked; a bigger board's agent must play frozen)
+    and, if it was trained in one seat, takes the other seat than the learner's `player`. Returns
+    its absolute path (the run's opponent, also on Ray workers)."""
     path = os.path.abspath(os.path.expanduser(value))
     require(os.path.isfile(path), "opponent", value,
             f"a fixed opponent or a checkpoint file that exists ({path} does not)")
     try:
         agent = agents.load(path)
         game_played = agents.game_of(agent)
-        require(game_played == TTT, "opponent", value, f"a checkpoint of a 3x3 agent ({path}'s "
-                f"plays m, n, k = {game_played}; bigger boards take no checkpoint opponents yet)")
-        moves = agent.move_table()
+        require(game_played == shape, "opponent", value, f"a checkpoint of an agent on this board, "
+                f"m, n, k = {shape} ({path}'s plays m, n, k = {game_played})")
+        if shape == TTT:
+            moves = agent.move_table()
+        else:  # what the learner will play: NotImplementedError from an agent that cannot be frozen
+            agent.frozen(3 - player if player in (1, 2) else 2)
+            moves = None
     except ConfigError:
         raise
+    except NotImplementedError as refused:
+        raise ConfigError(f"opponent={value!r} is not allowed: {refused}") from None
     except Exception as exc:  # noqa: BLE001 - a foreign or damaged file, whatever its fault
         raise ConfigError(f"opponent={value!r} is not allowed: {path} is not a lab checkpoint "
                           f"({type(exc).__name__}: {exc})") from None
-    rows = moves[game.DECISIONS]
-    require(bool(np.all(np.abs(rows.sum(axis=1) - 1) < 1e-9)), "opponent", value,
-            f"a checkpoint whose agent moves at every position ({path}'s does not)")
+    require(moves is None or bool(np.all(np.abs(moves[game.DECISIONS].sum(axis=1) - 1) < 1e-9)), "opponent",
+            value, f"a checkpoint whose agent moves at every position ({path}'s does not)")
     seat = getattr(agent, "player", None)  # net agents trained against a fixed opponent
     require(seat is None or seat != player, "opponent", value,
             f"a checkpoint of the other seat: its {agent.algorithm} agent was trained as player "
@@ -98,12 +104,12 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     (m, n, k), fixed = check_game(cfg, algorithm)
     bigger = (m, n, k) != TTT
     allowed_opponents = tuple(fixed) + (("self",) if algo.self_play else ())
-    if opponents.is_checkpoint(cfg.get("opponent")) and not bigger:
-        cfg["opponent"] = checkpoint_opponent(cfg["opponent"], cfg.get("player"))
+    if opponents.is_checkpoint(cfg.get("opponent")):
+        cfg["opponent"] = checkpoint_opponent(cfg["opponent"], cfg.get("player"), (m, n, k))
     else:
         require(cfg.get("opponent") in allowed_opponents, "opponent", cfg.get("opponent"),
                 f"one of {', '.join(allowed_opponents)} for algorithm={algorithm}"
-                + (f" on game m={m}, n={n}, k={k}" if bigger else ", or a checkpoint file PATH.npz"))
+                + (f" on game m={m}, n={n}, k={k}" if bigger else "") + ", or a checkpoint file PATH.npz")
     require(cfg.get("player") in (1, 2) and is_kind(cfg.get("player"), int), "player", cfg.get("player"),
             "1 (X, moves first) or 2 (O)")
     for key in ("episodes_per_update", "iterations"):

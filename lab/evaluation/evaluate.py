@@ -9,9 +9,9 @@ tie-breaking is averaged over exactly; on bigger boards its `policy` at (x, o) p
 `ceiling` is the yardstick: the best a perfect player does (`python -m lab.evaluation.exact_ceiling 3 3 3`).
 
 Elsewhere by games (GAMES): `eval_games` games in each seat against random and the run's opponent
-(onestep in self-play), from the agent's `play(bot, seat, games, seed)`, each share with its 95%
-Wilson interval (`outcome_rates`; lab.stats.games_needed(0.02) = 9,600 games make each at most
-2 points wide): <result>, <result>_low, <result>_high and games.
+(onestep in self-play and against a checkpoint), from the agent's `play(bot, seat, games, seed)`,
+each share with its 95% Wilson interval (`outcome_rates`; lab.stats.games_needed(0.02) = 9,600
+games make each at most 2 points wide): <result>, <result>_low, <result>_high and games.
 """
 
 import functools
@@ -127,7 +127,7 @@ def solved(m: int, n: int, k: int) -> solver.Solved:
 def evaluation(agent, run: RunConfig) -> dict:
     """The agent in the seats it trains in (both in self-play), as results-table columns, on its
     board: 3x3 by `tabulated`, a board the lab solves by lab.game.solver's exact pass, any other
-    by games against random and the run's opponent (onestep in self-play)."""
+    by games against random and the run's bot (else onestep)."""
     if not run.bigger_board:
         return tabulated(agent, run)
     if run.m * run.n <= solver.MAX_CELLS:
@@ -139,7 +139,7 @@ def evaluation(agent, run: RunConfig) -> dict:
             column(seat, key): value for seat in run.seats
             for key, value in measures.exact(board, policy, seat).items()}}
     out = {"evaluation": GAMES}
-    names = dict.fromkeys(("random", "onestep" if run.opponent == "self" else run.opponent))
+    names = dict.fromkeys(("random", run.opponent if run.opponent in bots.NAMES else "onestep"))
     for seat in run.seats:
         for bot in (bots.bot(name, run.mcts_simulations if name == "mcts" else None) for name in names):
             rates = outcome_rates(agent.play(bot, seat, run.eval_games, run.seed), seat)

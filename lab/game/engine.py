@@ -311,19 +311,28 @@ def epsilon_greedy(g, scores, pos, epsilon):
     return choose
 
 
+def is_a(typ, cls) -> bool:
+    """Whether numba's type `typ` is that of a `cls` NamedTuple."""
+    return isinstance(typ, types.BaseNamedTuple) and typ.instance_class is cls
+
+
 @compiled
 def opponent_move(g, opponent, pos, side):
-    """The cell a fixed opponent (a move table, or `Bots`) plays with `side` to move at `pos`."""
+    """The cell an opponent plays with `side` to move at `pos`: a move table (3x3's), `RuleBots`
+    or `Bots`; a trained agent frozen on a bigger board (lab.agents.base.Agent.frozen) by the
+    overload its algorithm's module adds beside this one."""
     if tabulated(g) and isinstance(opponent, types.Array):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
-    if tabulated(g):
+    if tabulated(g) and is_a(opponent, Bots):
         return lambda g, opponent, pos, side: bots.bot_move(
             THREE, opponent.tree, opponent.kinds[side], opponent.simulations,
             game.STONES[pos, 0], game.STONES[pos, 1], side)
-    if isinstance(opponent, types.BaseNamedTuple) and opponent.instance_class is RuleBots:
+    if is_a(opponent, RuleBots):
         return lambda g, opponent, pos, side: bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
-    return lambda g, opponent, pos, side: bots.bot_move(
-        g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
+    if is_a(opponent, Bots):
+        return lambda g, opponent, pos, side: bots.bot_move(
+            g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
+    return None
 
 
 @compiled

@@ -8,10 +8,12 @@ exact evaluation alike.
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.
 
-`for_training` is what a learner's kernel gets for its `opponent` knob, self-play included, and
-a checkpoint too: `opponent=PATH.npz` is a trained agent of any algorithm, playing its greedy move
-table (tied best moves sharing the probability), frozen. This module sits below the learners, so
-it reads checkpoints through the reader lab.agents registers here (`read_checkpoints_with`).
+`for_training` is what a 3x3 learner's kernel gets for its `opponent` knob, self-play included,
+and a checkpoint too: `opponent=PATH.npz` is a trained agent of any algorithm, playing its greedy
+move table (tied best moves sharing the probability), frozen; on a bigger board the learner plays
+the checkpoint's agent itself (`checkpoint`, then its `frozen`). This module sits below the
+learners, so it reads checkpoints through the reader lab.agents registers here
+(`read_checkpoints_with`).
 """
 
 from functools import cache
@@ -66,7 +68,7 @@ def is_checkpoint(name) -> bool:
 
 
 _read_checkpoint = None
-"""path -> the move table of the agent in that checkpoint; registered by lab.agents."""
+"""path -> the trained agent in that checkpoint; registered by lab.agents."""
 
 
 def read_checkpoints_with(read) -> None:
@@ -75,16 +77,21 @@ def read_checkpoints_with(read) -> None:
     _read_checkpoint = read
 
 
+def checkpoint(path: str):
+    """The trained agent in the checkpoint at `path`."""
+    if _read_checkpoint is None:
+        raise RuntimeError("import lab.agents first: it registers the checkpoint reader")
+    return _read_checkpoint(path)
+
+
 def for_training(name: str) -> np.ndarray:
-    """The move table, read-only, of the opponent a learner trains against (its `opponent` knob).
+    """The move table, read-only, of the opponent a 3x3 learner trains against (its `opponent` knob).
 
     In self-play (`self`) the learner plays both seats, so its kernel never consults the table;
     the random opponent's table fills the argument (same type, so no second compilation, and a
     read by mistake would still play legal moves). A checkpoint's agent plays its greedy table."""
     if not is_checkpoint(name):
         return table("random" if name == SELF else name)
-    if _read_checkpoint is None:
-        raise RuntimeError("import lab.agents first: it registers the checkpoint reader")
-    moves = np.ascontiguousarray(_read_checkpoint(name), dtype=np.float64)
+    moves = np.ascontiguousarray(checkpoint(name).move_table(), dtype=np.float64)
     moves.flags.writeable = False
     return moves
