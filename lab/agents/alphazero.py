@@ -38,7 +38,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
-from numba.extending import overload
 
 from lab import game
 from lab.game import opponents
@@ -192,12 +191,10 @@ class Frozen(NamedTuple):
     """scratch (1, cells) in the net's precision"""
 
 
-@overload(engine.opponent_move, inline="always")
+@engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    if engine.is_a(opponent, Frozen):
-        return lambda g, opponent, pos, side: choose(search(
-            g, opponent.net, pos[0], pos[1], side, opponent.params, opponent.tree, opponent.inputs), False)
-    return None
+    return choose(search(g, opponent.net, pos[0], pos[1], side, opponent.params, opponent.tree, opponent.inputs),
+                  False)
 
 
 class Agent(base.Agent):

@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 from lab import game
 from lab.agents import base, tabular
@@ -252,19 +251,15 @@ class Frozen(NamedTuple):
     scores: np.ndarray
 
 
-@overload(engine.opponent_move, inline="always")
+@engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    if engine.is_a(opponent, Frozen):
-        def move(g, opponent, pos, side):
-            nets, memo, known, lookup, scratch, scores = (opponent.nets, opponent.memo, opponent.known,
-                                                          opponent.lookup, opponent.scratch, opponent.scores)
-            if opponent.afterstates:
-                afterstate_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
-            else:
-                q_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
-            return engine.best_cell(g, scores, pos)
-        return move
-    return None
+    nets, memo, known, lookup, scratch, scores = (opponent.nets, opponent.memo, opponent.known,
+                                                  opponent.lookup, opponent.scratch, opponent.scores)
+    if opponent.afterstates:
+        afterstate_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
+    else:
+        q_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
+    return engine.best_cell(g, scores, pos)
 
 
 class Agent(base.NetAgent):

@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 from lab import game
 from lab.game import opponents
@@ -112,14 +111,10 @@ class Frozen(NamedTuple):
     """room for a score per cell"""
 
 
-@overload(engine.opponent_move, inline="always")
+@engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    if engine.is_a(opponent, Frozen):
-        def move(g, opponent, pos, side):
-            scores_at(g, opponent.table, opponent.reading, pos[0], pos[1], side, -1, opponent.scores)
-            return engine.best_cell(g, opponent.scores, pos)
-        return move
-    return None
+    scores_at(g, opponent.table, opponent.reading, pos[0], pos[1], side, -1, opponent.scores)
+    return engine.best_cell(g, opponent.scores, pos)
 
 
 class Agent(base.Agent):

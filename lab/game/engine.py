@@ -311,7 +311,7 @@ def epsilon_greedy(g, scores, pos, epsilon):
     return choose
 
 
-def is_a(typ, cls) -> bool:
+def _is_a(typ, cls) -> bool:
     """Whether numba's type `typ` is that of a `cls` NamedTuple."""
     return isinstance(typ, types.BaseNamedTuple) and typ.instance_class is cls
 
@@ -319,20 +319,30 @@ def is_a(typ, cls) -> bool:
 @compiled
 def opponent_move(g, opponent, pos, side):
     """The cell an opponent plays with `side` to move at `pos`: a move table (3x3's), `RuleBots`
-    or `Bots`; a trained agent frozen on a bigger board (lab.agents.base.Agent.frozen) by the
-    overload its algorithm's module adds beside this one."""
+    or `Bots`; an opponent of another NamedTuple type by the move its module registers (`plays`)."""
     if tabulated(g) and isinstance(opponent, types.Array):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
-    if tabulated(g) and is_a(opponent, Bots):
+    if tabulated(g) and _is_a(opponent, Bots):
         return lambda g, opponent, pos, side: bots.bot_move(
             THREE, opponent.tree, opponent.kinds[side], opponent.simulations,
             game.STONES[pos, 0], game.STONES[pos, 1], side)
-    if is_a(opponent, RuleBots):
+    if _is_a(opponent, RuleBots):
         return lambda g, opponent, pos, side: bots.rule_move(g, opponent.kinds[side], pos[side], pos[1 - side])
-    if is_a(opponent, Bots):
+    if _is_a(opponent, Bots):
         return lambda g, opponent, pos, side: bots.bot_move(
             g, opponent.tree, opponent.kinds[side], opponent.simulations, pos[0], pos[1], side)
     return None
+
+
+def plays(cls):
+    """Register the decorated function, compiled, as `opponent_move` for opponents of NamedTuple
+    `cls`: how the learners' kernels play a trained agent frozen on a bigger board
+    (lab.agents.base.Agent.frozen), written beside that agent's scoring."""
+    def register(move):
+        overload(opponent_move, inline="always")(
+            lambda g, opponent, pos, side: move if _is_a(opponent, cls) else None)
+        return move
+    return register
 
 
 @compiled
