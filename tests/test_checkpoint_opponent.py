@@ -140,7 +140,7 @@ def test_a_frozen_board_agent_plays_its_greedy_moves(algorithm, board_checkpoint
     evaluation's) gives probability: its best-scoring moves, ties at random."""
     agent = agents.load(board_checkpoints[algorithm])
     positions = _open_positions(300, np.random.default_rng(0))
-    cells = _frozen_moves(agent.board, agent.frozen(2), positions[:, 0], positions[:, 1])
+    cells = _frozen_moves(agent.board, agent.frozen(), positions[:, 0], positions[:, 1])
     policy = agent.policy(positions)
     assert (policy[np.arange(len(cells)), cells] > 0).all()
 

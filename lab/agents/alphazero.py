@@ -134,8 +134,8 @@ def fixed_move(board, table, x, o, side):
 @njit(cache=True)
 def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n, record):
     """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, plays `table`
-    (3x3's move table, or a frozen agent) if TABLE, else is the lab.game.bots bot of that kind (simulations[s]
-    playouts for mcts, in bot_tree). Returns the stones x, o before each ply (n, cells), whether
+    (3x3's move table, or a frozen agent) if TABLE, else is the lab.game.bots bot of that kind
+    (simulations[s] playouts for mcts, in bot_tree). Returns the stones x, o before each ply (n, cells), whether
     a net searched there, its normalised visit counts (n, cells, cells; empty unless `record`)
     and the results (X_WINS, O_WINS or DRAW)."""
     cells = board.m * board.n
@@ -234,7 +234,7 @@ class Agent(base.Agent):
         set_kernel_stream(before)
         return np.bincount(results, minlength=3)
 
-    def frozen(self, seat: int) -> Frozen:
+    def frozen(self) -> Frozen:
         net, cells = self.net.compiled(), self.board.m * self.board.n
         inputs = np.empty((1, cells), net[0][0].dtype)
         return Frozen(net, self.params, new_tree(cells, self.simulations), inputs)
@@ -274,7 +274,7 @@ class Learner(base.Learner):
         self.opponent = _NO_TABLE
         if fixed == TABLE:
             self.opponent = (np.array(opponents.for_training(run.opponent)) if run.game == TTT
-                             else opponents.checkpoint(run.opponent).frozen(3 - run.player))
+                             else opponents.checkpoint(run.opponent).frozen())
         self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
         self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                   perfect=run.opponent == "perfect" and fixed != TABLE)

@@ -61,11 +61,12 @@ class Agent(abc.ABC):
         codes = game.DECISIONS if seat is None else _SEAT_DECISIONS[seat]
         return game.greedy_table(codes, self.scores(codes))
 
-    def frozen(self, seat: int):
-        """Bigger boards': the agent as a learner's opponent in seat `seat` (1 X, 2 O), a NamedTuple
-        that the learners' kernels play (lab.game.engine.opponent_move, by the move registered with
-        engine.plays beside the agent's scoring: lab.agents.tabular's, net_games', alphazero's).
-        3x3's checkpoint opponents play their `move_table` instead."""
+    def frozen(self):
+        """Bigger boards': the agent as a learner's opponent (in the seat it was not trained in, if
+        it was trained in one), a NamedTuple that the learners' kernels play: lab.game.engine's
+        opponent_move, by the move registered with engine.plays beside the agent's scoring
+        (lab.agents.tabular's, net_games', alphazero's). 3x3's checkpoint opponents play their
+        `move_table` instead."""
         raise NotImplementedError(f"a {self.algorithm} agent does not play as an opponent on a bigger board")
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:

@@ -234,7 +234,6 @@ def code_inputs(g, symmetry: bool) -> np.ndarray:
     return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
 
 
-
 class Frozen(NamedTuple):
     """A net agent as a learner's opponent on a bigger board (`Agent.frozen`): greedy on what its
     nets say (each seat's, as in `play_games`), the scratch room `afterstate_values` and
@@ -268,7 +267,7 @@ class Agent(base.NetAgent):
     AFTERSTATES: bool
     """whether the nets value afterstates (mc_vfa), else moves (q_net)"""
 
-    def frozen(self, seat: int) -> Frozen:
+    def frozen(self) -> Frozen:
         nets = tuple(self.seat_net(s).compiled() for s in (1, 2))
         first = nets[0][0][0]  # X's first weights: the precision and the input width
         cells = self.board.m * self.board.n

@@ -154,7 +154,7 @@ class Agent(base.Agent):
         set_kernel_stream(before)
         return tally
 
-    def frozen(self, seat: int) -> Frozen:
+    def frozen(self) -> Frozen:
         return Frozen(self.table.view(), self.reading, np.zeros(self.board.m * self.board.n))
 
     def arrays(self) -> dict:
@@ -182,7 +182,7 @@ def opponent(g, run):
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     if opponents.is_checkpoint(run.opponent):
-        return opponents.checkpoint(run.opponent).frozen(3 - run.player)
+        return opponents.checkpoint(run.opponent).frozen()
     bot = None if run.opponent == "self" else bots.bot(
         run.opponent, run.mcts_simulations if run.opponent == "mcts" else None)
     kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]

@@ -39,7 +39,7 @@ def checkpoint_opponent(value: str, player, shape: tuple) -> str:
         if shape == TTT:
             moves = agent.move_table()
         else:  # what the learner will play: NotImplementedError from an agent that cannot be frozen
-            agent.frozen(3 - player if player in (1, 2) else 2)
+            agent.frozen()
             moves = None
     except ConfigError:
         raise
