@@ -131,7 +131,7 @@ def test_the_search_takes_a_win_blocks_a_loss_and_prevents_a_double_threat(seed)
 
 def test_symmetries_are_the_board_s_flips_and_turns():
     for (m, n), count in (((3, 3), 8), ((5, 5), 8), ((4, 3), 4)):
-        images, board = alphazero.symmetries(m, n), bitboards.board(m, n, 3)
+        images, board = bitboards.symmetries(m, n), bitboards.board(m, n, 3)
         assert len(images) == count and all(sorted(image) == list(range(m * n)) for image in images)
         lines = {int(w) for w in board.windows}
         for image in images:  # an image maps every winning line onto a winning line

@@ -46,7 +46,6 @@ def test_3x3_rows_carry_no_game_columns():
      "game m=5, n=5, k=4: perfect plays only where the lab solves the board (at most 16 cells, here 25)"),
     (("game=mnk_4_4_4", "opponent=/nowhere/agent.npz"),
      "opponent must be a fixed opponent or a checkpoint file that exists (/nowhere/agent.npz does not)"),
-    (("game=mnk_4_4_4", "symmetry=true"), "symmetry=True is not allowed: symmetry must be false"),
     (("m=9", "n=9"), "game m=9, n=9, k=3 is not allowed: m * n must be at most 64 cells"),
     (("m=4", "n=4", "k=5"), "k must be at most max(m, n) = 4"),
     (("m=0",), "m (columns) must be a positive integer"),

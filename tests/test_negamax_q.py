@@ -1,6 +1,7 @@
 """Write-up 004's negamax Q learner: the update's signs and shaped rewards, single agents, ensembles."""
 
 import numpy as np
+import pytest
 
 from lab import game
 from lab.game import opponents
@@ -83,3 +84,30 @@ def test_an_ensemble_is_measured_at_every_size(make_learner, tmp_path):
         expected = exact(negamax_q.Agent(agent.members[:d["members"]].sum(axis=0)), d["seat"])
         assert {k: d[k] for k in expected} == expected
     assert make_learner("negamax_q", "ensemble=1").agent().members is None  # one table: no copy
+
+
+@pytest.mark.parametrize("game, evaluation", [("mnk_4_4_4", "exact"), ("mnk_5_5_4", "games")])
+def test_an_ensemble_is_measured_at_every_size_on_a_bigger_board(make_learner, tmp_path, game, evaluation):
+    """Off 3x3 the members are the table's rows side by side: by_size measures the first k of them
+    as a run's evaluation would (exactly on 4x4, by games on 5x5), through the checkpoint too."""
+    from lab import agents
+    from lab.evaluation import evaluate
+    from lab.knobs import RunConfig
+    learner = make_learner("negamax_q", f"game={game}", "opponent=self", "ensemble=3", "episodes_per_update=200",
+                           "seed=2")
+    learner.iterate()
+    path = tmp_path / "ensemble.npz"
+    learner.agent().save(path)
+    restored = agents.load(path)
+    sizes = negamax_q.by_size(restored, games=200, seed=5)
+    assert [(d["members"], d["seat"]) for d in sizes] == [(k, s) for k in (1, 2, 3) for s in (1, 2)]
+    whole = RunConfig(algorithm="negamax_q", opponent="self", player=None, episodes_per_update=1, iterations=1,
+                      seed=5, eval_every=1, m=restored.shape[0], n=restored.shape[1], k=restored.shape[2],
+                      mcts_simulations=1, eval_games=200)
+    columns = evaluate.evaluation(restored, whole)  # all three members: the agent itself
+    assert columns["evaluation"] == evaluation
+    for d in sizes[-2:]:
+        assert {key: d[key] for key in ("random_win", "random_loss")} == {
+            key: columns[evaluate.column(d["seat"], key)] for key in ("random_win", "random_loss")}
+    one = sizes[0]["random_win"], sizes[1]["random_win"]
+    assert one != (sizes[-2]["random_win"], sizes[-1]["random_win"])  # one member is another agent

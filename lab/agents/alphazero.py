@@ -103,16 +103,6 @@ NET, TABLE = -1, -2
 or a frozen agent (beside lab.game.bots' bot kinds)."""
 
 
-def symmetries(m: int, n: int) -> np.ndarray:
-    """(images, m * n): cell j of image i is cell [i, j] of the original; the board's 4 flips
-    and turns (8 on a square board, whose transpose is one too)."""
-    grid = np.arange(m * n).reshape(n, m)
-    images = [grid[::dr, ::dc] for dr in (1, -1) for dc in (1, -1)]
-    if m == n:
-        images += [image.T for image in images]
-    return np.array([image.ravel() for image in images])
-
-
 @njit(cache=True)
 def _code(x, o):
     """The 3x3 board code (lab.game) of the bitboards x, o."""
@@ -278,7 +268,7 @@ class Learner(base.Learner):
         self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
         self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                   perfect=run.opponent == "perfect" and fixed != TABLE)
-        self.images = symmetries(run.m, run.n)
+        self.images = bitboards.symmetries(run.m, run.n)
         self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
         self.games = 0
         # The training window: a row per searched position of the recent games, the mover's view.

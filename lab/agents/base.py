@@ -11,11 +11,10 @@ import json
 import numpy as np
 
 from lab import game
-from lab.game import bitboards, bots, engine
+from lab.game import engine
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT, Knobs, RunConfig, side
-from lab.nets import MLP
 
 
 _SEAT_DECISIONS = {seat: game.DECISIONS[game.TO_MOVE[game.DECISIONS] == side(seat)] for seat in (1, 2)}
@@ -249,55 +248,3 @@ class Algorithm:
     Agent: type[Agent]
     self_play: bool
     """whether it also trains with opponent=self"""
-
-
-OTHER = "other_"
-"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
-
-
-class NetAgent(Agent):
-    """An agent whose parameters are one MLP, trained in seat `player` (1 X, 2 O) on the board
-    `shape`, and in self-play a second, `other`, for the other seat. With `symmetry` (3x3's) its
-    nets see every board as its canonical image (lab.game.CANONICAL). Subclasses score moves and
-    play their compiled greedy games on bigger boards (`games`)."""
-
-    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False,
-                 shape: tuple = TTT):
-        self.net, self.player, self.other, self.symmetry = net, player, other, symmetry
-        self.shape = tuple(shape)
-        self.board = None if self.shape == TTT else bitboards.board(*self.shape)
-
-    def seat_net(self, seat: int) -> MLP:
-        """The net that plays seat `seat`."""
-        return self.net if seat == self.player or self.other is None else self.other
-
-    def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
-        """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`
-        against lab.game.bots bot `opponent`, drawn with `seed`; the compiled kernels' random
-        stream is left as it was."""
-        kinds = [bots.NAMES.index(opponent.name)] * 2
-        board, net = self.board, self.seat_net(seat).compiled()
-        fixed = engine.fixed_opponent(kinds, opponent.simulations,
-                                      lambda: bots.tree(board, opponent.simulations))
-        before = kernel_stream()
-        game.seed_kernels(seed)
-        results = self.games(board, (net, net), (seat == 1, seat == 2), fixed, games)
-        set_kernel_stream(before)
-        return np.bincount(results, minlength=3)
-
-    @staticmethod
-    @abc.abstractmethod
-    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
-        """The results of n greedy games on engine g as the agent's algorithm plays them."""
-
-    def arrays(self):
-        other = {} if self.other is None else self.other.arrays(OTHER)
-        where = {"symmetry": np.array(self.symmetry)} if self.board is None else {"board": np.array(self.shape)}
-        return {**self.net.arrays(), "player": np.array(self.player), **other, **where}
-
-    @classmethod
-    def from_arrays(cls, arrays):
-        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
-        symmetry = "symmetry" in arrays and bool(arrays["symmetry"])  # saved before the knob: off
-        shape = tuple(int(v) for v in arrays["board"]) if "board" in arrays else TTT
-        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other, symmetry, shape)

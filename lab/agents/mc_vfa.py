@@ -13,14 +13,14 @@ states the algorithm on 3x3 one game at a time in plain Python.
 In self-play (`opponent=self`, as write-up 000 tried) each seat has its own net, playing its
 side epsilon-greedy and fitting its own seat's afterstates; the agent holds both nets.
 (Write-up 000's other regime, an O net against a frozen X net, is `opponent=PATH.npz` with an X
-checkpoint on 3x3: lab.game.opponents.) Symmetry folding is 3x3's (refused elsewhere by lab.config.jobs).
+checkpoint on 3x3: lab.game.opponents.)
 """
 
 from dataclasses import dataclass
 import numpy as np
 
 from lab import game
-from lab.game import bitboards, engine
+from lab.game import engine
 from lab.agents import base, net_games
 from lab.knobs import Knobs, RunConfig, require
 
@@ -52,7 +52,8 @@ class Config(Knobs):
     precision: str
     """the value net's numbers: float32 or float64 (a saturated float32 net ties every move)"""
     symmetry: bool
-    """fold the board's 8 symmetries: symmetric afterstates share one net input and one Monte Carlo mean"""
+    """fold the board's symmetries (8 of a square, 4 of a rectangle): symmetric afterstates share one net
+    input and one Monte Carlo mean"""
 
     def check(self):
         require(self.layers >= 1, "layers", self.layers, "a positive integer")
@@ -118,14 +119,11 @@ class Agent(net_games.Agent):
     def _afterstate_values(self, seat, positions):
         """Bigger boards: the values seat `seat`'s net gives the position after each cell."""
         net, cells = self.seat_net(seat), self.board.m * self.board.n
-        after = bitboards.cell_inputs(positions[:, 0], positions[:, 1], cells, net.weights[0].dtype)
-        after = after[:, None, :].repeat(cells, axis=1)
-        after[:, np.arange(cells), np.arange(cells)] = 1.0 if seat == 1 else -1.0
-        return net(after.reshape(-1, cells))[:, 0].reshape(len(positions), cells)
-
-    @staticmethod
-    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
-        return net_games.play_games(g, nets, learns, opponent, n, 0.0, net_games.code_inputs(g, False), True)[-1]
+        after = np.repeat(positions, cells, axis=0)
+        after[:, seat - 1] |= np.tile(np.uint64(1) << np.arange(cells, dtype=np.uint64), len(positions))
+        if self.symmetry:
+            after = engine.canonical(self.board, after)
+        return net(engine.inputs(self.board, after, net.weights[0].dtype))[:, 0].reshape(len(positions), cells)
 
 
 class Learner(net_games.Learner):
@@ -137,7 +135,7 @@ class Learner(net_games.Learner):
         self.make_nets([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
                        dtype=PRECISIONS[knobs.precision])
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
-        self.inputs = net_games.code_inputs(self.game, knobs.symmetry)
+        self.inputs = net_games.lookup_for(self.game, True, knobs.symmetry)
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
         self.kept = {seat: None for seat in run.seats}
         """memory=keep: per seat, the afterstates seen so far (engine.distinct's order), the sums of
@@ -163,7 +161,7 @@ class Learner(net_games.Learner):
         returns = self.rewards[result + 1][:, None] * discounts[np.maximum(steps_to_end, 0)]
         afterstates = positions[:, columns][played]
         if self.knobs.symmetry:
-            afterstates = game.CANONICAL[afterstates]
+            afterstates = engine.canonical(self.game, afterstates)
         seen, inverse = engine.distinct(self.game, afterstates)
         sums = np.bincount(inverse, returns[played], len(seen))
         visits = np.bincount(inverse, minlength=len(seen)).astype(float)

@@ -27,7 +27,7 @@ best. The run's episodes are split between the members (its rows count each once
 run one after another in a compiled loop, `train`, against lab.game.engine: K dense tables on 3x3
 (K x 3**9 x 9); on bigger boards one table of the positions played (lab.game.sparse) with the K
 members' Q values side by side in a row. tests/learner_references.py has the 3x3 loop in plain
-Python. Not yet on bigger boards: the per-size measure of an ensemble (`by_size`).
+Python.
 """
 
 from dataclasses import dataclass
@@ -67,9 +67,10 @@ class Config(Knobs):
 
 
 class Agent(tabular.Agent):
-    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move. On
-    3x3 an ensemble's agent also keeps its members' tables (`members`, K x N_CODES x 9), so it
-    can be measured at every ensemble size (`by_size`)."""
+    """Plays the move of highest Q (summed over the ensemble) for whichever side is to move. An
+    ensemble's agent also keeps its members, so that it can be measured at every ensemble size
+    (`by_size`): on 3x3 their tables (`members`, K x N_CODES x 9), elsewhere they are the table's
+    rows side by side."""
 
     algorithm = "negamax_q"
 
@@ -87,15 +88,36 @@ class Agent(tabular.Agent):
         agent.members = None if members is None else np.asarray(members, dtype=float)
         return agent
 
+    def first(self, k: int) -> "Agent":
+        """The agent of the ensemble's first k members."""
+        if not self.dense:
+            return Agent(self.table, self.shape, self.reading._replace(members=k))
+        return Agent(self.table if self.members is None else self.members[:k].sum(axis=0))
 
-def by_size(agent: Agent, seats=(1, 2)) -> list[dict]:
-    """Write-up 004's question, how many members an ensemble needs: lab.evaluation.evaluate.exact of the sum of
-    the first k members' tables for every k from 1 to K, in each seat. One dict per (k, seat):
-    members, seat and exact()'s measures."""
-    members = agent.members if agent.members is not None else agent.table[None]
-    totals = np.cumsum(members, axis=0)
-    return [{"members": k + 1, "seat": seat, **evaluate.exact(Agent(totals[k]), seat)}
-            for k in range(len(members)) for seat in seats]
+    def size(self) -> int:
+        """The ensemble's members."""
+        return self.reading.members if not self.dense else 1 if self.members is None else len(self.members)
+
+
+def by_size(agent: Agent, seats=(1, 2), games: int = 9600, seed: int = 0) -> list[dict]:
+    """Write-up 004's question, how many members an ensemble needs: the agent of the first k
+    members for every k from 1 to K, in each seat, measured as a run's evaluation is: exactly on
+    every board the lab solves (lab.evaluation.evaluate.exact on 3x3), elsewhere by `games` games
+    against random and onestep drawn with `seed`. One dict per (k, seat): members, seat and the
+    measures."""
+    return [{"members": k, "seat": seat, **_measures(agent.first(k), seat, games, seed)}
+            for k in range(1, agent.size() + 1) for seat in seats]
+
+
+def _measures(agent: Agent, seat: int, games: int, seed: int) -> dict:
+    if agent.dense:
+        return evaluate.exact(agent, seat)
+    m, n, k = agent.shape
+    run = RunConfig(algorithm="negamax_q", opponent="onestep", player=seat, episodes_per_update=1, iterations=1,
+                    seed=seed, eval_every=1, m=m, n=n, k=k, mcts_simulations=1, eval_games=games)
+    prefix = evaluate.column(seat, "")
+    return {key[len(prefix):]: value for key, value in evaluate.evaluation(agent, run).items()
+            if key.startswith(prefix)}
 
 
 class Params(NamedTuple):

@@ -4,7 +4,8 @@ An iteration's games are one batch (`play_games`): the learner's side plays epsi
 its net says of each legal move (mc_vfa: the afterstate's value, `afterstate_values`; q_net: Q of
 the position and move, `q_values`), ties at random, and a fixed opponent or, in self-play, the
 other seat's net plays the other side. On 3x3 the net's answers are remembered for the batch
-(`memory`). The scoring functions are written as lab.game.engine writes the game: a function the
+(`memory`); with the board's symmetries the nets see each position as its canonical image
+(`lookup_for`). The scoring functions are written as lab.game.engine writes the game: a function the
 kernel calls, its body compiled for the engine of `g`.
 """
 
@@ -15,16 +16,18 @@ from numba import njit
 
 from lab import game
 from lab.agents import base, tabular
-from lab.game import engine
+from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.game import bitboards, bots, engine
 from lab.game.engine import AFTER, LEGAL, compiled, tabulated
+from lab.knobs import TTT
 from lab.nets import MLP, forward
 
 
 @njit(cache=True)
 def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
     """Play n games on the game g: a side s (0 X, 1 O) with learns[s] is played by nets[s]
-    (CompiledNets), epsilon-greedy on afterstate_values if `afterstates` (`lookup`: code_inputs),
-    else on q_values (`lookup`: q_net's pair codes); the other by the fixed `opponent`. Returns
+    (CompiledNets), epsilon-greedy on afterstate_values if `afterstates`, else on q_values (each
+    reading `lookup_for`); the other by the fixed `opponent`. Returns
     engine.history's positions after each ply (a board's cells of room a game), the cell of each
     ply (n, cells; -1 past the end), the plies of each game and its winner (side) or DRAW."""
     size = engine.cells(g)
@@ -96,7 +99,7 @@ class Learner(tabular.Learner):
 def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     """out[cell] = the value net nets[side] gives the position after `side` plays each legal
     cell. On 3x3 an afterstate is valued when first needed (one pass over those not valued yet;
-    a code's input is inputs[code], `code_inputs`) and remembered in memo[side, code] (flagged in
+    a code's input is inputs[code], `lookup_for`) and remembered in memo[side, code] (flagged in
     known) for the batch; on bitboards they are valued in one pass a call. `scratch`: (cells,
     cells) rows in the net's precision."""
     if tabulated(g):
@@ -127,6 +130,8 @@ def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
             bit = np.uint64(1) << np.uint64(cell)
             if empty & bit:
                 after_x, after_o = (x | bit, o) if side == 0 else (x, o | bit)
+                if len(inputs) > 1:  # the board's symmetries (`lookup_for`): the afterstate's canonical image
+                    after_x, after_o = bitboards.canonical(after_x, after_o, inputs)
                 _bitboard_cells(after_x, after_o, cells, scratch[count])
                 count += 1
         weights, biases, hidden, output = nets[side]
@@ -200,19 +205,23 @@ def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
     def on_bitboards(g, nets, side, memo, known, pairs, pos, scratch, out):
         x, o = pos
         cells, empty = g.m * g.n, g.full & ~(x | o)
+        moves = pairs[0]  # the cell the net sees each cell as: itself (the identity's `lookup_for`) or,
+        if len(pairs) > 1:  # with the board's symmetries, its place in the canonical image
+            moves = np.empty(cells, np.int64)
+            x, o = bitboards.canonical_moves(x, o, pairs, moves)
         weights, biases, hidden, output = nets[side]
         if weights[0].shape[0] == cells:  # a Q per cell: one pass from the position's cells
             _bitboard_cells(x, o, cells, scratch[0])
             q = forward(weights, biases, hidden, output, scratch[:1])[0]
             for cell in range(cells):
-                out[cell] = q[cell]
+                out[cell] = q[moves[cell]]
             return
         count = 0
         for cell in range(cells):
             if empty & (np.uint64(1) << np.uint64(cell)):
                 _bitboard_cells(x, o, cells, scratch[count])
                 scratch[count, cells:] = 0.0
-                scratch[count, cells + cell] = 1.0
+                scratch[count, cells + moves[cell]] = 1.0
                 count += 1
         _on_empty_cells(forward(weights, biases, hidden, output, scratch[:count])[:, 0], empty, cells, out)
     return on_bitboards
@@ -226,12 +235,18 @@ def memory(g, dtype):
     return lambda g, dtype: (np.empty((2, size, width), dtype), np.zeros((2, size), np.bool_))
 
 
-def code_inputs(g, symmetry: bool) -> np.ndarray:
-    """The net inputs `afterstate_values` reads on 3x3: each code's cells (+1 X, -1 O, 0 empty),
-    of its canonical image with `symmetry`; elsewhere an empty array, unread."""
+def lookup_for(g, afterstates: bool, symmetry: bool) -> np.ndarray:
+    """What `afterstate_values` (afterstates) or `q_values` reads beside the position. On 3x3 the
+    net input of each afterstate code (its cells: +1 X, -1 O, 0 empty) or the pair code each
+    (code, cell) is seen as (code * 9 + cell), of its canonical image with `symmetry`; on bitboards
+    the place of each cell in each of the board's symmetric images (lab.game.bitboards.places),
+    only the identity's without `symmetry`."""
     if not tabulated(g):
-        return np.zeros((0, g.m * g.n), np.int8)
-    return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
+        places = bitboards.places(g.m, g.n)
+        return places if symmetry else places[:1]
+    if afterstates:
+        return game.BOARDS[game.CANONICAL] if symmetry else game.BOARDS
+    return game.CANONICAL_PAIR if symmetry else np.arange(game.N_CODES * 9).reshape(-1, 9)
 
 
 class Frozen(NamedTuple):
@@ -261,16 +276,61 @@ def _frozen_move(g, opponent, pos, side):
     return engine.best_cell(g, scores, pos)
 
 
-class Agent(base.NetAgent):
-    """What mc_vfa's and q_net's agents share: frozen, they play greedily on their nets' scores."""
+OTHER = "other_"
+"""The checkpoint prefix of a self-play agent's second net (the seat that is not `player`)."""
+
+
+class Agent(base.Agent):
+    """What mc_vfa's and q_net's agents share: an MLP trained in seat `player` (1 X, 2 O) on the
+    board `shape`, and in self-play a second, `other`, for the other seat. With `symmetry` its
+    nets see every position as its canonical image (lab.game.engine.fold). On bigger boards they
+    play `play_games` greedily, against a bot or, frozen, as a learner's opponent."""
 
     AFTERSTATES: bool
     """whether the nets value afterstates (mc_vfa), else moves (q_net)"""
+
+    def __init__(self, net: MLP, player: int, other: MLP | None = None, symmetry: bool = False,
+                 shape: tuple = TTT):
+        self.net, self.player, self.other, self.symmetry = net, player, other, symmetry
+        self.shape = tuple(shape)
+        self.board = None if self.shape == TTT else bitboards.board(*self.shape)
+
+    def seat_net(self, seat: int) -> MLP:
+        """The net that plays seat `seat`."""
+        return self.net if seat == self.player or self.other is None else self.other
+
+    def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
+        """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`
+        against lab.game.bots bot `opponent`, drawn with `seed`; the compiled kernels' random
+        stream is left as it was."""
+        kinds = [bots.NAMES.index(opponent.name)] * 2
+        board, net = self.board, self.seat_net(seat).compiled()
+        fixed = engine.fixed_opponent(kinds, opponent.simulations,
+                                      lambda: bots.tree(board, opponent.simulations))
+        before = kernel_stream()
+        game.seed_kernels(seed)
+        results = play_games(board, (net, net), (seat == 1, seat == 2), fixed, games, 0.0,
+                             lookup_for(board, self.AFTERSTATES, self.symmetry), self.AFTERSTATES)[-1]
+        set_kernel_stream(before)
+        return np.bincount(results, minlength=3)
 
     def frozen(self) -> Frozen:
         nets = tuple(self.seat_net(s).compiled() for s in (1, 2))
         first = nets[0][0][0]  # X's first weights: the precision and the input width
         cells = self.board.m * self.board.n
         return Frozen(nets, self.AFTERSTATES, np.empty((2, 1, 1), first.dtype), np.zeros((2, 1), np.bool_),
-                      np.zeros((0, cells), np.int8), np.empty((cells, first.shape[0]), first.dtype),
-                      np.zeros(cells, first.dtype))
+                      lookup_for(self.board, self.AFTERSTATES, self.symmetry),
+                      np.empty((cells, first.shape[0]), first.dtype), np.zeros(cells, first.dtype))
+
+    def arrays(self):
+        other = {} if self.other is None else self.other.arrays(OTHER)
+        board = {} if self.board is None else {"board": np.array(self.shape)}
+        return {**self.net.arrays(), "player": np.array(self.player), **other,
+                "symmetry": np.array(self.symmetry), **board}
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        other = MLP.from_arrays(arrays, OTHER) if f"{OTHER}linear_output" in arrays else None
+        symmetry = "symmetry" in arrays and bool(arrays["symmetry"])  # saved before the knob: off
+        shape = tuple(int(v) for v in arrays["board"]) if "board" in arrays else TTT
+        return cls(MLP.from_arrays(arrays), int(arrays["player"]), other, symmetry, shape)

@@ -18,7 +18,6 @@ to `epsilon_final` at the last, as the write-up's notebook does.
 
 In self-play (`opponent=self`, the notebook's "Q network per player") each seat has its own net,
 playing its side epsilon-greedy and fitting its own seat's moves; the agent holds both nets.
-Symmetry folding is 3x3's (refused elsewhere by lab.config.jobs).
 """
 
 from dataclasses import dataclass
@@ -59,7 +58,8 @@ class Config(Knobs):
     epochs: int
     """full-batch gradient steps on each iteration's samples"""
     symmetry: bool
-    """fold the board's 8 symmetries: symmetric (position, move) pairs share one net input and mean target"""
+    """fold the board's symmetries (8 of a square, 4 of a rectangle): symmetric (position, move) pairs share
+    one net input and mean target"""
 
     def check(self):
         require(0 < self.epsilon <= 1, "epsilon", self.epsilon, "in (0, 1]")
@@ -76,9 +76,9 @@ def per_cell(net: MLP, cells: int) -> bool:
 
 def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool = False) -> np.ndarray:
     """Q by `net` of each (position, move) pair on the game g (lab.game.engine's positions); with
-    `symmetry` (3x3's) of the pair's canonical image (lab.game.canonical_pairs)."""
+    `symmetry` of the pair's canonical image (lab.game.engine.canonical_pairs)."""
     if symmetry:
-        positions, moves = game.canonical_pairs(positions, moves)
+        positions, moves = engine.canonical_pairs(g, positions, moves)
     cells = engine.cells(g)
     board = engine.inputs(g, positions, net.weights[0].dtype)
     if per_cell(net, cells):
@@ -86,21 +86,16 @@ def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool
     return net(np.hstack([board, np.eye(cells, dtype=board.dtype)[moves]]))[:, 0]
 
 
-def cell_q(net: MLP, g, positions: np.ndarray) -> np.ndarray:
-    """(positions, cells) Q by `net` of every cell at each position, taken cells included."""
+def cell_q(net: MLP, g, positions: np.ndarray, symmetry: bool = False) -> np.ndarray:
+    """(positions, cells) Q by `net` of every cell at each position, taken cells included; with
+    `symmetry` of each pair's canonical image (lab.game.engine.fold)."""
     cells = engine.cells(g)
+    moves = np.broadcast_to(np.arange(cells), (len(positions), cells))
+    if symmetry:
+        positions, moves = engine.fold(g, positions)
     if per_cell(net, cells):
-        return net(engine.inputs(g, positions, net.weights[0].dtype))
-    every = np.tile(np.arange(cells), len(positions))
-    return pair_q(net, g, np.repeat(positions, cells, axis=0), every).reshape(-1, cells)
-
-
-def pair_codes(g, symmetry: bool) -> np.ndarray:
-    """What net_games.q_values reads on 3x3: the pair code each (code, cell) is seen as, code * 9 +
-    cell or, with `symmetry`, its canonical image's; elsewhere an empty array, unread."""
-    if not engine.tabulated(g):
-        return np.zeros((0, 9), np.int64)
-    return game.CANONICAL_PAIR if symmetry else np.arange(game.N_CODES * 9).reshape(-1, 9)
+        return np.take_along_axis(net(engine.inputs(g, positions, net.weights[0].dtype)), moves, axis=1)
+    return pair_q(net, g, np.repeat(positions, cells, axis=0), moves.ravel()).reshape(-1, cells)
 
 
 class Agent(net_games.Agent):
@@ -115,7 +110,8 @@ class Agent(net_games.Agent):
         too (and ignored) elsewhere."""
         if self.board is not None:
             positions = np.asarray(positions, np.uint64).reshape(-1, 2)
-            return base.by_side(self, positions, lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows))
+            return base.by_side(self, positions,
+                                lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows, self.symmetry))
         if self.other is None:
             return self.seat_scores(self.player, positions)
         return base.by_side(self, np.asarray(positions), self.seat_scores)
@@ -126,10 +122,6 @@ class Agent(net_games.Agent):
         q = np.full((len(codes), 9), -np.inf)
         q[rows, moves] = pair_q(self.seat_net(seat), engine.TTT, codes[rows], moves, self.symmetry)
         return q
-
-    @staticmethod
-    def games(g, nets, learns, opponent, n: int) -> np.ndarray:
-        return net_games.play_games(g, nets, learns, opponent, n, 0.0, pair_codes(g, False), False)[-1]
 
 
 class Learner(net_games.Learner):
@@ -145,7 +137,7 @@ class Learner(net_games.Learner):
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
         self.iteration = 0
-        self.pairs = pair_codes(self.game, knobs.symmetry)
+        self.pairs = net_games.lookup_for(self.game, False, knobs.symmetry)
 
     def iterate(self) -> np.ndarray:
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
@@ -181,7 +173,7 @@ class Learner(net_games.Learner):
         With a Q per cell, one pass a distinct position and the error on the move's output.
         """
         if self.knobs.symmetry:
-            states, moves = game.canonical_pairs(states, moves)
+            states, moves = engine.canonical_pairs(self.game, states, moves)
         positions, row = engine.distinct(self.game, states)
         pairs, inverse, counts = np.unique(row * self.cells + moves, return_inverse=True, return_counts=True)
         mean_targets = np.bincount(inverse, targets) / counts

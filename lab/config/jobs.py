@@ -130,8 +130,6 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     if missing:
         raise ConfigError(f"algorithm={algorithm} needs the knobs {', '.join(missing)}")
     knobs = algo.Config(**{n: cfg[n] for n in names})
-    require(not (bigger and getattr(knobs, "symmetry", False)), "symmetry", True,
-            f"false on game m={m}, n={n}, k={k}: folding symmetries is 3x3's only, for now")
     algo.Learner.check_run(knobs, run)
     return run, knobs
 

@@ -126,6 +126,69 @@ def best_cell(scores, empty, cells):
     return -1
 
 
+def symmetries(m: int, n: int) -> np.ndarray:
+    """(images, m * n): cell j of image i is cell [i, j] of the original; the board's 4 flips
+    and turns (8 on a square board, whose transpose is one too), the identity first."""
+    grid = np.arange(m * n).reshape(n, m)
+    images = [grid[::dr, ::dc] for dr in (1, -1) for dc in (1, -1)]
+    if m == n:
+        images += [image.T for image in images]
+    return np.array([image.ravel() for image in images])
+
+
+@functools.lru_cache(maxsize=None)
+def places(m: int, n: int) -> np.ndarray:
+    """(images, m * n): the cell that cell c of the board becomes in image i (`symmetries` inverted)."""
+    return np.argsort(symmetries(m, n), axis=1)
+
+
+@njit(cache=True)
+def _image(stones, place):
+    """The stones (a uint64) moved cell by cell to their places in an image."""
+    out = np.uint64(0)
+    for cell in range(len(place)):
+        if stones & (np.uint64(1) << np.uint64(cell)):
+            out |= np.uint64(1) << np.uint64(place[cell])
+    return out
+
+
+@njit(cache=True)
+def canonical(x, o, places):
+    """The least (X's stones, O's stones) among the images of (x, o) under the board's symmetries
+    (`places`): one representative of its symmetry class."""
+    best_x, best_o = x, o
+    for i in range(1, len(places)):
+        image_x, image_o = _image(x, places[i]), _image(o, places[i])
+        if image_x < best_x or (image_x == best_x and image_o < best_o):
+            best_x, best_o = image_x, image_o
+    return best_x, best_o
+
+
+@njit(cache=True)
+def canonical_moves(x, o, places, moves):
+    """`canonical` of (x, o), and moves[c] = the cell c becomes there: the least such cell where
+    several images give it (the empty board: all of them), so that symmetric (position, move)
+    pairs share one image."""
+    best_x, best_o = canonical(x, o, places)
+    moves[:] = places.shape[1]  # beyond every cell
+    for i in range(len(places)):
+        if _image(x, places[i]) == best_x and _image(o, places[i]) == best_o:
+            for cell in range(len(moves)):
+                moves[cell] = min(moves[cell], places[i, cell])
+    return best_x, best_o
+
+
+@njit(cache=True)
+def fold(positions, places):
+    """`canonical_moves` of each (x, o) row of positions: the images, and (n, cells) the cell each
+    cell becomes."""
+    images = np.empty_like(positions)
+    moves = np.empty((len(positions), places.shape[1]), np.int64)
+    for i in range(len(positions)):
+        images[i, 0], images[i, 1] = canonical_moves(positions[i, 0], positions[i, 1], places, moves[i])
+    return images, moves
+
+
 def cell_inputs(x: np.ndarray, o: np.ndarray, cells: int, dtype) -> np.ndarray:
     """(len, cells) net inputs of positions given by bitboards: +1 X, -1 O, 0 empty."""
     shifts = np.arange(cells, dtype=np.uint64)

@@ -400,6 +400,28 @@ def distinct(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return positions[order[first]], inverse
 
 
+def fold(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each position's canonical image among the board's symmetric ones, (n, cells) the cell
+    each cell becomes there): on 3x3 lab.game.CANONICAL and CANONICAL_PAIR's, elsewhere
+    lab.game.bitboards.canonical's."""
+    if tabulated(g):
+        return game.CANONICAL[positions], game.CANONICAL_PAIR[positions] % 9
+    return bitboards.fold(positions, bitboards.places(g.m, g.n))
+
+
+def canonical(g, positions: np.ndarray) -> np.ndarray:
+    """Each position's canonical image (`fold`)."""
+    return game.CANONICAL[positions] if tabulated(g) else fold(g, positions)[0]
+
+
+def canonical_pairs(g, positions: np.ndarray, moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (position, move) pair as its canonical image (`fold`): symmetric pairs share one."""
+    if tabulated(g):
+        return game.canonical_pairs(positions, moves)
+    images, places = fold(g, positions)
+    return images, places[np.arange(len(moves)), moves]
+
+
 def positions_of(g, x: np.ndarray, o: np.ndarray) -> np.ndarray:
     """The engine's positions of the stones x and o (uint64 bitboards, one pair per position):
     codes on 3x3, an (n, 2) array elsewhere."""
