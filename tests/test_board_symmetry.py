@@ -3,13 +3,13 @@ position of a bigger board as its canonical image, in Python and in their compil
 
 import numpy as np
 import pytest
-from numba import njit
 
 from lab import agents
 from lab.config.compose import compose
 from lab.config.jobs import job
-from lab.game import bitboards, bots, engine
+from lab.game import bitboards, engine
 from lab.run import run
+from test_checkpoint_opponent import _frozen_moves
 
 TINY = ("iterations=2", "episodes_per_update=20", "layers=1", "neurons=8", "opponent=random", "player=1",
         "symmetry=true")
@@ -73,15 +73,6 @@ def test_a_folded_agent_scores_symmetric_positions_alike(name, folded_agents):
     for image, place in zip(bitboards.symmetries(4, 4), bitboards.places(4, 4)):
         moved = agent.scores(_image(positions, image))[:, place]  # cell c of the original is place[c]
         np.testing.assert_allclose(moved[empty], scores[empty], rtol=1e-5)
-
-
-@njit
-def _frozen_moves(g, opponent, xs, os):
-    cells = np.empty(len(xs), np.int64)
-    for i in range(len(xs)):
-        side = 0 if bots.cells_in(xs[i]) == bots.cells_in(os[i]) else 1
-        cells[i] = engine.opponent_move(g, opponent, (xs[i], os[i]), side)
-    return cells
 
 
 @pytest.mark.parametrize("name", FOLDED)
