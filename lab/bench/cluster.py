@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.bench.parallel import PARALLEL_GRID, timed_sweep
+from lab.bench.parallel import PARALLEL_GRID, cores_line, timed_sweep
 
 # Two nodes against one (issue 25): the parallel section's grid sbatch'ed with the SLURM recipe on
 # a cluster of namespace nodes of 1 CPU each on this machine (tests/cluster/cluster.sh).
@@ -25,12 +25,6 @@ def cluster_unavailable() -> str | None:
     if shutil.which("slurmctld") is None or shutil.which("munged") is None:
         return "it needs SLURM and munge: apt-get install slurm-wlm munge"
     return None
-
-
-def cores_line(log: str) -> tuple[float, str]:
-    """The sweep's own wall time and its `cores:` line, from a sweep's output."""
-    line = log.rsplit("cores: ", 1)[1].splitlines()[0]
-    return float(line.split(" busy over ", 1)[1].split(" s;", 1)[0]), line
 
 
 def slurm_sweep_seconds(cluster: Path, nodes: int, args: list[str], log: Path) -> tuple[float, float, str]:

@@ -5,8 +5,6 @@ and the driver's memory as finished runs add up."""
 import contextlib
 import dataclasses
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lab import results
+from lab.bench.parallel import timed_sweep
 from lab.results import columns
 from lab.config.compose import grid
 from lab.run import run
@@ -25,6 +24,14 @@ DRIVER_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per
 
 def _driver_grid(seeds: int, results_dir, iterations: int = 2) -> list[str]:
     return [*DRIVER_GRID, f"iterations={iterations}", f"seed=range(0,{seeds})", f"results_dir={results_dir}"]
+
+
+def planned(*overrides: str) -> list:
+    """The jobs a sweep of this grid trains (planned against its results_dir)."""
+    from lab import sweep  # the sweep's driver (~0.1 s of start-up): only the sections that drive one
+
+    composer, jobs = grid(*overrides)
+    return sweep.plan(composer(o) for o in jobs).train
 
 
 def configurations_planned_per_second(seeds: int) -> float:
@@ -39,39 +46,28 @@ def configurations_planned_per_second(seeds: int) -> float:
         return seeds / (time.perf_counter() - start)
 
 
+def _with_column(table: pa.Table, name: str, value) -> pa.Table:
+    """The table with every row's `name` set to `value`."""
+    return table.set_column(table.schema.get_field_index(name), name, pa.array([value] * table.num_rows))
+
+
 def write_finished_runs(seeds: int, results_dir) -> None:
     """The driver grid's runs, all finished, written straight into results_dir: the rows of one
     real run under each run's id and seed (no checkpoints, which resuming does not read)."""
-    from lab import sweep  # the sweep's driver (~0.1 s of start-up): only the sections that drive one
-
-    composer, jobs = grid(*_driver_grid(seeds, results_dir))
-    planned = sweep.plan(composer(o) for o in jobs).train
-    rows = results.arrow_table(run(planned[0]).rows)
-    for job in planned:
-        table = rows.set_column(rows.schema.get_field_index("run_id"), "run_id",
-                                pa.array([job.run_id] * rows.num_rows))
-        table = table.set_column(table.schema.get_field_index("seed"), "seed",
-                                 pa.array([job.run.seed] * rows.num_rows))
+    jobs = planned(*_driver_grid(seeds, results_dir))
+    rows = results.arrow_table(run(jobs[0]).rows)
+    for job in jobs:
+        table = _with_column(_with_column(rows, "run_id", job.run_id), "seed", job.run.seed)
         pq.write_table(table, Path(results_dir) / f"{job.run_id}.parquet")
     results.statuses(results_dir, write_index=True)  # as the sweep that trained them leaves it
-
-
-def _sweep_command(args: list[str], prelude: str = "") -> subprocess.CompletedProcess:
-    code = f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"
-    done = subprocess.run([sys.executable, "-c", code, "--multirun", *args, "hydra.launcher.figures=false"],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"the sweep failed:\n{done.stderr}")
-    return done
 
 
 def seconds_to_resume(seeds: int, results_dir) -> float:
     """Wall time of the real command over a results_dir that holds every run finished: start-up,
     Hydra, composition, validation, reading results_dir, nothing to train."""
-    start = time.perf_counter()
-    done = _sweep_command(_driver_grid(seeds, results_dir))
-    assert f"{seeds} runs already finished" in done.stdout, done.stdout
-    return time.perf_counter() - start
+    _, seconds, output = timed_sweep(_driver_grid(seeds, results_dir))
+    assert f"{seeds} runs already finished" in output, output
+    return seconds
 
 
 def seconds_to_load(results_dir) -> float:
@@ -89,8 +85,8 @@ def driver_max_rss_mb(runs: int, out, num_cpus: int = 2, parallel: str = "auto")
                "open('/proc/self/status').read())[1]))")
     args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}",
             f"hydra.launcher.parallel={parallel}"]
-    done = _sweep_command(args, prelude)
-    return int(done.stdout.rsplit("VmHWM", 1)[1].split()[0]) / 1024
+    output = timed_sweep(args, prelude)[2]
+    return int(output.rsplit("VmHWM", 1)[1].split()[0]) / 1024
 
 
 ABSORB_ROWS = 50
@@ -101,19 +97,15 @@ def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
     """`runs` jobs of the driver grid and a packed run for each, as workers hand them over: the
     rows of one real run of ABSORB_ROWS iterations under each run's id, with its checkpoint or
     without (packed before the clock: that is the workers' part)."""
-    from lab import sweep  # the sweep's driver (~0.1 s of start-up): only the sections that drive one
-
     with tempfile.TemporaryDirectory() as out:
-        composer, jobs = grid(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
-        planned = sweep.plan(composer(o) for o in jobs).train
-    model = results.pack(run(planned[0]))
-    ids = model.table.schema.get_field_index("run_id")
+        jobs = planned(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
+    model = results.pack(run(jobs[0]))
     packs = []
-    for job in planned:
-        table = model.table.set_column(ids, "run_id", pa.array([job.run_id] * model.table.num_rows))
+    for job in jobs:
+        table = _with_column(model.table, "run_id", job.run_id)
         packs.append(results.Packed(job.run_id, table, results.parquet_bytes(table),
                                     model.checkpoint if checkpoints else None))
-    return planned, packs
+    return jobs, packs
 
 
 def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bool) -> float:
@@ -185,6 +177,6 @@ def driver_section(quick: bool) -> None:
         print(f"  the same on Ray (parallel=true): 50 runs {small:.0f} MB, {runs:,} runs {big:.0f} MB: "
               f"{(big - small) / (runs - 50) * 1000:+.0f} MB per 1,000 finished runs")
     with tempfile.TemporaryDirectory() as out:
-        _sweep_command([*_driver_grid(loaded, out), "hydra.launcher.parallel=true"])
+        timed_sweep([*_driver_grid(loaded, out), "hydra.launcher.parallel=true"])
         print(f"  lab.results.load of a {loaded:,}-run sweep of the grid above (indexed as it saved "
               f"them): {seconds_to_load(out):.2f} s (target 3,000 in 2 s)")

@@ -14,16 +14,24 @@ from lab import results
 PARALLEL_GRID = ["+sweeps=writeup_mc_vfa", "memory=clear", "seed=range(0,4)"]
 
 
-def timed_sweep(args: list[str]) -> tuple[float, float, str]:
-    """When the command started (epoch seconds), its wall time from the shell, and the sweep's
-    `cores:` line."""
+def timed_sweep(args: list[str], prelude: str = "") -> tuple[float, float, str]:
+    """`python -m lab.sweep --multirun ARGS` from the shell, figures off (`prelude`: Python code its
+    process runs first): when it started (epoch seconds), its wall time, and its output."""
+    command = ["-c", f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"] \
+        if prelude else ["-m", "lab.sweep"]
     epoch, start = time.time(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args,
-                           "hydra.launcher.figures=false"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *command, "--multirun", *args, "hydra.launcher.figures=false"],
+                          capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode:
         raise RuntimeError(f"the sweep failed:\n{done.stderr}")
-    return epoch, seconds, done.stdout.rsplit("cores: ", 1)[-1].strip()
+    return epoch, seconds, done.stdout
+
+
+def cores_line(output: str) -> tuple[float, str]:
+    """The sweep's own wall time and its `cores:` line, from a sweep's output."""
+    line = output.rsplit("cores: ", 1)[1].splitlines()[0]
+    return float(line.split(" busy over ", 1)[1].split(" s;", 1)[0]), line
 
 
 def longest_first_makespan(seconds: list[float], cores: int) -> float:
@@ -62,14 +70,14 @@ def parallel_section(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as out:  # a fresh install's first sweep compiles the kernels
         timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
     with tempfile.TemporaryDirectory() as out:
-        _, seconds, line = timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
-        print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {line}")
+        _, seconds, output = timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+        print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {cores_line(output)[1]}")
     walls, run_walls, outside = {}, {}, {}
     on_ray = f"{most} cores, parallel=true"
     cases = {"1 core": (1, "auto"), f"{most} cores": (most, "auto"), on_ray: (most, "true")}
     for name, (cores, parallel) in cases.items():
         with tempfile.TemporaryDirectory() as out:
-            epoch, walls[name], line = timed_sweep([
+            epoch, walls[name], output = timed_sweep([
                 *PARALLEL_GRID, *iterations, f"results_dir={out}", f"hydra.launcher.num_cpus={cores}",
                 f"hydra.launcher.parallel={parallel}"])
             runs = results.runs(results.load(out))
@@ -79,7 +87,7 @@ def parallel_section(quick: bool) -> None:
         outside[name] = (min(ended - runs["wall_seconds"]) - epoch) + (epoch + walls[name] - max(ended))
         where = {"driver": "in its own process", "processes": f"in {cores} forks", "ray": "on Ray"}[
             auto_mode([*PARALLEL_GRID, *iterations], cores) if parallel == "auto" else "ray"]
-        print(f"  {name} ({where}): {walls[name]:.1f} s; {line}")
+        print(f"  {name} ({where}): {walls[name]:.1f} s; {cores_line(output)[1]}")
     if most > 1:
         print(f"  speed-up at {most} cores: {walls['1 core'] / walls[f'{most} cores']:.2f}x (target 1.8x at 2 "
               f"cores, utilisation 85%); on Ray: {walls['1 core'] / walls[on_ray]:.2f}x")

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from lab import results
-from lab.config.compose import grid
+from lab.bench import driver
 from lab.evaluation import evaluate
 from lab.run import run
 
@@ -28,10 +28,7 @@ def write_finished_grid(seeds: int, results_dir) -> int:
     """REPORT_GRID's runs, all finished, in results_dir: one real run's rows under each run's id
     and knobs, its win rates scaled by a share drawn per run (peaking at alpha 0.5; seeded) so
     that configurations and seeds differ. Returns how many runs it wrote."""
-    from lab import sweep  # the sweep's driver (~0.1 s of start-up): only the sections that drive one
-
-    composer, jobs = grid(*REPORT_GRID, f"seed=range(0,{seeds})", f"results_dir={results_dir}")
-    planned = sweep.plan(composer(o) for o in jobs).train
+    planned = driver.planned(*REPORT_GRID, f"seed=range(0,{seeds})", f"results_dir={results_dir}")
     rows = run(planned[0]).rows
     rng = np.random.default_rng(0)
     for job in planned:

@@ -10,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from lab.bench.parallel import cores_line, timed_sweep
 from lab.config import jobs
 from lab.config.compose import compose
 
@@ -83,12 +84,11 @@ def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
     """The docs' search through the lab's sweeper (figures off, as plain Optuna draws none):
     wall time from the shell, best objective, training episodes, the `cores:` line."""
     with tempfile.TemporaryDirectory() as out:
-        seconds, output = _timed([sys.executable, "-m", "lab.sweep", "--multirun", "hydra/sweeper=search",
-                                  *SEARCH_SETTINGS, *SEARCH_SPACE, f"hydra.sweeper.seed={seed}", *extra,
-                                  "hydra.launcher.figures=false", f"results_dir={out}"])
+        _, seconds, output = timed_sweep(["hydra/sweeper=search", *SEARCH_SETTINGS, *SEARCH_SPACE,
+                                          f"hydra.sweeper.seed={seed}", *extra, f"results_dir={out}"])
     best = float(output.split("best: objective ", 1)[1].split()[0])
     episodes = int(output.split(" training episodes in all")[0].rsplit(" ", 1)[1].replace(",", ""))
-    return seconds, best, episodes, output.rsplit("cores: ", 1)[1].splitlines()[0]
+    return seconds, best, episodes, cores_line(output)[1]
 
 
 def search_section(quick: bool) -> None:

@@ -34,26 +34,26 @@ CASES = {
 }
 
 
+def per_second(step, seconds: float) -> float:
+    """Calls of step() per second over `seconds`, after a first call (compilation, warm-up)."""
+    step()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        step()
+        calls += 1
+    return calls / (time.perf_counter() - start)
+
+
 def engine_games_per_second(seconds: float) -> float:
     random = opponents.table("random")
     game.seed_kernels(0)
-    game.play(1000, random, random)  # compile / warm up
-    games, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        game.play(100_000, random, random)
-        games += 100_000
-    return games / (time.perf_counter() - start)
+    return 100_000 * per_second(lambda: game.play(100_000, random, random), seconds)
 
 
 def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
     run_cfg, knobs = jobs.parse(compose(*overrides))
     learner = agents.get(run_cfg.algorithm).Learner(knobs, run_cfg)
-    learner.iterate()  # compile / warm up
-    iterations, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        learner.iterate()
-        iterations += 1
-    return iterations * run_cfg.episodes_per_update / (time.perf_counter() - start)
+    return run_cfg.episodes_per_update * per_second(learner.iterate, seconds)
 
 
 def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
@@ -125,3 +125,26 @@ def sweep_seconds(workers: int, iterations: int) -> float:
             return time.perf_counter() - start
     finally:
         ray.shutdown()
+
+
+def throughput_section(quick: bool) -> None:
+    """The in-process measurements, as `python -m lab.bench` prints them first."""
+    seconds = 0.5 if quick else 5.0
+    print(f"{'what':<34}{'per second':>14}{'target':>12}")
+    rate = engine_games_per_second(seconds)
+    print(f"{'engine: random games, batched':<34}{rate:>14,.0f}{1_000_000:>12,}")
+    for name, (overrides, target) in CASES.items():
+        rate = training_episodes_per_second(overrides, seconds)
+        print(f"{name + ': training episodes':<34}{rate:>14,.0f}{target:>12,}")
+
+    print(evaluation_points())
+
+    if not quick:
+        seconds, iteration = alphazero_seconds_to_never_losing()
+        print(f"alphazero: from scratch to never losing as X and O: {seconds:.1f} s of training "
+              f"(iteration {iteration}; target 180 s)")
+
+    iterations = 20 if quick else 1000
+    serial, parallel = sweep_seconds(1, iterations), sweep_seconds(2, iterations)
+    print(f"16-run sweep ({iterations} iterations each): 1 worker {serial:.1f} s, "
+          f"2 workers {parallel:.1f} s, speed-up {serial / parallel:.2f} (target 1.8)")
