@@ -75,23 +75,22 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
     return (m, n, k), list(bots.NAMES if solved else bots.ANY_BOARD)
 
 
-def check_board_knobs(cfg: dict) -> tuple[int, int]:
-    """mcts_simulations (>= 1) and eval_games (null: 2-point intervals, lab.stats.games_needed)."""
-    simulations, eval_games = cfg.get("mcts_simulations"), cfg.get("eval_games")
-    require(is_kind(simulations, int) and simulations >= 1, "mcts_simulations", simulations,
-            "a positive integer (MCTS playouts per move)")
-    if eval_games is None:
-        eval_games = stats.games_needed(0.02)
-    require(is_kind(eval_games, int) and eval_games >= 1, "eval_games", eval_games,
-            "a positive integer, or null for 9,600 (95% intervals at most 2 points wide)")
-    return simulations, eval_games
+# The integer run knobs, in the order checked: key -> (least allowed, what is allowed, value for null)
+COUNTS = {
+    "episodes_per_update": (1, "a positive integer", None),
+    "iterations": (1, "a positive integer", None),
+    "seed": (0, "a non-negative integer", None),
+    "eval_every": (1, "a positive integer, or null for about 50 evaluations per run",
+                   lambda counts: max(1, counts["iterations"] // 50)),
+    "mcts_simulations": (1, "a positive integer (MCTS playouts per move)", None),
+    "eval_games": (1, "a positive integer, or null for 9,600 (95% intervals at most 2 points wide)",
+                   lambda counts: stats.games_needed(0.02)),  # 2-point intervals
+}
 
 
 def parse(cfg) -> tuple[RunConfig, Knobs]:
-    """Validate a flat configuration (mapping) into the run's knobs and its algorithm's knobs.
-
-    Raises ConfigError naming the first bad key and what it allows.
-    """
+    """Validate a flat configuration (mapping) into the run's knobs and its algorithm's knobs;
+    ConfigError naming the first bad key and what it allows."""
     cfg = dict(cfg)
     known = set(RUN_KEYS + SETTINGS + agents.knob_names())
     unknown = sorted(set(cfg) - known)
@@ -112,19 +111,14 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
                 + (f" on game m={m}, n={n}, k={k}" if bigger else "") + ", or a checkpoint file PATH.npz")
     require(cfg.get("player") in (1, 2) and is_kind(cfg.get("player"), int), "player", cfg.get("player"),
             "1 (X, moves first) or 2 (O)")
-    for key in ("episodes_per_update", "iterations"):
-        require(is_kind(cfg.get(key), int) and cfg[key] >= 1, key, cfg.get(key), "a positive integer")
-    require(is_kind(cfg.get("seed"), int) and cfg["seed"] >= 0, "seed", cfg.get("seed"), "a non-negative integer")
-    eval_every = cfg.get("eval_every")
-    if eval_every is None:
-        eval_every = max(1, cfg["iterations"] // 50)  # about 50 evaluation points per learning curve
-    require(is_kind(eval_every, int) and eval_every >= 1, "eval_every", eval_every,
-            "a positive integer, or null for about 50 evaluations per run")
-    simulations, eval_games = check_board_knobs(cfg)
+    counts = {}
+    for key, (least, allowed, null) in COUNTS.items():
+        value = null(counts) if cfg.get(key) is None and null else cfg.get(key)
+        require(is_kind(value, int) and value >= least, key, value, allowed)
+        counts[key] = value
     # A self-play agent plays both seats: the seat knob does not change the run.
     player = None if cfg["opponent"] == "self" else cfg["player"]
-    run = RunConfig(**{**{key: cfg.get(key) for key in RUN_KEYS}, "player": player, "eval_every": eval_every,
-                       "mcts_simulations": simulations, "eval_games": eval_games})
+    run = RunConfig(**{**{key: cfg.get(key) for key in RUN_KEYS}, **counts, "player": player})
     names = algo.Config.names()
     missing = [n for n in names if n not in cfg]
     if missing:
