@@ -123,8 +123,7 @@ def terminate_as_interrupt() -> None:
     the command's own Ctrl-C path stops what it started (forks, a local Ray, temporary folders).
     Later signals are ignored, as they would cut that stopping short. A fork of it just dies."""
     def stop_once(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _ignore_signals()
         raise KeyboardInterrupt
 
     def handle(signum, frame):
@@ -144,19 +143,23 @@ def stop_children_first(seconds: float = 60) -> None:
     owner = os.getpid()
 
     def handle(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # once: a second signal changes nothing
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        children = _children(owner)
+        _ignore_signals()  # once: a second signal changes nothing
+        children = set(_children(owner))
         for pid in children:
-            with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + seconds
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        while children & set(_children(owner)) and time.monotonic() < deadline:
             time.sleep(0.1)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, _in_this_process(handle))
     signal.signal(signal.SIGTERM, _in_this_process(handle))
+
+
+def _ignore_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _in_this_process(handle):
@@ -175,7 +178,8 @@ def _in_this_process(handle):
 
 
 def _children(pid: int) -> list[int]:
-    """The live child processes of pid (Linux's /proc; none elsewhere)."""
+    """The live child processes of pid, zombies (ended, not yet reaped) left out (Linux's /proc;
+    none elsewhere)."""
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):
@@ -183,11 +187,3 @@ def _children(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 out.append(int(stat.parent.name))
     return out
-
-
-def _alive(pid: int) -> bool:
-    """Whether pid still runs (a zombie, ended but not yet reaped by its parent, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
