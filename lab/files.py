@@ -24,8 +24,7 @@ def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     file in path's folder, then rename it over `path`; not flushed to the disk (results are
     written durably by `write_group`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temporary(path)
     try:
         with os.fdopen(fd, "wb") as f:
             data(f) if callable(data) else f.write(data)
@@ -34,6 +33,12 @@ def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A hidden temporary file beside `path` (its folder made if need be): its descriptor and name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
 
 
 def _sync(fds: list[int], folders: set[Path]) -> None:
@@ -45,7 +50,11 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
         for fd in fds:
             os.fsync(fd)
         for folder in folders if not fds else ():
-            _fsync_path(folder)
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         return
     devices = set()
     for folder in folders:
@@ -57,14 +66,6 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
             devices.add(device)
         finally:
             os.close(fd)
-
-
-def _fsync_path(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @functools.cache
@@ -85,8 +86,7 @@ def write_group(files: list[tuple[Path, bytes]]) -> None:
     try:
         for path, data in files:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            fd, tmp = _temporary(path)
             written.append((fd, tmp, path))
             with open(fd, "wb", closefd=False) as f:
                 f.write(data)
