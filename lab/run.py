@@ -67,8 +67,7 @@ class RunResult:
     """the final agent as .npz bytes (None when the run failed)"""
 
     @functools.cached_property
-    def rows(self) -> pd.DataFrame:
-        """The rows as a DataFrame (built when asked: a sweep's workers never need it)."""
+    def rows(self) -> pd.DataFrame:  # built when asked: a sweep's workers never need it
         return pd.DataFrame(self.records)
 
     @property
@@ -104,7 +103,7 @@ def snapshot(learner, rows: list[dict], train_seconds: float) -> bytes:
 
 
 def resume(data: bytes, learner) -> tuple[list[dict], float]:
-    """Restore a `snapshot` into a freshly built learner; the rows and training seconds so far."""
+    """Restore a `snapshot` into a fresh learner; the rows and training seconds so far."""
     with np.load(io.BytesIO(data), allow_pickle=False) as archive:
         arrays = dict(archive)
     progress = json.loads(str(arrays.pop("run_progress")))
@@ -113,14 +112,10 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
 
 
 class Training:
-    """One run in progress. `run` trains it to its end; a search (lab.search) trains several in
+    """One run in progress: `run` trains it to its end; a search (lab.search) trains several in
     turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
-
-    `start` is a `snapshot` to go on from (else the file at `state_path`, if there is one);
-    `run_id` replaces the job's (a search trial whose knobs change). A learner that raises or
-    diverges ends the run as failed, with its error in every row; nothing here raises.
-    `active_seconds` counts only the time spent in this run's own work, so runs trained in turn
-    in one process each report their own wall time."""
+    Arguments as `run`'s. Nothing here raises (the module doc). `active_seconds` counts only this
+    run's own work, so runs trained in turn in one process each report their own wall time."""
 
     def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None,
                  run_id: str | None = None, state_path=None):
@@ -147,8 +142,7 @@ class Training:
         self.active_seconds = time.perf_counter() - began
 
     @property
-    def iteration(self) -> int:
-        """The last iteration trained."""
+    def iteration(self) -> int:  # the last one trained
         return len(self.rows)
 
     @property
@@ -205,7 +199,6 @@ class Training:
         self.stopped = self.error is None and self.iteration < self.job.run.iterations
 
     def save_state(self) -> None:
-        """Write the run's training state (`snapshot`) to state_path, atomically."""
         write_atomic(self.state_path, self.snapshot())
 
     def snapshot(self) -> bytes:
@@ -238,14 +231,13 @@ class Training:
 def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
         report=None, start: bytes | None = None, run_id: str | None = None) -> RunResult:
     """Train one validated run (lab.config.jobs.job) to its end (`Training`). `code` is the driver's
-    lab.results.provenance.code() (this process's when None), stamped with the run's times and machine
-    on every row.
+    lab.results.provenance.code() (this process's when None), stamped on every row.
 
-    Resuming: with `state_path` and `save_every`, the run's training state (`snapshot`) is written
-    there atomically every `save_every` iterations, and a run that finds a state there starts from
-    it instead of from zero (the file is removed when the run ends). `start` is such a snapshot
-    given directly. `report(iteration, rows, learner)`, called after every evaluation, ends the
-    run early with status "stopped" when it returns True. `run_id` replaces the job's."""
+    Resuming: with `state_path` and `save_every`, the run's `snapshot` is written there atomically
+    every `save_every` iterations, and a run that finds one there goes on from it (the file is
+    removed when the run ends); `start` is such a snapshot given directly. `report(iteration,
+    rows, learner)`, called after every evaluation, ends the run as "stopped" when it returns
+    True. `run_id` replaces the job's (a search trial whose knobs change)."""
     training = Training(job, code, start=start, run_id=run_id, state_path=state_path)
     while not training.ended:
         evaluated = training.step()

@@ -96,7 +96,6 @@ class Packed(typing.NamedTuple):
 
     @property
     def status(self) -> str:
-        """'finished', 'failed' or 'stopped'"""
         return _status(self.table)
 
     @property
@@ -105,7 +104,6 @@ class Packed(typing.NamedTuple):
 
     @property
     def error(self) -> str | None:
-        """A failed run's error (on every row)."""
         return self.table["error"][0].as_py()
 
     @property
@@ -127,7 +125,7 @@ def _unpickled(stream: pa.Buffer, run_id: str, *rest) -> Packed:
 
 
 def pack(result) -> Packed:
-    """A RunResult (lab.run) packed for storing."""
+    """A lab.run.RunResult packed for storing."""
     table = table_of(result.records)
     return Packed(result.run_id, table, parquet_bytes(table), result.checkpoint)
 
@@ -145,7 +143,7 @@ def commit(results_dir, packs: list[Packed]) -> list[Packed]:
 
 
 def save(result, results_dir) -> Path:
-    """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
+    """Store a RunResult (`commit`)."""
     commit(results_dir, [pack(result)])
     return Path(results_dir) / f"{result.run_id}.parquet"
 
@@ -161,7 +159,6 @@ class Writer:
     def __init__(self, results_dir, part_rows: int = None):
         self.results_dir = Path(results_dir)
         self.tables, self.waiting, self.keys, self.counts, self.stored = [], [], [], [], []
-        self.rows = 0
         self.part_rows = part_rows or PART_ROWS
 
     def record(self, written: list[Packed]) -> None:
@@ -172,10 +169,9 @@ class Writer:
             self.keys.append(packed.key)
             self.counts.append(packed.table.num_rows)
             self.stored.append({**_stored_values(packed.table), "_key": packed.key})
-            self.rows += packed.table.num_rows
         if len(self.waiting) >= self.COMBINED:
             self._combine()
-        if self.rows >= self.part_rows:
+        if sum(self.counts) >= self.part_rows:
             self.flush()
 
     def _combine(self) -> None:
@@ -194,7 +190,6 @@ class Writer:
             with contextlib.suppress(OSError):  # the index is a cache: the runs are saved anyway
                 _write_part(self.results_dir / INDEX / name, [part])
         self.tables, self.keys, self.counts, self.stored = [], [], [], []
-        self.rows = 0
 
 
 def run_files(results_dir) -> list[Path]:
@@ -299,7 +294,7 @@ _STORED = ("run_id", "status", *columns.CODE)
 
 
 def _status(table: pa.Table) -> str:
-    """A run's status from its table's rows: 'failed', 'stopped' or 'finished'."""
+    """'failed', 'stopped' or 'finished', from a run table's rows."""
     seen = set(table["status"].to_pylist())
     return "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
 
@@ -324,8 +319,8 @@ def _stored_values(table: pa.Table) -> dict:
 
 
 def _stored_row(path: Path) -> pa.Table:
-    """The stored index's row of a run file: its run id, status and code."""
-    # Columns, not footer statistics: reading those on threads kept ~180 MB per 1,000 files.
+    """The stored index's row of a run file (read from its columns, not footer statistics: those,
+    read on threads, kept ~180 MB per 1,000 files)."""
     table = read_run(path, columns=list(_STORED))
     return pa.Table.from_pylist([_stored_values(table)], schema=_STORED_SCHEMA.remove(len(_STORED_SCHEMA) - 1))
 
@@ -344,7 +339,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
 
 
 def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
-    """run_id -> 'finished', 'failed' or 'stopped' for every run stored in results_dir (`stored`)."""
+    """run_id -> its status, for every run stored in results_dir (`stored`)."""
     return {run_id: s.status for run_id, s in stored(results_dir, write_index).items()}
 
 
@@ -353,14 +348,17 @@ _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
 evaluation columns between evaluations, the knobs an algorithm does not use, a failed run's row)."""
 
 
+def _frame(table: pa.Table) -> pd.DataFrame:
+    return table.to_pandas(types_mapper=_NULLABLE.get).sort_values(["run_id", "iteration"], ignore_index=True)
+
+
 def load(results_dir) -> pd.DataFrame:
     """Every run in results_dir as one DataFrame, one row per (run, iteration); brings the
     table's index up to date."""
     table = _indexed(results_dir, "table", read_run, write=True)
     if table is None:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
-    frame = table.to_pandas(types_mapper=_NULLABLE.get)
-    return frame.sort_values(["run_id", "iteration"], ignore_index=True)
+    return _frame(table)
 
 
 def read_runs(results_dir, run_ids) -> pd.DataFrame:
@@ -370,8 +368,7 @@ def read_runs(results_dir, run_ids) -> pd.DataFrame:
     tables = [read_run(path) for path in paths if path.exists()]
     if not tables:
         return pd.DataFrame(columns=columns.schema().names)
-    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas(types_mapper=_NULLABLE.get)
-    return frame.sort_values(["run_id", "iteration"], ignore_index=True)
+    return _frame(pa.concat_tables(tables, promote_options="permissive"))
 
 
 def runs(frame: pd.DataFrame) -> pd.DataFrame:

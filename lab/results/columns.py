@@ -70,11 +70,6 @@ def schema() -> pa.Schema:
     for key, kind in knobs:
         if fields.setdefault(key, _ARROW[kind]) != _ARROW[kind]:
             raise TypeError(f"knob {key!r} has two types across algorithms")
-    fields.update(METRICS)
-    fields.update(TIMING)
-    fields.update(EVALUATION)
-    fields.update(BOARDS)
-    fields.update(TABLES)
-    fields.update(PBT)
-    fields.update(PROVENANCE)
+    for part in (METRICS, TIMING, EVALUATION, BOARDS, TABLES, PBT, PROVENANCE):
+        fields.update(part)
     return pa.schema(list(fields.items()))
