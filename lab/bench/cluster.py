@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.bench.parallel import PARALLEL_GRID, cores_line, timed_sweep
+from lab.bench.parallel import PARALLEL_GRID, cores_line, warm_up
 
 # Two nodes against one (issue 25): the parallel section's grid sbatch'ed with the SLURM recipe on
 # a cluster of namespace nodes of 1 CPU each on this machine (tests/cluster/cluster.sh).
@@ -57,8 +57,7 @@ def cluster_section(quick: bool) -> None:
     grid = [*PARALLEL_GRID, *(["iterations=50"] if quick else [])]
     print(f"cluster: sbatch --nodes=N sweeps/cluster/slurm.sbatch {' '.join(grid)}, on SLURM nodes of "
           "1 CPU each (tests/cluster/cluster.sh: namespaces sharing this machine's cores)")
-    with tempfile.TemporaryDirectory() as out:  # a fresh install's first sweep compiles the kernels
-        timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+    warm_up()
     with tempfile.TemporaryDirectory(prefix="labbench", dir="/tmp") as out:  # short: Ray's socket paths
         cluster = Path(out) / "c"
         Path(out).chmod(0o755)  # munged wants every folder above its socket open to all

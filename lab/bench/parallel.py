@@ -14,18 +14,29 @@ from lab import results
 PARALLEL_GRID = ["+sweeps=writeup_mc_vfa", "memory=clear", "seed=range(0,4)"]
 
 
-def timed_sweep(args: list[str], prelude: str = "") -> tuple[float, float, str]:
-    """`python -m lab.sweep --multirun ARGS` from the shell, figures off (`prelude`: Python code its
-    process runs first): when it started (epoch seconds), its wall time, and its output."""
-    command = ["-c", f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"] \
-        if prelude else ["-m", "lab.sweep"]
+def timed_python(args: list[str]) -> tuple[float, float, str]:
+    """`python ARGS` from the shell: when it started (epoch seconds), its wall time, its output."""
     epoch, start = time.time(), time.perf_counter()
-    done = subprocess.run([sys.executable, *command, "--multirun", *args, "hydra.launcher.figures=false"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode:
-        raise RuntimeError(f"the sweep failed:\n{done.stderr}")
+        raise RuntimeError(f"python {' '.join(args[:4])} failed:\n{done.stderr}")
     return epoch, seconds, done.stdout
+
+
+def timed_sweep(args: list[str], prelude: str = "") -> tuple[float, float, str]:
+    """`python -m lab.sweep --multirun ARGS` (`timed_python`), figures off; `prelude` is Python code
+    its process runs first."""
+    command = ["-c", f"{prelude}\nimport runpy\nrunpy.run_module('lab.sweep', run_name='__main__')"] \
+        if prelude else ["-m", "lab.sweep"]
+    return timed_python([*command, "--multirun", *args, "hydra.launcher.figures=false"])
+
+
+def warm_up() -> None:
+    """The parallel grid swept once at iterations=1, untimed: a fresh install's first sweep compiles
+    the kernels."""
+    with tempfile.TemporaryDirectory() as out:
+        timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
 
 
 def cores_line(output: str) -> tuple[float, str]:
@@ -57,18 +68,16 @@ def ray_ready_seconds(cores: int) -> float:
 def auto_mode(args: list[str], cores: int) -> str:
     """Where parallel=auto would train the grid on `cores` cores (lab.sweep.mode), from the
     sweep's dry run."""
-    done = subprocess.run([sys.executable, "-m", "lab.sweep", "--multirun", *args, "hydra.launcher.dry_run=true",
-                           f"hydra.launcher.num_cpus={cores}"], capture_output=True, text=True, check=True)
-    return ("processes" if "forks of this process" in done.stdout else
-            "driver" if "training them in this process" in done.stdout else "ray")
+    output = timed_sweep([*args, "hydra.launcher.dry_run=true", f"hydra.launcher.num_cpus={cores}"])[2]
+    return ("processes" if "forks of this process" in output else
+            "driver" if "training them in this process" in output else "ray")
 
 
 def parallel_section(quick: bool) -> None:
     iterations = ["iterations=50"] if quick else []
     most = os.cpu_count() or 1
     print(f"parallel: python -m lab.sweep --multirun {' '.join(PARALLEL_GRID + iterations)}, end to end")
-    with tempfile.TemporaryDirectory() as out:  # a fresh install's first sweep compiles the kernels
-        timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
+    warm_up()
     with tempfile.TemporaryDirectory() as out:
         _, seconds, output = timed_sweep([*PARALLEL_GRID, "iterations=1", f"results_dir={out}"])
         print(f"  the same grid at iterations=1: {seconds:.1f} s (target 5 s); {cores_line(output)[1]}")

@@ -7,10 +7,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from lab.bench.parallel import cores_line, timed_sweep
+from lab.bench.parallel import cores_line, timed_python, timed_sweep
 from lab.config import jobs
 from lab.config.compose import compose
 
@@ -71,15 +70,6 @@ def _plain_optuna_worker(path: str, base: dict, seed: int, trials: int) -> None:
     study.optimize(objective, n_trials=trials)
 
 
-def _timed(args: list[str]) -> tuple[float, str]:
-    """Wall time of a command from the shell, and its output."""
-    start = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(args[:4])} failed:\n{done.stderr}")
-    return time.perf_counter() - start, done.stdout
-
-
 def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
     """The docs' search through the lab's sweeper (figures off, as plain Optuna draws none):
     wall time from the shell, best objective, training episodes, the `cores:` line."""
@@ -104,8 +94,8 @@ def search_section(quick: bool) -> None:
     lab, plain = [], []
     for seed in seeds:  # alternated, in the same conditions
         seconds, best, episodes, _ = lab_search(seed)
-        plain_seconds, plain_output = _timed([sys.executable, "-c",
-                                              f"from lab.bench import search; print(*search.plain_optuna({seed}))"])
+        _, plain_seconds, plain_output = timed_python(
+            ["-c", f"from lab.bench import search; print(*search.plain_optuna({seed}))"])
         plain_best, plain_episodes = plain_output.split()[-2:]
         lab.append(seconds)
         plain.append(plain_seconds)
