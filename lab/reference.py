@@ -140,17 +140,12 @@ def _matchup_lines(name: str) -> list[str]:
 
 def _search_section() -> list[str]:
     defaults = {f.name: f.default for f in dataclasses.fields(SearchSettings)}
-    rows = [(name, kind, default, f"{meaning}: {_choices(REGISTRIES[name])}" if name in REGISTRIES
-             else meaning) for name, kind, default, meaning in _rows(SearchSettings, defaults)]
+    rows = [(*r[:3], r[3] + ": " + either(f"{n} ({e.description})" for n, e in REGISTRIES[r[0]].items()))
+            if r[0] in REGISTRIES else r for r in _rows(SearchSettings, defaults)]  # a registry's choices
     return ["## Search settings", "",
             "`hydra.sweeper.<key>=...` of an adaptive search (`hydra/sweeper=search`), from "
             "`lab.search.settings.SearchSettings`, where they and their defaults are defined once; see "
             "[Adaptive search](search.md).", "", *_table(rows), ""]
-
-
-def _choices(registry: dict) -> str:
-    """A registry's entries, each with its description."""
-    return either(f"{name} ({entry.description})" for name, entry in registry.items())
 
 
 def markdown() -> str:

@@ -114,8 +114,9 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
 class Training:
     """One run in progress: `run` trains it to its end; a search (lab.search) trains several in
     turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
-    Arguments as `run`'s. Nothing here raises (the module doc). `active_seconds` counts only this
-    run's own work, so runs trained in turn in one process each report their own wall time."""
+    Arguments as `run`'s; `run_id` replaces the job's (a search trial whose knobs change). Nothing
+    here raises (the module doc). `active_seconds` counts only this run's own work, so runs
+    trained in turn in one process each report their own wall time."""
 
     def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None,
                  run_id: str | None = None, state_path=None):
@@ -229,7 +230,7 @@ class Training:
 
 
 def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int | None = None,
-        report=None, start: bytes | None = None, run_id: str | None = None) -> RunResult:
+        report=None, start: bytes | None = None) -> RunResult:
     """Train one validated run (lab.config.jobs.job) to its end (`Training`). `code` is the driver's
     lab.results.provenance.code() (this process's when None), stamped on every row.
 
@@ -237,8 +238,8 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
     every `save_every` iterations, and a run that finds one there goes on from it (the file is
     removed when the run ends); `start` is such a snapshot given directly. `report(iteration,
     rows, learner)`, called after every evaluation, ends the run as "stopped" when it returns
-    True. `run_id` replaces the job's (a search trial whose knobs change)."""
-    training = Training(job, code, start=start, run_id=run_id, state_path=state_path)
+    True."""
+    training = Training(job, code, start=start, state_path=state_path)
     while not training.ended:
         evaluated = training.step()
         try:

@@ -73,7 +73,6 @@ def shares(tally: list[int]) -> str:
 
 
 def boards_section(quick: bool) -> None:
-    """Random games per second on 3x3, 4x4 and 5x5: the lab's engine beside OpenSpiel's."""
     seconds = 0.2 if quick else 3.0
     try:
         import pyspiel  # the boards extra, optional: without it the section says how to install it

@@ -47,7 +47,6 @@ def configurations_planned_per_second(seeds: int) -> float:
 
 
 def _with_column(table: pa.Table, name: str, value) -> pa.Table:
-    """The table with every row's `name` set to `value`."""
     return table.set_column(table.schema.get_field_index(name), name, pa.array([value] * table.num_rows))
 
 
@@ -135,7 +134,6 @@ def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bo
 
 
 def absorption_lines(quick: bool) -> list[str]:
-    """The absorption benchmark, as the driver section prints it."""
     runs = 300 if quick else 3_000
     lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
              "target 1,000 runs/s without checkpoints, 300 with):"]

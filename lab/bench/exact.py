@@ -45,5 +45,4 @@ def report(m: int, n: int, k: int) -> str:
 
 
 def exact_section(quick: bool) -> None:
-    """The exact pass on 4x4 (3x3 with quick), timed."""
     print(report(3, 3, 3) if quick else report(4, 4, 4), flush=True)

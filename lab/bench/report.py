@@ -46,7 +46,6 @@ def write_finished_grid(seeds: int, results_dir) -> int:
 
 
 def report_section(quick: bool) -> None:
-    """The end of a sweep over a 10,000-run grid: its figures, summary and report, timed."""
     from lab.analysis import report  # matplotlib and the analysis (~0.6 s): only this section draws
 
     if not report.has_extra():

@@ -128,7 +128,6 @@ def sweep_seconds(workers: int, iterations: int) -> float:
 
 
 def throughput_section(quick: bool) -> None:
-    """The in-process measurements, as `python -m lab.bench` prints them first."""
     seconds = 0.5 if quick else 5.0
     print(f"{'what':<34}{'per second':>14}{'target':>12}")
     rate = engine_games_per_second(seconds)

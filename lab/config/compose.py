@@ -50,7 +50,6 @@ class Composer:
 
     def __init__(self, config_loader, master_config: DictConfig):
         self.loader, self.master = config_loader, master_config
-        self.apply = hydra_compat.apply_overrides
         self.parser = OverridesParser.create()
         # the repository Hydra composes from, search path settings of the primary config included
         hydra_overrides = OmegaConf.to_container(master_config.hydra.overrides.hydra, resolve=False)
@@ -79,7 +78,7 @@ class Composer:
         if len(plain) == len(values) and plain.keys() <= plain_keys:
             return {**knobs, **plain}
         cfg = copy.deepcopy(cfg)
-        self.apply(values, cfg)
+        hydra_compat.apply_overrides(values, cfg)
         return flat(cfg)
 
     def _parse(self, text: str):

@@ -197,7 +197,6 @@ class Job:
 
     @property
     def learner(self) -> type:
-        """The Learner class that trains it, on its board"""
         return self.algorithm.Learner
 
     def identity(self) -> dict:

@@ -158,7 +158,7 @@ class Writer:
 
     def __init__(self, results_dir, part_rows: int = None):
         self.results_dir = Path(results_dir)
-        self.tables, self.waiting, self.keys, self.counts, self.stored = [], [], [], [], []
+        self.tables, self.waiting, self.counts, self.stored = [], [], [], []  # stored: index rows, keys too
         self.part_rows = part_rows or PART_ROWS
 
     def record(self, written: list[Packed]) -> None:
@@ -166,7 +166,6 @@ class Writer:
         a time, the part written in `flush`."""
         for packed in written:
             self.waiting.append(packed.table)
-            self.keys.append(packed.key)
             self.counts.append(packed.table.num_rows)
             self.stored.append({**_stored_values(packed.table), "_key": packed.key})
         if len(self.waiting) >= self.COMBINED:
@@ -179,17 +178,17 @@ class Writer:
         self.waiting = []
 
     def flush(self) -> None:
-        if not self.keys:
+        if not self.stored:
             return
         if self.waiting:
             self._combine()
         table = pa.concat_tables(self.tables).combine_chunks()
-        keys = np.repeat(np.array(self.keys, dtype=object), self.counts)
+        keys = np.repeat(np.array([row["_key"] for row in self.stored], dtype=object), self.counts)
         table = table.append_column("_key", pa.array(keys, pa.string()))
         for name, part in (("table", table), ("stored", pa.Table.from_pylist(self.stored, schema=_STORED_SCHEMA))):
             with contextlib.suppress(OSError):  # the index is a cache: the runs are saved anyway
                 _write_part(self.results_dir / INDEX / name, [part])
-        self.tables, self.keys, self.counts, self.stored = [], [], [], []
+        self.tables, self.counts, self.stored = [], [], []
 
 
 def run_files(results_dir) -> list[Path]:

@@ -44,10 +44,8 @@ def version() -> dict:
 def code() -> dict:
     """The code that runs: lab version, git commit, whether tracked files differ from it, and the
     command line of this process."""
-    commit = version()["git_commit"]
-    changes = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"lab_version": version()["lab_version"], "git_commit": commit,
-            "git_dirty": None if changes is None else changes != "",
+    changes = _git("status", "--porcelain", "--untracked-files=no") if version()["git_commit"] else None
+    return {**version(), "git_dirty": None if changes is None else changes != "",
             "command": shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])}
 
 
