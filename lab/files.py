@@ -23,22 +23,7 @@ def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     """Write `data` (bytes, or a function that writes to the open file) into a hidden temporary
     file in path's folder, then rename it over `path`; not flushed to the disk (results are
     written durably by `write_group`)."""
-    path = Path(path)
-    fd, tmp = _temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            data(f) if callable(data) else f.write(data)
-        os.chmod(tmp, _file_mode())  # mkstemp makes files private; these are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _temporary(path: Path) -> tuple[int, str]:
-    """A hidden temporary file beside `path` (its folder made if need be): its descriptor and name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    write_group([(path, data)], durable=False)
 
 
 def _sync(fds: list[int], folders: set[Path]) -> None:
@@ -76,28 +61,31 @@ def _libc():
         return None
 
 
-def write_group(files: list[tuple[Path, bytes]]) -> None:
+def write_group(files: list[tuple[Path, bytes | Callable[[BinaryIO], None]]], durable: bool = True) -> None:
     """Write many files whole and durably at once (results: a group commit). Each goes to a hidden
     temporary file first; then one flush to the disk for them all; then the renames, in the
     order given, and another flush so that the renames last too. A reader sees, for each
     path, the old file or none or the whole new one; a crash before the renames leaves only
-    hidden temporary files."""
+    hidden temporary files. Not `durable`: the same without the flushes (`write_atomic`)."""
     mode, written = _file_mode(), []
     try:
         for path, data in files:
             path = Path(path)
-            fd, tmp = _temporary(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             written.append((fd, tmp, path))
             with open(fd, "wb", closefd=False) as f:
-                f.write(data)
+                data(f) if callable(data) else f.write(data)
             os.fchmod(fd, mode)  # mkstemp makes files private; these are ordinary files
         folders = {path.parent for _, _, path in written}
-        _sync([fd for fd, _, _ in written], folders)
+        if durable:
+            _sync([fd for fd, _, _ in written], folders)
         for fd, tmp, path in written:
             os.close(fd)
             os.replace(tmp, path)
         written = []
-        _sync([], folders)
+        if durable:
+            _sync([], folders)
     except BaseException:
         for fd, tmp, _ in written:
             with contextlib.suppress(OSError):
