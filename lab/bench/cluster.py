@@ -1,5 +1,6 @@
-"""Two nodes against one (`--cluster`: root, SLURM and a checkout of the lab): the parallel grid
-with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine)."""
+"""Two nodes against one (`--cluster`, issue 25: root, SLURM and a checkout of the lab): the parallel
+section's grid sbatch'ed with the SLURM recipe on 2 nodes of 1 CPU against 1 node (a cluster of
+namespace nodes on this machine, tests/cluster/cluster.sh)."""
 
 import os
 import shutil
@@ -11,8 +12,6 @@ from pathlib import Path
 
 from lab.bench.parallel import PARALLEL_GRID, cores_line, warm_up
 
-# Two nodes against one (issue 25): the parallel section's grid sbatch'ed with the SLURM recipe on
-# a cluster of namespace nodes of 1 CPU each on this machine (tests/cluster/cluster.sh).
 CLUSTER_SCRIPT = Path(__file__).resolve().parents[2] / "tests" / "cluster" / "cluster.sh"
 
 

@@ -1,5 +1,5 @@
-"""The end of a sweep over a finished 10,000-run grid (`--report`): figures, summary and report,
-timed, and the report's size."""
+"""The end of a sweep over a finished 10,000-run grid (`--report`, issue 24): figures, summary and
+report, timed, and the report's size; the runs written as one real run's rows each."""
 
 import contextlib
 import io
@@ -15,7 +15,6 @@ from lab.bench import driver
 from lab.evaluation import evaluate
 from lab.run import run
 
-# The report of a big grid (issue 24): 10,000 finished runs, written as one real run's rows each.
 REPORT_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10", "iterations=100",
                "eval_every=2", "alpha=" + ",".join(f"{0.04 * i:.2f}" for i in range(1, 26)),
                "epsilon=" + ",".join(f"{0.1 * i:.1f}" for i in range(1, 11)),

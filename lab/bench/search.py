@@ -1,5 +1,5 @@
-"""The search (`--search`): the q_table search of docs/search.md through the lab's sweeper, against the
-same search written with Optuna alone over lab.run."""
+"""The search (`--search`, issue 22): the q_table search of docs/search.md through the lab's sweeper,
+against the same search written with Optuna alone over lab.run, as a user would."""
 
 import multiprocessing
 import os
@@ -13,8 +13,6 @@ from lab.bench.parallel import cores_line, timed_python, timed_sweep
 from lab.config import jobs
 from lab.config.compose import compose
 
-# The search (issue 22): the q_table search of docs/search.md through the lab's sweeper, against the same
-# search written with Optuna alone over lab.run, as a user would.
 SEARCH_SPACE = ["algorithm=q_table", "opponent=onestep", "player=2", "alpha=tag(log,interval(0.01,1))",
                 "epsilon_decay=interval(0.99,0.99999)"]
 SEARCH_SETTINGS = ["hydra.sweeper.num_samples=64", "hydra.sweeper.search=tpe", "hydra.sweeper.scheduler=asha",
