@@ -21,10 +21,8 @@ def require(ok: bool, key: str, value, allowed: str) -> None:
 def is_kind(value, kind) -> bool:
     """Whether `value` is acceptable for a field of type `kind` (an int is a float; a bool is
     neither)."""
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in (int, float):
+        return isinstance(value, (int, kind)) and not isinstance(value, bool)
     return isinstance(value, kind)
 
 

@@ -18,8 +18,8 @@ WRITEUP_000 = ["algorithm=mc_vfa", "epsilon=0", "epsilon_decay_per_update=1", "s
 """mc_vfa as write-up 000's program runs it (greedy, no folding): the workload the benchmark's mc_vfa
 figures have always measured, whatever the shipped defaults."""
 
-# name -> (overrides, minimum seconds to measure); targets from issue 6.
-# The learners at their seeds' knobs: the same workload whatever the shipped defaults.
+# name -> (overrides, target episodes per second, from issue 6); the learners at their seeds' knobs:
+# the same workload whatever the shipped defaults.
 CASES = {
     "mc_vfa": ([*WRITEUP_000, "opponent=onestep", "player=2", "layers=5", "neurons=16", "alpha=0.01",
                 "episodes_per_update=100"], 50_000),
