@@ -125,7 +125,7 @@ def _unpickled(stream: pa.Buffer, run_id: str, *rest) -> Packed:
 
 
 def pack(result) -> Packed:
-    """A lab.run.RunResult packed for storing."""
+    """A RunResult (lab.run) packed for storing."""
     table = table_of(result.records)
     return Packed(result.run_id, table, parquet_bytes(table), result.checkpoint)
 
@@ -143,7 +143,7 @@ def commit(results_dir, packs: list[Packed]) -> list[Packed]:
 
 
 def save(result, results_dir) -> Path:
-    """Store a RunResult (`commit`)."""
+    """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
     commit(results_dir, [pack(result)])
     return Path(results_dir) / f"{result.run_id}.parquet"
 
@@ -159,6 +159,7 @@ class Writer:
     def __init__(self, results_dir, part_rows: int = None):
         self.results_dir = Path(results_dir)
         self.tables, self.waiting, self.counts, self.stored = [], [], [], []  # stored: index rows, keys too
+        self.rows = 0
         self.part_rows = part_rows or PART_ROWS
 
     def record(self, written: list[Packed]) -> None:
@@ -168,9 +169,10 @@ class Writer:
             self.waiting.append(packed.table)
             self.counts.append(packed.table.num_rows)
             self.stored.append({**_stored_values(packed.table), "_key": packed.key})
+            self.rows += packed.table.num_rows
         if len(self.waiting) >= self.COMBINED:
             self._combine()
-        if sum(self.counts) >= self.part_rows:
+        if self.rows >= self.part_rows:
             self.flush()
 
     def _combine(self) -> None:
@@ -189,6 +191,7 @@ class Writer:
             with contextlib.suppress(OSError):  # the index is a cache: the runs are saved anyway
                 _write_part(self.results_dir / INDEX / name, [part])
         self.tables, self.counts, self.stored = [], [], []
+        self.rows = 0
 
 
 def run_files(results_dir) -> list[Path]:
@@ -293,7 +296,7 @@ _STORED = ("run_id", "status", *columns.CODE)
 
 
 def _status(table: pa.Table) -> str:
-    """'failed', 'stopped' or 'finished', from a run table's rows."""
+    """A run's status from its table's rows: 'failed', 'stopped' or 'finished'."""
     seen = set(table["status"].to_pylist())
     return "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
 
@@ -338,7 +341,7 @@ def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
 
 
 def statuses(results_dir, write_index: bool = False) -> dict[str, str]:
-    """run_id -> its status, for every run stored in results_dir (`stored`)."""
+    """run_id -> 'finished', 'failed' or 'stopped' for every run stored in results_dir (`stored`)."""
     return {run_id: s.status for run_id, s in stored(results_dir, write_index).items()}
 
 
