@@ -30,7 +30,7 @@ from lab.search.trial import Trainer
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
-    """What a search searched, written into results_dir/_search (saved.searched reads it back):
+    """What a search searched, written into results_dir/_search (lab.results.search_record reads it):
     resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
                                   "space": {k: vars(d) for k, d in dims.items()},
