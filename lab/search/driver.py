@@ -25,7 +25,6 @@ from lab.search.pbt import Evolve
 from lab.search.schedulers import SCHEDULERS, title
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
-from lab.search.study import Optimize, open_study
 from lab.search.trial import Trainer
 
 
@@ -145,37 +144,40 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
     if resume == "finished":
         return 0
 
-    def ended(trial, running: int) -> None:
-        objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
-        objective += f": {trial.error}" if trial.status == "failed" and trial.error else ""
-        progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
-                                             f"{objective}")
+    done: list[Outcome] = []
+
+    def ended(trial: outcome.Configuration, busy: float, running: int) -> None:
+        failed, value = trial.status == "failed", trial.objective(settings)
+        done.append(Outcome(trial.name, failed, trial.error, busy, time.time()))
+        said = f" (objective {value:.4f})" if value is not None else ""
+        said += f": {trial.error}" if failed and trial.error else ""
+        progress.update(done[-1], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
+                                                f"{trial.curve[-1][0] if trial.curve else 0}{said}")
 
     with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
         save = Saver(results_dir, hooks)
         trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
-        progress = Progress(trials.left(), ended="ended")
+        progress, interrupted = Progress(trials.left(), ended="ended"), False
         try:
-            done = trials.run()
+            trials.run()
         except KeyboardInterrupt:  # a second Ctrl-C changes nothing now
             pool.close()  # first: stop what the workers train
-            done = None
+            interrupted = True
         trials.write(always=True)
         save.writer.flush()
         pool.close()
     configurations = trials.configurations()
     outcome.record(configurations, settings, results_dir)
     progress.close()
-    if done is None:
+    if interrupted:
         print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
               "search (the trials in progress train again from their start)", file=sys.stderr)
         return 130
-    if address or os.environ.get("RAY_ADDRESS") or parallel is True:
+    if isinstance(pool, RayActors):
         ray_connection.disconnect()
     if done:
-        outcomes = [Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
-        print(f"cores: {Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
+        print(f"cores: {Execution(done, pool.size, time.perf_counter() - started).efficiency()}")
     status = outcome.finish(configurations, base, settings, results_dir)
     (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")  # a run again says so
     if after and outcome.rank(configurations, settings):
@@ -229,6 +231,9 @@ def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Pat
     """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
     if SCHEDULERS[settings.scheduler].drives_population:
         return Evolve(base, dims, settings, pool, save, ended, folder)
+    # Optuna (the search extra) once it drives the search: the Hydra plugin says when it is missing
+    from lab.search.study import Optimize, open_study
+
     job = jobs.job(base)
     study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

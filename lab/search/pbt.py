@@ -17,15 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import results
 from lab.config import jobs
 from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
-from lab.search.study import Ended, seed_jobs
-from lab.search.trial import Task
-from lab.run import lost
+from lab.search.trial import Task, lost_runs, seed_jobs
 from lab.execution.workers import Lost
 
 FOLDER = "pbt"
@@ -74,7 +71,7 @@ def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
 
 class Evolve:
     """The generations of a PBT search. `save(results)` stores runs as they end;
-    `progress(ended, running)` is called as each member's last generation ends."""
+    `progress(configuration, busy, running)` is called as each member's last generation ends."""
 
     def __init__(self, base: dict, dims: dict[str, Dimension], settings: SearchSettings, pool, save, progress,
                  folder: Path):
@@ -84,11 +81,9 @@ class Evolve:
         """the pool's workers so far (every one idle between generations)"""
         job = jobs.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
-        self.ended = []
 
-    def run(self) -> list:
-        """Train the population to its end; the members whose runs ended here, as
-        lab.search.study.Ended."""
+    def run(self) -> None:
+        """Train the population to its end."""
         generation, members, snapshots = self._load() or (0, self._sample(), {})
         ends = list(range(self.step, self.iterations, self.step)) + [self.iterations]
         for until in ends[generation:-1]:
@@ -99,7 +94,6 @@ class Evolve:
         if generation < len(ends):
             self._generation(members, snapshots, self.iterations)
             self._store(len(ends), members, {})
-        return self.ended
 
     def left(self) -> int:
         """Members to end: all of them, less those whose runs failed before an interruption."""
@@ -111,8 +105,10 @@ class Evolve:
 
     def configurations(self) -> list[Configuration]:
         """The population as it ended, for lab.search.outcome."""
-        return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
-                for m in self._load()[1]]
+        return [self._configuration(m) for m in self._load()[1]]
+
+    def _configuration(self, m: Member) -> Configuration:
+        return Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
 
     def runs(self, member: Member) -> list[str]:
         return [run_id(self.base, self.settings.seed, member.name, seed) for seed in range(self.settings.seeds)]
@@ -151,7 +147,7 @@ class Evolve:
                 if done.results:  # its runs ended: the last generation, or they failed
                     self.save(done.results)
                     member.status = done.status
-                    self._ended(member, done.status, done.busy, len(busy))
+                    self.progress(self._configuration(member), done.busy, len(busy))
                 else:
                     after[member.name] = done.snapshots
         return after
@@ -159,15 +155,9 @@ class Evolve:
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
-        seeded = [replace(job, run_id=run_id) for job, run_id in zip(seeded, self.runs(member))]
-        self.save([results.pack(lost(job, RuntimeError(error))) for job in seeded])
+        self.save(lost_runs([replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))], error))
         member.status, member.error, member.lost = "failed", error, True
-        self._ended(member, "failed", 0.0, running)
-
-    def _ended(self, member: Member, status: str, busy: float, running: int) -> None:
-        self.ended.append(Ended(int(member.name), status, member.curve[-1][0] if member.curve else 0,
-                                member.objective(self.settings), busy, member.error))
-        self.progress(self.ended[-1], running)
+        self.progress(self._configuration(member), 0.0, running)
 
     def _exploit(self, members: list[Member], snapshots: dict, generation: int) -> None:
         """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""

@@ -11,9 +11,10 @@ import numpy as np
 
 from lab.evaluation import evaluate
 from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.config import jobs
 from lab.config.jobs import Job
 from lab.results import Packed, pack
-from lab.run import Training
+from lab.run import Training, lost
 
 PBT_TRIAL = "pbt_trial"
 """The column of a PBT run's table naming the member that trained each row: where it changes, the
@@ -25,6 +26,16 @@ def objective(row: dict, seats, opponent: str) -> float:
     self-play), from one evaluated row."""
     return float(np.mean([row[evaluate.column(s, f"{opponent}_win")] - row[evaluate.column(s, f"{opponent}_loss")]
                           for s in seats]))
+
+
+def seed_jobs(base: dict, params: dict, seeds: int) -> list[Job]:
+    """The runs of a configuration: one job per seed 0..seeds-1 (ConfigError if refused)."""
+    return [jobs.job({**base, **params, "seed": seed}) for seed in range(seeds)]
+
+
+def lost_runs(seeded: list[Job], error: str) -> list[Packed]:
+    """The runs of a trial whose worker died, failed with `error` (the next search trains them again)."""
+    return [pack(lost(job, RuntimeError(error))) for job in seeded]
 
 
 @dataclass
