@@ -47,24 +47,22 @@ class Scheduler:
         return self.pruner is None
 
 
-def _nop(settings, iterations: int, eval_every: int):
+def _optuna():
     import optuna  # the search extra, optional: imported only to build a pruner
 
-    return optuna.pruners.NopPruner()
+    return optuna
 
 
 def _successive_halving(settings, iterations: int, eval_every: int):
-    import optuna  # the search extra, optional: imported only to build a pruner
-
-    return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
-                                                  reduction_factor=settings.reduction_factor)
+    pruners = _optuna().pruners
+    return pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                           reduction_factor=settings.reduction_factor)
 
 
 def _hyperband(settings, iterations: int, eval_every: int):
-    import optuna  # the search extra, optional: imported only to build a pruner
-
-    return optuna.pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
-                                          max_resource=iterations, reduction_factor=settings.reduction_factor)
+    pruners = _optuna().pruners
+    return pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                   max_resource=iterations, reduction_factor=settings.reduction_factor)
 
 
 PATIENCE = 2
@@ -79,15 +77,15 @@ def every_point(settings, iterations: int, eval_every: int) -> tuple:
 
 def _patient_successive_halving(settings, iterations: int, eval_every: int):
     """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
-    import optuna  # the search extra, optional: imported only to build a pruner
-
+    optuna = _optuna()
     with warnings.catch_warnings():  # experimental in Optuna: tests/test_search_patient_asha.py pins it
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.pruners.PatientPruner(_successive_halving(settings, iterations, eval_every), PATIENCE)
 
 
 SCHEDULERS = {s.name: s for s in (
-    Scheduler("none", "every configuration trains in full", "scheduler none", _nop),
+    Scheduler("none", "every configuration trains in full", "scheduler none",
+              lambda settings, iterations, eval_every: _optuna().pruners.NopPruner()),
     Scheduler("asha", "successive halving: stop hopeless configurations early", "scheduler asha",
               _successive_halving, rungs),
     Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", "scheduler hyperband",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
 from optuna.trial import TrialState
@@ -106,12 +107,12 @@ class Reseeded(BaseSampler):
     would have."""
 
     def __init__(self, search: str, seed: int):
-        self.sampler, self.seed = SAMPLERS[search], seed
-        self.inner = self.sampler.build(seed)
+        self.build, self.seed = getattr(optuna.samplers, SAMPLERS[search].optuna), seed
+        self.inner = self.build(seed=seed)
 
     def before_trial(self, study, trial):
         seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
-        self.inner = self.sampler.build(seed)
+        self.inner = self.build(seed=seed)
         self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study, trial):
@@ -127,6 +128,15 @@ class Reseeded(BaseSampler):
         self.inner.after_trial(study, trial, state, values)
 
 
+def distribution(dim: Dimension):
+    """A dimension as an Optuna distribution."""
+    if dim.kind == "choice":
+        return CategoricalDistribution(dim.values)
+    if dim.integer:
+        return IntDistribution(int(dim.low), int(dim.high), log=dim.log)
+    return FloatDistribution(float(dim.low), float(dim.high), log=dim.log)
+
+
 class Optimize:
     """The ask/tell loop: trials until the study holds num_samples of them, on `pool`'s workers.
     `save(runs)` stores a trial's runs; `progress(configuration, busy, running)` is called as each
@@ -140,7 +150,7 @@ class Optimize:
                  pool, save, progress):
         self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
         self.pool, self.save, self.progress = pool, save, progress
-        self.distributions = {key: dim.distribution() for key, dim in dims.items()}
+        self.distributions = {key: distribution(dim) for key, dim in dims.items()}
         run = jobs.job(base).run
         self.asks_at = SCHEDULERS[settings.scheduler].decisions(settings, run.iterations, run.eval_every)
         self.flights: dict[int, tuple] = {}
