@@ -55,10 +55,6 @@ class Member:
     lost: bool = False
     """its runs failed because their worker died (a fault of the machine: the search exits 1)"""
 
-    def objective(self, settings: SearchSettings) -> float | None:
-        """Its aggregated objective at its last evaluation point."""
-        return settings.aggregated(self.curve[-1][1]) if self.curve else None
-
 
 def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
     """A PBT run's id: its knobs change as it trains, so it is named by the search's base
@@ -118,10 +114,14 @@ class Evolve:
         return [Member(str(i), {key: dim.sample(rng) for key, dim in self.dims.items()}, [])
                 for i in range(self.settings.num_samples)]
 
-    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
+    def _jobs(self, member: Member) -> list:
+        """Its runs, one per seed, named by member and seed (`run_id`)."""
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
-        return Task(index, seeded, self.settings.objective, until=until, member=member.name,
-                    run_ids=self.runs(member), starts=snapshots.get(member.name))
+        return [replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))]
+
+    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
+        return Task(index, self._jobs(member), self.settings.objective, until=until, member=member.name,
+                    starts=snapshots.get(member.name))
 
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
@@ -154,8 +154,7 @@ class Evolve:
 
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
-        seeded = seed_jobs(self.base, member.params, self.settings.seeds)
-        self.save(lost_runs([replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))], error))
+        self.save(lost_runs(self._jobs(member), error))
         member.status, member.error, member.lost = "failed", error, True
         self.progress(self._configuration(member), 0.0, running)
 
@@ -163,7 +162,7 @@ class Evolve:
         """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""
         rng = np.random.default_rng([self.settings.seed, generation])
         living = [m for m in members if m.status == "training"]
-        ranked = sorted(living, key=lambda m: (-m.objective(self.settings), int(m.name)))
+        ranked = sorted(living, key=lambda m: (-self.settings.aggregated(m.curve[-1][1]), int(m.name)))
         count = max(1, int(len(ranked) * QUANTILE)) if len(ranked) > 1 else 0
         for member in ranked[len(ranked) - count:]:
             donor = ranked[int(rng.integers(count))]

@@ -49,8 +49,6 @@ class Task:
     asks_at: tuple = ()
     """the iterations (evaluation points) at which to send the trial's Point to the driver and
     wait for its go on or stop: where its pruner may decide"""
-    run_ids: list[str] | None = None
-    """PBT: runs named by member and seed (their knobs change)"""
     starts: list[bytes] | None = None
     """PBT: each run's snapshot (lab.run.snapshot) to go on from"""
     until: int | None = None
@@ -99,9 +97,7 @@ class Trainer:
         self.task, self.busy, self.curve = task, 0.0, []
         self.trainings, self.streams = [], []
         for i, job in enumerate(task.jobs):
-            start = task.starts[i] if task.starts else None
-            run_id = task.run_ids[i] if task.run_ids else None
-            self.trainings.append(Training(job, self.code, start=start, run_id=run_id))
+            self.trainings.append(Training(job, self.code, start=task.starts[i] if task.starts else None))
             self.streams.append(kernel_stream())  # seeded by the learner (or its snapshot)
         return self._train(began)
 
