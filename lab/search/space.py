@@ -125,9 +125,7 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
 
 def _override_value(value):
     """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
-    if isinstance(value, str):
-        return OmegaConf.create({"v": value})["v"] if value not in ("",) else value
-    return value
+    return OmegaConf.create({"v": value})["v"] if isinstance(value, str) else value
 
 
 def resolve_objective(settings: SearchSettings, base: dict) -> None:
