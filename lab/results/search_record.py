@@ -35,7 +35,6 @@ def scales(results_dir) -> dict[str, str]:
 
 
 def trials(results_dir) -> dict | None:
-    """{title, configurations} of the search in results_dir as it last recorded them, or None
-    before it first ended or stopped."""
+    """{title, configurations} of its search as last recorded, or None before it first ended or stopped."""
     path = Path(results_dir) / results.SEARCH / TRIALS
     return json.loads(path.read_text()) if path.exists() else None

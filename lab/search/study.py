@@ -1,12 +1,9 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.execution.workers), report its aggregated objective where the pruner may decide (its
-scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the study how it
-ended.
-
-The study lives in Optuna's storage (`optuna-dashboard` opens it), from which the same command
-resumes a search: the trials left running train again under the same trial. Each trial's sampler
-is seeded by the search's seed and its number, so a resumed search asks what the uninterrupted
-one would have.
+worker is free (lab.execution.workers), report its aggregated objective where the pruner may
+decide (its scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the
+study how it ended. The study lives in Optuna's storage (`optuna-dashboard` opens it), from which
+the same command resumes a search: the trials left running train again under the same trial, and
+each trial's sampler (Reseeded) asks what the uninterrupted search would have.
 """
 
 from pathlib import Path
@@ -182,8 +179,7 @@ class Optimize:
         return self.settings.num_samples - sum(t.state.is_finished() for t in self.study.get_trials(deepcopy=False))
 
     def write(self, always: bool = False) -> None:
-        """Write the runs of the trials that ended, then the study's storage (if a trial ended,
-        or `always`: the search ends or was interrupted)."""
+        """Write the ended trials' runs, then the study's storage (if a trial ended, or `always`)."""
         if not (self.unsaved or always):
             return
         while self.unsaved:
