@@ -17,8 +17,7 @@ from lab.config import jobs
 from lab.execution import ray_connection
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
-from lab.results import provenance
-from lab.results.search_record import IDENTITY
+from lab.results import provenance, search_record
 from lab.run import Training
 from lab.search import outcome
 from lab.search.pbt import Evolve
@@ -201,11 +200,11 @@ def _apart(function, *arguments) -> None:
 def _resuming(folder: Path, ours: dict) -> bool | str | None:
     """Whether results_dir holds this search already (to resume it), "finished" if it ended all
     the trials asked for; None, and a line naming what differs, when it holds another one. Writes
-    what it searches (IDENTITY) where that is new or changed (its folder, num_samples)."""
-    saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
+    what it searches (search_record.IDENTITY) where that is new or changed (its folder, num_samples)."""
+    saved = search_record.record(folder.parent)
     if saved is None:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
         return False
     differ = differences(saved, ours)
     if differ:
@@ -220,7 +219,7 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
               f"{folder / outcome.BEST}); raise hydra.sweeper.num_samples to search on")
         return "finished"
     if saved != ours:
-        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
     what = f"continuing the search in {folder} up to {wanted} trials" if ended else \
         f"resuming the interrupted search in {folder}"
     print(what)
