@@ -1,10 +1,9 @@
 """What the search in a results_dir searched and what its trials did, as plain data: what the
 analysis reads of a search (its figures, the report's search view) without the search's code.
 results_dir/_search/search.json (IDENTITY), written when the search starts, holds its base
-configuration, space and settings (lab.search.driver.identity);
-trials.json (TRIALS), written whenever the search ends or stops, one record per configuration
-(lab.search.outcome.records): its knobs, status, curve, objective and rank, as the search
-aggregated and ranked them."""
+configuration, space and settings (lab.search.driver.identity); trials.json (TRIALS), written
+whenever the search ends or stops, one record per configuration (lab.search.outcome.records): its
+knobs, status, curve, objective and rank, as the search aggregated and ranked them."""
 
 import json
 from pathlib import Path
