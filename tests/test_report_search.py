@@ -59,14 +59,14 @@ def test_a_searched_knob_is_drawn_on_the_scale_it_was_searched_on(tmp_path):
     from lab import results
     from lab.analysis import knob_figures
     from lab.results import search_record
-    from lab.search import driver, saved
+    from lab.search import driver
 
     (tmp_path / results.SEARCH).mkdir()
     identity = driver.identity({"algorithm": "q_table"}, DIMS, SearchSettings())
     (tmp_path / results.SEARCH / search_record.IDENTITY).write_text(json.dumps(identity))
     scales = search_record.scales(tmp_path)
     assert scales == {"alpha": "log", "epsilon": "linear", "memory": "category"}
-    assert saved.searched(tmp_path)[1] == DIMS and search_record.scales(tmp_path / "none") == {}
+    assert search_record.scales(tmp_path / "none") == {}
     # alpha found between 0.2 and 0.3 only: a guess from the values would draw it linear
     table = pd.DataFrame({"alpha": [0.2, 0.25, 0.3], "epsilon": [0.5, 0.6, 0.7]})
     assert knob_figures.positions(table, ["alpha"])[1] == "linear"

@@ -1,10 +1,9 @@
 """What the search in a results_dir searched and what its trials did, as plain data: what the
 analysis reads of a search (its figures, the report's search view) without the search's code.
 results_dir/_search/search.json (IDENTITY), written when the search starts, holds its base
-configuration, space and settings (lab.search.saved builds the search's types from it);
-trials.json (TRIALS), written whenever the search ends or stops, one record per configuration
-(lab.search.outcome.records): its knobs, status, curve, objective and rank, as the search
-aggregated and ranked them."""
+configuration, space and settings (lab.search.driver.identity); trials.json (TRIALS), written
+whenever the search ends or stops, one record per configuration (lab.search.outcome.records): its
+knobs, status, curve, objective and rank, as the search aggregated and ranked them."""
 
 import json
 from pathlib import Path
@@ -35,7 +34,6 @@ def scales(results_dir) -> dict[str, str]:
 
 
 def trials(results_dir) -> dict | None:
-    """{title, configurations} of the search in results_dir as it last recorded them, or None
-    before it first ended or stopped."""
+    """{title, configurations} of its search as last recorded, or None before it first ended or stopped."""
     path = Path(results_dir) / results.SEARCH / TRIALS
     return json.loads(path.read_text()) if path.exists() else None

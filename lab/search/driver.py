@@ -17,20 +17,18 @@ from lab.config import jobs
 from lab.execution import ray_connection
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.workers import Forks, InProcess, Interrupt, RayActors
-from lab.results import provenance
-from lab.results.search_record import IDENTITY
+from lab.results import provenance, search_record
 from lab.run import Training
 from lab.search import outcome
 from lab.search.pbt import Evolve
 from lab.search.schedulers import SCHEDULERS, title
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
-from lab.search.study import Optimize, open_study
 from lab.search.trial import Trainer
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
-    """What a search searched, written into results_dir/_search (saved.searched reads it back):
+    """What a search searched, written into results_dir/_search (lab.results.search_record reads it):
     resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
                                   "space": {k: vars(d) for k, d in dims.items()},
@@ -145,37 +143,40 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
     if resume == "finished":
         return 0
 
-    def ended(trial, running: int) -> None:
-        objective = f" (objective {trial.objective:.4f})" if trial.objective is not None else ""
-        objective += f": {trial.error}" if trial.status == "failed" and trial.error else ""
-        progress.update(trial, running, said=f"trial {trial.number} {trial.status} at iteration {trial.iteration}"
-                                             f"{objective}")
+    done: list[Outcome] = []
+
+    def ended(trial: outcome.Configuration, busy: float, running: int) -> None:
+        failed, value = trial.status == "failed", trial.objective(settings)
+        done.append(Outcome(trial.name, failed, trial.error, busy, time.time()))
+        said = f" (objective {value:.4f})" if value is not None else ""
+        said += f": {trial.error}" if failed and trial.error else ""
+        progress.update(done[-1], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
+                                                f"{trial.curve[-1][0] if trial.curve else 0}{said}")
 
     with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
         save = Saver(results_dir, hooks)
         trials = _trials(base, dims, settings, pool, save, ended, folder, resume)
-        progress = Progress(trials.left(), ended="ended")
+        progress, interrupted = Progress(trials.left(), ended="ended"), False
         try:
-            done = trials.run()
+            trials.run()
         except KeyboardInterrupt:  # a second Ctrl-C changes nothing now
             pool.close()  # first: stop what the workers train
-            done = None
+            interrupted = True
         trials.write(always=True)
         save.writer.flush()
         pool.close()
     configurations = trials.configurations()
     outcome.record(configurations, settings, results_dir)
     progress.close()
-    if done is None:
+    if interrupted:
         print(f"interrupted: the trials that ended are saved in {results_dir}; the same command resumes the "
               "search (the trials in progress train again from their start)", file=sys.stderr)
         return 130
-    if address or os.environ.get("RAY_ADDRESS") or parallel is True:
+    if isinstance(pool, RayActors):
         ray_connection.disconnect()
     if done:
-        outcomes = [Outcome(f"trial {e.number}", e.failed, e.error, e.busy, e.at) for e in done]
-        print(f"cores: {Execution(outcomes, pool.size, time.perf_counter() - started).efficiency()}")
+        print(f"cores: {Execution(done, pool.size, time.perf_counter() - started).efficiency()}")
     status = outcome.finish(configurations, base, settings, results_dir)
     (folder / FINISHED).write_text(json.dumps({"trials": settings.num_samples}) + "\n")  # a run again says so
     if after and outcome.rank(configurations, settings):
@@ -199,11 +200,11 @@ def _apart(function, *arguments) -> None:
 def _resuming(folder: Path, ours: dict) -> bool | str | None:
     """Whether results_dir holds this search already (to resume it), "finished" if it ended all
     the trials asked for; None, and a line naming what differs, when it holds another one. Writes
-    what it searches (IDENTITY) where that is new or changed (its folder, num_samples)."""
-    saved = json.loads((folder / IDENTITY).read_text()) if (folder / IDENTITY).exists() else None
+    what it searches (search_record.IDENTITY) where that is new or changed (its folder, num_samples)."""
+    saved = search_record.record(folder.parent)
     if saved is None:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
         return False
     differ = differences(saved, ours)
     if differ:
@@ -218,7 +219,7 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
               f"{folder / outcome.BEST}); raise hydra.sweeper.num_samples to search on")
         return "finished"
     if saved != ours:
-        (folder / IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
+        (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
     what = f"continuing the search in {folder} up to {wanted} trials" if ended else \
         f"resuming the interrupted search in {folder}"
     print(what)
@@ -229,6 +230,9 @@ def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Pat
     """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
     if SCHEDULERS[settings.scheduler].drives_population:
         return Evolve(base, dims, settings, pool, save, ended, folder)
+    # Optuna (the search extra) once it drives the search: the Hydra plugin says when it is missing
+    from lab.search.study import Optimize, open_study
+
     job = jobs.job(base)
     study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

@@ -126,7 +126,6 @@ def records(configurations: list[Configuration], settings: SearchSettings) -> li
 
 
 def record(configurations: list[Configuration], settings: SearchSettings, results_dir: Path) -> None:
-    """results_dir/_search/trials.json: what the analysis reads of the search (its title and
-    records), replaced whole."""
+    """results_dir/_search/trials.json, replaced whole: what the analysis reads (title and records)."""
     trials = {"title": schedulers.title(settings), "configurations": records(configurations, settings)}
     files.write_atomic(results_dir / results.SEARCH / search_record.TRIALS, json.dumps(trials).encode())

@@ -17,15 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import results
 from lab.config import jobs
 from lab.files import write_atomic
 from lab.search.outcome import Configuration
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
-from lab.search.study import Ended, seed_jobs
-from lab.search.trial import Task
-from lab.run import lost
+from lab.search.trial import Task, lost_runs, seed_jobs
 from lab.execution.workers import Lost
 
 FOLDER = "pbt"
@@ -58,10 +55,6 @@ class Member:
     lost: bool = False
     """its runs failed because their worker died (a fault of the machine: the search exits 1)"""
 
-    def objective(self, settings: SearchSettings) -> float | None:
-        """Its aggregated objective at its last evaluation point."""
-        return settings.aggregated(self.curve[-1][1]) if self.curve else None
-
 
 def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
     """A PBT run's id: its knobs change as it trains, so it is named by the search's base
@@ -74,7 +67,7 @@ def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
 
 class Evolve:
     """The generations of a PBT search. `save(results)` stores runs as they end;
-    `progress(ended, running)` is called as each member's last generation ends."""
+    `progress(configuration, busy, running)` is called as each member's last generation ends."""
 
     def __init__(self, base: dict, dims: dict[str, Dimension], settings: SearchSettings, pool, save, progress,
                  folder: Path):
@@ -84,11 +77,9 @@ class Evolve:
         """the pool's workers so far (every one idle between generations)"""
         job = jobs.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
-        self.ended = []
 
-    def run(self) -> list:
-        """Train the population to its end; the members whose runs ended here, as
-        lab.search.study.Ended."""
+    def run(self) -> None:
+        """Train the population to its end."""
         generation, members, snapshots = self._load() or (0, self._sample(), {})
         ends = list(range(self.step, self.iterations, self.step)) + [self.iterations]
         for until in ends[generation:-1]:
@@ -99,7 +90,6 @@ class Evolve:
         if generation < len(ends):
             self._generation(members, snapshots, self.iterations)
             self._store(len(ends), members, {})
-        return self.ended
 
     def left(self) -> int:
         """Members to end: all of them, less those whose runs failed before an interruption."""
@@ -111,8 +101,10 @@ class Evolve:
 
     def configurations(self) -> list[Configuration]:
         """The population as it ended, for lab.search.outcome."""
-        return [Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
-                for m in self._load()[1]]
+        return [self._configuration(m) for m in self._load()[1]]
+
+    def _configuration(self, m: Member) -> Configuration:
+        return Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
 
     def runs(self, member: Member) -> list[str]:
         return [run_id(self.base, self.settings.seed, member.name, seed) for seed in range(self.settings.seeds)]
@@ -122,10 +114,14 @@ class Evolve:
         return [Member(str(i), {key: dim.sample(rng) for key, dim in self.dims.items()}, [])
                 for i in range(self.settings.num_samples)]
 
-    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
+    def _jobs(self, member: Member) -> list:
+        """Its runs, one per seed, named by member and seed (`run_id`)."""
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
-        return Task(index, seeded, self.settings.objective, until=until, member=member.name,
-                    run_ids=self.runs(member), starts=snapshots.get(member.name))
+        return [replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))]
+
+    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
+        return Task(index, self._jobs(member), self.settings.objective, until=until, member=member.name,
+                    starts=snapshots.get(member.name))
 
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
@@ -151,29 +147,22 @@ class Evolve:
                 if done.results:  # its runs ended: the last generation, or they failed
                     self.save(done.results)
                     member.status = done.status
-                    self._ended(member, done.status, done.busy, len(busy))
+                    self.progress(self._configuration(member), done.busy, len(busy))
                 else:
                     after[member.name] = done.snapshots
         return after
 
     def _lost(self, member: Member, error: str, running: int) -> None:
         """A member whose worker died: its runs saved failed (the next search trains them again)."""
-        seeded = seed_jobs(self.base, member.params, self.settings.seeds)
-        seeded = [replace(job, run_id=run_id) for job, run_id in zip(seeded, self.runs(member))]
-        self.save([results.pack(lost(job, RuntimeError(error))) for job in seeded])
+        self.save(lost_runs(self._jobs(member), error))
         member.status, member.error, member.lost = "failed", error, True
-        self._ended(member, "failed", 0.0, running)
-
-    def _ended(self, member: Member, status: str, busy: float, running: int) -> None:
-        self.ended.append(Ended(int(member.name), status, member.curve[-1][0] if member.curve else 0,
-                                member.objective(self.settings), busy, member.error))
-        self.progress(self.ended[-1], running)
+        self.progress(self._configuration(member), 0.0, running)
 
     def _exploit(self, members: list[Member], snapshots: dict, generation: int) -> None:
         """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""
         rng = np.random.default_rng([self.settings.seed, generation])
         living = [m for m in members if m.status == "training"]
-        ranked = sorted(living, key=lambda m: (-m.objective(self.settings), int(m.name)))
+        ranked = sorted(living, key=lambda m: (-self.settings.aggregated(m.curve[-1][1]), int(m.name)))
         count = max(1, int(len(ranked) * QUANTILE)) if len(ranked) > 1 else 0
         for member in ranked[len(ranked) - count:]:
             donor = ranked[int(rng.integers(count))]

@@ -33,8 +33,6 @@ class Scheduler:
     """the value of hydra.sweeper.scheduler"""
     description: str
     """what it does, in a few words (the knob reference lists it)"""
-    called: str
-    """what a search's titles call it (its dry run, its figure, its report)"""
     pruner: Callable | None
     """(settings, iterations, eval_every) -> its Optuna pruner; None: it drives its own population"""
     decisions: Callable = lambda settings, iterations, eval_every: ()
@@ -47,24 +45,22 @@ class Scheduler:
         return self.pruner is None
 
 
-def _nop(settings, iterations: int, eval_every: int):
+def _optuna():
     import optuna  # the search extra, optional: imported only to build a pruner
 
-    return optuna.pruners.NopPruner()
+    return optuna
 
 
 def _successive_halving(settings, iterations: int, eval_every: int):
-    import optuna  # the search extra, optional: imported only to build a pruner
-
-    return optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
-                                                  reduction_factor=settings.reduction_factor)
+    pruners = _optuna().pruners
+    return pruners.SuccessiveHalvingPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                           reduction_factor=settings.reduction_factor)
 
 
 def _hyperband(settings, iterations: int, eval_every: int):
-    import optuna  # the search extra, optional: imported only to build a pruner
-
-    return optuna.pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
-                                          max_resource=iterations, reduction_factor=settings.reduction_factor)
+    pruners = _optuna().pruners
+    return pruners.HyperbandPruner(min_resource=grace_period(settings, iterations, eval_every),
+                                   max_resource=iterations, reduction_factor=settings.reduction_factor)
 
 
 PATIENCE = 2
@@ -79,31 +75,30 @@ def every_point(settings, iterations: int, eval_every: int) -> tuple:
 
 def _patient_successive_halving(settings, iterations: int, eval_every: int):
     """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
-    import optuna  # the search extra, optional: imported only to build a pruner
-
+    optuna = _optuna()
     with warnings.catch_warnings():  # experimental in Optuna: tests/test_search_patient_asha.py pins it
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.pruners.PatientPruner(_successive_halving(settings, iterations, eval_every), PATIENCE)
 
 
 SCHEDULERS = {s.name: s for s in (
-    Scheduler("none", "every configuration trains in full", "scheduler none", _nop),
-    Scheduler("asha", "successive halving: stop hopeless configurations early", "scheduler asha",
-              _successive_halving, rungs),
-    Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", "scheduler hyperband",
-              _hyperband, rungs),
+    Scheduler("none", "every configuration trains in full",
+              lambda settings, iterations, eval_every: _optuna().pruners.NopPruner()),
+    Scheduler("asha", "successive halving: stop hopeless configurations early", _successive_halving, rungs),
+    Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", _hyperband, rungs),
     # its patience counts evaluation points, so the pruner hears of every one
     Scheduler("patient_asha", f"Optuna's PatientPruner around successive halving: it stops a configuration "
               f"only once its objective has not improved for {PATIENCE} evaluation points",
-              "scheduler patient_asha", _patient_successive_halving, every_point),
-    Scheduler("pbt", "population-based training", "population-based training", None),
+              _patient_successive_halving, every_point),
+    Scheduler("pbt", "population-based training", None),
 )}
 """Every scheduler by name, in the order the knob reference and the settings' check list them"""
 
 
 def title(settings) -> str:
-    """How a search is driven, in words: its sampler and scheduler, or the population's."""
+    """How a search is driven, in words (its dry run, its figure, its report): its sampler and
+    scheduler, or what drives the population."""
     scheduler = SCHEDULERS[settings.scheduler]
     if scheduler.drives_population:  # no sampler: it samples its population itself
-        return scheduler.called
-    return f"{settings.search} search, {scheduler.called}"
+        return scheduler.description
+    return f"{settings.search} search, scheduler {scheduler.name}"

@@ -48,17 +48,6 @@ class Dimension:
         """The values that validating the whole dimension needs: both ends, or every choice."""
         return (self.low, self.high) if self.kind == "interval" else self.values
 
-    def distribution(self):
-        """The dimension as an Optuna distribution."""
-        # the search extra, optional (the lab imports without it): only a search's study asks for this
-        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-        if self.kind == "choice":
-            return CategoricalDistribution(self.values)
-        if self.integer:
-            return IntDistribution(int(self.low), int(self.high), log=self.log)
-        return FloatDistribution(float(self.low), float(self.high), log=self.log)
-
     def sample(self, rng: np.random.Generator):
         """A value drawn uniformly (log-uniformly on a log scale)."""
         if self.kind == "choice":
@@ -136,9 +125,7 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
 
 def _override_value(value):
     """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
-    if isinstance(value, str):
-        return OmegaConf.create({"v": value})["v"] if value not in ("",) else value
-    return value
+    return OmegaConf.create({"v": value})["v"] if isinstance(value, str) else value
 
 
 def resolve_objective(settings: SearchSettings, base: dict) -> None:

@@ -1,29 +1,28 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.execution.workers), report its aggregated objective where the pruner may decide (its
-scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the study how it
-ended.
-
-The study lives in Optuna's storage (`optuna-dashboard` opens it), from which the same command
-resumes a search: the trials left running train again under the same trial. Each trial's sampler
-is seeded by the search's seed and its number, so a resumed search asks what the uninterrupted
-one would have.
+worker is free (lab.execution.workers), report its aggregated objective where the pruner may
+decide (its scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the
+study how it ended. The study lives in Optuna's storage (`optuna-dashboard` opens it), from which
+the same command resumes a search: the trials left running train again under the same trial, and
+each trial's sampler (Reseeded) asks what the uninterrupted search would have.
 """
 
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.samplers import BaseSampler
+from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
+from optuna.trial import TrialState
 
 from lab import results
 from lab.config import jobs
-from lab.run import lost
 from lab.search.outcome import Configuration
 from lab.search.samplers import SAMPLERS
 from lab.search.schedulers import SCHEDULERS
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
-from lab.search.trial import Done, Point, Task
+from lab.search.trial import Done, Point, Task, lost_runs, seed_jobs
 from lab.execution.workers import Lost
 
 STUDY = "lab-search"
@@ -37,10 +36,8 @@ class Store:
     else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
 
     def __init__(self, settings: SearchSettings, folder: Path):
-        import optuna  # Optuna (the search extra): loaded when a search runs
-
         if settings.storage is None:
-            self.backend = _buffered_class()(str(folder / JOURNAL))
+            self.backend = Buffered(str(folder / JOURNAL))
             self.storage, self.name = optuna.storages.JournalStorage(self.backend), STUDY
         else:
             self.backend = None
@@ -52,64 +49,44 @@ class Store:
             self.backend.flush()
 
 
-def _buffered_class():
-    # Optuna (the search extra): loaded when a search runs
-    from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
+class Buffered(BaseJournalBackend):
+    """Optuna's journal file whose new logs wait in memory until `flush` (after every trial's
+    end): Optuna's own syncs the disk at every log, some ten per trial, which set a search's
+    pace. A search killed hard loses what happened since a trial last ended: those train again."""
 
-    class Buffered(BaseJournalBackend):
-        """Optuna's journal file whose new logs wait in memory until `flush` (after every trial's
-        end): Optuna's own syncs the disk at every log, some ten per trial, which set a search's
-        pace. A search killed hard loses what happened since a trial last ended: those train again."""
+    def __init__(self, path: str):
+        self.file, self.written, self.pending = JournalFileBackend(path), None, []
 
-        def __init__(self, path: str):
-            self.file, self.written, self.pending = JournalFileBackend(path), None, []
+    def read_logs(self, log_number_from: int):
+        if self.written is None or log_number_from < self.written:  # from the file: a search's start
+            logs = list(self.file.read_logs(log_number_from))
+            self.written = log_number_from + len(logs)
+            return logs + self.pending
+        return self.pending[log_number_from - self.written:]
 
-        def read_logs(self, log_number_from: int):
-            if self.written is None or log_number_from < self.written:  # from the file: a search's start
-                logs = list(self.file.read_logs(log_number_from))
-                self.written = log_number_from + len(logs)
-                return logs + self.pending
-            return self.pending[log_number_from - self.written:]
+    def append_logs(self, logs) -> None:
+        self.pending += logs
 
-        def append_logs(self, logs) -> None:
-            self.pending += logs
-
-        def flush(self) -> None:
-            if self.pending:
-                self.file.append_logs(self.pending)
-                self.written += len(self.pending)
-                self.pending = []
-
-    return Buffered
+    def flush(self) -> None:
+        if self.pending:
+            self.file.append_logs(self.pending)
+            self.written += len(self.pending)
+            self.pending = []
 
 
 def load(results_dir, storage: str | None = None):
     """The Optuna study of the search in results_dir (its storage: hydra.sweeper.storage, if it
     was given), to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
-    import optuna  # Optuna (the search extra): loaded when a search runs
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
     return optuna.load_study(study_name=store.name, storage=store.storage)
 
 
-def configurations(study) -> list[Configuration]:
-    """A study's ended trials as lab.search.outcome reads them."""
-    from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
-
-    status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
-    return [Configuration(f"trial {t.number}", dict(t.params), status[t.state], t.user_attrs.get("objectives", []),
-                          t.user_attrs.get("runs", []), t.user_attrs.get("error"), t.user_attrs.get("lost", False))
-            for t in study.get_trials(deepcopy=False) if t.state in status]
-
-
 def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
     """The search's study, created or loaded to resume it, and its Store."""
-    import optuna  # Optuna (the search extra): loaded when a search runs
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
-    sampler = _reseeded_class()(settings.search, settings.seed)
+    sampler = Reseeded(settings.search, settings.seed)
     pruner = SCHEDULERS[settings.scheduler].pruner(settings, iterations, eval_every)
     if resume:
         study = optuna.load_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner)
@@ -120,69 +97,47 @@ def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations:
     return study, store
 
 
-def _reseeded_class():
-    from optuna.samplers import BaseSampler  # Optuna (the search extra): loaded when a search runs
+class Reseeded(BaseSampler):
+    """The sampler `search` (lab.search.samplers) built anew for every trial, seeded by (the
+    search's seed, the trial's number): what a trial is asked does not depend on how many
+    trials this process asked before, so a resumed search asks what the uninterrupted one
+    would have."""
 
-    class Reseeded(BaseSampler):
-        """The sampler `search` (lab.search.samplers) built anew for every trial, seeded by (the
-        search's seed, the trial's number): what a trial is asked does not depend on how many
-        trials this process asked before, so a resumed search asks what the uninterrupted one
-        would have."""
+    def __init__(self, search: str, seed: int):
+        self.build, self.seed = getattr(optuna.samplers, SAMPLERS[search].optuna), seed
+        self.inner = self.build(seed=seed)
 
-        def __init__(self, search: str, seed: int):
-            self.sampler, self.seed = SAMPLERS[search], seed
-            self.inner = self.sampler.build(seed)
+    def before_trial(self, study, trial):
+        seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
+        self.inner = self.build(seed=seed)
+        self.inner.before_trial(study, trial)
 
-        def before_trial(self, study, trial):
-            seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
-            self.inner = self.sampler.build(seed)
-            self.inner.before_trial(study, trial)
+    def infer_relative_search_space(self, study, trial):
+        return self.inner.infer_relative_search_space(study, trial)
 
-        def infer_relative_search_space(self, study, trial):
-            return self.inner.infer_relative_search_space(study, trial)
+    def sample_relative(self, study, trial, search_space):
+        return self.inner.sample_relative(study, trial, search_space)
 
-        def sample_relative(self, study, trial, search_space):
-            return self.inner.sample_relative(study, trial, search_space)
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self.inner.sample_independent(study, trial, param_name, param_distribution)
 
-        def sample_independent(self, study, trial, param_name, param_distribution):
-            return self.inner.sample_independent(study, trial, param_name, param_distribution)
-
-        def after_trial(self, study, trial, state, values):
-            self.inner.after_trial(study, trial, state, values)
-
-    return Reseeded
+    def after_trial(self, study, trial, state, values):
+        self.inner.after_trial(study, trial, state, values)
 
 
-def seed_jobs(base: dict, params: dict, seeds: int) -> list:
-    """The runs of a configuration: one job per seed 0..seeds-1 (ConfigError if refused)."""
-    return [jobs.job({**base, **params, "seed": seed}) for seed in range(seeds)]
-
-
-@dataclass
-class Ended:
-    """What the driver keeps of an ended trial."""
-
-    number: int
-    status: str
-    """finished, stopped or failed"""
-    iteration: int
-    """the last iteration it trained"""
-    objective: float | None
-    """its last aggregated objective"""
-    busy: float
-    """seconds a worker trained it"""
-    error: str | None = None
-    at: float = field(default_factory=time.time)
-    """when it ended"""
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "failed"
+def distribution(dim: Dimension):
+    """A dimension as an Optuna distribution."""
+    if dim.kind == "choice":
+        return CategoricalDistribution(dim.values)
+    if dim.integer:
+        return IntDistribution(int(dim.low), int(dim.high), log=dim.log)
+    return FloatDistribution(float(dim.low), float(dim.high), log=dim.log)
 
 
 class Optimize:
     """The ask/tell loop: trials until the study holds num_samples of them, on `pool`'s workers.
-    `save(runs)` stores a trial's runs; `progress(ended, running)` is called as each ends.
+    `save(runs)` stores a trial's runs; `progress(configuration, busy, running)` is called as each
+    ends (busy: the seconds a worker trained it).
 
     A worker that ends a trial gets the next one (asked knowing that end) before the ended trial's
     runs are written, which takes longer than most fast trials; the study's storage is written
@@ -192,19 +147,16 @@ class Optimize:
                  pool, save, progress):
         self.study, self.store, self.base, self.dims, self.settings = study, store, base, dims, settings
         self.pool, self.save, self.progress = pool, save, progress
-        self.distributions = {key: dim.distribution() for key, dim in dims.items()}
+        self.distributions = {key: distribution(dim) for key, dim in dims.items()}
         run = jobs.job(base).run
         self.asks_at = SCHEDULERS[settings.scheduler].decisions(settings, run.iterations, run.eval_every)
         self.flights: dict[int, tuple] = {}
         """each busy worker's (optuna.trial.Trial, Task)"""
         self.unsaved: list = []
         """the runs of trials that ended and are not written yet"""
-        self.ended: list[Ended] = []
 
-    def run(self) -> list[Ended]:
-        """Train the study's trials up to num_samples; the trials that ended here."""
-        from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
-
+    def run(self) -> None:
+        """Train the study's trials up to num_samples."""
         trials = self.study.get_trials(deepcopy=False)
         again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
         asked, idle = len(trials), []
@@ -218,7 +170,7 @@ class Optimize:
                 self._start(trial, idle)
             self.write()
             if not self.flights and not again and asked >= self.settings.num_samples:
-                return self.ended
+                return
             for worker, answer in self.pool.answers_ready(timeout=1.0):
                 self._answer(worker, answer, idle)
 
@@ -227,8 +179,7 @@ class Optimize:
         return self.settings.num_samples - sum(t.state.is_finished() for t in self.study.get_trials(deepcopy=False))
 
     def write(self, always: bool = False) -> None:
-        """Write the runs of the trials that ended, then the study's storage (if a trial ended,
-        or `always`: the search ends or was interrupted)."""
+        """Write the ended trials' runs, then the study's storage (if a trial ended, or `always`)."""
         if not (self.unsaved or always):
             return
         while self.unsaved:
@@ -236,13 +187,15 @@ class Optimize:
         self.store.flush()
 
     def configurations(self) -> list[Configuration]:
-        """The search's ended trials, for lab.search.outcome."""
-        return configurations(self.study)
+        """The study's ended trials, for lab.search.outcome."""
+        status = {TrialState.COMPLETE: "finished", TrialState.PRUNED: "stopped", TrialState.FAIL: "failed"}
+        return [Configuration(f"trial {t.number}", dict(t.params), status[t.state],
+                              t.user_attrs.get("objectives", []), t.user_attrs.get("runs", []),
+                              t.user_attrs.get("error"), t.user_attrs.get("lost", False))
+                for t in self.study.get_trials(deepcopy=False) if t.state in status]
 
     def _trial(self, number: int):
         """The study's trial `number` (left running), to train again from its start."""
-        import optuna  # Optuna (the search extra): loaded when a search runs
-
         storage = self.store.storage
         study_id = storage.get_study_id_from_name(self.study.study_name)
         return optuna.trial.Trial(self.study, storage.get_trial_id_from_study_id_trial_number(study_id, number))
@@ -273,28 +226,25 @@ class Optimize:
 
     def _end(self, trial, task: Task | None, done: Done | None, error: str | None) -> None:
         """Tell the study how a trial ended; its runs wait in `unsaved` for `write`."""
-        from optuna.trial import TrialState  # Optuna (the search extra): loaded when a search runs
-
         curve = done.curve if done else []
         if done is not None:
             self.unsaved.append(done.results)
             status = done.status
         else:  # refused, or its worker died: its runs failed (the next search trains them again)
             if task is not None:  # its worker died, the machine's fault: the search exits 1
-                self.unsaved.append([results.pack(lost(job, RuntimeError(error))) for job in task.jobs])
+                self.unsaved.append(lost_runs(task.jobs, error))
                 trial.set_user_attr("lost", True)
             status = "failed"
         if status == "failed":
-            error = error or next(r.error for r in done.results if r.failed)
-            trial.set_user_attr("error", error.splitlines()[0])
-        trial.set_user_attr("runs", [job.run_id for job in task.jobs] if task is not None else [])
-        trial.set_user_attr("objectives", [[iteration, values] for iteration, values in curve])
-        value = self.settings.aggregated(curve[-1][1]) if curve else None
+            error = (error or next(r.error for r in done.results if r.failed)).splitlines()[0]
+            trial.set_user_attr("error", error)
+        ended = Configuration(f"trial {trial.number}", dict(trial.params), status, [list(p) for p in curve],
+                              [job.run_id for job in task.jobs] if task is not None else [], error,
+                              done is None and task is not None)
+        trial.set_user_attr("runs", ended.runs)
+        trial.set_user_attr("objectives", ended.curve)
         if status == "finished":
-            self.study.tell(trial, value)
+            self.study.tell(trial, ended.objective(self.settings))
         else:
             self.study.tell(trial, state=TrialState.PRUNED if status == "stopped" else TrialState.FAIL)
-        ended = Ended(trial.number, status, curve[-1][0] if curve else 0, value, done.busy if done else 0.0,
-                      error.splitlines()[0] if error else None)
-        self.ended.append(ended)
-        self.progress(ended, len(self.flights))
+        self.progress(ended, done.busy if done else 0.0, len(self.flights))

@@ -11,9 +11,10 @@ import numpy as np
 
 from lab.evaluation import evaluate
 from lab.compat.numba import kernel_stream, set_kernel_stream
+from lab.config import jobs
 from lab.config.jobs import Job
 from lab.results import Packed, pack
-from lab.run import Training
+from lab.run import Training, lost
 
 PBT_TRIAL = "pbt_trial"
 """The column of a PBT run's table naming the member that trained each row: where it changes, the
@@ -27,6 +28,16 @@ def objective(row: dict, seats, opponent: str) -> float:
                           for s in seats]))
 
 
+def seed_jobs(base: dict, params: dict, seeds: int) -> list[Job]:
+    """The runs of a configuration: one job per seed 0..seeds-1 (ConfigError if refused)."""
+    return [jobs.job({**base, **params, "seed": seed}) for seed in range(seeds)]
+
+
+def lost_runs(seeded: list[Job], error: str) -> list[Packed]:
+    """The runs of a trial whose worker died, failed with `error` (the next search trains them again)."""
+    return [pack(lost(job, RuntimeError(error))) for job in seeded]
+
+
 @dataclass
 class Task:
     """One trial for a worker: its configuration's runs, one per seed."""
@@ -38,8 +49,6 @@ class Task:
     asks_at: tuple = ()
     """the iterations (evaluation points) at which to send the trial's Point to the driver and
     wait for its go on or stop: where its pruner may decide"""
-    run_ids: list[str] | None = None
-    """PBT: runs named by member and seed (their knobs change)"""
     starts: list[bytes] | None = None
     """PBT: each run's snapshot (lab.run.snapshot) to go on from"""
     until: int | None = None
@@ -88,9 +97,7 @@ class Trainer:
         self.task, self.busy, self.curve = task, 0.0, []
         self.trainings, self.streams = [], []
         for i, job in enumerate(task.jobs):
-            start = task.starts[i] if task.starts else None
-            run_id = task.run_ids[i] if task.run_ids else None
-            self.trainings.append(Training(job, self.code, start=start, run_id=run_id))
+            self.trainings.append(Training(job, self.code, start=task.starts[i] if task.starts else None))
             self.streams.append(kernel_stream())  # seeded by the learner (or its snapshot)
         return self._train(began)
 
