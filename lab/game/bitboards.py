@@ -197,26 +197,44 @@ def cell_inputs(x: np.ndarray, o: np.ndarray, cells: int, dtype) -> np.ndarray:
 
 
 @njit(cache=True)
+def cells_in(mask):
+    """The number of cells in a bitboard mask (its set bits)."""
+    count = 0
+    while mask:
+        mask &= mask - np.uint64(1)
+        count += 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def rollout(board, x, o, side):
+    """The result of a uniformly random game from the position, `side` to move: 0 X won, 1 O
+    won, 2 a draw (the tally's indices)."""
+    empty = empty_mask(board, x, o)
+    left = cells_in(empty)
+    while left > 0:
+        cell = random_move(empty, left)
+        bit = np.uint64(1) << np.uint64(cell)
+        if side == 0:
+            x |= bit
+            if wins(board, x, cell):
+                return 0
+        else:
+            o |= bit
+            if wins(board, o, cell):
+                return 1
+        empty &= ~bit
+        left -= 1
+        side = 1 - side
+    return 2
+
+
+@njit(cache=True)
 def _play_random(board, games, seed, tally):
     np.random.seed(seed)
-    cells = board.m * board.n
     for _ in range(games):
-        x, o = np.uint64(0), np.uint64(0)
-        result = 2  # a draw unless someone completes a line
-        for ply in range(cells):
-            cell = random_move(empty_mask(board, x, o), cells - ply)
-            stone = np.uint64(1) << np.uint64(cell)
-            if ply % 2 == 0:
-                x |= stone
-                if wins(board, x, cell):
-                    result = 0
-                    break
-            else:
-                o |= stone
-                if wins(board, o, cell):
-                    result = 1
-                    break
-        tally[result] += 1
+        tally[rollout(board, np.uint64(0), np.uint64(0), 0)] += 1
+
 
 
 def random_games(m: int, n: int, k: int, games: int, seed: int) -> np.ndarray:

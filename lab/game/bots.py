@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from lab.game import solver
-from lab.game.bitboards import empty_mask, random_move, wins
+from lab.game.bitboards import cells_in, empty_mask, random_move, rollout, wins
 
 ANY_BOARD = ("random", "onestep", "block", "mcts")
 """The bots that play on every board (evaluation by games plays them)."""
@@ -141,15 +141,6 @@ def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
             starts)
 
 
-@njit(cache=True)
-def cells_in(mask):
-    """The number of cells in a bitboard mask (its set bits)."""
-    count = 0
-    while mask:
-        mask &= mask - np.uint64(1)
-        count += 1
-    return count
-
 
 @njit(cache=True)
 def winning_cells(board, stones, empty):
@@ -222,27 +213,6 @@ def _select(t, node):
     return best
 
 
-@njit(cache=True)
-def _rollout(board, x, o, side):
-    """The result of a uniformly random game from the position, `side` to move."""
-    empty = empty_mask(board, x, o)
-    left = cells_in(empty)
-    while left > 0:
-        cell = random_move(empty, left)
-        bit = np.uint64(1) << np.uint64(cell)
-        if side == 0:
-            x |= bit
-            if wins(board, x, cell):
-                return X_WINS
-        else:
-            o |= bit
-            if wins(board, o, cell):
-                return O_WINS
-        empty &= ~bit
-        left -= 1
-        side = 1 - side
-    return DRAW
-
 
 @njit(cache=True)
 def _backup(t, path, depth, result):
@@ -290,7 +260,7 @@ def _search(board, t, simulations, x, o, side):
         elif status == DRAWN:
             result = DRAW
         else:
-            result = _rollout(board, t.x[node], t.o[node], 1 - t.mover[node])
+            result = rollout(board, t.x[node], t.o[node], 1 - t.mover[node])
         _backup(t, path, depth, result)
 
 
@@ -407,6 +377,7 @@ def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
     out = np.empty(len(x), np.int64)
     _moves(shape, t, NAMES.index(player.name), player.simulations, x, o, seed, out)
     return out
+
 
 
 def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
