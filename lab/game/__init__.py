@@ -257,7 +257,6 @@ def play_games(x_moves, o_moves, trajectories, winners, after, terminal, winner)
 
 
 def play(n: int, x_moves: np.ndarray, o_moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-
     """n games between two move tables: (trajectories (n, 9) codes, winners (n,))."""
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
