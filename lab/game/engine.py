@@ -286,13 +286,6 @@ def add(table, slot, change):
 def epsilon_greedy(g, scores, pos, epsilon):
     """(with probability epsilon a random legal cell at `pos`, else a best-scoring one, ties at
     random; whether it was random). An overload: an njit function here cost 3x3's learners 30%."""
-    if tabulated(g):
-        def on_codes(g, scores, pos, epsilon):
-            if np.random.random() < epsilon:
-                return game.random_move(g, pos, LEGAL), True
-            return game.best_move(scores, g, pos, LEGAL), False
-        return on_codes
-
     def choose(g, scores, pos, epsilon):
         if np.random.random() < epsilon:
             return random_cell(g, pos), True
