@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from lab.game import solver
-from lab.game.bitboards import cells_in, empty_mask, random_move, rollout, wins
+from lab.game.bitboards import cells_in, empty_mask, place, random_move, rollout, wins
 
 ANY_BOARD = ("random", "onestep", "block", "mcts")
 """The bots that play on every board (evaluation by games plays them)."""
@@ -309,12 +309,8 @@ def _play(board, t, kinds, simulations, games, seed, tally):
         for ply in range(cells):
             side = ply % 2
             cell = bot_move(board, t, kinds[side], simulations[side], x, o, side)
-            bit = np.uint64(1) << np.uint64(cell)
-            if side == 0:
-                x |= bit
-            else:
-                o |= bit
-            if wins(board, x if side == 0 else o, cell):
+            x, o, won = place(board, x, o, side, cell)
+            if won:
                 result = side
                 break
         tally[result] += 1
