@@ -97,9 +97,8 @@ def tree(shape, simulations: int, perfect: bool = True) -> Tree:
     solvable = perfect and shape.m * shape.n <= solver.MAX_CELLS
     table = perfect_table(shape.m, shape.n, shape.k) if solvable else \
         (np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(1, np.int64))
-    return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros(size, np.int8),
-                np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
-                np.zeros(size, np.int64), np.zeros(size, np.float64), np.zeros(size, np.int8), *table)
+    nodes = (np.uint64, np.uint64, np.int8, np.int64, np.int64, np.int64, np.int64, np.float64, np.int8)
+    return Tree(*(np.zeros(size, dtype) for dtype in nodes), *table)
 
 
 @njit(cache=True)
