@@ -2,15 +2,13 @@
 a perfect player reaches against random, onestep and perfect, per seat.
 
 At its own positions the player keeps the minimax value (a perfect player never gives a result
-away) and among those moves maximises its expected (win - loss) under the opponent's moves, then
-the win (within TIE_TOLERANCE), then takes the lowest cell; the opponent plays as lab.game.measures
-has it play. One backward pass over the solved depths per opponent and seat. 3x3's
-lab.evaluation.evaluate.ceiling is this pass on the 3,3,3 board. Against onestep the ceiling is random's: a
-player that keeps the value never leaves the opponent an immediate win.
+away) and among those moves maximises its expected (win - loss) under the opponent's moves (as
+lab.game.measures has them play), then the win (within TIE_TOLERANCE), then takes the lowest
+cell: one backward pass over the solved depths per opponent and seat. Against onestep the
+ceiling is random's: a player that keeps the value never leaves an immediate win.
 
-4x4 k4's figures are stored in KNOWN, so figures never solve the board for them
-(tests/test_perfect.py computes them again); `python -m lab.evaluation.exact_ceiling [m n k]` computes and
-times any board's.
+4x4 k4's figures are stored in KNOWN (tests/test_perfect.py computes them again), so figures
+never solve the board; `python -m lab.evaluation.exact_ceiling [m n k]` computes and times any board's.
 """
 
 import functools
@@ -25,8 +23,7 @@ from lab.game import measures, solver
 
 RESULTS = measures.RESULTS
 TIE_TOLERANCE = 1e-12
-"""Expected values closer than this count as equal (float sums of the same rationals differ by
-rounding only)."""
+"""Expected values closer than this count as equal (sums of the same rationals, rounded)."""
 KNOWN = {
     (4, 4, 4): {
         ("random", 1): {"win": 0.9928649128649131, "draw": 0.007135087135087135, "loss": 0.0},
@@ -42,9 +39,9 @@ KNOWN = {
 
 @njit(cache=True)
 def _outcomes(kind, side, mover, winner, children, value, value_next, winner_next, after, tolerance):
-    """The (win, draw, loss) of the positions of one depth, from `side`'s view, given `after`,
-    those of the next depth: terminal ones by their winner, the player's by its best
-    value-keeping move, the opponent's (OPPONENTS[kind], `mover` here) by its move weights."""
+    """The (win, draw, loss) from `side`'s view of one depth's positions given `after`, the next
+    depth's: terminal ones by their winner, the player's by its best value-keeping move, the
+    opponent's (OPPONENTS[kind], `mover` here) by its move weights."""
     out = np.zeros((len(winner), 3))
     weights = np.empty(children.shape[1])
     for i in range(len(winner)):
@@ -86,8 +83,7 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
 
 @functools.lru_cache(maxsize=4)
 def ceilings(m: int, n: int, k: int) -> dict:
-    """{(opponent, seat): {win, draw, loss}} on the m,n,k board for each of measures.OPPONENTS and
-    seat (1 X, 2 O): KNOWN's if stored, else computed."""
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board: KNOWN's if stored, else computed."""
     return KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k)
 
 
@@ -100,7 +96,7 @@ def computed(m: int, n: int, k: int) -> dict:
 
 def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     """The ceiling {win, draw, loss} of seat `player` against `opponent` on board game = (m, n, k),
-    or None where there is none (a board the lab does not solve, an opponent it does not model)."""
+    None on a board the lab does not solve or against an opponent it does not model."""
     m, n, k = game
     if m * n > solver.MAX_CELLS or opponent not in measures.OPPONENTS:
         return None

@@ -1,19 +1,15 @@
 """The m,n,k game (m columns, n rows, k in a row wins; X moves first): tic-tac-toe is (3, 3, 3).
 
-Here, tic-tac-toe's rules as lookup tables over base-3 board codes; lab.game.bitboards holds every
-board's rules on two uint64 bitboards, lab.game.engine the interface the compiled learners play
-through, lab.game.bots the fixed players, lab.game.solver and lab.game.measures the exact solve
-and measures, lab.game.sparse the tables of visited positions on bigger boards.
+Here, tic-tac-toe's rules as lookup tables over base-3 board codes (every board's on bitboards:
+lab.game.bitboards; the interface the compiled learners play through: lab.game.engine).
 
 A board is 9 cells, row-major (0 top-left .. 8 bottom-right): 1 = X, -1 = O, 0 = empty. Its code
-is sum(digit[i] * 3**i) with digit 0 = empty, 1 = X, 2 = O, so rules, values and policies are
+is sum(digit[i] * 3**i) with digit 0 = empty, 1 = X, 2 = O; rules, values and policies are
 arrays indexed by code, built once at import by vectorised numpy. A *move table* is a (3**9, 9)
 float array, for each position the probability of each move for the side to move: opponents,
 greedy agents and epsilon-greedy mixtures alike, so one kernel plays any of them against any
 other, and the exact evaluator reads the same tables.
 """
-
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -92,22 +88,6 @@ OPTIMAL = LEGAL & (VALUE[np.maximum(AFTER, 0)] == VALUE[:, None])
 """OPTIMAL[c, m]: move m keeps the minimax value of reachable position c."""
 
 
-class Rules(NamedTuple):
-    """The rule tables of the same names (above) as one argument for compiled kernels: numba
-    caches functions that take a NamedTuple of arrays, not those that read large global arrays."""
-
-    after: np.ndarray
-    terminal: np.ndarray
-    winner: np.ndarray
-    to_move: np.ndarray
-    legal: np.ndarray
-    boards: np.ndarray
-
-
-RULES = Rules(after=AFTER, terminal=TERMINAL, winner=WINNER, to_move=TO_MOVE, legal=LEGAL,
-              boards=BOARDS)
-
-
 def encode(board) -> int:
     """Code of a board given as 9 cells in {1, -1, 0}."""
     cells = np.asarray(board).ravel()
@@ -135,11 +115,9 @@ def _canonical_tables():
 
 
 CANONICAL, CANONICAL_PAIR = _canonical_tables()
-"""CANONICAL[c]: the smallest code among the 8 symmetric images of board c, one representative of
-each symmetry class (the 5,478 reachable positions fall into 765 classes).
-CANONICAL_PAIR[c, m]: 9 x code + cell of the smallest of the 8 images of the pair (board c,
-move m): the board is CANONICAL[c], and where the board has symmetries of its own (the empty
-board has all 8) the move is also chosen, so that symmetric pairs share one image."""
+"""CANONICAL[c]: the least code among board c's 8 symmetric images (5,478 reachable positions,
+765 classes); CANONICAL_PAIR[c, m]: 9 x code + cell of the least image of the pair (board c,
+move m), so that symmetric pairs (the empty board's 8, say) share one image."""
 
 
 def canonical_pairs(codes: np.ndarray, moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -165,8 +143,7 @@ def greedy(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
 
 
 def greedy_table(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """The move table of the greedy policy at `codes` (scores[i] scores the moves at codes[i]),
-    0 elsewhere: greedy() written straight into the table's rows."""
+    """greedy() of scores[i] written into row codes[i] of a move table (0 elsewhere)."""
     table = np.zeros((N_CODES, 9))
     _greedy_rows(np.asarray(scores), LEGAL, table, np.asarray(codes))
     return table
@@ -174,9 +151,8 @@ def greedy_table(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _greedy_rows(scores, legal, probs, rows):
-    """Write the greedy policy of each row r of scores into probs[rows[r]], the legal moves being
-    legal[rows[r]]. A NaN among a row's legal scores leaves it 0 (the exact evaluation then
-    refuses the table). No branches on the scores, which are unpredictable: 2x faster."""
+    """greedy() of scores[r] into probs[rows[r]], legal moves legal[rows[r]]; a NaN leaves the row 0
+    (the exact evaluation refuses it). No branches on the unpredictable scores: 2x faster."""
     for r in range(len(rows)):
         row, best, nan = rows[r], -np.inf, False
         for m in range(9):
@@ -198,8 +174,7 @@ def _greedy_rows(scores, legal, probs, rows):
 # move from a move table one draw, a uniformly random move one draw, a best move one draw per
 # extra tied move, an epsilon-greedy choice one draw to decide first. Helpers called at every
 # move are inlined (a call costs about their work) and read flags in place (`legal[row, first +
-# m]`): a row view costs a reference count per call. Kernels that take `rules` name the tables
-# they use once, at the top: numba counts a reference at each read of an array out of a bundle.
+# m]`): a row view costs a reference count per call.
 
 
 @njit(cache=True)
@@ -226,9 +201,8 @@ def sample_move(probs, code):
 
 @njit(cache=True, inline="always")
 def random_move(legal, row, first):
-    """A uniformly random legal move; legal[row, first + m] flags move m (lab.game.engine's rows hold
-    the flags after other columns). The very draw sample_move makes on a row of
-    uniform_over(LEGAL), the random opponent's table, without needing the table."""
+    """A uniformly random legal move, legal[row, first + m] flagging move m: sample_move's very
+    draw on a row of uniform_over(LEGAL), the random opponent's table, without the table."""
     count = 0
     for m in range(9):
         if legal[row, first + m]:
@@ -247,8 +221,7 @@ def random_move(legal, row, first):
 
 @njit(cache=True, inline="always")
 def best_move(scores, legal, row, first):
-    """A legal move (legal[row, first + m]) with the highest of 9 scores, ties broken uniformly at
-    random (one pass)."""
+    """A legal move (legal[row, first + m]) of the highest score, ties at random (one pass)."""
     move = -1
     ties = 0
     for m in range(9):
@@ -265,13 +238,10 @@ def best_move(scores, legal, row, first):
 
 
 @njit(cache=True)
-def play_games(x_moves, o_moves, trajectories, winners, rules):
-    """Play len(winners) games of move table x_moves (X) against o_moves (O).
-
-    Fills trajectories[g, t] with the code after move t (the rest -1) and winners[g] with
-    1 (X won), -1 (O won) or 0 (draw).
-    """
-    after, terminal, winner = rules.after, rules.terminal, rules.winner
+def play_games(x_moves, o_moves, trajectories, winners, after, terminal, winner):
+    """Play len(winners) games of move table x_moves (X) against o_moves (O): trajectories[g, t]
+    the code after move t (the rest -1), winners[g] 1 (X won), -1 (O won) or 0 (draw). The
+    tables are arguments: numba caches no function that reads large global arrays."""
     for g in range(winners.shape[0]):
         code = 0
         t = 0
@@ -286,9 +256,9 @@ def play_games(x_moves, o_moves, trajectories, winners, rules):
         winners[g] = winner[code]
 
 
-def play(n: int, x_moves: np.ndarray, o_moves: np.ndarray):
+def play(n: int, x_moves: np.ndarray, o_moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """n games between two move tables: (trajectories (n, 9) codes, winners (n,))."""
     trajectories = np.empty((n, 9), dtype=np.int64)
     winners = np.empty(n, dtype=np.int8)
-    play_games(x_moves, o_moves, trajectories, winners, RULES)
+    play_games(x_moves, o_moves, trajectories, winners, AFTER, TERMINAL, WINNER)
     return trajectories, winners

@@ -38,7 +38,7 @@ class Board(NamedTuple):
 
 
 def check_shape(m, n, k) -> None:
-    """Raise ValueError, in one line naming the key, unless m, n, k make a board the engine holds."""
+    """Raise ValueError, in one line naming the key, unless m, n, k make a board of the engine."""
     for key, value, meaning in (("m", m, "columns"), ("n", n, "rows"), ("k", k, "stones in a row")):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{key} ({meaning}) must be a positive integer, got {value!r}")
@@ -51,7 +51,7 @@ def check_shape(m, n, k) -> None:
 
 @functools.lru_cache(maxsize=None, typed=True)  # typed: board(3.0, ...) is checked, not board(3, ...)
 def board(m: int, n: int, k: int) -> Board:
-    """The m,n,k board (checked: see check_shape), its windows built once per shape."""
+    """The m,n,k board, checked, its windows built once per shape."""
     check_shape(m, n, k)
     through = [[] for _ in range(m * n)]
     for row in range(n):
@@ -79,8 +79,7 @@ def wins(board, stones, cell):
 
 @njit(cache=True)
 def empty_mask(board, x, o):
-    """The empty cells of the position with X's stones x and O's o (uint64 each): its legal moves
-    unless somebody has already won."""
+    """The empty cells of the position of X's stones x and O's o: its moves unless somebody won."""
     return board.full & ~(x | o)
 
 
@@ -127,8 +126,8 @@ def best_cell(scores, empty, cells):
 
 
 def symmetries(m: int, n: int) -> np.ndarray:
-    """(images, m * n): cell j of image i is cell [i, j] of the original; the board's 4 flips
-    and turns (8 on a square board, whose transpose is one too), the identity first."""
+    """(images, m * n): cell j of image i is cell [i, j] of the original, for the board's 4 flips
+    and turns (8 on a square board), the identity first."""
     grid = np.arange(m * n).reshape(n, m)
     images = [grid[::dr, ::dc] for dr in (1, -1) for dc in (1, -1)]
     if m == n:
@@ -154,8 +153,8 @@ def _image(stones, place):
 
 @njit(cache=True)
 def canonical(x, o, places):
-    """The least (X's stones, O's stones) among the images of (x, o) under the board's symmetries
-    (`places`): one representative of its symmetry class."""
+    """The least (X's stones, O's stones) among the images of (x, o) under `places`: one
+    representative of its symmetry class."""
     best_x, best_o = x, o
     for i in range(1, len(places)):
         image_x, image_o = _image(x, places[i]), _image(o, places[i])
@@ -166,9 +165,8 @@ def canonical(x, o, places):
 
 @njit(cache=True)
 def canonical_moves(x, o, places, moves):
-    """`canonical` of (x, o), and moves[c] = the cell c becomes there: the least such cell where
-    several images give it (the empty board: all of them), so that symmetric (position, move)
-    pairs share one image."""
+    """`canonical` of (x, o), and moves[c] the cell c becomes there (the least where several
+    images give it, as on the empty board), so that symmetric (position, move) pairs share one."""
     best_x, best_o = canonical(x, o, places)
     moves[:] = places.shape[1]  # beyond every cell
     for i in range(len(places)):
@@ -180,8 +178,7 @@ def canonical_moves(x, o, places, moves):
 
 @njit(cache=True)
 def fold(positions, places):
-    """`canonical_moves` of each (x, o) row of positions: the images, and (n, cells) the cell each
-    cell becomes."""
+    """`canonical_moves` of each (x, o) row of positions: the images, (n, cells) the moves."""
     images = np.empty_like(positions)
     moves = np.empty((len(positions), places.shape[1]), np.int64)
     for i in range(len(positions)):
@@ -197,31 +194,48 @@ def cell_inputs(x: np.ndarray, o: np.ndarray, cells: int, dtype) -> np.ndarray:
 
 
 @njit(cache=True)
+def cells_in(mask):
+    """The number of cells in a bitboard mask (its set bits)."""
+    count = 0
+    while mask:
+        mask &= mask - np.uint64(1)
+        count += 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def rollout(board, x, o, side):
+    """The result of a uniformly random game from the position, `side` to move: 0 X won, 1 O
+    won, 2 a draw (the tally's indices)."""
+    empty = empty_mask(board, x, o)
+    left = cells_in(empty)
+    while left > 0:
+        cell = random_move(empty, left)
+        bit = np.uint64(1) << np.uint64(cell)
+        if side == 0:
+            x |= bit
+            if wins(board, x, cell):
+                return 0
+        else:
+            o |= bit
+            if wins(board, o, cell):
+                return 1
+        empty &= ~bit
+        left -= 1
+        side = 1 - side
+    return 2
+
+
+@njit(cache=True)
 def _play_random(board, games, seed, tally):
     np.random.seed(seed)
-    cells = board.m * board.n
     for _ in range(games):
-        x, o = np.uint64(0), np.uint64(0)
-        result = 2  # a draw unless someone completes a line
-        for ply in range(cells):
-            cell = random_move(empty_mask(board, x, o), cells - ply)
-            stone = np.uint64(1) << np.uint64(cell)
-            if ply % 2 == 0:
-                x |= stone
-                if wins(board, x, cell):
-                    result = 0
-                    break
-            else:
-                o |= stone
-                if wins(board, o, cell):
-                    result = 1
-                    break
-        tally[result] += 1
+        tally[rollout(board, np.uint64(0), np.uint64(0), 0)] += 1
+
 
 
 def random_games(m: int, n: int, k: int, games: int, seed: int) -> np.ndarray:
-    """Tally [X wins, O wins, draws] of `games` uniformly random games on the m,n,k board, the
-    kernels' random stream seeded with seed."""
+    """Tally [X wins, O wins, draws] of `games` uniformly random games, the stream seeded with seed."""
     shape = board(m, n, k)
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 0:
         raise ValueError(f"games must be a non-negative integer, got {games!r}")

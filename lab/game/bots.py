@@ -1,25 +1,22 @@
 """Fixed opponents on any m,n,k board (lab.game.bitboards), compiled, and their games.
 
-The bots, each chosen by a spec (`bot(name, simulations)`):
+The bots, each chosen by a spec (`bot(name, simulations)`), the first three meaning what
+lab.game.opponents' 3x3 move tables mean:
 
 - random: a uniformly random legal move.
 - onestep: an immediate win if it has one (uniform among them), else random; it never blocks.
 - block: an immediate win, else a cell that blocks the opponent's immediate win (uniform among
   them), else random.
 - mcts: UCT (UCB1 selection, uniformly random rollouts) with `simulations` playouts per move and
-  a solver (MCTS-Solver, Winands et al. 2008): a node whose mover has won, or whose player to
-  move has a proven winning child, is proven and passes its proof up (a position is lost for its
-  mover once one reply wins, won once every reply loses). A proven node is not searched again,
-  a proven winning move is played at once, and a proven losing move only when all lose. Every
+  a solver (MCTS-Solver, Winands et al. 2008): a position is lost for its mover once one reply
+  wins, won once every reply loses, and the proof passes up; a proven node is not searched
+  again, a proven winning move is played at once, a proven losing move only when all lose. Every
   node expanded is checked for an immediate win, so one is always taken.
-- perfect: uniform among the moves that keep the position's minimax value, looked up in the
-  board's solution (lab.game.solver): only on boards of at most 16 cells (4x4), as lab.game.opponents'
-  3x3 perfect and lab.game.solver's.
+- perfect: uniform among the moves that keep the position's minimax value (lab.game.solver's
+  solution): only on boards of at most 16 cells (4x4).
 
-The first three mean what lab.game.opponents' 3x3 move tables mean. All bots draw from the compiled
-kernels' random stream, seeded per call: the same seed gives the same moves and tallies. Besides
-the board they need one `Tree` (MCTS's nodes, perfect's table), passed to `bot_move` with the
-bot's kind. `play_match` plays games between two bots and tallies them.
+All draw from the compiled kernels' random stream, seeded per call: the same seed, the same moves
+and tallies. Besides the board they need one `Tree` (MCTS's nodes, perfect's table).
 """
 
 import functools
@@ -29,13 +26,12 @@ import numpy as np
 from numba import njit
 
 from lab.game import solver
-from lab.game.bitboards import empty_mask, random_move, wins
+from lab.game.bitboards import cells_in, empty_mask, place, random_move, rollout, wins
 
 ANY_BOARD = ("random", "onestep", "block", "mcts")
 """The bots that play on every board (evaluation by games plays them)."""
 NAMES = (*ANY_BOARD, "perfect")
-"""The bots, in the order of their kind codes in the compiled kernels; perfect plays only on the
-boards lab.game.solver solves (at most solver.MAX_CELLS cells)."""
+"""The bots, in the order of their kind codes in the compiled kernels."""
 RANDOM, ONESTEP, BLOCK, MCTS, PERFECT = range(len(NAMES))
 UNKNOWN, WON, LOST, DRAWN = 0, 1, 2, 3
 """A node's status, for the player who moved into it: not proven, won, lost, a full board drawn."""
@@ -60,8 +56,8 @@ class Bot(NamedTuple):
 
 
 def bot(name: str, simulations: int | None = None) -> Bot:
-    """The spec of a bot, checked: raise ValueError in one line unless it is a bot of NAMES, with
-    an integer simulations >= 1 for mcts and none for the others."""
+    """The spec of a bot, checked (ValueError in one line): simulations an integer >= 1 for mcts,
+    None for the others."""
     if name not in NAMES:
         raise ValueError(f"unknown bot {name!r}; allowed: {', '.join(NAMES)}")
     if name != "mcts":
@@ -75,11 +71,10 @@ def bot(name: str, simulations: int | None = None) -> Bot:
 
 class Tree(NamedTuple):
     """What the bots need. The MCTS tree, preallocated, a node per index (0 the root), a node's
-    children contiguous (a simulation expands at most one node, with a child per legal move, so S
-    simulations need at most 1 + S * cells nodes); and perfect's table, empty where the board is
-    not solved: the keys x | o << cells of the open positions, sorted within each depth, depth d's
-    at solved_keys[solved_starts[d]:solved_starts[d + 1]], and the cells that keep each one's
-    minimax value as a uint16 bit mask."""
+    children contiguous (S simulations expand at most S nodes: 1 + S * cells in all); perfect's
+    table, empty where the board is not solved: the keys x | o << cells of the open positions,
+    depth d's sorted at solved_keys[solved_starts[d]:solved_starts[d + 1]], and the cells that
+    keep each one's minimax value as a uint16 bit mask."""
 
     x: np.ndarray  # X's stones (uint64)
     o: np.ndarray  # O's stones (uint64)
@@ -96,22 +91,19 @@ class Tree(NamedTuple):
 
 
 def tree(shape, simulations: int, perfect: bool = True) -> Tree:
-    """What the bots need on board `shape`: a tree big enough for a search of `simulations` and,
-    if `perfect` and the board is solved (at most 16 cells), perfect's table (from the solve the
-    exact evaluation shares; 4x4: about 3 s and 0.3 GB, the table 86 MB more)."""
+    """The Tree for board `shape`: room for a search of `simulations`, and if `perfect` on a board
+    the lab solves, perfect's table (from the exact evaluation's solve; 4x4: 3 s, 0.3 GB + 86 MB)."""
     size = 1 + max(simulations, 1) * shape.m * shape.n
     solvable = perfect and shape.m * shape.n <= solver.MAX_CELLS
     table = perfect_table(shape.m, shape.n, shape.k) if solvable else \
         (np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(1, np.int64))
-    return Tree(np.zeros(size, np.uint64), np.zeros(size, np.uint64), np.zeros(size, np.int8),
-                np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
-                np.zeros(size, np.int64), np.zeros(size, np.float64), np.zeros(size, np.int8), *table)
+    nodes = (np.uint64, np.uint64, np.int8, np.int64, np.int64, np.int64, np.int64, np.float64, np.int8)
+    return Tree(*(np.zeros(size, dtype) for dtype in nodes), *table)
 
 
 @njit(cache=True)
 def _optimal_masks(keys, winner, children, value, value_next, cells):
-    """The open positions' keys among `keys` (one depth), and each one's value-keeping cells as a
-    bit mask."""
+    """The open positions' keys among `keys` (one depth), and each one's value-keeping cells' mask."""
     full = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     open_keys = keys[winner == 0]
     moves = np.zeros(len(open_keys), np.uint16)
@@ -131,8 +123,7 @@ def _optimal_masks(keys, winner, children, value, value_next, cells):
 
 @functools.lru_cache(maxsize=1)
 def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """perfect's table of the m,n,k board (Tree.solved_keys, solved_moves, solved_starts), built
-    once per process (the last board asked)."""
+    """perfect's table (Tree.solved_keys, solved_moves, solved_starts), once per process."""
     solved = solver.solve(m, n, k)
     parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
                             solved.value[d + 1], solved.cells) for d in range(len(solved.children))]
@@ -140,15 +131,6 @@ def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return (np.concatenate([keys for keys, _ in parts]), np.concatenate([moves for _, moves in parts]),
             starts)
 
-
-@njit(cache=True)
-def cells_in(mask):
-    """The number of cells in a bitboard mask (its set bits)."""
-    count = 0
-    while mask:
-        mask &= mask - np.uint64(1)
-        count += 1
-    return count
 
 
 @njit(cache=True)
@@ -179,8 +161,8 @@ def rule_move(board, kind, mine, theirs):
 
 @njit(cache=True)
 def _expand(board, t, node, size):
-    """Give `node` a child per legal move, from index `size`; prove what one move decides. Returns
-    the next free index."""
+    """Give `node` a child per legal move from index `size`, proving what one move decides; the
+    next free index."""
     empty = empty_mask(board, t.x[node], t.o[node])
     side = 1 - t.mover[node]
     t.first[node] = size
@@ -204,8 +186,8 @@ def _expand(board, t, node, size):
 
 @njit(cache=True)
 def _select(t, node):
-    """The child UCB1 prefers, skipping proven losing moves; unvisited children first, ties broken
-    at random (the scan starts at a random child)."""
+    """The child UCB1 prefers, proven losing moves skipped, unvisited ones first; ties at random
+    (the scan starts at a random child)."""
     log_visits = np.log(max(t.visits[node], 1))
     count = t.count[node]
     start = int(np.random.random() * count)
@@ -221,27 +203,6 @@ def _select(t, node):
             best, best_score = child, score
     return best
 
-
-@njit(cache=True)
-def _rollout(board, x, o, side):
-    """The result of a uniformly random game from the position, `side` to move."""
-    empty = empty_mask(board, x, o)
-    left = cells_in(empty)
-    while left > 0:
-        cell = random_move(empty, left)
-        bit = np.uint64(1) << np.uint64(cell)
-        if side == 0:
-            x |= bit
-            if wins(board, x, cell):
-                return X_WINS
-        else:
-            o |= bit
-            if wins(board, o, cell):
-                return O_WINS
-        empty &= ~bit
-        left -= 1
-        side = 1 - side
-    return DRAW
 
 
 @njit(cache=True)
@@ -290,14 +251,13 @@ def _search(board, t, simulations, x, o, side):
         elif status == DRAWN:
             result = DRAW
         else:
-            result = _rollout(board, t.x[node], t.o[node], 1 - t.mover[node])
+            result = rollout(board, t.x[node], t.o[node], 1 - t.mover[node])
         _backup(t, path, depth, result)
 
 
 @njit(cache=True)
 def _mcts_move(board, t, simulations, x, o, side):
-    """A proven winning move if the search found one, else the most visited move not proven
-    to lose (the most visited of all when every move loses)."""
+    """A proven winning move, else the most visited move not proven to lose (of all, if all do)."""
     _search(board, t, simulations, x, o, side)
     best, best_visits, losing, losing_visits = -1, -1, -1, -1
     for child in range(t.first[0], t.first[0] + t.count[0]):
@@ -348,19 +308,15 @@ def _play(board, t, kinds, simulations, games, seed, tally):
         for ply in range(cells):
             side = ply % 2
             cell = bot_move(board, t, kinds[side], simulations[side], x, o, side)
-            bit = np.uint64(1) << np.uint64(cell)
-            if side == 0:
-                x |= bit
-            else:
-                o |= bit
-            if wins(board, x if side == 0 else o, cell):
+            x, o, won = place(board, x, o, side, cell)
+            if won:
                 result = side
                 break
         tally[result] += 1
 
 
 def _checked(player: Bot, shape) -> Bot:
-    """A Bot built by hand, checked as bot() checks a spec, and able to play on board `shape`."""
+    """A Bot built by hand, checked as bot() checks a spec, that can play on board `shape`."""
     if player.name == "perfect" and shape.m * shape.n > solver.MAX_CELLS:
         raise ValueError(f"the perfect bot plays only on boards the lab solves (at most "
                          f"{solver.MAX_CELLS} cells), got m={shape.m}, n={shape.n}")
@@ -373,8 +329,7 @@ def _checked_count(key, value, least):
 
 
 def play_match(shape, x_bot: Bot, o_bot: Bot, games: int, seed: int) -> np.ndarray:
-    """Tally [X wins, O wins, draws] of `games` games on board `shape` (lab.game.bitboards.board), x_bot
-    playing X and o_bot O; the same seed gives the same tally."""
+    """Tally [X wins, O wins, draws] of `games` games of x_bot (X) and o_bot (O) on board `shape`."""
     _checked_count("games", games, 0)
     _checked_count("seed", seed, 0)
     bots = [_checked(b, shape) for b in (x_bot, o_bot)]
@@ -394,8 +349,8 @@ def _moves(board, t, kind, simulations, x, o, seed, out):
 
 
 def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
-    """The cells `player` plays in the positions with X's stones x and O's o (arrays of bit
-    masks; X moves where both have as many stones), drawn with the given seed."""
+    """The cells `player` plays, with the given seed, at the positions of X's stones x and O's o
+    (bit mask arrays; X moves where both have as many)."""
     _checked_count("seed", seed, 0)
     player = _checked(player, shape)
     x, o = np.atleast_1d(np.asarray(x, np.uint64)), np.atleast_1d(np.asarray(o, np.uint64))
@@ -407,6 +362,7 @@ def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
     out = np.empty(len(x), np.int64)
     _moves(shape, t, NAMES.index(player.name), player.simulations, x, o, seed, out)
     return out
+
 
 
 def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:

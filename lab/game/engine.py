@@ -1,25 +1,19 @@
 """One interface to the m,n,k game for the compiled learners, whatever the board.
 
 A learner's kernel is written once against the functions below, the game its first argument `g`;
-numba compiles each function's body for the type of `g` (numba.extending.overload), so nothing is
-decided while games are played:
+numba compiles each body for the type of `g` (numba.extending.overload), so nothing is decided
+while games are played. Sides are 0 (X, moves first) and 1 (O); a result is the winner or DRAW.
 
-- `TTT` (3x3, tabulated): a position is its base-3 code, the rules lab.game's tables, a row per
-  code. Opponents are move tables (lab.game.opponents) or `Bots` searching at each code's bitboards;
-  a learner's table is dense, a row per code.
-- `lab.game.bitboards.Board` (up to 64 cells): a position is (x, o), X's and O's uint64
-  bitboards. Opponents are lab.game.bots' (`RuleBots`, or `Bots` with a tree); a learner's table
-  is a lab.game.sparse table of the positions visited.
+- `TTT` (3x3, tabulated): a position is its base-3 code, a learner's table dense (a row per
+  code); opponents are move tables (lab.game.opponents) or `Bots` searching at a code's bitboards.
+- `lab.game.bitboards.Board` (up to 64 cells): a position is (x, o), X's and O's uint64 bitboards,
+  a learner's table lab.game.sparse's; opponents are lab.game.bots' (`RuleBots`, or `Bots`).
 
-Random draws are those of lab.game's, lab.game.bitboards' and lab.game.bots' helpers. Sides are 0
-(X, moves first) and 1 (O); a game's result is the side that won, or DRAW.
-
-numba counts a reference for every array of a bundle (an engine, a table, a tree) that a body
-hands on to another compiled function, at every call: so the bodies read a bundle's arrays in
-place where the work is short (a probe, a row) and hand it on only where it is long (a line
-check, a search); handed on, they cost the bigger boards' learners 10-30% of their speed. A
-table is read and written in place alike: a kernel that read a table in place around a compiled
-insert into it played other games than it should have.
+numba counts a reference for every array of a bundle (an engine, a table, a tree) a body hands on
+to another compiled function, at every call (10-30% of the bigger boards' learners' speed): so
+bodies read a bundle in place where the work is short (a probe, a row), hand it on only where it
+is long (a line check, a search). A table is read and written in place alike: a kernel that read
+it in place around a compiled insert into it played other games than it should have.
 """
 
 from typing import NamedTuple
@@ -35,9 +29,8 @@ DRAW = 2
 """A game's result when nobody completed a line (the tally's third entry)"""
 
 AFTER, TERMINAL, WINNER, LEGAL = 0, 9, 10, 11
-"""The columns of the tabulated engine's rows (one row per 3x3 board code): AFTER + cell the code
-after the side to move plays cell (-1 where illegal), TERMINAL whether the game is over, WINNER
-1 X won, -1 O won, 0 nobody (yet), LEGAL + cell whether cell is a move of the side to move."""
+"""The columns of the tabulated engine's rows, one per 3x3 code: lab.game's AFTER (9 columns),
+TERMINAL, WINNER and LEGAL (9)."""
 
 
 def _tabulate() -> np.ndarray:
@@ -58,7 +51,7 @@ THREE = bitboards.board(3, 3, 3)
 
 
 class RuleBots(NamedTuple):
-    """A fixed opponent on a bitboard engine that needs no tree: random, onestep or block."""
+    """A fixed opponent needing no tree (random, onestep, block) on a bitboard engine."""
 
     kinds: tuple  # the lab.game.bots kind (NAMES' index) of X's seat and O's, indexed by side
 
@@ -72,9 +65,8 @@ class Bots(NamedTuple):
 
 
 def fixed_opponent(kinds: tuple[int, int], simulations: int, tree_of) -> RuleBots | Bots:
-    """The opponent of bot `kinds` (and learners' seats): RuleBots unless a seat searches, then
-    Bots with `tree_of()` (apart: handed on at every move, the Tree's twelve arrays cost the
-    tabular learners a third of their speed against random)."""
+    """RuleBots of `kinds` unless a seat searches, then Bots with `tree_of()` (apart: handed on at
+    every move, the Tree's twelve arrays cost the tabular learners a third of their speed)."""
     if {bots.MCTS, bots.PERFECT} & set(kinds):
         return Bots(tuple(kinds), simulations, tree_of())
     return RuleBots(tuple(kinds))
@@ -91,9 +83,8 @@ def tabulated(g) -> bool:
 
 
 def compiled(typing):
-    """The function kernels call by `typing`'s name: a stub whose body numba compiles, inlined,
-    as the function `typing` returns for the types of the arguments (numba.extending.overload),
-    so each engine's implementation is chosen once, when a kernel compiles."""
+    """A stub named as `typing`, compiled inlined as the body `typing` returns for its argument
+    types (numba.extending.overload): each engine's body chosen once, when a kernel compiles."""
     def stub(*args):
         pass
     stub.__name__ = stub.__qualname__ = typing.__name__
@@ -103,7 +94,7 @@ def compiled(typing):
 
 
 def cells(g):
-    """The board's number of cells (the one function here that Python calls too)."""
+    """The board's number of cells (Python calls it too)."""
     return 9 if tabulated(g) else g.m * g.n
 
 
@@ -159,8 +150,8 @@ def best_cell(g, scores, pos):
 
 @compiled
 def afterstate_scores(g, table, pos, side, draw_value, out):
-    """out[cell] = the value of the position after `side` plays each legal cell: 1 if it
-    completes a line, draw_value if it fills the board, else the table's (one value a row)."""
+    """out[cell]: the value after `side` plays each legal cell, 1 if it completes a line,
+    draw_value if it fills the board, else the table's (one value a row)."""
     if tabulated(g):  # finished positions hold their fixed values in the table
         def on_codes(g, table, pos, side, draw_value, out):
             for cell in range(9):
@@ -186,9 +177,8 @@ def afterstate_scores(g, table, pos, side, draw_value, out):
 
 @compiled
 def q_scores(table, g, pos, member, out):
-    """The Q values of member `member` at `pos`, a value per cell, of a table of K members' Q rows:
-    its own row (dense, K x codes x cells), or `out` filled (visited positions' table, members side
-    by side; a position not in it reads as the default)."""
+    """Member `member`'s Q value per cell at `pos`: its row of a dense (K, codes, cells) table, or
+    `out` filled from a visited positions' table (members side by side; absent: the default)."""
     if isinstance(table, types.Array):
         return lambda table, g, pos, member, out: table[member, pos]
     def visited(table, g, pos, member, out):
@@ -294,16 +284,8 @@ def add(table, slot, change):
 
 @compiled
 def epsilon_greedy(g, scores, pos, epsilon):
-    """(a learner's move at `pos`: with probability epsilon a random legal cell, else a best-scoring
-    one, ties at random; whether it was the random one). An overload, as what it calls: an njit
-    function between them cost 3x3's learners 30% of their speed."""
-    if tabulated(g):
-        def on_codes(g, scores, pos, epsilon):
-            if np.random.random() < epsilon:
-                return game.random_move(g, pos, LEGAL), True
-            return game.best_move(scores, g, pos, LEGAL), False
-        return on_codes
-
+    """(with probability epsilon a random legal cell at `pos`, else a best-scoring one, ties at
+    random; whether it was random). An overload: an njit function here cost 3x3's learners 30%."""
     def choose(g, scores, pos, epsilon):
         if np.random.random() < epsilon:
             return random_cell(g, pos), True
@@ -318,8 +300,8 @@ def _is_a(typ, cls) -> bool:
 
 @compiled
 def opponent_move(g, opponent, pos, side):
-    """The cell an opponent plays with `side` to move at `pos`: a move table (3x3's), `RuleBots`
-    or `Bots`; an opponent of another NamedTuple type by the move its module registers (`plays`)."""
+    """The cell an opponent (3x3's move table, `RuleBots`, `Bots`, or a NamedTuple whose module
+    registers its move by `plays`) plays with `side` to move at `pos`."""
     if tabulated(g) and isinstance(opponent, types.Array):
         return lambda g, opponent, pos, side: game.sample_move(opponent, pos)
     if tabulated(g) and _is_a(opponent, Bots):
@@ -335,9 +317,8 @@ def opponent_move(g, opponent, pos, side):
 
 
 def plays(cls):
-    """Register the decorated function, compiled, as `opponent_move` for opponents of NamedTuple
-    `cls`: how the learners' kernels play a trained agent frozen on a bigger board
-    (lab.agents.base.Agent.frozen), written beside that agent's scoring."""
+    """Register the decorated compiled function as `opponent_move` for NamedTuple `cls`: how the
+    kernels play a trained agent frozen on a bigger board (lab.agents.base.Agent.frozen)."""
     def register(move):
         overload(opponent_move, inline="always")(
             lambda g, opponent, pos, side: move if _is_a(opponent, cls) else None)
@@ -380,14 +361,13 @@ def room(table, positions):
 
 # The same game, seen from Python: what a learner needs of the positions its kernel recorded.
 def records(positions: np.ndarray, games: int) -> np.ndarray:
-    """A kernel's `history(g, games * cells)` of each game's positions ply by ply, as one row per
-    game: (games, cells) codes on 3x3, (games, cells, 2) (x, o) bitboards elsewhere."""
+    """A kernel's `history(g, games * cells)` as a row of positions per game."""
     return positions.reshape(games, -1, *positions.shape[1:])
 
 
 def distinct(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct positions in order, the index of each position among them): codes in
-    increasing order, bitboards by O's stones then X's (the order of x | o << cells)."""
+    """(the distinct positions, each position's index among them), in the order of their keys
+    (a code; x | o << cells)."""
     if tabulated(g):
         return np.unique(positions, return_inverse=True)
     x, o = positions[:, 0], positions[:, 1]
@@ -401,9 +381,8 @@ def distinct(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fold(g, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each position's canonical image among the board's symmetric ones, (n, cells) the cell
-    each cell becomes there): on 3x3 lab.game.CANONICAL and CANONICAL_PAIR's, elsewhere
-    lab.game.bitboards.canonical's."""
+    """(each position's canonical image under the board's symmetries, (n, cells) the cell each
+    cell becomes there): lab.game.CANONICAL_PAIR's on 3x3, lab.game.bitboards.fold's elsewhere."""
     if tabulated(g):
         return game.CANONICAL[positions], game.CANONICAL_PAIR[positions] % 9
     return bitboards.fold(positions, bitboards.places(g.m, g.n))
@@ -423,8 +402,7 @@ def canonical_pairs(g, positions: np.ndarray, moves: np.ndarray) -> tuple[np.nda
 
 
 def positions_of(g, x: np.ndarray, o: np.ndarray) -> np.ndarray:
-    """The engine's positions of the stones x and o (uint64 bitboards, one pair per position):
-    codes on 3x3, an (n, 2) array elsewhere."""
+    """The engine's positions (codes on 3x3, else (n, 2)) of the stones x and o (uint64 arrays)."""
     x, o = np.asarray(x, np.uint64), np.asarray(o, np.uint64)
     if tabulated(g):
         bits = np.arange(9, dtype=np.uint64)

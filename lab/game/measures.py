@@ -25,17 +25,15 @@ RESULTS = ("win", "draw", "loss")
 
 @njit(cache=True)
 def _fixed_weights(kind, row, mover, value_here, value_next, winner_next, weights):
-    """Fill weights[j], the probability of the move to child row[j], for fixed player
-    OPPONENTS[kind]: uniform over all moves (random), over the winning ones if any, else all
-    (onestep: it never blocks), over the value-keeping ones (perfect)."""
+    """weights[j]: fixed player OPPONENTS[kind]'s probability of the move to child row[j], uniform
+    over all moves (random), the winning ones else all (onestep), the value-keeping ones (perfect)."""
     if kind == 0:
         weights[:] = 1.0 / len(row)
         return
     chosen = 0
     for j in range(len(row)):
         child = row[j]
-        take = (kind == 0) or (kind == 1 and winner_next[child] == mover) or \
-               (kind == 2 and value_next[child] == value_here)
+        take = (kind == 1 and winner_next[child] == mover) or (kind == 2 and value_next[child] == value_here)
         weights[j] = 1.0 if take else 0.0
         chosen += take
     if chosen == 0:  # onestep without a winning move plays at random
@@ -46,8 +44,7 @@ def _fixed_weights(kind, row, mover, value_here, value_next, winner_next, weight
 
 @njit(cache=True)
 def _fixed_rows(kind, keys, winner, children, value, value_next, winner_next, cells, depth):
-    """The move probabilities, by cell, of fixed player OPPONENTS[kind] at the open positions of
-    `depth`, in key order."""
+    """Fixed player OPPONENTS[kind]'s move probabilities by cell at `depth`'s open positions."""
     mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     mover = 1 if depth % 2 == 0 else -1
     rows = np.zeros((np.sum(winner == 0), cells))
@@ -67,8 +64,8 @@ def _fixed_rows(kind, keys, winner, children, value, value_next, winner_next, ce
 
 @njit(cache=True)
 def _first_bad(rows, keys, cells):
-    """The first row that is not a probability distribution over the empty cells of its position
-    (non-negative, 0 on stones, summing to 1 within 1e-9; NaN fails), -1 if none."""
+    """The first row that is no distribution over its position's empty cells (>= 0, 0 on stones,
+    summing to 1 within 1e-9; NaN fails), -1 if none."""
     mask = (np.uint64(1) << np.uint64(cells)) - np.uint64(1)
     for r in range(len(rows)):
         stones, total, ok = (keys[r] | (keys[r] >> np.uint64(cells))) & mask, 0.0, True
@@ -131,8 +128,8 @@ def _spread(frontier, reach, keys, winner, children, value, value_next, winner_n
 
 @njit(cache=True)
 def _collect(frontier, reach, winner, side, full, outcome):
-    """Add the reach of the frontier's positions that end the game to outcome[:, win / draw /
-    loss] (from `side`'s view; a full board without a line is a draw)."""
+    """Add the reach of the frontier's finished positions to outcome[:, win / draw / loss] from
+    `side`'s view (a full board without a line: a draw)."""
     for f in range(len(frontier)):
         w = winner[frontier[f]]
         if w != 0 or full:
@@ -140,7 +137,7 @@ def _collect(frontier, reach, winner, side, full, outcome):
 
 
 def _kind(name: str) -> int:
-    """The index of a fixed player in OPPONENTS; ValueError naming the allowed ones."""
+    """The index of a fixed player in OPPONENTS."""
     if name not in OPPONENTS:
         raise ValueError(f"unknown player {name!r}; allowed: {', '.join(OPPONENTS)}")
     return OPPONENTS.index(name)
@@ -158,8 +155,7 @@ def _seat_depths(solved: Solved, side: int) -> range:
 
 
 def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (x, o) bitboards of the positions where the seat moves, depth by depth, in key order:
-    the rows of a move table for exact()."""
+    """The (x, o) bitboards of the seat's positions, by depth and key: a move table's rows."""
     depths = _seat_depths(solved, _side(player))
     return split(solved, np.concatenate([solved.keys[d][solved.winner[d] == 0] for d in depths]))
 
@@ -177,8 +173,8 @@ def table(solved: Solved, name: str, player: int) -> np.ndarray:
 
 
 def _decision_rows(solved: Solved, policy: np.ndarray, side: int) -> tuple:
-    """Where each position's row is in a move table over decisions(solved, player): its rank
-    among the seat's open positions (-1 at the other depths); the table's shape checked."""
+    """Each position's row in a move table over decisions() (-1 at the other depths), the
+    table's shape checked."""
     depths, first, rows = _seat_depths(solved, side), 0, []
     for depth, winner in enumerate(solved.winner):
         rank = np.cumsum(winner == 0) - 1 + first
@@ -191,7 +187,7 @@ def _decision_rows(solved: Solved, policy: np.ndarray, side: int) -> tuple:
 
 
 def _checked(solved: Solved, rows, keys: np.ndarray) -> np.ndarray:
-    """rows as float64, if they are move probabilities at the positions of keys; else ValueError."""
+    """rows as float64, if they are move probabilities at the positions of keys."""
     rows = np.asarray(rows, dtype=np.float64)
     if rows.shape != (len(keys), solved.cells):
         raise ValueError(f"the policy gave move probabilities of shape {rows.shape} for "
@@ -235,8 +231,8 @@ def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> di
 
 
 def measure(solved: Solved, table: np.ndarray, rows: tuple, player: int, against=OPPONENTS) -> dict:
-    """exact() of a move table whose row rows[depth][i] holds the policy's move probabilities at
-    position i of that depth (any numbering: 3x3's board codes, say), the rows reached checked."""
+    """exact() of a move table whose row rows[depth][i] holds the policy at position i of that
+    depth (any numbering: 3x3's codes, say), the rows reached checked."""
     return _measures(_walking, against, solved, -1, np.asarray(table, np.float64), rows, _side(player))
 
 
@@ -249,7 +245,7 @@ def _walking(solved, agent, table, rows, side, kinds, outcome, optimal) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _games(against: tuple) -> tuple[np.ndarray, tuple]:
-    """The kinds of the fixed players `against` and the keys of their shares, in outcome's order."""
+    """The kinds of the players `against` and the keys of their shares, in outcome's order."""
     return (np.array([_kind(name) for name in against], np.int64),
             tuple(f"{name}_{result}" for name in against for result in RESULTS))
 
@@ -269,8 +265,7 @@ def _measures(walk, against, *args) -> dict:
 @njit(cache=True)
 def _step(frontier, reach, keys, winner, children, value, value_next, winner_next, cells, depth,
           side, agent, kinds, rows, outcome, optimal):
-    """One depth of exact(): the games ending at the frontier collected, the others spread to the
-    next depth; returns its (frontier, reach)."""
+    """One depth of exact(): the games ending collected, the others spread; the next frontier, reach."""
     _collect(frontier, reach, winner, side, False, outcome)
     reach_next = np.zeros((len(winner_next), reach.shape[1]))  # touched where reached
     reached = np.zeros(len(winner_next), dtype=np.bool_)
@@ -283,8 +278,7 @@ def _step(frontier, reach, keys, winner, children, value, value_next, winner_nex
 @njit(cache=True)
 def _walk(keys, winner, children, value, cells, side, agent, kinds, table, rows, outcome, optimal):
     """exact() of OPPONENTS[agent], or for agent -1 of `table` (see measure), in one compiled
-    pass: (depth, index) of the first position reached whose row is not move probabilities over
-    its empty cells, else (-1, -1)."""
+    pass: (depth, index) of the first position reached whose row is no distribution, else (-1, -1)."""
     frontier, reach = np.zeros(1, np.int64), np.ones((1, len(kinds) + 1))
     for depth in range(len(children)):
         moves = np.zeros((0, cells))
@@ -319,8 +313,8 @@ def _asking(solved: Solved, policy, side: int, kinds, outcome, optimal) -> None:
 
 
 def lowest_optimal(solved: Solved, player: int) -> Callable:
-    """The perfect player that plays its lowest optimal cell, as a function of (x, o): a
-    deterministic policy, as a greedy agent's; policy.asked counts the positions asked about."""
+    """The perfect player playing its lowest optimal cell, as a function of (x, o) (deterministic,
+    as a greedy agent); policy.asked counts the positions asked about."""
     cell = {d: _fixed_table(solved, "perfect", d).argmax(axis=1)
             for d in _seat_depths(solved, _side(player))}
 

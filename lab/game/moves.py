@@ -27,8 +27,7 @@ def start(g):
 
 @njit(cache=True)
 def play(g, pos, cell, side):
-    """(the position after `side` (0 X, 1 O) plays `cell` at `pos`, whether that completed a line,
-    whether the game is over)."""
+    """(the position after `side` (0 X, 1 O) plays `cell` at `pos`, line made, game over)."""
     return engine.play(g, pos, cell, side)
 
 
@@ -52,8 +51,8 @@ def key(g, pos) -> int:
 
 
 def afterstate_keys(g, positions: np.ndarray) -> np.ndarray:
-    """(n, cells) int64: the key of the position after the side to move plays each cell at each
-    of the engine's positions, -1 where the cell is taken."""
+    """(n, cells) int64: the key after the side to move plays each cell at each of the engine's
+    positions, -1 where the cell is taken."""
     if engine.tabulated(g):
         return game.AFTER[positions].astype(np.int64)
     cells = engine.cells(g)

@@ -8,12 +8,11 @@ exact evaluation alike.
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.
 
-`for_training` is what a 3x3 learner's kernel gets for its `opponent` knob, self-play included,
-and a checkpoint too: `opponent=PATH.npz` is a trained agent of any algorithm, playing its greedy
-move table (tied best moves sharing the probability), frozen; on a bigger board the learner plays
-the checkpoint's agent itself (`checkpoint`, then its `frozen`). This module sits below the
-learners, so it reads checkpoints through the reader lab.agents registers here
-(`read_checkpoints_with`).
+`for_training` is what a 3x3 learner's kernel gets for its `opponent` knob, self-play and a
+checkpoint included: `opponent=PATH.npz`, a trained agent of any algorithm frozen, plays its
+greedy move table (tied best moves sharing the probability); on a bigger board the learner plays
+the agent itself (`checkpoint`, then its `frozen`), read by the reader lab.agents registers here
+(`read_checkpoints_with`: this module sits below the learners).
 """
 
 from functools import cache
@@ -26,7 +25,7 @@ NAMES = ("random", "onestep", "block", "perfect")
 
 
 def _winning_cells(side: np.ndarray) -> np.ndarray:
-    """(N_CODES, 9) mask: an empty cell where a mark of `side` (per code) completes a line."""
+    """(N_CODES, 9): the empty cells where a mark of `side` (per code) completes a line."""
     digit = np.where(side == 1, 1, 2)[:, None]
     with_mark = np.arange(N_CODES)[:, None] + POW3 * digit
     return LEGAL & (BOARDS == 0) & (WINNER[np.where(LEGAL, with_mark, 0)] == side[:, None])
@@ -85,11 +84,9 @@ def checkpoint(path: str):
 
 
 def for_training(name: str) -> np.ndarray:
-    """The move table, read-only, of the opponent a 3x3 learner trains against (its `opponent` knob).
-
-    In self-play (`self`) the learner plays both seats, so its kernel never consults the table;
-    the random opponent's table fills the argument (same type, so no second compilation, and a
-    read by mistake would still play legal moves). A checkpoint's agent plays its greedy table."""
+    """The move table, read-only, of a 3x3 learner's `opponent`. In self-play its kernel never
+    reads it: the random opponent's fills the argument (same type, no second compilation; a read
+    by mistake would still play legal moves)."""
     if not is_checkpoint(name):
         return table("random" if name == SELF else name)
     moves = np.ascontiguousarray(checkpoint(name).move_table(), dtype=np.float64)

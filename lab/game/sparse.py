@@ -1,20 +1,18 @@
 """Tables of visited positions for the tabular learners on boards too big to tabulate, compiled.
 
-3x3's tabular learners hold a row for every board code; 4x4 has 43 million codes, 5x5 about 1e11
-positions, so bigger boards keep rows only for the positions visited: an open-addressing hash
-table (linear probing) keyed by the two uint64 bitboards, `width` float64 a row. A position not
-in the table reads as `default` in every column; inserting it writes that first. Entries are
-never removed.
+4x4 has 43 million board codes, 5x5 about 1e11 positions, so bigger boards keep rows only for the
+positions visited: an open-addressing hash table (linear probing) keyed by the two uint64
+bitboards, `width` float64 a row. A position not in it reads as `default` in every column
+(inserting it writes that first); entries are never removed.
 
 The table stays at most half full: a learner's loop stops before a game that could take it past
 half (`full`), the table doubles (`Table.make_room`, rehashed in slot order) and the loop goes
-on; the random stream is untouched by the pause, so the games and the table are the same
-whatever the pauses. The arrays are plain attributes, so a saved state holds them as they are
-and a resumed run continues with the very same slots.
+on, its random stream untouched, so the games and the table are the same whatever the pauses. A
+saved state holds the arrays as they are: a resumed run continues with the very same slots.
 
 A table of capacity C (a power of two) takes C x (16 + 8 width) bytes (`table_entries`,
-`table_bytes` in every evaluated row); `check_fits` refuses a run before it starts when the
-entries it could reach would need a table over MEMORY_LIMIT.
+`table_bytes` in every evaluated row); `check_fits` refuses a run whose table could outgrow
+MEMORY_LIMIT before it starts.
 """
 
 from math import comb
@@ -69,7 +67,7 @@ class Table:
         return self.x.nbytes + self.o.nbytes + self.values.nbytes
 
     def columns(self) -> dict:
-        """The run-table columns of its memory: table_entries, table_bytes."""
+        """Its run-table columns: table_entries, table_bytes."""
         return {"table_entries": self.entries, "table_bytes": self.nbytes}
 
     def make_room(self, per_game: int) -> None:
@@ -96,7 +94,7 @@ class Table:
 
     @classmethod
     def from_entries(cls, x, o, values, default: float) -> "Table":
-        """The table holding these entries (as `compact` gives them), at most half full."""
+        """The table, at most half full, of these entries (as `compact` gives them)."""
         values = np.asarray(values, np.float64)
         table = cls(values.shape[1], default)
         table.make_room(len(x))
@@ -126,7 +124,7 @@ def find(t, x, o):
 @njit(cache=True, inline="always")
 def insert(t, x, o):
     """The slot of position (x, o), inserted with the default row if new (the caller keeps the
-    table at most half full, so a free slot is always found)."""
+    table at most half full: a free slot is always found)."""
     slot = slot_of(t, x, o)
     if t.x[slot] == FREE:
         t.x[slot], t.o[slot] = x, o
@@ -155,8 +153,8 @@ def _fill(t, xs, os, values):
 
 
 def positions_bound(cells: int, depths) -> int:
-    """An upper bound of the positions with a number of stones in `depths`: X's ceil(d / 2) and
-    O's floor(d / 2) stones anywhere on the board (reachable or not)."""
+    """An upper bound of the positions of d stones for d in `depths`: X's ceil(d / 2) and O's
+    floor(d / 2) anywhere (reachable or not)."""
     return sum(comb(cells, (d + 1) // 2) * comb(cells - (d + 1) // 2, d // 2) for d in depths)
 
 
