@@ -114,18 +114,16 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
 class Training:
     """One run in progress: `run` trains it to its end; a search (lab.search) trains several in
     turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
-    Arguments as `run`'s; `run_id` replaces the job's (a search trial whose knobs change). Nothing
-    here raises (the module doc). `active_seconds` counts only this run's own work, so runs
-    trained in turn in one process each report their own wall time."""
+    Arguments as `run`'s. Nothing here raises (the module doc). `active_seconds` counts only this
+    run's own work, so runs trained in turn in one process each report their own wall time."""
 
-    def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None,
-                 run_id: str | None = None, state_path=None):
+    def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None, state_path=None):
         global _first_run_in_process
         began = time.perf_counter()
         self.job, self.code, self.started = job, code, pd.Timestamp.now(tz="UTC")
         self.startup = _IMPORT_SECONDS if _first_run_in_process else 0.0
         _first_run_in_process = False
-        self.columns = {"run_id": run_id or job.run_id, **job.identity()}
+        self.columns = {"run_id": job.run_id, **job.identity()}
         self.rows, self.error, self.stopped, self.learner = [], None, False, None
         self.state_path = Path(state_path) if state_path is not None else None
         self.training, self.evaluating = _Clock(), _Clock()
