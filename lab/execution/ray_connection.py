@@ -23,14 +23,18 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
     dashboard if `dashboard`, whose URL is printed)."""
     # Joining a cluster, Ray's own SIGTERM handler stays (it exits at once): a scheduler stopping
     # the job (scancel) stops the cluster's Ray too, and the Ctrl-C path would wait on its head.
-    joining = bool(address or os.environ.get("RAY_ADDRESS"))
     try:
-        with contextlib.nullcontext() if joining else _keeping_sigterm():
+        with contextlib.nullcontext() if joins(address) else _keeping_sigterm():
             _connect(address, num_cpus, dashboard)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while Ray starts: what it started stops too
         with contextlib.suppress(Exception):
             disconnect()
         raise
+
+
+def joins(address) -> bool:
+    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
 
 
 @contextlib.contextmanager

@@ -17,8 +17,8 @@ from lab.cli import fail, one_line, plural, require_writable
 from lab.config.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.execution import ray_connection
-from lab.sweep import placement, record
-from lab.sweep.execution import Interrupted, execute, report
+from lab.sweep import dispatch, record
+from lab.sweep.dispatch import Interrupted, execute, report
 from lab.sweep.planning import grid_size, list_plan, plan
 
 
@@ -43,13 +43,13 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         print(f"{grid_size(p.train + p.skip)}, {plural(len(p.train), 'run')} to train")
         for note in p.notes:
             print(note)
-        where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
+        where = dispatch.mode(p.train, parallel, address, num_cpus) if p.train else None
         if parallel == "auto" and where in ("processes", "driver"):
-            print(placement.without_ray_note(p.train, where, num_cpus))
+            print(dispatch.without_ray_note(p.train, where, num_cpus))
         if dry_run:
             list_plan(p, job_overrides)
             return []
-        joins = where == "ray" and placement.joins(address) and not ray_connection.ray_started()
+        joins = where == "ray" and ray_connection.joins(address) and not ray_connection.ray_started()
         if joins:  # a cluster that cannot be joined stops the sweep before its record is written
             ray_connection.connect(address, num_cpus, dashboard)
         if p.train:
