@@ -118,10 +118,8 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
 
 
 class LabLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False,
-                 dashboard=False, track=None):
-        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
-                        "dry_run": dry_run, "dashboard": dashboard, "track": track}
+    def __init__(self, **options):  # LabLauncherConf's fields, lab.sweep.launch's keyword arguments
+        self.options = options
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config

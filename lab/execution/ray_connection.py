@@ -79,9 +79,8 @@ def _connect(address, num_cpus, dashboard) -> None:
 
 def _join(ray, address, quiet):
     """ray.init on the cluster at `address`, tried JOIN_ATTEMPTS times when the server fails its
-    Ray client's initialization (a ray:// client whose data stream broke while the head, loaded,
-    started its server: Ray's reconnection then answers the init with an empty failure); other
-    failures end the sweep at once, in one line."""
+    Ray client's initialization (a ray:// client's data stream broke while a loaded head started its
+    server: Ray's reconnection answers with an empty failure); other failures end it in one line."""
     for attempt in range(1, JOIN_ATTEMPTS + 1):
         try:
             return ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
@@ -109,7 +108,6 @@ def disconnect() -> None:
 
 
 def ray_started() -> bool:
-    """Whether this process is connected to a Ray already."""
     import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return ray.is_initialized()

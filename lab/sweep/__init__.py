@@ -25,8 +25,8 @@ from lab.config.compose import CONF_PACKAGE
 from lab.sweep.entry import analyse, launch, run_one
 from lab.sweep import overrides
 from lab.sweep.overrides import HydraKnobs
-from lab.sweep.dispatch import (FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, RETRIES, Interrupted,
-                                execute, mode, report)
+from lab.sweep.dispatch import (FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, RETRIES,
+                                Interrupted, execute, mode, report)
 from lab.sweep.planning import Plan, list_plan, plan
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.ray_connection import TOKEN_HINT, connect, disconnect

@@ -83,8 +83,7 @@ def without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped `execute`: the runs in flight were cancelled, `saved` runs of this sweep
-    are stored."""
+    """Ctrl-C stopped `execute`: the runs in flight cancelled, `saved` runs of this sweep stored."""
 
     def __init__(self, saved: int):
         super().__init__(saved)
@@ -93,10 +92,9 @@ class Interrupted(KeyboardInterrupt):
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
             started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
-    """Run the jobs where `mode` says, storing each batch of runs as it ends (lab.sweep.store)
-    and telling `hooks` (lab.sweep.callbacks.Hooks) of each; `started`: the sweep's start
-    (time.perf_counter; default now). Ctrl-C cancels the runs in flight and raises Interrupted;
-    every run saved so far stays."""
+    """Run the jobs where `mode` says, storing each batch of runs as it ends and telling `hooks` of
+    each; `started`: the sweep's start (time.perf_counter). Ctrl-C: the runs in flight cancelled,
+    Interrupted raised; every run saved so far stays."""
     started = time.perf_counter() if started is None else started
     if not jobs:
         return Execution([], 1, 0.0)
@@ -104,8 +102,8 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
     with Store(jobs, progress, hooks) as store:
         try:
-            used, retried = train(jobs, code, store, mode(jobs, parallel, address, num_cpus), address, num_cpus,
-                                  dashboard)
+            where = mode(jobs, parallel, address, num_cpus)
+            used, retried = train(jobs, code, store, where, address, num_cpus, dashboard)
         except KeyboardInterrupt:
             raise Interrupted(len(store.done)) from None
         finally:
@@ -130,9 +128,8 @@ def report(jobs: list[Job], execution: Execution) -> int:
 
 def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, num_cpus=None,
           dashboard: bool = False) -> tuple[int, int]:
-    """Train the jobs where `mode` said, handing each batch's runs to `store`; a Ray started here
-    is stopped before it returns. Returns the CPUs the runs had and how many runs were sent again
-    after their worker or node was lost."""
+    """Train the jobs `where` `mode` said, a Ray started here stopped before it returns; the CPUs
+    the runs had and how many were sent again after their worker or node was lost."""
     local = (Trainer, (code, store.token))
     if where == "driver":
         Grid(jobs, 1, store).run([InProcess(local)])
@@ -188,13 +185,10 @@ class Grid:
     """The driver's side of a grid: its batches handed to workers, what comes back stored."""
 
     def __init__(self, jobs: list[Job], cores: int, store: Store):
-        self.todo = collections.deque((batch, 0) for batch in schedule.batches(jobs, cores))
-        """(batch, times sent before), not yet sent"""
+        self.todo = collections.deque((b, 0) for b in schedule.batches(jobs, cores))  # (batch, sent before)
+        self.held = collections.defaultdict(collections.deque)  # (pool, worker) -> its (batch, sent before)
+        self.live = []  # (pool, worker) of the workers that may be sent work
         self.store = store
-        self.held = collections.defaultdict(collections.deque)
-        """(pool, worker) -> its calls in flight, (batch, times sent before)"""
-        self.live = []
-        """(pool, worker) of the workers that may be sent work"""
         self.cpus, self.retried, self.error = cores, 0, None
 
     def send(self, pool, worker: int) -> None:
@@ -210,18 +204,15 @@ class Grid:
         return sum(1 for calls in self.held.values() if calls)
 
     def feed(self, early: Forks, ready: threading.Event) -> None:
-        """Keep the early forks busy until `ready` (in a thread, while the main one starts Ray);
-        an error is kept for `run`, which raises it."""
+        """Keep the early forks busy until `ready` (a thread's, while Ray starts); `run` raises its error."""
         try:
             self.run([early], until=ready)
         except BaseException as exc:  # noqa: BLE001 - raised again in the main thread
             self.error = exc
 
     def run(self, pools: list, early=None, until: threading.Event | None = None) -> None:
-        """Until every batch has come back (or `until` is set): workers kept busy, answers stored;
-        the pools closed at the end (Ctrl-C or an error: the runs the workers stored are recorded
-        first). `early` (lab.sweep.dispatch.on_ray's forks): sent nothing more, closed once its
-        last batch is in."""
+        """Until every batch has come back (or `until` is set): workers kept busy, answers stored, the
+        pools closed at the end (Ctrl-C, an error: `stop`); `early` (on_ray's forks): sent nothing more."""
         if self.error is not None:
             self.stop(pools)
             raise self.error
@@ -279,8 +270,7 @@ class Grid:
             self.store.lost(batch, RuntimeError(lost.error), self.running())
 
     def stop(self, pools: list) -> None:
-        """Ctrl-C or an error: end every worker now, and record the runs the workers had stored
-        and not yet said so."""
+        """Ctrl-C or an error: end every worker now, record the runs they had stored and not yet said so."""
         for pool in pools:
             pool.close()
         self.store.found([job for calls in self.held.values() for batch, _ in calls for job in batch])
