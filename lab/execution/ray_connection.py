@@ -63,9 +63,17 @@ def _connect(address, num_cpus, dashboard) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
-        if dashboard:
-            _check_dashboard_packages()
-        _token_mode_for_a_local_ray()
+        if dashboard:  # refused in one line without the packages of Ray's dashboard (ray[default])
+            try:
+                import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
+            except ImportError as exc:
+                fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
+                     "pip install 'ray[default]'")
+        # Ray 2.60 turns token authentication on for a new local cluster, with a warning unless
+        # RAY_AUTH_MODE says so: saying so keeps it on without it (a mode the user set stays). Ray's
+        # configuration cached here is read again, else it would not send the token to its own cluster.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        ray_compat.reread_config()
         # "local" starts a private Ray even when a `ray start` cluster runs on this machine
         # (plain ray.init() would join it).
         context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
@@ -111,24 +119,6 @@ def ray_started() -> bool:
     import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return ray.is_initialized()
-
-
-def _token_mode_for_a_local_ray() -> None:
-    """Ray 2.60 turns token authentication on for a new local cluster, with a warning unless
-    RAY_AUTH_MODE says so: saying so keeps it on without it (a mode the user set stays). Ray's
-    configuration cached in this process is read again, else a driver whose cache predates the
-    variable would not send the token to its own cluster."""
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
-    ray_compat.reread_config()
-
-
-def _check_dashboard_packages() -> None:
-    """Refuse in one line when the packages of Ray's dashboard (ray[default]) are missing."""
-    try:
-        import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
-    except ImportError as exc:
-        fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
-             "pip install 'ray[default]'")
 
 
 def token_hint(address: str, exc: BaseException) -> str:

@@ -37,8 +37,7 @@ __all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "R
 
 
 def main() -> None:
-    """The command: its overrides checked first (a misspelled key, option or sweep name gets one
-    line and exit 2, lab.sweep.overrides), then Hydra's run or multirun."""
+    """The command: its overrides checked first (lab.sweep.overrides), then Hydra's run or multirun."""
     terminate_as_interrupt()  # `timeout`'s SIGTERM stops a sweep as Ctrl-C does: Ray and forks stopped
     overrides.check(sys.argv[1:])
     hydra_main()

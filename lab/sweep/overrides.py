@@ -36,8 +36,7 @@ RENAMED = {("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launche
 
 
 class HydraKnobs(Callback):
-    """Refuses the folder knobs (HYDRA_FOLDERS), interval() in a grid and the former names of the
-    lab's options (RENAMED); registered as a Hydra callback in conf/config.yaml."""
+    """Refuses HYDRA_FOLDERS, interval() in a grid and RENAMED; a Hydra callback of conf/config.yaml."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         check_renamed(config)
@@ -64,8 +63,8 @@ def check_hydra_folders(config: DictConfig) -> None:
 
 
 def check_grid(config: DictConfig) -> None:
-    """interval() is a search's, not a grid's."""
-    # the sweepers that expand a grid (the lab's, Hydra's basic one) take no interval()
+    """interval() is a search's, not a grid's: the sweepers that expand a grid (the lab's, Hydra's
+    basic one) take none."""
     if OmegaConf.select(config, "hydra.sweeper._target_") not in (LAB_GRID_SWEEPER, BASIC_SWEEPER):
         return  # a search (hydra/sweeper=search, Hydra's optuna, ...) takes interval()
     sweeper = OmegaConf.to_container(config.hydra.sweeper, resolve=False)
@@ -163,7 +162,7 @@ def _check_choice(loader, override) -> None:
 
 
 def _master(loader, lines: list[str], overrides):
-    """The configuration with every override that is not a sweep (Hydra's composition)."""
+    """The configuration with every override that is not a sweep."""
     try:
         return loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
     except Exception as exc:  # noqa: BLE001 - every composition error becomes one line
