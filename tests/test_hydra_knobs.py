@@ -1,4 +1,4 @@
-"""Hydra's own knobs honoured or refused in one line (lab.sweep.hydra_knobs): its folder knobs,
+"""Hydra's own knobs honoured or refused in one line (lab.sweep.overrides.HydraKnobs): its folder knobs,
 interval() in a grid and the former names of the lab's options. Sweeps run in this process without
 Ray."""
 

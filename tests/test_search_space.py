@@ -11,7 +11,7 @@ from lab.knobs import ConfigError
 from lab.search import space as search
 from lab.search.schedulers import SCHEDULERS
 from lab.search.settings import OBJECTIVES, SearchSettings, either
-from lab.sweep import hydra_knobs
+from lab.sweep.overrides import check_grid
 
 
 def _space(*overrides, later=()):
@@ -141,7 +141,7 @@ def test_the_named_searches_compose_and_validate(algorithm):
     search.validate(base, dims)
     search.resolve_objective(settings, base)
     assert settings.objective in OBJECTIVES and len(dims) >= 2 and settings.seeds >= 3
-    hydra_knobs.check_grid(master)  # the grid sweeper's interval() check lets a named search through
+    check_grid(master)  # the grid sweeper's interval() check lets a named search through
 
 
 @pytest.mark.parametrize("seat, opponent", [(1, "random"), (2, "onestep"), (1, "self")])

@@ -16,13 +16,13 @@ from sweeping import clean_env, cli, serial_grid
 PACKAGE = Path(sweep.__file__).parent
 PUBLIC = {  # the names other modules and users take from lab.sweep -> the module named after its job
     # (in lab.sweep unless dotted: where work runs is lab.execution's, for searches too)
-    "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "placement",
-    "RAY_START_SECONDS": "placement", "RAY_WORTH_SECONDS": "placement", "FORK_SECONDS": "placement",
-    "MODES": "placement", "execute": "execution", "Execution": "lab.execution.progress", "Interrupted": "execution",
-    "report": "execution", "RETRIES": "dispatch", "connect": "lab.execution.ray_connection",
+    "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "dispatch",
+    "RAY_START_SECONDS": "dispatch", "RAY_WORTH_SECONDS": "dispatch", "FORK_SECONDS": "dispatch",
+    "MODES": "dispatch", "execute": "dispatch", "Execution": "lab.execution.progress", "Interrupted": "dispatch",
+    "report": "dispatch", "RETRIES": "dispatch", "connect": "lab.execution.ray_connection",
     "disconnect": "lab.execution.ray_connection", "TOKEN_HINT": "lab.execution.ray_connection",
     "Progress": "lab.execution.progress", "Outcome": "lab.execution.progress",
-    "HydraKnobs": "hydra_knobs", "launch": "entry", "analyse": "entry",
+    "HydraKnobs": "overrides", "launch": "entry", "analyse": "entry",
 }
 
 

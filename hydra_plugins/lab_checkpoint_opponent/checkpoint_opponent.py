@@ -25,8 +25,7 @@ def checkpoint_path(config_path: str) -> Optional[str]:
     Hydra asks for 'opponent/<value>' (plus '.yaml'); an absolute path gives 'opponent//...'."""
     if not config_path.startswith(GROUP):
         return None
-    value = config_path[len(GROUP):]
-    value = value[: -len(".yaml")] if value.endswith(".yaml") else value
+    value = config_path[len(GROUP):].removesuffix(".yaml")
     return value if value.endswith(SUFFIX) else None
 
 

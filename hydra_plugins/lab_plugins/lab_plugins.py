@@ -3,7 +3,7 @@
 - LabSweeper: Hydra's grid expansion, minus its habit of creating the sweep directory before any
   job is validated (a mistyped knob must leave the disk untouched).
 - LabLauncher (`hydra/launcher=lab`, the default): hands the whole grid to lab.sweep.launch, which
-  composes and validates every job, then trains them where lab.sweep.placement says: in this
+  composes and validates every job, then trains them where lab.sweep.mode says: in this
   process, in forks of it, or on Ray actors (or only lists them: dry_run). Its former name
   `hydra/launcher=lab_ray` stays registered only for lab.sweep.HydraKnobs to refuse it in one line
   naming the new one.
@@ -118,10 +118,8 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
 
 
 class LabLauncher(Launcher):
-    def __init__(self, address=None, num_cpus=None, parallel="auto", figures=True, dry_run=False,
-                 dashboard=False, track=None):
-        self.options = {"address": address, "num_cpus": num_cpus, "parallel": parallel, "figures": figures,
-                        "dry_run": dry_run, "dashboard": dashboard, "track": track}
+    def __init__(self, **options):  # LabLauncherConf's fields, lab.sweep.launch's keyword arguments
+        self.options = options
 
     def setup(self, *, hydra_context, task_function, config):
         self.hydra_context, self.config = hydra_context, config

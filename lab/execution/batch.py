@@ -1,11 +1,8 @@
-"""A grid's worker task: a batch of runs trained, packed and stored where the worker can.
-
-A worker (lab.execution.workers) trains a batch of runs (lab.execution.schedule) and packs each (lab.results.pack).
-Given the token of the driver's results_dir (forks and the driver itself, which share its file
-system and die with it), it stores the batch there with one flush (lab.results.commit) and sends
-home only the tables, for the index; else (Ray actors, which may outlive the driver or be cut off
-from it) it sends the packed runs home, for the driver to store (lab.sweep.store).
-"""
+"""A grid's worker task: a batch of runs trained and packed (lab.results.pack). Given the token of
+the driver's results_dir (forks and the driver itself, which share its file system and die with
+it), the worker stores the batch there with one flush (lab.results.commit) and sends home only the
+tables, for the index; else (Ray actors, which may outlive the driver or be cut off from it) it
+sends the packed runs home, for the driver to store (lab.sweep.store)."""
 
 import time
 from collections import defaultdict
@@ -22,8 +19,8 @@ def token_path(results_dir, token: str) -> Path:
 
 
 def train(batch: list[Job], code: dict, token: str | None = None) -> list[results.Packed]:
-    """Train the jobs one after another and pack each run; where this process sees the driver's
-    results_dir (`token`'s file), store them there at once and return them written (tables only)."""
+    """Train and pack each run; where this process sees the driver's results_dir (`token`'s file),
+    store them there at once and return them written (tables only)."""
     ran = [run(job, code) for job in batch]
     began = time.perf_counter()
     packs = [results.pack(result) for result in ran]
@@ -39,7 +36,7 @@ def train(batch: list[Job], code: dict, token: str | None = None) -> list[result
 
 
 class Trainer:
-    """A grid's worker (lab.execution.workers): trains each batch it is sent (`train`)."""
+    """A grid's worker (lab.execution.workers): trains each batch it is sent."""
 
     def __init__(self, code: dict, token: str | None = None):
         self.code, self.token = code, token

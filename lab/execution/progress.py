@@ -24,13 +24,11 @@ class Outcome:
 
     @classmethod
     def of(cls, packed) -> "Outcome":
-        """The outcome of a packed run (lab.results.Packed)."""
         first = first_values(packed.table, ("error", "wall_seconds", "finished_utc"))
-        failed = packed.failed
-        error = str(first["error"]).splitlines()[0] if failed else None
+        error = str(first["error"]).splitlines()[0] if packed.failed else None
         wall, ended = first["wall_seconds"], first["finished_utc"]
         wall = wall if wall is not None and wall == wall else 0.0
-        return cls(packed.run_id, failed, error, wall + packed.store_seconds,
+        return cls(packed.run_id, packed.failed, error, wall + packed.store_seconds,
                    (ended.timestamp() if ended is not None else time.time()) + packed.store_seconds)
 
 

@@ -23,14 +23,18 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
     dashboard if `dashboard`, whose URL is printed)."""
     # Joining a cluster, Ray's own SIGTERM handler stays (it exits at once): a scheduler stopping
     # the job (scancel) stops the cluster's Ray too, and the Ctrl-C path would wait on its head.
-    joining = bool(address or os.environ.get("RAY_ADDRESS"))
     try:
-        with contextlib.nullcontext() if joining else _keeping_sigterm():
+        with contextlib.nullcontext() if joins(address) else _keeping_sigterm():
             _connect(address, num_cpus, dashboard)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while Ray starts: what it started stops too
         with contextlib.suppress(Exception):
             disconnect()
         raise
+
+
+def joins(address) -> bool:
+    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
 
 
 @contextlib.contextmanager
@@ -59,9 +63,17 @@ def _connect(address, num_cpus, dashboard) -> None:
     quiet = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
-        if dashboard:
-            _check_dashboard_packages()
-        _token_mode_for_a_local_ray()
+        if dashboard:  # refused in one line without the packages of Ray's dashboard (ray[default])
+            try:
+                import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
+            except ImportError as exc:
+                fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
+                     "pip install 'ray[default]'")
+        # Ray 2.60 turns token authentication on for a new local cluster, with a warning unless
+        # RAY_AUTH_MODE says so: saying so keeps it on without it (a mode the user set stays). Ray's
+        # configuration cached here is read again, else it would not send the token to its own cluster.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        ray_compat.reread_config()
         # "local" starts a private Ray even when a `ray start` cluster runs on this machine
         # (plain ray.init() would join it).
         context = ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **quiet)
@@ -75,9 +87,8 @@ def _connect(address, num_cpus, dashboard) -> None:
 
 def _join(ray, address, quiet):
     """ray.init on the cluster at `address`, tried JOIN_ATTEMPTS times when the server fails its
-    Ray client's initialization (a ray:// client whose data stream broke while the head, loaded,
-    started its server: Ray's reconnection then answers the init with an empty failure); other
-    failures end the sweep at once, in one line."""
+    Ray client's initialization (a ray:// client's data stream broke while a loaded head started its
+    server: Ray's reconnection answers with an empty failure); other failures end it in one line."""
     for attempt in range(1, JOIN_ATTEMPTS + 1):
         try:
             return ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
@@ -105,28 +116,9 @@ def disconnect() -> None:
 
 
 def ray_started() -> bool:
-    """Whether this process is connected to a Ray already."""
     import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return ray.is_initialized()
-
-
-def _token_mode_for_a_local_ray() -> None:
-    """Ray 2.60 turns token authentication on for a new local cluster, with a warning unless
-    RAY_AUTH_MODE says so: saying so keeps it on without it (a mode the user set stays). Ray's
-    configuration cached in this process is read again, else a driver whose cache predates the
-    variable would not send the token to its own cluster."""
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
-    ray_compat.reread_config()
-
-
-def _check_dashboard_packages() -> None:
-    """Refuse in one line when the packages of Ray's dashboard (ray[default]) are missing."""
-    try:
-        import ray.dashboard.optional_deps  # noqa: F401 - what Ray imports to decide the same
-    except ImportError as exc:
-        fail(f"hydra.launcher.dashboard=true needs the packages of Ray's dashboard ({exc}): "
-             "pip install 'ray[default]'")
 
 
 def token_hint(address: str, exc: BaseException) -> str:

@@ -249,7 +249,7 @@ class RayActors:
     def __init__(self, server: tuple, interrupt: Interrupt | None = None, most: int | None = None):
         import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
-        self.server, self.check, self.most = server, (interrupt or Interrupt()).check, most
+        self.ray, self.server, self.check, self.most = ray, server, (interrupt or Interrupt()).check, most
         self.actor = ray.remote(num_cpus=1, max_restarts=0)(Actor)
         self.actors, self.lost, self.starting, self.pending = [], set(), {}, {}
         """every actor started (by worker); those lost; start-up call -> worker; call -> worker"""
@@ -264,9 +264,7 @@ class RayActors:
 
     def ready(self, wait: bool = False) -> list[int]:
         """Start actors for the CPUs the cluster has free; the workers whose actor has started."""
-        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
-
-        cpus = int(ray.cluster_resources().get("CPU", 0))
+        cpus = int(self.ray.cluster_resources().get("CPU", 0))
         wanted = min(cpus, self.most or cpus) - self.size
         for _ in range(max(0, wanted)):
             actor = self.actor.remote(*self.server)
@@ -274,7 +272,7 @@ class RayActors:
             self.actors.append(actor)
         if not self.starting:
             return []
-        started, _ = ray.wait(list(self.starting), num_returns=len(self.starting), timeout=5 if wait else 0)
+        started, _ = self.ray.wait([*self.starting], num_returns=len(self.starting), timeout=5 if wait else 0)
         return [self.starting.pop(ref) for ref in started]
 
     def grow(self) -> list[int]:
@@ -287,20 +285,18 @@ class RayActors:
         self.pending[(remote.options(name=name) if name else remote).remote(method, argument, name)] = worker
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
-        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
-
         self.check()
         if not self.pending:
             time.sleep(min(timeout, 0.05))  # actors starting: their readiness is looked for by `grow`
             return []
-        ready, rest = ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+        ready, rest = self.ray.wait(list(self.pending), num_returns=1, timeout=timeout)
         if ready and rest:  # and every other answer that is there already
-            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            ready += self.ray.wait(rest, num_returns=len(rest), timeout=0)[0]
         answers = []
         for ref in ready:
             worker = self.pending.pop(ref)
             try:
-                answers.append((worker, ray.get(ref)))
+                answers.append((worker, self.ray.get(ref)))
             except Exception as exc:  # noqa: BLE001 - the actor or its node died, or the call raised
                 answers.append((worker, Lost(f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
                                              lost_with_its_node(exc))))
@@ -309,16 +305,12 @@ class RayActors:
 
     def _lose(self, worker: int) -> None:
         """Send this worker nothing again (a call that raised may have left its server broken)."""
-        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
-
         if worker not in self.lost:
             self.lost.add(worker)
             with contextlib.suppress(Exception):
-                ray.kill(self.actors[worker])
+                self.ray.kill(self.actors[worker])
 
     def close(self) -> None:
-        import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
-
         for actor in self.actors:
             with contextlib.suppress(Exception):
-                ray.kill(actor)
+                self.ray.kill(actor)

@@ -7,12 +7,11 @@ anything trains, and Ctrl-C stops cleanly: what finished stays saved.
 Its modules, in the order a sweep uses them:
 
     planning        what a grid comes to before anything trains (Plan, plan, list_plan)
-    placement       where the runs train (mode): Ray, forks of this process, or this process
     record          the sweep record written into each results_dir it trains into
-    execution       execute the runs where placement says, saving each; report what they did
-    dispatch        the runs' batches on workers (lab.execution.workers): this process, forks, Ray actors
-    overrides       the command line checked before Hydra: unknown keys, options, sweep names
-    hydra_knobs     Hydra's own knobs the lab refuses (a Hydra callback)
+    dispatch        where the runs train (mode) and training them there, saving each (execute): this
+                    process, forks of it or Ray actors (lab.execution.workers); report what they did
+    overrides       the command line checked before Hydra: unknown keys, options, sweep names; and
+                    Hydra's own knobs the lab refuses (HydraKnobs, a Hydra callback)
     entry           launch (the whole grid from the lab's launcher) and one run (Hydra's run mode)
 """
 
@@ -24,11 +23,10 @@ from omegaconf import DictConfig
 from lab.cli import terminate_as_interrupt
 from lab.config.compose import CONF_PACKAGE
 from lab.sweep.entry import analyse, launch, run_one
-from lab.sweep.execution import Interrupted, execute, report
-from lab.sweep.hydra_knobs import HydraKnobs
 from lab.sweep import overrides
-from lab.sweep.dispatch import RETRIES
-from lab.sweep.placement import FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, mode
+from lab.sweep.overrides import HydraKnobs
+from lab.sweep.dispatch import (FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, RETRIES,
+                                Interrupted, execute, mode, report)
 from lab.sweep.planning import Plan, list_plan, plan
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.ray_connection import TOKEN_HINT, connect, disconnect
@@ -39,8 +37,7 @@ __all__ = ["FORK_SECONDS", "MODES", "RAY_START_SECONDS", "RAY_WORTH_SECONDS", "R
 
 
 def main() -> None:
-    """The command: its overrides checked first (a misspelled key, option or sweep name gets one
-    line and exit 2, lab.sweep.overrides), then Hydra's run or multirun."""
+    """The command: its overrides checked first (lab.sweep.overrides), then Hydra's run or multirun."""
     terminate_as_interrupt()  # `timeout`'s SIGTERM stops a sweep as Ctrl-C does: Ray and forks stopped
     overrides.check(sys.argv[1:])
     hydra_main()

@@ -59,7 +59,6 @@ class Hooks:
         self.trackers = {}  # results_dir -> lab.analysis.export.Tracker
 
     def saved(self, results_dir, result) -> None:
-        """The driver saved the run `result` into results_dir: tell the callbacks, export it."""
         if self.callbacks is not None:
             self._notify(results_dir, result)
         if self.track is not None:
@@ -90,9 +89,8 @@ class Hooks:
 
 
 def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:
-    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's
-    node; `hydra_cfg`: that node alone, as HydraConfig holds it): completed with its final exact
-    evaluation, or failed with its error."""
+    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's node,
+    `hydra_cfg` that node): completed with its final exact evaluation, or failed with its error."""
     ret = JobReturn(overrides=list(overrides), cfg=task, hydra_cfg=hydra_cfg, working_dir=os.getcwd(),
                     task_name=JobRuntime.instance().get("name"))
     if result.failed:
@@ -113,9 +111,9 @@ def for_grid(callbacks, sweep_config: DictConfig, track, composer, job_overrides
 
 
 def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
-    """The hooks of a search (lab.search.driver): a run's config is the search's base with the
-    knobs and seed its first row trained with; its overrides name the keys where it differs
-    from the base; runs are numbered as they are saved."""
+    """The hooks of a search (lab.search.driver): a run's config is the search's base with the knobs
+    its first row trained with, its overrides the seed and the keys where it differs, its number
+    the order it was saved in."""
     numbers = itertools.count()
 
     def describe(results_dir, result):
@@ -127,8 +125,7 @@ def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
 
 
 def for_run(track) -> Hooks:
-    """The hooks of Hydra's run mode (lab.sweep.main): the tracker only, Hydra itself calls the
-    job callbacks around the run (with main's return value, `final_evaluation`)."""
+    """The hooks of Hydra's run mode: the tracker only (Hydra itself calls the job callbacks)."""
     return Hooks(None, None, track, describe=None)
 
 

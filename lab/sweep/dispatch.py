@@ -1,5 +1,5 @@
-"""A grid's runs on workers (lab.execution.workers): this process, forks of it, or Ray actors on a cluster
-it joins or on a local Ray it starts.
+"""Where a grid's runs train (`mode`) and training them there (`execute`): this process, forks of
+it, or Ray actors (lab.execution.workers) on a cluster it joins or on a local Ray it starts.
 
 The batches go out longest first (lab.execution.schedule), each to the first worker free, which holds a
 second one while its first is short (AHEAD_SECONDS); each batch's runs go to the driver's Store
@@ -11,17 +11,35 @@ Ray's first actor is ready.
 """
 
 import collections
+import os
+import sys
 import threading
 import time
 
-from lab.execution import schedule
-from lab.execution.batch import Trainer
 from lab.cli import plural
 from lab.config.jobs import Job
-from lab.execution import ray_connection
-from lab.sweep import placement
-from lab.sweep.store import Store
+from lab.execution import ray_connection, schedule
+from lab.execution.batch import Trainer
+from lab.execution.progress import Execution, Progress
 from lab.execution.workers import Forks, InProcess, Lost, RayActors
+from lab.results import provenance
+from lab.sweep.store import Store
+
+RAY_START_SECONDS = 3.0
+"""About what starting and stopping an embedded local Ray costs in wall time (2.5 s and 0.3 s on
+the 2-core development machine; also 3.3 CPU-seconds, and 0.7 s of imports per worker)."""
+
+RAY_WORTH_SECONDS = 10 * RAY_START_SECONDS
+"""Predicted work per core from which parallel=auto starts a local Ray: its start is then at most
+a tenth of the sweep. Below, forks of this process, which have the lab imported, finish sooner
+(seed 000's grid x 4 seeds, 19 s a core on 2 cores: 17 s in forks, 21.5 s on Ray)."""
+
+FORK_SECONDS = 0.5
+"""Below this much predicted work, forking trainers and reading their runs back costs about what
+spreading the runs over the cores saves."""
+
+MODES = {True: "ray", False: "driver", "processes": "processes"}
+"""hydra.launcher.parallel's values but auto, and where each trains the runs."""
 
 RETRIES = 3
 """Times a batch is sent again after Ray lost it with its actor, process or node; a run's own
@@ -32,19 +50,94 @@ AHEAD_SECONDS = 0.5
 batches): the driver's round trip, a millisecond or so, is then no share of its time"""
 
 
+def cores(num_cpus=None) -> int:
+    """The cores a local sweep uses: num_cpus, else every core of this machine."""
+    return num_cpus or os.cpu_count() or 1
+
+
+def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
+    """Where the jobs train: "ray" (a cluster to join, or a local Ray), "processes" (forks of this
+    process, one per core) or "driver" (this process), as `parallel` says (MODES). auto: Ray if a
+    cluster was named, else by the predicted work (lab.execution.schedule.cost): this process on one core or
+    below FORK_SECONDS, a local Ray from RAY_WORTH_SECONDS a core, forks between."""
+    if parallel != "auto":
+        return MODES[parallel]
+    if ray_connection.joins(address):
+        return "ray"
+    n, work = cores(num_cpus), sum(map(schedule.cost, jobs))
+    if n == 1 or work < FORK_SECONDS:
+        return "driver"
+    return "ray" if work / n > RAY_WORTH_SECONDS else "processes"
+
+
+def without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
+    """Why parallel=auto trains these jobs without Ray, and where."""
+    work, n = sum(map(schedule.cost, jobs)), cores(num_cpus)
+    if where == "driver":
+        why = "on one core" if n == 1 else "too little to spread over cores"
+        return (f"the runs' predicted work ({work:.1f} s) is {why}: training them in this process "
+                "(hydra.launcher.parallel=true uses Ray anyway)")
+    return (f"the runs' predicted work ({work:.1f} s, {work / n:.1f} s a core) is short beside "
+            f"starting Ray (about {RAY_START_SECONDS:.0f} s): training them in {n} forks of this "
+            "process (hydra.launcher.parallel=true uses Ray anyway)")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped `execute`: the runs in flight cancelled, `saved` runs of this sweep stored."""
+
+    def __init__(self, saved: int):
+        super().__init__(saved)
+        self.saved = saved
+
+
+def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
+            started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
+    """Run the jobs where `mode` says, storing each batch of runs as it ends and telling `hooks` of
+    each; `started`: the sweep's start (time.perf_counter). Ctrl-C: the runs in flight cancelled,
+    Interrupted raised; every run saved so far stays."""
+    started = time.perf_counter() if started is None else started
+    if not jobs:
+        return Execution([], 1, 0.0)
+    progress = Progress(len(jobs))
+    code = provenance.code()  # the driver's: a worker may run a copy of the package without git
+    with Store(jobs, progress, hooks) as store:
+        try:
+            where = mode(jobs, parallel, address, num_cpus)
+            used, retried = train(jobs, code, store, where, address, num_cpus, dashboard)
+        except KeyboardInterrupt:
+            raise Interrupted(len(store.done)) from None
+        finally:
+            progress.close()
+    return Execution(store.done, used, time.perf_counter() - started, retried)
+
+
+def report(jobs: list[Job], execution: Execution) -> int:
+    """Print where results are, what failed and how busy the cores were; the exit status."""
+    failed = [o for o in execution.done if o.failed]
+    dirs = sorted({str(j.results_dir) for j in jobs})
+    retried = (f", {execution.retried} retried after their worker or node was lost"
+               if execution.retried else "")
+    where = f"; results in {', '.join(dirs)}" if dirs else ""
+    print(f"{plural(len(execution.done) - len(failed), 'run')} finished, {len(failed)} failed{retried}{where}")
+    for outcome in failed:
+        print(f"  failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
+    if execution.done:
+        print(f"cores: {execution.efficiency()}")
+    return 1 if failed else 0
+
+
 def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, num_cpus=None,
           dashboard: bool = False) -> tuple[int, int]:
-    """Train the jobs where `placement.mode` said ("driver", "processes" or "ray"), handing each
-    batch's runs to `store`; a Ray started here is stopped before it returns. Returns the CPUs the
-    runs had and how many runs were sent again after their worker or node was lost."""
+    """Train the jobs `where` `mode` said, a Ray started here stopped before it returns; the CPUs
+    the runs had and how many were sent again after their worker or node was lost."""
     local = (Trainer, (code, store.token))
     if where == "driver":
         Grid(jobs, 1, store).run([InProcess(local)])
         return 1, 0
     if where == "processes":
-        cores = placement.cores(num_cpus)
-        Grid(jobs, cores, store).run([Forks(cores, local, fallback=local)])
-        return cores, 0
+        n = cores(num_cpus)
+        Grid(jobs, n, store).run([Forks(n, local, fallback=local)])
+        return n, 0
     return on_ray(jobs, code, store, address, num_cpus, dashboard)
 
 
@@ -54,16 +147,16 @@ def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboa
     a run the driver has sent elsewhere, or write after a killed driver's resume has begun)."""
     ours = not ray_connection.ray_started()
     actors = (Trainer, (code,))
-    if not ours or placement.joins(address):
+    if not ours or ray_connection.joins(address):
         if ours:
             ray_connection.connect(address, num_cpus, dashboard)
         pool = RayActors(actors)
         grid = Grid(jobs, max(1, pool.size), store)
         grid.run([pool])
     else:
-        cores = placement.cores(num_cpus)
-        grid = Grid(jobs, cores, store)
-        early = Forks(max(1, cores - 1), (Trainer, (code, store.token)))  # before Ray's threads exist here
+        n = cores(num_cpus)
+        grid = Grid(jobs, n, store)
+        early = Forks(max(1, n - 1), (Trainer, (code, store.token)))  # before Ray's threads exist here
         ready = threading.Event()
         feeding = threading.Thread(target=grid.feed, args=(early, ready), name="early forks")
         feeding.start()
@@ -92,13 +185,10 @@ class Grid:
     """The driver's side of a grid: its batches handed to workers, what comes back stored."""
 
     def __init__(self, jobs: list[Job], cores: int, store: Store):
-        self.todo = collections.deque((batch, 0) for batch in schedule.batches(jobs, cores))
-        """(batch, times sent before), not yet sent"""
+        self.todo = collections.deque((b, 0) for b in schedule.batches(jobs, cores))  # (batch, sent before)
+        self.held = collections.defaultdict(collections.deque)  # (pool, worker) -> its (batch, sent before)
+        self.live = []  # (pool, worker) of the workers that may be sent work
         self.store = store
-        self.held = collections.defaultdict(collections.deque)
-        """(pool, worker) -> its calls in flight, (batch, times sent before)"""
-        self.live = []
-        """(pool, worker) of the workers that may be sent work"""
         self.cpus, self.retried, self.error = cores, 0, None
 
     def send(self, pool, worker: int) -> None:
@@ -114,18 +204,15 @@ class Grid:
         return sum(1 for calls in self.held.values() if calls)
 
     def feed(self, early: Forks, ready: threading.Event) -> None:
-        """Keep the early forks busy until `ready` (in a thread, while the main one starts Ray);
-        an error is kept for `run`, which raises it."""
+        """Keep the early forks busy until `ready` (a thread's, while Ray starts); `run` raises its error."""
         try:
             self.run([early], until=ready)
         except BaseException as exc:  # noqa: BLE001 - raised again in the main thread
             self.error = exc
 
     def run(self, pools: list, early=None, until: threading.Event | None = None) -> None:
-        """Until every batch has come back (or `until` is set): workers kept busy, answers stored;
-        the pools closed at the end (Ctrl-C or an error: the runs the workers stored are recorded
-        first). `early` (lab.sweep.dispatch.on_ray's forks): sent nothing more, closed once its
-        last batch is in."""
+        """Until every batch has come back (or `until` is set): workers kept busy, answers stored, the
+        pools closed at the end (Ctrl-C, an error: `stop`); `early` (on_ray's forks): sent nothing more."""
         if self.error is not None:
             self.stop(pools)
             raise self.error
@@ -183,8 +270,7 @@ class Grid:
             self.store.lost(batch, RuntimeError(lost.error), self.running())
 
     def stop(self, pools: list) -> None:
-        """Ctrl-C or an error: end every worker now, and record the runs the workers had stored
-        and not yet said so."""
+        """Ctrl-C or an error: end every worker now, record the runs they had stored and not yet said so."""
         for pool in pools:
             pool.close()
         self.store.found([job for calls in self.held.values() for batch, _ in calls for job in batch])

@@ -13,12 +13,12 @@ from omegaconf import DictConfig
 
 from lab import results
 from lab.sweep import callbacks
-from lab.cli import fail, one_line, plural, require_writable
+from lab.cli import one_line, plural, require_writable
 from lab.config.compose import Composer, flat
 from lab.knobs import ConfigError
 from lab.execution import ray_connection
-from lab.sweep import placement, record
-from lab.sweep.execution import Interrupted, execute, report
+from lab.sweep import dispatch, record
+from lab.sweep.dispatch import Interrupted, execute, report
 from lab.sweep.planning import grid_size, list_plan, plan
 
 
@@ -33,23 +33,21 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     composer = Composer(config_loader, sweep_config)
     try:
         p = plan(composer(o) for o in job_overrides)
-        try:
-            hooks = callbacks.for_grid(hydra_callbacks, sweep_config, track, composer, job_overrides, p.first)
-        except ConfigError as exc:
-            fail(str(exc))
+        hooks = one_line(ConfigError)(callbacks.for_grid)(hydra_callbacks, sweep_config, track, composer,
+                                                          job_overrides, p.first)
         if not dry_run:  # before Ray starts or a run trains
             for folder in sorted({j.results_dir for j in p.train}):
                 require_writable(folder)
         print(f"{grid_size(p.train + p.skip)}, {plural(len(p.train), 'run')} to train")
         for note in p.notes:
             print(note)
-        where = placement.mode(p.train, parallel, address, num_cpus) if p.train else None
+        where = dispatch.mode(p.train, parallel, address, num_cpus) if p.train else None
         if parallel == "auto" and where in ("processes", "driver"):
-            print(placement.without_ray_note(p.train, where, num_cpus))
+            print(dispatch.without_ray_note(p.train, where, num_cpus))
         if dry_run:
             list_plan(p, job_overrides)
             return []
-        joins = where == "ray" and placement.joins(address) and not ray_connection.ray_started()
+        joins = where == "ray" and ray_connection.joins(address) and not ray_connection.ray_started()
         if joins:  # a cluster that cannot be joined stops the sweep before its record is written
             ray_connection.connect(address, num_cpus, dashboard)
         if p.train:
@@ -71,8 +69,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
 
 
 def check_launcher(parallel, figures, num_cpus) -> None:
-    """Refuse launcher options that are not allowed, before anything runs (a grid's and a
-    search's): ConfigError."""
+    """Refuse launcher options that are not allowed (a grid's and a search's): ConfigError."""
     if parallel not in (True, False, "processes", "auto"):
         raise ConfigError(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
                           "of this process, no Ray), false (this process) or auto")
@@ -89,16 +86,12 @@ _check_options = one_line(ConfigError)(check_launcher)
 
 
 def run_one(cfg: DictConfig) -> dict:
-    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
-    return_value Hydra hands to on_job_end (lab.sweep.callbacks)."""
+    """One run in this process (Hydra's run mode, lab.sweep.hydra_main)."""
     launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
     _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:
         p = plan([flat(cfg)])
-        try:
-            hooks = callbacks.for_run(launcher.get("track"))
-        except ConfigError as exc:
-            fail(str(exc))
+        hooks = one_line(ConfigError)(callbacks.for_run)(launcher.get("track"))
         for note in p.notes:
             print(note)
         for j in p.train:  # before it trains
@@ -122,8 +115,7 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
 
 
 def analyse(results_dirs, figures=True) -> None:
-    """The figures, summary and report of each results directory (lab.analysis.report.analyse;
-    figures="all": every figure)."""
+    """The figures, summary and report of each results directory (figures="all": every figure)."""
     import lab.analysis.report  # matplotlib and the analysis (~0.6 s): only once a sweep draws figures
 
     for results_dir in sorted(set(map(Path, results_dirs))):
@@ -132,8 +124,7 @@ def analyse(results_dirs, figures=True) -> None:
 
 
 def draw_search(results_dir: Path, figures=True) -> None:
-    """After a search: its figures (lab.analysis.search_figures) and its report; with
-    figures="all", every figure and the summary too, as a grid draws them."""
+    """After a search: its figures and report; with figures="all", every figure and the summary too."""
     import lab.analysis.report  # matplotlib and plotly: loaded by the process that draws, only
     import lab.analysis.search_figures
 

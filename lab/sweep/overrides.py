@@ -1,6 +1,9 @@
 """The command line checked before Hydra sees it: Hydra answers a misspelled knob, setting, group
 option or named sweep with several lines (and exit 1); the lab answers each in one line naming
-what is allowed, with the closest match, and exit 2 (lab.cli), before anything is written."""
+what is allowed, with the closest match, and exit 2 (lab.cli), before anything is written. And
+Hydra's own knobs the lab does not follow (HydraKnobs, a Hydra callback), refused in one line before
+Hydra creates a folder or a sweeper starts: its folder knobs (results go to results_dir) and
+interval() in a grid."""
 
 import os
 
@@ -9,14 +12,76 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, ValueType
 from hydra.errors import OverrideParseException
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from lab import agents
 from lab.cli import did_you_mean, fail, first_line
-from lab.compat.hydra import args_parser
+from lab.compat.hydra import BASIC_SWEEPER, args_parser
 from lab.config.compose import CONF_PACKAGE
 from lab.search.space import ALIASES
+
+LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
+"""The lab's grid sweeper (hydra/sweeper=lab_grid, the default)"""
+HYDRA_FOLDERS = {  # Hydra's folder knob -> (its value in conf/config.yaml, why the lab ignores it)
+    "hydra.run.dir": (".", "a run's results go to results_dir"),
+    "hydra.sweep.dir": ("${results_dir}/_sweeps", "a sweep's results go to results_dir"),
+    "hydra.sweep.subdir": ("${hydra.job.num}", "every run of a sweep lands in results_dir as one "
+                           "<run_id>.parquet file, with no folder per job"),
+}
+RENAMED = {("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launcher: it trains in this "
+                                          "process, in forks or on Ray, as hydra.launcher.parallel says)"}
+"""(config group, a former option's name) -> what it is now"""
+
+
+class HydraKnobs(Callback):
+    """Refuses HYDRA_FOLDERS, interval() in a grid and RENAMED; a Hydra callback of conf/config.yaml."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        check_renamed(config)
+        check_hydra_folders(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self.on_run_start(config)
+        check_grid(config)
+
+
+def check_renamed(config: DictConfig) -> None:
+    choices = OmegaConf.select(config, "hydra.runtime.choices") or {}
+    for (group, old), new in RENAMED.items():
+        if choices.get(group) == old:
+            fail(f"{group}={old} is now {new}")
+
+
+def check_hydra_folders(config: DictConfig) -> None:
+    for key, (default, why) in HYDRA_FOLDERS.items():
+        value = OmegaConf.to_container(OmegaConf.select(config, key.rsplit(".", 1)[0]), resolve=False)
+        value = value.get(key.rsplit(".", 1)[1])
+        if value != default:
+            fail(f"{key}={value} is not used by the lab: {why} (set results_dir=DIR instead)")
+
+
+def check_grid(config: DictConfig) -> None:
+    """interval() is a search's, not a grid's: the sweepers that expand a grid (the lab's, Hydra's
+    basic one) take none."""
+    if OmegaConf.select(config, "hydra.sweeper._target_") not in (LAB_GRID_SWEEPER, BASIC_SWEEPER):
+        return  # a search (hydra/sweeper=search, Hydra's optuna, ...) takes interval()
+    sweeper = OmegaConf.to_container(config.hydra.sweeper, resolve=False)
+    if any(value is not None for key, value in sweeper.items() if key not in ("_target_", "max_batch_size", "params")):
+        return  # a named search (sweeps/search_*.yaml) sets the search's settings: the grid sweeper hands it over
+    params = OmegaConf.select(config, "hydra.sweeper.params")
+    params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    try:
+        parsed = OverridesParser.create().parse_overrides(arguments)
+    except Exception:  # noqa: BLE001 - the sweeper parses them again and reports Hydra's error
+        return
+    for override in parsed:
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            fail(f"{override.input_line}: a grid takes comma lists (a,b,c), range(), choice() or "
+                 "glob(); interval() belongs to a search sweeper, which samples from it")
 
 
 def check(argv: list[str]) -> None:
@@ -97,7 +162,7 @@ def _check_choice(loader, override) -> None:
 
 
 def _master(loader, lines: list[str], overrides):
-    """The configuration with every override that is not a sweep (Hydra's composition)."""
+    """The configuration with every override that is not a sweep."""
     try:
         return loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
     except Exception as exc:  # noqa: BLE001 - every composition error becomes one line

@@ -1,5 +1,5 @@
-"""Planning: what a grid comes to, known before anything trains: the runs to train, those
-already finished in results_dir (skipped), and the notes said about them."""
+"""What a grid comes to, known before anything trains: the runs to train, those already finished
+in results_dir (skipped), and the notes said about them."""
 
 import json
 from collections import Counter, defaultdict
@@ -26,10 +26,9 @@ class Plan(NamedTuple):
 
 
 def plan(cfgs: Iterable[dict]) -> Plan:
-    """Validate every configuration and drop duplicates and finished runs; a run finished by
-    other code (lab.results.provenance.same_code) is skipped with a note when on_code_change=reuse (the
-    default), trained again when rerun. Exits in one line, before anything is written, on the
-    first invalid knob or unreadable results directory."""
+    """Validate every configuration, drop duplicates and finished runs (one finished by other code:
+    skipped with a note when on_code_change=reuse, the default, trained again when rerun). Exits in
+    one line, before anything is written, on the first invalid knob or unreadable results directory."""
     train, skip, first, stored = [], [], {}, {}
     duplicates = failed_before = stopped_before = forced = 0
     other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
@@ -78,8 +77,7 @@ def plan(cfgs: Iterable[dict]) -> Plan:
 
 
 def seeds_per_configuration(planned: Iterable[Job]) -> dict[tuple[Path, str], set[int]]:
-    """The seeds of each configuration of `planned` (distinct runs): a configuration is a run's knobs
-    without its seed, in its results_dir."""
+    """The seeds of each configuration (a run's knobs without its seed, in its results_dir)."""
     seeds = defaultdict(set)
     for job in planned:
         knobs = job.identity()
@@ -98,8 +96,7 @@ def grid_size(planned: Iterable[Job]) -> str:
 
 
 def _code_change_note(versions: Counter, what: str) -> str:
-    """One line: how many finished runs another code version trained, which versions, and what
-    happens to them."""
+    """How many finished runs other code versions trained, which ones, and what happens to them."""
     shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
     if len(versions) > 3:
         shown += f" and {len(versions) - 3} more"

@@ -48,15 +48,13 @@ def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
 
 
 def counts(train: list, skip: list) -> dict:
-    """What a sweep comes to, in the record: its configurations (knobs without the seed), the
-    distinct seeds they run on, and its runs (a configuration and a seed) to train and skipped."""
+    """The record's counts: configurations (knobs but the seed), distinct seeds, runs to train, skipped."""
     seeds = seeds_per_configuration(train + skip)
     return {"configurations": len(seeds), "seeds": len(set().union(*seeds.values())),
             "train": len(train), "skip": len(skip)}
 
 
 def _document(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> dict:
-    """The record's contents."""
     primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
     try:
         composed = OmegaConf.to_container(primary, resolve=True)
