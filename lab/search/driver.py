@@ -103,7 +103,7 @@ def workers(settings: SearchSettings, base: dict, code: dict, interrupt: Interru
     """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
     else forks of this process, one per core (at most max_concurrent), and this process once
     every fork died; or this process itself (one core, or parallel=false)."""
-    if parallel is True or address or os.environ.get("RAY_ADDRESS"):
+    if parallel is True or ray_connection.joins(address):
         ray_connection.connect(address, num_cpus)
         return RayActors((Trainer, (code,)), interrupt, most=settings.max_concurrent)
     cores = num_cpus or os.cpu_count() or 1
