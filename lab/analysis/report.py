@@ -3,7 +3,7 @@ opens offline in a browser (Plotly's script and the data inlined; nothing fetche
 is in docs/analysis.md ("The interactive report"): per group (an algorithm and a seat) the table
 of its configurations (lab.analysis.compare), their curves, the knob views, the knobs' importance, a
 drill-down to a configuration's runs (lab.analysis.report_runs) and, for a search, its view
-(lab.analysis.report_search). Everything is aggregated before it is written (a configuration's curves
+(lab.analysis.search_figures). Everything is aggregated before it is written (a configuration's curves
 binned to at most CURVE_POINTS points, the curves within CURVE_NUMBERS numbers), so a report
 stays a few MB whatever the runs' count.
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from lab import results, stats
-from lab.analysis import compare, knob_figures, plots, report_runs, report_search, summary
+from lab.analysis import compare, knob_figures, plots, report_runs, search_figures, summary
 from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
@@ -260,7 +260,7 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
             "groups": groups, "run_columns": run_columns,
-            "search": report_search.view(results_dirs[0]) if len(results_dirs) == 1 else None}
+            "search": search_figures.view(results_dirs[0]) if len(results_dirs) == 1 else None}
 
 
 def labels(results_dirs: list) -> list[str]:
