@@ -36,8 +36,7 @@ seconds to draw: points only (the report has the intervals)."""
 
 
 def closing(draw):
-    """Close every figure `draw` opened and left open, when it returns or fails midway: pyplot
-    keeps each open figure (and warns past 20), and save closes only the figures it saves."""
+    """Close every figure `draw` left open, when it returns or fails midway (pyplot keeps them all)."""
     @functools.wraps(draw)
     def closed(*args, **kwargs):
         before = set(plt.get_fignums())
@@ -50,8 +49,7 @@ def closing(draw):
 
 
 def axis_of(values: pd.Series) -> str:
-    """'log', 'linear' or 'category': how to draw a factor's values (a Series of one knob's
-    values, or of text for tied knobs)."""
+    """'log', 'linear' or 'category': how to draw a factor's values."""
     numbers = pd.to_numeric(values, errors="coerce")
     if values.dtype == bool or numbers.isna().any():
         return "category"
@@ -90,8 +88,7 @@ STATUS = {"stopped": dict(color="tab:gray", fmt="x", label="stopped early (its l
 
 
 def _points(ax, x: np.ndarray, configs: pd.DataFrame, point: str) -> None:
-    """The configurations, each at its score_mean with its interval (up to BARS_UP_TO), those a
-    search stopped or lost (`status`) apart."""
+    """The configurations at their score_mean and interval, those a search stopped or lost apart."""
     status = configs["status"] if "status" in configs else pd.Series("finished", configs.index)
     for name in ["finished", *STATUS]:
         mine = (status == name).to_numpy()
@@ -137,8 +134,7 @@ GRID_POINT = "a configuration: seed mean, 95% interval"
 
 
 def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
-    """knob_figure of each algorithm and seat of lab.analysis.compare.configurations / knob_effects
-    tables, as <algorithm>_knobs_<X|O>.png in out_dir."""
+    """knob_figure of each algorithm and seat of compare's tables, as <algorithm>_knobs_<X|O>.png."""
     written = []
     for game, configs, effects in _per_game(configs, effects):
         for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
@@ -149,8 +145,8 @@ def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, sc
 
 
 def _per_game(configs: pd.DataFrame, effects: pd.DataFrame):
-    """(file-name part, configs, effects) of each game of lab.analysis.summary.comparisons' tables: the
-    whole tables and no part on 3x3 (its file names as they were), `_<game>` on bigger boards."""
+    """(file-name part, configs, effects) of each game of summary.comparisons' tables: `_<game>` on
+    bigger boards, none for 3x3 alone."""
     if "game" not in configs:
         yield "", configs, effects
         return
@@ -166,10 +162,9 @@ def _on(configs: pd.DataFrame) -> str:
 @closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
-    """The knob figure (see module doc) of one algorithm and seat: `configs` lab.analysis.compare.
-    configurations' rows (`status` if some did not finish), `effects` knob_effects' rows or none;
-    `scales` the searched knobs' scales (then the knobs drawn); `point` what a point and its bar
-    are. None when no knob varies."""
+    """The knob figure (module doc) of one algorithm and seat from compare.configurations' and
+    knob_effects' rows (`status` where some did not finish); `scales` a search's knobs, the knobs
+    drawn; `point` what a point and its bar are. None when no knob varies."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]]
@@ -239,8 +234,7 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
 
 
 def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float, str]]:
-    """(height 0..1, text) of a parallel axis's labels: every value where a knob has at most
-    compare.MAX_VALUES of them (a grid's), else its two ends (a search's continuous knob)."""
+    """(height 0..1, text) of a parallel axis's labels: each value up to compare.MAX_VALUES, else the ends."""
     if kind == "category":
         return list(zip(np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5], labels))
     low, high = np.nanmin(x), np.nanmax(x)

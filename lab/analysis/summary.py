@@ -32,9 +32,8 @@ NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_
 
 
 def table(data, stopped: bool = False) -> pd.DataFrame:
-    """The finished runs of a results directory (or of a loaded table), with `stopped` also those
-    a search stopped early (drawn, never compared as if trained in full), with their `config`
-    names: the table's, or named over all its runs so that every view names a configuration alike."""
+    """The finished runs of a results directory or loaded table (`stopped`: also those a search stopped
+    early, drawn but never compared), named over all its runs so that every view names them alike."""
     frame = data if isinstance(data, pd.DataFrame) else results.load(data)
     frame = frame if "config" in frame else name_configurations(frame)
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
@@ -87,14 +86,14 @@ def games(frame: pd.DataFrame) -> pd.Series:
 
 def with_game(frame: pd.DataFrame) -> pd.DataFrame:
     """The table with a `game` column, or as it is when all its runs are 3x3 (whose views keep
-    their columns and names); on bigger boards every view is split by game."""
+    their columns and names)."""
     if frame.empty or (games(frame) == "ttt").all():
         return frame
     return frame.assign(game=games(frame))
 
 
 def by_game(frame: pd.DataFrame) -> list[str]:
-    """The grouping key that keeps games apart: ["game"] when the table has that column."""
+    """["game"] when the table has that column, else []: the grouping key that keeps games apart."""
     return ["game"] if "game" in frame else []
 
 
@@ -122,15 +121,13 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
-    """The evaluation points (lab.results.evaluations) of `table`'s runs, named, with_game; empty
-    when the table has no evaluation columns."""
+    """lab.results.evaluations of `table`'s runs, with_game; empty without evaluation columns."""
     return with_game(results.evaluations(table(data, stopped)))
 
 
 def final_evaluations(data) -> pd.DataFrame:
-    """The last evaluation of every finished run, one row per (run, seat, evaluation opponent
-    `evaluated_vs`) with `win`, `draw`, `loss`, `score` = win - loss and `games` (NaN where
-    exact), beside the run's knobs and configuration name (lab.analysis.compare's input)."""
+    """lab.analysis.compare's input: the last evaluation of every finished run, one row per (run, seat,
+    `evaluated_vs`) with its knobs, `config`, `win`, `draw`, `loss`, `score` and `games` (NaN if exact)."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
@@ -156,8 +153,7 @@ def episodes_to_reach(curves: pd.DataFrame, column: str, level: float) -> float:
 
 
 def best_configurations(data) -> pd.DataFrame:
-    """Per (game, algorithm, evaluation opponent, seat) the best configuration (see module doc):
-    the rows COLUMN_NOTES explains."""
+    """The best configuration (module doc) per (game, algorithm, evaluation opponent, seat): COLUMN_NOTES."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
@@ -278,8 +274,8 @@ def seconds_text(value) -> str:
 
 
 def write_csv(table: pd.DataFrame, path: Path) -> None:
-    """A table as CSV the way every table of the summary is written: seats as X and O (as
-    summary.csv has them), and no column that is empty in every row (another algorithm's knobs)."""
+    """A table of the summary as CSV: seats as X and O, no column empty in every row (another
+    algorithm's knobs)."""
     if "seat" in table and table["seat"].isin(evaluate.SEATS).all():
         table = table.assign(seat=table["seat"].map(evaluate.SEATS))
     table.dropna(axis=1, how="all").to_csv(path, index=False)
@@ -306,8 +302,8 @@ EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy
 
 
 def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """lab.analysis.compare's tables of the finished runs (a results directory or a loaded table): every
-    configuration ranked with its intervals, and the knobs' effects; None without scipy."""
+    """compare.configurations and compare.knob_effects of the finished runs (each game apart); None
+    without scipy."""
     if not stats.available():
         return None
     final = final_evaluations(data)
@@ -324,8 +320,8 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 FOLDER = "folder"
-"""The column of a table of several results_dirs (lab.analysis.report's comparison) that names each run's
-folder: compared as a knob, so its effect is measured like any knob's."""
+"""The column naming each run's folder in a table of several results_dirs (lab.analysis.report's),
+compared as a knob."""
 
 
 def compared_knobs(frame: pd.DataFrame) -> list[str]:
@@ -336,7 +332,7 @@ def compared_knobs(frame: pd.DataFrame) -> list[str]:
 
 
 def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
-    """The best configurations with the interval of their mean win - loss."""
+    """The best configurations with their mean win - loss's interval."""
     if best.empty:
         return best
     intervals = configs.assign(seat=configs["seat"].map(evaluate.SEATS)).rename(columns={
@@ -348,9 +344,9 @@ def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple[pd.DataFrame, list[Path]]:
-    """Write the best configurations as summary.csv and summary.md (in RESULTS_DIR/_summary unless
-    out_dir is given), with scipy also configurations.csv and knobs.csv (lab.analysis.compare); returns the
-    table and the files. `frame` and `compared` (comparisons() of it) spare computing them again."""
+    """Write summary.csv and summary.md (in RESULTS_DIR/_summary unless out_dir is given), with scipy
+    also configurations.csv and knobs.csv; the table and the files. `frame` and `compared`
+    (comparisons() of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     compared = comparisons(frame) if compared is None else compared
     best = best_configurations(frame)
