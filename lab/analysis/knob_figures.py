@@ -1,12 +1,11 @@
 """How each knob moves the outcome, as PNGs (from lab.analysis.compare's tables, or a search's).
 
-- knob_figure, one per (algorithm, seat): the final win - loss against each evaluation opponent (a
-  row of panels each) against each knob that varies (a panel each; knobs that move together share
-  one), each configuration a point at its seed mean with its 95% interval (up to BARS_UP_TO), the
-  best a red star; for a knob of a few values, a black diamond per value: the IQM over every run
-  with it and its interval. A searched knob is drawn on the scale it was searched on (`scales`),
-  another numeric knob spanning LOG_SPAN or more on a log axis, words or tied knobs as categories.
-  A search draws the same figure of its configurations (lab.analysis.search_figures.knob_table).
+- knob_figure, one per (algorithm, seat; a search's too): the final win - loss against each evaluation
+  opponent (a row of panels) against each knob that varies (a panel; knobs that move together share
+  one), each configuration a point at its seed mean with its 95% interval, the best a red star; for a
+  knob of a few values, a black diamond per value: the IQM over every run with it and its interval.
+  A searched knob is drawn on the scale it was searched on, another numeric knob spanning LOG_SPAN
+  or more on a log axis, words or tied knobs as categories.
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
   through an axis per varying knob and a last axis of its win - loss, coloured by it.
 

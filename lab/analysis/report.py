@@ -66,14 +66,10 @@ def curves(frame: pd.DataFrame, configurations: int) -> dict:
     if "train_seconds" in training:  # cumulative to each iteration: the time the curves took (their clock)
         parts["train_seconds"] = _binned(training, "train_seconds", bins, within="last")
     out: dict = {}
-    for kind, table in parts.items():
-        table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
-        starts = np.flatnonzero(table.groupby(["algorithm", "seat", "config"], sort=False).cumcount().to_numpy() == 0)
-        episodes, mean, half = (table["episodes"].astype(int).tolist(), _rounded(table["mean"]),
-                                _rounded(table["half"]))
-        names = list(zip(table["algorithm"], table["seat"], table["config"]))
-        for start, stop in zip(starts, [*starts[1:], len(table)]):
-            out.setdefault(names[start], {})[kind] = [episodes[start:stop], mean[start:stop], half[start:stop]]
+    for kind, table in parts.items():  # a configuration's rows in the order of their bins
+        episodes, values = table["episodes"].to_numpy(int), table[["mean", "half"]].to_numpy(float)
+        for name, rows in table.groupby(["algorithm", "seat", "config"]).indices.items():
+            out.setdefault(name, {})[kind] = [episodes[rows].tolist(), *map(_rounded, values[rows].T)]
     return out
 
 

@@ -51,20 +51,11 @@ def knob_columns(frame: pd.DataFrame) -> list[str]:
     return [n for n in dict.fromkeys(names) if n in frame.columns]
 
 
-def _number(value) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:g}"
-
-
-def _value(value) -> str:
-    return _number(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else str(value)
-
-
 def game(row: pd.Series) -> str:
     """The run's game as the `game` group names it: ttt (m, n, k null) or mnk_<m>_<n>_<k>."""
     if pd.isna(row.get("m")):
         return "ttt"
-    return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
+    return "mnk_" + "_".join(compare.value_text(row[key]) for key in ("m", "n", "k"))
 
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
@@ -84,25 +75,18 @@ def games(frame: pd.DataFrame) -> pd.Series:
     return spelled.astype(object).where(frame["m"].notna(), "ttt")
 
 
-def with_game(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with a `game` column, or as it is when all its runs are 3x3 (whose views keep
-    their columns and names)."""
-    if frame.empty or (games(frame) == "ttt").all():
-        return frame
-    return frame.assign(game=games(frame))
-
-
 def by_game(frame: pd.DataFrame) -> list[str]:
     """["game"] when the table has that column, else []: the grouping key that keeps games apart."""
     return ["game"] if "game" in frame else []
 
 
 def _name(row: pd.Series, extras: list[str]) -> str:
-    side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
-    name = f"{game(row)}_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
+    text = compare.value_text
+    side = "self" if row["opponent"] == "self" else f"player{text(row['player'])}"
+    name = f"{game(row)}_{side}" + "".join(f"_{letter}{text(row[key])}" for key, letter in NAME_PARTS
                                    if pd.notna(row.get(key)))
     shown = [k for k in extras if not (k == "opponent" and side == "self")]
-    return " ".join([name] + [f"{key}={_value(row[key])}" for key in shown])
+    return " ".join([name] + [f"{key}={text(row[key]) if pd.notna(row[key]) else row[key]}" for key in shown])
 
 
 def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
@@ -121,8 +105,10 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
-    """lab.results.evaluations of `table`'s runs, with_game; empty without evaluation columns."""
-    return with_game(results.evaluations(table(data, stopped)))
+    """lab.results.evaluations of `table`'s runs (empty without evaluation columns), with a `game`
+    column unless all are 3x3 (whose views keep their columns and names)."""
+    curves = results.evaluations(table(data, stopped))
+    return curves if curves.empty or (games(curves) == "ttt").all() else curves.assign(game=games(curves))
 
 
 def final_evaluations(data) -> pd.DataFrame:
@@ -178,18 +164,17 @@ def _last(curves: pd.DataFrame) -> pd.DataFrame:
 def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     """best_configurations' row of one (game, algorithm, seat) and evaluation opponent."""
     algorithm, seat = runs["algorithm"].iloc[0], runs["seat"].iloc[0]
-    runs = runs[runs[f"{vs}_win"].notna()]
     win, draw, loss = f"{vs}_win", f"{vs}_draw", f"{vs}_loss"
-    per_config = runs.assign(score=runs[win] - runs[loss]).groupby("config").agg(
+    runs = runs[runs[win].notna()].assign(score=runs[win] - runs[loss])
+    per_config = runs.groupby("config").agg(
         score=("score", "mean"), win=(win, "mean"), draw=(draw, "mean"), loss=(loss, "mean"),
         win_sd=(win, "std"), seeds=("run_id", "nunique"), episodes=("episodes", "max"),
         losing_lines=("losing_lines", "mean"), total_lines=("total_lines", "mean"),
         optimal_move_rate=("optimal_move_rate", "mean"), train_seconds=("train_seconds", "mean"))
-    per_config = per_config.assign(fewer_episodes=-per_config["episodes"])
-    best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
+    best = per_config.sort_values(["score", "win", "episodes"], ascending=[False, False, True]).iloc[0]
     name = best.name
     seeds = runs[runs["config"] == name]
-    top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
+    top_run = seeds.sort_values("score").iloc[-1]
     reached = ceiling(game(top_run), vs, seat) or {"win": np.nan, "loss": np.nan}
     row = {
         "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
