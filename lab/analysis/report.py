@@ -56,10 +56,10 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
 """The page's metric menu for the curves."""
 
 
-def curves(frame: pd.DataFrame, configurations: int) -> dict:
-    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration, for
-    report_runs.TRAINING's kinds and every report_runs.curve_kinds one."""
-    _, training, exact, kinds = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
+def curves(points: tuple, configurations: int) -> dict:
+    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration's finished
+    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every curve_kinds one."""
+    _, training, exact, kinds = points
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {kind: _binned(exact.dropna(subset=[kind]), kind, bins) for kind in kinds}
     parts["train"] = _binned(training, "train", bins)
@@ -233,11 +233,12 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     `frame`: the runs of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
-    all_curves = curves(frame, count)
+    points = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
+    all_curves = curves(points, count)
     scales = {k: v for results_dir in results_dirs for k, v in search_record.scales(results_dir).items()}
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
     folders = [Path(d).resolve() for d in results_dirs]
-    run_columns, runs = report_runs.drill_down(frame, dict(zip(labels(results_dirs), folders)))
+    run_columns, runs = report_runs.drill_down(points, dict(zip(labels(results_dirs), folders)))
     groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = frame.groupby(["config", "run_id"], sort=False)["status"].last().value_counts()

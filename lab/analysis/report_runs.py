@@ -84,12 +84,11 @@ TRAINING = ("train", "train_seconds")
 """A run's measures at its training points: its training games' win rate, its cumulative seconds."""
 
 
-def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
-    """The columns of each source of points, {"train": TRAINING, "eval": every curve_kinds
-    measure}, and {(algorithm, seat, config): {run_id: {source: [episodes, *its columns' values]}}}
-    of every finished run, a column null where the run has no such curve (an opponent it never
-    met). Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
-    named, training, exact, kinds = curve_points(frame)
+def run_curves(points: tuple) -> tuple[dict, dict]:
+    """{"train": TRAINING, "eval": curve_kinds}, and {(algorithm, seat, config): {run_id: {source:
+    [episodes, *its columns' values]}}} of curve_points' runs, null where a run has no such curve.
+    Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
+    named, training, exact, kinds = points
     columns = {"train": list(TRAINING), "eval": kinds}
     numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
     bins = int(np.clip(RUN_NUMBERS // max(1, numbers), FEWEST_POINTS, MOST_POINTS))
@@ -105,12 +104,11 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
     return columns, out
 
 
-def drill_down(frame: pd.DataFrame, folders: dict) -> tuple[dict, dict]:
+def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
     """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, points), their
     checkpoints' folder and command}. `folders`: the results_dirs by label (summary.FOLDER's values)."""
-    firsts = summary.table(frame).drop_duplicates(["config", "run_id"])
-    by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
-    columns, curves = run_curves(frame)
+    by_config = dict(iter(points[0].drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
+    columns, curves = run_curves(points)
     out = {}
     for (algorithm, seat, config), points in curves.items():
         runs = by_config[algorithm, config].sort_values("seed")
