@@ -23,8 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
-from lab.analysis import summary  # noqa: E402
-from lab.analysis import compare
+from lab.analysis import compare, summary  # noqa: E402
 from lab.evaluation import evaluate
 
 LOG_SPAN = 10

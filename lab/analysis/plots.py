@@ -246,8 +246,10 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                else _who(side, group["opponent"].unique()))
         configs = group["config"].unique()
         named = f"\n{configs[0]}" if len(configs) == 1 else ""
-        fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{_evaluated(group, game)}, "
-                     f"{_seeds_note(group)}{named}")
+        kind = "exact" if game == "ttt" else _evaluation(group)
+        evaluated = ("the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
+                     if kind == evaluate.GAMES else "exact evaluation of the greedy agent")
+        fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{evaluated}, {_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
         if len(configs) == 1:  # the name is in the title; the legend explains a dashed line
             dashed = summary.ceiling(game, panels[0][0].partition("_")[0], seat) is not None
@@ -255,7 +257,6 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
         if handles:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
-        kind = "exact" if game == "ttt" else _evaluation(group)
         name = f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"
         written.append(knob_figures.save(fig, out_dir / name))
     return written
@@ -272,12 +273,6 @@ def _evaluation(group: pd.DataFrame) -> str:
     """How a bigger board's runs were evaluated: exact or games (lab.evaluation.evaluate)."""
     kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []
     return kinds[0] if len(kinds) == 1 else "exact"
-
-
-def _evaluated(group: pd.DataFrame, game: str) -> str:
-    if game != "ttt" and _evaluation(group) == evaluate.GAMES:
-        return "the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
-    return "exact evaluation of the greedy agent"
 
 
 def comparison_figure(data, out_dir=None) -> list[Path]:
