@@ -1,21 +1,19 @@
 """How sure a comparison of configurations can be, from their seeds (docs/analysis.md).
 
 The estimators are rliable's (Agarwal et al., "Deep RL at the edge of the statistical precipice",
-NeurIPS 2021): the mean and the interquartile mean (IQM: scipy's trim_mean cutting 25% at each
-end; with fewer than 4 seeds it is the mean); 95% percentile-bootstrap intervals, stratified (each
-configuration's seeds resampled on their own, so a resample keeps every configuration); and the
-probability of improvement P(X > Y), ties counted half, averaged over matched pairs of
-configurations. scipy.stats.bootstrap resamples (the `report` extra, imported where used, so that
-the lab imports without it). rliable itself is not used: 1.2.0 installs 510 MB, its arch 7.2.0
-fails to import beside pandas 3.1, and it resamples one score matrix at a time where the lab
-needs thousands of configurations' intervals in one array. A percentile interval can only span
-values the seeds took (it undercovers below about 10 seeds); `seeds_needed` says how many a
-difference needs.
+NeurIPS 2021): the mean and the interquartile mean (IQM; the mean below 4 seeds); 95%
+percentile-bootstrap intervals, stratified (each configuration's seeds resampled on their own); and
+the probability of improvement P(X > Y), ties counted half, averaged over matched pairs. scipy
+resamples (the `report` extra, imported where used: the lab imports without it). rliable itself is
+not used: 1.2.0 installs 510 MB, its arch 7.2.0 fails to import beside pandas 3.1, and it resamples
+one score matrix at a time where the lab needs thousands of intervals in one array. A percentile
+interval only spans values the seeds took (it undercovers below about 10 seeds); `seeds_needed`
+says how many a difference needs.
 
-On boards evaluated by games the seeds are not the whole sample: `by_games` (and a pooled IQM or a
-P(X > Y) given `games`) resamples the seeds, then each seed's games. One run's share of its games
-gets the Wilson score interval (`wilson`), which keeps its coverage near 0 and 1 where the Wald
-interval collapses to a point; `games_needed` says how many games make every such interval narrow.
+On boards evaluated by games the seeds are not the whole sample: `by_games` (and `pooled` or
+`probability_of_improvement` given `games`) resamples the seeds, then each seed's games. One run's
+share of its games gets the Wilson score interval (`wilson`: it keeps its coverage near 0 and 1,
+where Wald's collapses); `games_needed` says how many games make every such interval narrow.
 """
 
 from math import ceil, sqrt
@@ -27,17 +25,15 @@ CONFIDENCE = 0.95
 PERCENTILES = [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2]
 RESAMPLES = (2_000, 20_000)
 """Bootstrap resamples, fewest and most, as many as keep a call within RESAMPLED numbers: 20,000
-keep a few seeds' percentile end (a distribution of a few jumps) within 0.1 points of probability
-of the exact one; a big grid's thousands of configurations at once get 2,000 (an end then moves
-by about 0.05 of the mean's standard error between two draws: 30 draws on 10 normal seeds)."""
+keep a few seeds' percentile end within 0.1 points of probability of the exact one; a big grid's
+2,000 move an end by about 0.05 of the mean's standard error between two draws."""
 RESAMPLED = 20_000_000
 SEED = 0
 """The resampling's random stream: the same table gives the same intervals."""
 
 
 def iqm(values, axis=-1):
-    """The interquartile mean along `axis`: the mean of what is left after cutting 25% of the
-    values at each end (scipy.stats.trim_mean, as rliable computes it)."""
+    """The interquartile mean along `axis`: scipy's trim_mean cutting 25% at each end, as rliable's."""
     from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
 
     return stats.trim_mean(values, 0.25, axis=axis)
@@ -68,9 +64,8 @@ def _bootstrap(samples, statistic, **options):
 
 
 def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of `values` (configurations x seeds, every row as many seeds): the statistic and
-    its 95% percentile-bootstrap interval, each row resampled on its own. With one seed the ends
-    are NaN (no interval), never the value itself, which would read as certainty."""
+    """Per row of `values` (configurations x seeds): the statistic and its 95% percentile-bootstrap
+    interval, each row resampled on its own. One seed: NaN ends, never the value (read as certainty)."""
     values = np.asarray(values, dtype=float)
     point = STATISTICS[statistic](values, axis=-1)
     if values.shape[-1] < 2:
@@ -82,16 +77,14 @@ def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, 
 
 
 def _within(end, point):
-    """A bootstrap end where the resamples are all equal is the point itself (scipy may return
-    it one rounding away, or nan)."""
+    """A bootstrap end of equal resamples is the point (scipy may return nan)."""
     return np.where(np.isnan(end), point, end)
 
 
 def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
-    """Bootstrap `statistic(*strata)` resampling each stratum on its own: (point, low, high), the
-    ends NaN when a stratum has one seed (held fixed, its spread would be left out). Scores
-    evaluated by games come with `games`, each stratum's (win, draw, loss, games) per seed: each
-    resample then draws the seeds and then their games again (as `by_games` does)."""
+    """Bootstrap `statistic(*strata)` resampling each stratum on its own: (point, low, high), NaN ends
+    when a stratum has one seed. Given `games`, each stratum's (win, draw, loss, games) per seed, a
+    resample draws the seeds and then their games again (as `by_games` does)."""
     strata = [np.asarray(s, dtype=float) for s in strata]
     point = float(statistic(*strata, axis=-1))
     if min(len(s) for s in strata) < 2:
@@ -114,8 +107,7 @@ def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
 
 def pooled(strata: list, statistic: str = "iqm", games: list | None = None) -> tuple[float, float, float]:
     """The statistic over every seed of several strata (configurations) together, with its
-    stratified-bootstrap interval: (point, low, high); no interval (NaN ends) when a stratum
-    has one seed. Scores evaluated by games come with `games` (see `_resampled`)."""
+    stratified-bootstrap interval: (point, low, high); `games` as `_resampled`'s."""
 
     def of_all(*samples, axis=-1):
         return STATISTICS[statistic](np.concatenate(samples, axis=axis), axis=axis)
@@ -134,10 +126,8 @@ def _improvement(*samples, axis=-1):
 
 
 def probability_of_improvement(xs: list, ys: list, games: list | None = None) -> tuple[float, float, float]:
-    """P(X > Y) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i (for a
-    configuration against another, one task each: [x], [y]). Returns (P, low, high); no
-    interval (NaN ends) when a task has one seed of X or of Y. Scores evaluated by games come
-    with `games`, in the order of xs then ys (see `_resampled`)."""
+    """(P(X > Y), low, high) over matched tasks: xs[i] and ys[i] are the seeds of X and Y on task i
+    (a configuration against another: [x], [y]); `games` in the order of xs then ys (`_resampled`)."""
     if len(xs) != len(ys) or not xs:
         raise ValueError("probability_of_improvement needs the same tasks, at least one, for X and Y")
     return _resampled([*xs, *ys], _improvement, games)
@@ -148,10 +138,9 @@ GAMES_RESAMPLES = 2_000
 
 
 def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
-    """Per row of the seed matrices (configurations x seeds) of the shares won, drawn and lost
-    and the games played: {"score", "win", "loss": (point, low, high)}, the 95% interval of a
-    two-level percentile bootstrap: the seeds drawn again, then each drawn seed's games (a
-    multinomial draw at its shares), so it holds the games' noise too. One seed: NaN ends."""
+    """Per row of the seed matrices (configurations x seeds) of shares won, drawn, lost and games
+    played: {"score", "win", "loss": (point, low, high)}, a two-level percentile bootstrap: the seeds
+    drawn again, then each drawn seed's games (multinomial at its shares). One seed: NaN ends."""
     shares = {"win": np.asarray(win, float), "draw": np.asarray(draw, float), "loss": np.asarray(loss, float)}
     games = np.asarray(games, dtype=np.int64)
     rows, seeds = games.shape
@@ -191,9 +180,8 @@ IMPORTANCE_RESAMPLES = 1_000
 
 def importance(bins: dict, y) -> dict[str, tuple[float, float, float]]:
     """fANOVA's first-order term per knob: the share of the variance of `y` (a value per
-    configuration) explained by y's means within the knob's bins (`bins[knob]`: a label per
-    configuration), with a 95% bootstrap interval over the configurations. {knob: (share, low,
-    high)}, largest first; {} with fewer than IMPORTANCE_LEAST configurations."""
+    configuration) explained by its means within the knob's `bins` (a label per configuration),
+    with a 95% bootstrap interval: {knob: (share, low, high)}, largest first."""
     y = np.asarray(y, dtype=float)
     if len(y) < IMPORTANCE_LEAST:
         return {}
@@ -211,8 +199,7 @@ def importance(bins: dict, y) -> dict[str, tuple[float, float, float]]:
 
 
 def _explained(codes: np.ndarray, y: np.ndarray, labels: int) -> np.ndarray:
-    """Per row of (resamples x configurations) codes and values: the between-bins share of the
-    variance of y (0 where y does not vary)."""
+    """Per row of (resamples x configurations): the between-bins share of y's variance (0 if constant)."""
     rows = np.arange(len(y))[:, None] * labels + codes
     counts = np.bincount(rows.ravel(), minlength=len(y) * labels).reshape(len(y), labels)
     sums = np.bincount(rows.ravel(), weights=y.ravel(), minlength=len(y) * labels).reshape(len(y), labels)
@@ -228,9 +215,9 @@ POWER = 0.8
 
 
 def seeds_needed(difference: float, sd: float) -> float:
-    """Seeds per configuration for two means `difference` apart, seeds spread by `sd`, to differ
-    at the 95% level POWER of the time (two-sample, normal approximation): 2 (z_0.975 + z_0.8)^2
-    sd^2 / difference^2. inf when the means are equal; 2 when the seeds do not spread."""
+    """Seeds per configuration for means `difference` apart, seeds spread by `sd`, to differ at the 95%
+    level POWER of the time (two-sample, normal): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2, at least
+    2; inf for equal means."""
     from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
 
     if difference == 0:

@@ -107,7 +107,7 @@ def _long_runs(seeds: int, iterations: int) -> pd.DataFrame:
 
 def test_curves_are_binned_seed_means_with_the_figures_band():
     frame = summary.name_configurations(_long_runs(seeds=3, iterations=1000))
-    (curves,) = report.curves(frame, configurations=1).values()
+    (curves,) = report.curves(report_runs.curve_points(frame), configurations=1).values()
     x, mean, half = curves["train"]
     assert len(x) == report.CURVE_POINTS and x[-1] == 10_000  # 1000 iterations in 50 bins of 20
     per_run = frame.assign(bin=(frame["iteration"] - 1) // 20).groupby(["run_id", "bin"])["p2_win_rate"].mean()
@@ -116,7 +116,8 @@ def test_curves_are_binned_seed_means_with_the_figures_band():
     np.testing.assert_allclose(half, (band["high"] - band["mean"]).round(4), atol=1e-4)
     assert len(curves["onestep"][0]) == 50  # 100 evaluations binned by two
     # many configurations: fewer points each, within the report's budget
-    assert report.curves(frame, configurations=20_000)["mc_vfa", 2, frame["config"][0]]["train"][0].__len__() == 8
+    many = report.curves(report_runs.curve_points(frame), configurations=20_000)
+    assert len(many["mc_vfa", 2, frame["config"][0]]["train"][0]) == 8
 
 
 def _sweep(out):

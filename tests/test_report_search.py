@@ -1,4 +1,4 @@
-"""The report's search view (lab.analysis.report_search) on hand-made configurations, as the search
+"""The report's search view (lab.analysis.search_figures) on hand-made configurations, as the search
 records them (lab.search.outcome.records): the best so far, and knob importance that finds the
 knob that moves the objective."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab.analysis import report_search
+from lab.analysis import search_figures
 from lab.search.outcome import Configuration, records
 from lab.search.settings import SearchSettings
 from lab.search.space import Dimension
@@ -31,16 +31,16 @@ def _configurations(count: int, objective) -> list[dict]:
 def test_importance_finds_the_knob_that_moves_the_objective():
     # the objective follows log(alpha), with a little noise; epsilon and memory do nothing
     configs = _configurations(200, lambda p, rng: np.log10(p["alpha"]) + 0.05 * rng.normal())
-    shares = report_search.importance(configs, SCALES)
+    shares = search_figures.importance(configs, SCALES)
     assert list(shares) == ["alpha", "epsilon", "memory"]
     assert shares["alpha"][0] > 0.9 and shares["epsilon"][0] < 0.1 and shares["memory"][0] < 0.05
     assert all(low <= share <= high for share, low, high in shares.values())  # each with its interval
     assert shares["alpha"][1] > shares["epsilon"][2]
     # a choice that decides it, alone
     by_memory = _configurations(60, lambda p, rng: float(p["memory"] == "keep"))
-    shares = report_search.importance(by_memory, SCALES)
+    shares = search_figures.importance(by_memory, SCALES)
     assert shares["memory"][0] == pytest.approx(1.0) and list(shares)[0] == "memory"
-    assert report_search.importance(configs[:report_search.LEAST - 1], SCALES) == {}
+    assert search_figures.importance(configs[:search_figures.LEAST - 1], SCALES) == {}
 
 
 def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apart():
@@ -48,7 +48,7 @@ def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apa
                Configuration("trial 0", {"alpha": 0.2}, "finished", [[9, [0.3]]], []),
                Configuration("trial 1", {"alpha": 0.3}, "stopped", [[3, [0.9]]], []),
                Configuration("trial 3", {"alpha": 0.4}, "failed", [], [])]
-    table = report_search.trials_table(records(configs, SearchSettings()))
+    table = search_figures.trials_table(records(configs, SearchSettings()))
     assert table["number"].tolist() == [0, 1, 2, 3]
     assert table["status"].tolist() == ["finished", "stopped", "finished", "failed"]
     assert table["best"].tolist() == [0.3, 0.3, 0.5, 0.5]  # a stopped trial's 0.9 is no best
@@ -82,7 +82,7 @@ def test_the_view_reads_what_the_search_recorded_and_says_when_it_recorded_nothi
     (tmp_path / results.SEARCH).mkdir()
     identity = driver.identity({"algorithm": "q_table"}, DIMS, SearchSettings())
     (tmp_path / results.SEARCH / search_record.IDENTITY).write_text(json.dumps(identity))
-    assert "has not ended or stopped yet" in report_search.view(tmp_path)["note"]
+    assert "has not ended or stopped yet" in search_figures.view(tmp_path)["note"]
     configs = [Configuration("trial 0", {"alpha": 0.1, "epsilon": 0.5, "memory": "keep"}, "finished",
                              [[5, [0.1]], [10, [0.4]]], ["a"]),
                Configuration("trial 1", {"alpha": 0.2, "epsilon": 0.5, "memory": "clear"}, "finished",
@@ -93,5 +93,5 @@ def test_the_view_reads_what_the_search_recorded_and_says_when_it_recorded_nothi
     assert [(c["name"], c["rank"], c["objective"]) for c in recorded["configurations"]] == [
         ("trial 0", 2, 0.4), ("trial 1", 1, 0.6), ("trial 2", None, 0.9)]
     assert recorded["configurations"][0]["aggregated"] == [0.1, 0.4]
-    view = report_search.view(tmp_path)
+    view = search_figures.view(tmp_path)
     assert view["title"].startswith(recorded["title"] + ", 3 trials (2 finished, 1 stopped)")

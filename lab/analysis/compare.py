@@ -35,8 +35,7 @@ comparison; the knob figure shows it."""
 
 
 def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """One row per configuration (in CONFIG sort order), its seeds' values of `column` from the
-    left, NaN after; and how many seeds each row has."""
+    """A row per configuration (CONFIG order): its seeds' values of `column`, NaN-padded; their counts."""
     grouped = final.groupby(CONFIG, sort=True)
     row, position = grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy()
     counts = np.bincount(row)
@@ -46,10 +45,9 @@ def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
 
 
 def _with_intervals(table: pd.DataFrame, final: pd.DataFrame, games: tuple | None) -> None:
-    """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns for every measure, the rows of
-    equal seed counts bootstrapped in one call per statistic; those evaluated by games get
-    stats.by_games's intervals instead (the games' noise added to the seeds'; `games`: the
-    _games_matrices)."""
+    """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns, the rows of equal seed counts
+    bootstrapped in one call per statistic; rows evaluated by games (`games`: the _games_matrices)
+    get stats.by_games's intervals instead, the games' noise added to the seeds'."""
     matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
     matrix, counts = np.vstack(matrices), np.concatenate(counts)
     for statistic in stats.STATISTICS:
@@ -109,8 +107,7 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
 
 
 def _games_matrices(final: pd.DataFrame) -> tuple | None:
-    """The seed matrices of win, draw, loss and games, if any run was evaluated by games (a
-    configuration evaluated by games has every seed's game count)."""
+    """The seed matrices of win, draw, loss and games, if any run was evaluated by games."""
     if "games" not in final or final["games"].isna().all():
         return None
     return tuple(_seed_matrix(final, m)[0] for m in GAMES)
@@ -123,8 +120,8 @@ DIGITS = {"score": 3, "iqm": 3, "improvement": 2}
 
 
 def rounded(value, digits: int) -> float | None:
-    """A number as it is shown: `digits` decimals (None for missing). The report writes these, so
-    that it prints the digits summary.md prints, never a rounding of a rounding."""
+    """A number as shown (None for missing): the report writes these, so that it prints the digits
+    summary.md prints, never a rounding of a rounding."""
     return None if value is None or pd.isna(value) else float(f"{float(value):.{digits}f}")
 
 
@@ -259,8 +256,7 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
 
 
 def _games_of(group: pd.DataFrame) -> dict | None:
-    """config -> its seeds' (win, draw, loss, games), where every run of the group was evaluated
-    by games (in the order of its seeds' scores); else None."""
+    """config -> its seeds' (win, draw, loss, games) if every run of the group was evaluated by games."""
     if "games" not in group or group["games"].isna().any():
         return None
     return {c: tuple(rows[m].to_numpy(float) for m in GAMES)
@@ -348,8 +344,7 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
 
 
 def measured(configs: pd.DataFrame) -> str:
-    """How a group's numbers were obtained: `exactly`, or `by N games` (per run, the fewest any
-    run played) where configurations() found a game count."""
+    """`exactly`, or `by N games` (the fewest any run played): how a group's numbers were obtained."""
     games = configs["games"].min() if "games" in configs else np.nan
     return "exactly" if pd.isna(games) else f"by {int(games):,} games"
 

@@ -79,7 +79,7 @@ def final(rows: pd.DataFrame) -> dict[str, float]:
 
 
 def records(results_dir: Path) -> list[tuple[pd.Timestamp, Path, dict]]:
-    """The sweep records of results_dir, oldest first: (when the sweep started, file, record)."""
+    """(when the sweep started, file, record) of results_dir's sweep records, oldest first."""
     out = []
     for path in sorted((results_dir / results.SWEEPS).glob("*.yaml")):
         record = yaml.safe_load(path.read_text()) or {}
@@ -97,14 +97,12 @@ def sweep_of(started: pd.Timestamp, sweeps: list) -> Path | None:
 # ---- MLflow -------------------------------------------------------------------------------------
 
 
-def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experiment: str | None,
-              workers: int | None = None) -> int:
-    """Export the runs not in the MLflow store yet; returns how many were written. Thousands of
-    runs go out from `workers` processes (default: one per core): MLflow's store spends its time
-    in Python per call, a few calls per run."""
+def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experiment: str | None) -> int:
+    """Export the runs not in the MLflow store yet; how many were written. Thousands of runs go out
+    from a process per core: MLflow's store spends its time in Python per call, a few calls per run."""
     store = MlflowStore(results_dir, uri, experiment)
     todo = [r for r in table["run_id"].unique() if not store.holds(r)]
-    workers = min(workers or os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
+    workers = min(os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
     if workers == 1:
         return _export_runs(store.client, results_dir, store.experiment_id, table[table["run_id"].isin(todo)],
                             store.parents)
@@ -275,8 +273,7 @@ def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) 
 
 class Tracker:
     """Exports a sweep's runs to `to` one at a time as its driver saves them, into results_dir's
-    default store: what a later `lab-export RESULTS_DIR --to TO` would write, which then adds
-    nothing for them. The store opens at the first run (after the sweep's record is written)."""
+    default store, as a later `lab-export RESULTS_DIR --to TO` would; opened at the first run."""
 
     def __init__(self, results_dir: Path, to: str):
         self.results_dir, self.to, self.store = Path(results_dir).resolve(), to, None

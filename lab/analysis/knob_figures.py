@@ -1,12 +1,11 @@
 """How each knob moves the outcome, as PNGs (from lab.analysis.compare's tables, or a search's).
 
-- knob_figure, one per (algorithm, seat): the final win - loss against each evaluation opponent (a
-  row of panels each) against each knob that varies (a panel each; knobs that move together share
-  one), each configuration a point at its seed mean with its 95% interval (up to BARS_UP_TO), the
-  best a red star; for a knob of a few values, a black diamond per value: the IQM over every run
-  with it and its interval. A searched knob is drawn on the scale it was searched on (`scales`),
-  another numeric knob spanning LOG_SPAN or more on a log axis, words or tied knobs as categories.
-  A search draws the same figure of its configurations (lab.analysis.search_figures.knob_table).
+- knob_figure, one per (algorithm, seat; a search's too): the final win - loss against each evaluation
+  opponent (a row of panels) against each knob that varies (a panel; knobs that move together share
+  one), each configuration a point at its seed mean with its 95% interval, the best a red star; for a
+  knob of a few values, a black diamond per value: the IQM over every run with it and its interval.
+  A searched knob is drawn on the scale it was searched on, another numeric knob spanning LOG_SPAN
+  or more on a log axis, words or tied knobs as categories.
 - parallel_figure, one per (algorithm, seat, evaluation opponent): every configuration a line
   through an axis per varying knob and a last axis of its win - loss, coloured by it.
 
@@ -24,8 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
-from lab.analysis import summary  # noqa: E402
-from lab.analysis import compare
+from lab.analysis import compare, summary  # noqa: E402
 from lab.evaluation import evaluate
 
 LOG_SPAN = 10
@@ -36,8 +34,7 @@ seconds to draw: points only (the report has the intervals)."""
 
 
 def closing(draw):
-    """Close every figure `draw` opened and left open, when it returns or fails midway: pyplot
-    keeps each open figure (and warns past 20), and save closes only the figures it saves."""
+    """Close every figure `draw` left open, when it returns or fails midway (pyplot keeps them all)."""
     @functools.wraps(draw)
     def closed(*args, **kwargs):
         before = set(plt.get_fignums())
@@ -50,8 +47,7 @@ def closing(draw):
 
 
 def axis_of(values: pd.Series) -> str:
-    """'log', 'linear' or 'category': how to draw a factor's values (a Series of one knob's
-    values, or of text for tied knobs)."""
+    """'log', 'linear' or 'category': how to draw a factor's values."""
     numbers = pd.to_numeric(values, errors="coerce")
     if values.dtype == bool or numbers.isna().any():
         return "category"
@@ -90,8 +86,7 @@ STATUS = {"stopped": dict(color="tab:gray", fmt="x", label="stopped early (its l
 
 
 def _points(ax, x: np.ndarray, configs: pd.DataFrame, point: str) -> None:
-    """The configurations, each at its score_mean with its interval (up to BARS_UP_TO), those a
-    search stopped or lost (`status`) apart."""
+    """The configurations at their score_mean and interval, those a search stopped or lost apart."""
     status = configs["status"] if "status" in configs else pd.Series("finished", configs.index)
     for name in ["finished", *STATUS]:
         mine = (status == name).to_numpy()
@@ -137,8 +132,7 @@ GRID_POINT = "a configuration: seed mean, 95% interval"
 
 
 def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
-    """knob_figure of each algorithm and seat of lab.analysis.compare.configurations / knob_effects
-    tables, as <algorithm>_knobs_<X|O>.png in out_dir."""
+    """knob_figure of each algorithm and seat of compare's tables, as <algorithm>_knobs_<X|O>.png."""
     written = []
     for game, configs, effects in _per_game(configs, effects):
         for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
@@ -149,8 +143,8 @@ def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, sc
 
 
 def _per_game(configs: pd.DataFrame, effects: pd.DataFrame):
-    """(file-name part, configs, effects) of each game of lab.analysis.summary.comparisons' tables: the
-    whole tables and no part on 3x3 (its file names as they were), `_<game>` on bigger boards."""
+    """(file-name part, configs, effects) of each game of summary.comparisons' tables: `_<game>` on
+    bigger boards, none for 3x3 alone."""
     if "game" not in configs:
         yield "", configs, effects
         return
@@ -166,10 +160,9 @@ def _on(configs: pd.DataFrame) -> str:
 @closing
 def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales: dict | None = None,
                 point: str = GRID_POINT) -> Path | None:
-    """The knob figure (see module doc) of one algorithm and seat: `configs` lab.analysis.compare.
-    configurations' rows (`status` if some did not finish), `effects` knob_effects' rows or none;
-    `scales` the searched knobs' scales (then the knobs drawn); `point` what a point and its bar
-    are. None when no knob varies."""
+    """The knob figure (module doc) of one algorithm and seat from compare.configurations' and
+    knob_effects' rows (`status` where some did not finish); `scales` a search's knobs, the knobs
+    drawn; `point` what a point and its bar are. None when no knob varies."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]]
@@ -239,8 +232,7 @@ def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None,
 
 
 def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float, str]]:
-    """(height 0..1, text) of a parallel axis's labels: every value where a knob has at most
-    compare.MAX_VALUES of them (a grid's), else its two ends (a search's continuous knob)."""
+    """(height 0..1, text) of a parallel axis's labels: each value up to compare.MAX_VALUES, else the ends."""
     if kind == "category":
         return list(zip(np.linspace(0, 1, len(labels)) if len(labels) > 1 else [0.5], labels))
     low, high = np.nanmin(x), np.nanmax(x)

@@ -76,8 +76,7 @@ would be 12.7 standard errors wide: each seed's own curve is drawn thin beside t
 
 
 def _draw(ax, curve: pd.DataFrame, column: str, smooth: int = 1, spread: bool = True, **style):
-    """The seed mean of `column` as a line; with `spread`, its 95% band (3+ seeds) or each seed's
-    curve drawn thin (2 seeds)."""
+    """The seed mean of `column` as a line; with `spread`, its 95% band (3+ seeds) or thin seed curves."""
     band = mean_band(curve, column, smooth)
     line, = ax.plot(band.index, band["mean"], lw=1.3, **style)
     seeds = curve["run_id"].nunique()
@@ -124,8 +123,7 @@ def _on(game: str) -> str:
 
 
 def _outputs(data, out_dir):
-    """The table and folder of a figure function: each takes a results directory or its loaded
-    table, and returns the files it wrote."""
+    """The table and folder of a figure function (of a results directory or its loaded table)."""
     # Learning curves include the runs a search stopped early (their lines end where it stopped
     # them); the comparison figure picks from finished runs only (lab.analysis.summary.best_configurations).
     frame = summary.table(data, stopped=True)
@@ -156,8 +154,7 @@ def _better(side: str) -> str:
 
 
 def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int = 1) -> bool:
-    """Whether to draw the figures of `group`'s configurations (see module doc); those left out
-    are counted in `left_out` (as `figures` names)."""
+    """Whether to draw `group`'s figures (module doc); those left out are counted in `left_out`."""
     if every or group["config"].nunique() <= PER_CONFIGURATION:
         return True
     if left_out is not None:
@@ -168,8 +165,7 @@ def _drawn(group: pd.DataFrame, every: bool, left_out: list | None, figures: int
 @knob_figures.closing
 def winrate_figures(data, out_dir=None, smooth: int = SMOOTH, every: bool = False,
                     left_out: list | None = None) -> list[Path]:
-    """Write-up 000's figures (see module doc); `smooth` is a rolling mean over that many iterations.
-    `every` and `left_out`: see _drawn."""
+    """Write-up 000's figures (module doc), a rolling mean over `smooth` iterations; `every`: _drawn."""
     frame, out_dir = _outputs(data, out_dir)
     frame = frame.assign(side=_side(frame), game=summary.games(frame))
     written = []
@@ -250,8 +246,10 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                else _who(side, group["opponent"].unique()))
         configs = group["config"].unique()
         named = f"\n{configs[0]}" if len(configs) == 1 else ""
-        fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{_evaluated(group, game)}, "
-                     f"{_seeds_note(group)}{named}")
+        kind = "exact" if game == "ttt" else _evaluation(group)
+        evaluated = ("the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
+                     if kind == evaluate.GAMES else "exact evaluation of the greedy agent")
+        fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{evaluated}, {_seeds_note(group)}{named}")
         handles, labels = axes[0, 0].get_legend_handles_labels()
         if len(configs) == 1:  # the name is in the title; the legend explains a dashed line
             dashed = summary.ceiling(game, panels[0][0].partition("_")[0], seat) is not None
@@ -259,7 +257,6 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
         if handles:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
         seat_file = f"_seat{seat}" if side == "self" else ""
-        kind = "exact" if game == "ttt" else _evaluation(group)
         name = f"{algorithm}_{kind}_{game}_{side}{seat_file}{net_file}.png"
         written.append(knob_figures.save(fig, out_dir / name))
     return written
@@ -278,12 +275,6 @@ def _evaluation(group: pd.DataFrame) -> str:
     return kinds[0] if len(kinds) == 1 else "exact"
 
 
-def _evaluated(group: pd.DataFrame, game: str) -> str:
-    if game != "ttt" and _evaluation(group) == evaluate.GAMES:
-        return "the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
-    return "exact evaluation of the greedy agent"
-
-
 def comparison_figure(data, out_dir=None) -> list[Path]:
     """All algorithms on one figure per game (see module doc): the files written, or none."""
     frame, out_dir = _outputs(data, out_dir)
@@ -299,8 +290,7 @@ def comparison_figure(data, out_dir=None) -> list[Path]:
 
 @knob_figures.closing
 def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Path) -> Path:
-    """comparison_figure of one game: comparison_exact_win.png on 3x3, comparison_<game>_win.png
-    on a bigger board (a ceiling where the lab solves it)."""
+    """comparison_figure of one game (module doc)."""
     algorithms = sorted(curves["algorithm"].unique())
     colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algorithms)}
     seats = sorted(curves["seat"].unique())  # a row per seat some run was evaluated in
@@ -334,9 +324,8 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
 
 @knob_figures.closing
 def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | None = None) -> list[Path]:
-    """Write-up 001's three-panel figure (see module doc), one per configuration whose exploration
-    rate (train_epsilon) changes during training, the runs whose third panel says something; seeds
-    drawn as their mean (raw bins, as the notebook drew them)."""
+    """Write-up 001's three-panel figure (module doc) of each configuration whose train_epsilon changes
+    in training (the third panel says something), as the seeds' mean of raw bins as the notebook did."""
     frame, out_dir = _outputs(data, out_dir)
     if "train_epsilon" not in frame:
         return []

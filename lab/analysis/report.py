@@ -1,11 +1,10 @@
 """The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
-opens offline in a browser (Plotly's script and the data inlined; nothing fetched). What it shows
-is in docs/analysis.md ("The interactive report"): per group (an algorithm and a seat) the table
-of its configurations (lab.analysis.compare), their curves, the knob views, the knobs' importance, a
-drill-down to a configuration's runs (lab.analysis.report_runs) and, for a search, its view
-(lab.analysis.report_search). Everything is aggregated before it is written (a configuration's curves
-binned to at most CURVE_POINTS points, the curves within CURVE_NUMBERS numbers), so a report
-stays a few MB whatever the runs' count.
+opens offline in a browser (Plotly's script and the data inlined). What it shows is in
+docs/analysis.md ("The interactive report"): per algorithm and seat the table of its configurations
+(lab.analysis.compare), their curves, the knob views and importance, a drill-down to a
+configuration's runs (lab.analysis.report_runs) and a search's view (lab.analysis.search_figures).
+Everything is aggregated before it is written (curves binned within CURVE_NUMBERS numbers), so a
+report stays a few MB whatever the runs' count.
 
     lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.analysis.report)
 
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from lab import results, stats
-from lab.analysis import compare, knob_figures, plots, report_runs, report_search, summary
+from lab.analysis import compare, knob_figures, plots, report_runs, search_figures, summary
 from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
@@ -41,8 +40,7 @@ WEBGL_FROM = 1000
 
 
 def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -> pd.DataFrame:
-    """The seed mean and band of `value` per configuration and bin of its runs' points
-    (lab.analysis.report_runs.binned: averaged within a bin, or `within="last"` for a cumulative measure)."""
+    """The seed mean and band of `value` per configuration and bin of report_runs.binned's points."""
     per_run = report_runs.binned(points, {value: within}, bins)
     seeds = per_run.groupby(["algorithm", "seat", "config", "bin"]).agg(
         episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size"),
@@ -55,32 +53,23 @@ def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -
 METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss": "loss rate",
            "optimal_move_rate": "optimal-move rate", "losing_lines": "losing lines",
            "train_seconds": "training seconds"}
-"""The measures the page's metric menu offers for the curves, with their labels."""
+"""The page's metric menu for the curves."""
 
 
-def curves(frame: pd.DataFrame, configurations: int) -> dict:
-    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration: its
-    training win rate (`train`), its cumulative training seconds (`train_seconds`, also the
-    clock the page's time axis reads) and every lab.analysis.report_runs.curve_kinds measure."""
-    _, training, exact, kinds = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
+def curves(points: tuple, configurations: int) -> dict:
+    """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration's finished
+    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every curve_kinds one."""
+    _, training, exact, kinds = points
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
-    parts = {}
-    for kind, column in kinds.items():
-        vs = kind.split("_")[0]
-        points = exact.assign(score=exact[f"{vs}_win"] - exact[f"{vs}_loss"]) if column == "score" else exact
-        parts[kind] = _binned(points.dropna(subset=[column]), column, bins)
+    parts = {kind: _binned(exact.dropna(subset=[kind]), kind, bins) for kind in kinds}
     parts["train"] = _binned(training, "train", bins)
     if "train_seconds" in training:  # cumulative to each iteration: the time the curves took (their clock)
         parts["train_seconds"] = _binned(training, "train_seconds", bins, within="last")
     out: dict = {}
-    for kind, table in parts.items():
-        table = table.sort_values(["algorithm", "seat", "config", "bin"], ignore_index=True)
-        starts = np.flatnonzero(table.groupby(["algorithm", "seat", "config"], sort=False).cumcount().to_numpy() == 0)
-        episodes, mean, half = (table["episodes"].astype(int).tolist(), _rounded(table["mean"]),
-                                _rounded(table["half"]))
-        names = list(zip(table["algorithm"], table["seat"], table["config"]))
-        for start, stop in zip(starts, [*starts[1:], len(table)]):
-            out.setdefault(names[start], {})[kind] = [episodes[start:stop], mean[start:stop], half[start:stop]]
+    for kind, table in parts.items():  # a configuration's rows in the order of their bins
+        episodes, values = table["episodes"].to_numpy(int), table[["mean", "half"]].to_numpy(float)
+        for name, rows in table.groupby(["algorithm", "seat", "config"]).indices.items():
+            out.setdefault(name, {})[kind] = [episodes[rows].tolist(), *map(_rounded, values[rows].T)]
     return out
 
 
@@ -98,13 +87,12 @@ STATISTIC_COLUMNS = {"rank": "rank", "score_mean": "mean", "score_mean_low": "me
 
 
 def _digits(column: str) -> int:
-    """Decimals of a statistics column as lab.analysis.compare shows it (the page prints them as they come)."""
+    """Decimals of a statistics column as summary.md shows it (the page prints them as they come)."""
     return 0 if column == "rank" else compare.DIGITS["improvement" if column.startswith("improvement") else "score"]
 
 
 def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scales: dict, runs: dict) -> dict:
-    """One algorithm and seat (of one game, on bigger boards): its configurations' table, curves
-    and the two knob views."""
+    """One algorithm and seat (of one game, on bigger boards): its table, curves and knob views."""
     algorithm, seat = configs["algorithm"].iloc[0], configs["seat"].iloc[0]
     opponents = sorted(configs["evaluated_vs"].unique())
     first = configs[configs["evaluated_vs"] == opponents[0]].sort_values("config").reset_index(drop=True)
@@ -140,9 +128,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
 
 
 def importance(rows: pd.DataFrame, factors: list[list[str]]) -> dict:
-    """The knobs' importance for one objective (lab.stats.importance of the configurations' mean
-    win - loss; a factor of many numeric values binned by quantiles, as a search's interval
-    knob), or the words saying why there is none."""
+    """lab.stats.importance of the configurations' mean win - loss (a factor of many numeric values
+    binned by quantiles, as a search's interval knob), or the words saying why there is none."""
     bins = {}
     for factor in factors:
         values = compare.factor_values(rows, factor)
@@ -168,9 +155,8 @@ def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
-    """Plotly: one panel per factor, each configuration a point with its interval; points carry
-    their row number (customdata) so that a selection filters the table. `scales`: a search's
-    knobs drawn on the scale they were searched on (lab.results.search_record.scales)."""
+    """Plotly: a panel per factor, each configuration a point with its interval and its row number
+    (customdata, so that a selection filters the table); `scales` as knob_figures.positions'."""
     from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
     from plotly.subplots import make_subplots
 
@@ -204,9 +190,8 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
 
 
 def parallel_view(rows: pd.DataFrame, factors: list[list[str]], vs: str, scales: dict):
-    """Plotly's parallel coordinates: an axis per factor and one of the objective; brushing an
-    axis (dragging along it) filters the table. The values go as plain lists (not Plotly's
-    packed arrays), which the page reads back to filter."""
+    """Plotly's parallel coordinates: an axis per factor and one of the objective; brushing an axis
+    filters the table (from the values as plain lists, not Plotly's packed arrays)."""
     from plotly import graph_objects as go  # plotly (the report extra): loaded to draw the report only
 
     dimensions = []
@@ -244,15 +229,16 @@ def page(data: dict) -> str:
 
 
 def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], results_dirs: list) -> dict:
-    """Everything the page shows, aggregated: a group per (game, algorithm, seat), the one with most
-    configurations first. `frame`: the runs of one results_dir, or of several as `together` puts them."""
+    """Everything the page shows: a group per (game, algorithm, seat), most configurations first.
+    `frame`: the runs of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
-    all_curves = curves(frame, count)
+    points = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
+    all_curves = curves(points, count)
     scales = {k: v for results_dir in results_dirs for k, v in search_record.scales(results_dir).items()}
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
     folders = [Path(d).resolve() for d in results_dirs]
-    run_columns, runs = report_runs.drill_down(frame, dict(zip(labels(results_dirs), folders)))
+    run_columns, runs = report_runs.drill_down(points, dict(zip(labels(results_dirs), folders)))
     groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = frame.groupby(["config", "run_id"], sort=False)["status"].last().value_counts()
@@ -260,20 +246,18 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "runs": {s: int(status.get(s, 0)) for s in ("finished", "failed", "stopped")},
             "groups": groups, "run_columns": run_columns,
-            "search": report_search.view(results_dirs[0]) if len(results_dirs) == 1 else None}
+            "search": search_figures.view(results_dirs[0]) if len(results_dirs) == 1 else None}
 
 
 def labels(results_dirs: list) -> list[str]:
-    """How a page comparing results_dirs names each: its folder's name, or the path as given where
-    two folders have the same name."""
+    """Each results_dir's folder name, or the paths as given where two folders have the same name."""
     names = [Path(d).resolve().name for d in results_dirs]
     return names if len(set(names)) == len(names) else [str(d) for d in results_dirs]
 
 
 def together(results_dirs: list) -> pd.DataFrame:
-    """The runs of several results_dirs in one table: each configuration named within its folder,
-    then with the folder's label in front and in the column summary.FOLDER, so that equal knobs in
-    two folders stay two configurations."""
+    """The runs of several results_dirs in one table, each configuration named within its folder and
+    then with its label in front and in summary.FOLDER: equal knobs in two folders stay two."""
     if len({Path(d).resolve() for d in results_dirs}) < len(results_dirs):
         raise ValueError("a results_dir is named twice: name each folder to compare once")
     parts = []
@@ -284,16 +268,15 @@ def together(results_dirs: list) -> pd.DataFrame:
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
-    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) and return
-    its path. `frame` and `compared` (lab.analysis.summary.comparisons of it) spare computing them again."""
+    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file); its path. `frame`
+    and `compared` (summary.comparisons of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
     return _write(frame, compared, [results_dir], out)
 
 
 def write_comparison(results_dirs: list, out) -> Path:
-    """Write the report of several results_dirs on one page, `out`: the configurations of all,
-    each named and marked (column `folder`) with its folder's label; returns its path."""
+    """Write the report of several results_dirs (`together`) on one page, `out`; its path."""
     return _write(together(results_dirs), None, results_dirs, Path(out))
 
 

@@ -1,9 +1,8 @@
 """The report's drill-down (lab.analysis.report): from a configuration's row to its runs (its seeds), each
-run's own curves, its checkpoint, and the command that trains them again: every knob the runs set
-(not only those the sweep varied, so that it does not depend on the defaults of the day) and
-their seeds, `python -m lab.sweep --multirun algorithm=q_table ... seed=0,1,2 results_dir=reproduced`.
-The lab's runs are deterministic, so it gives the same numbers.
-"""
+run's own curves, its checkpoint, and the command that trains them again, `python -m lab.sweep
+--multirun algorithm=q_table ... seed=0,1,2 results_dir=reproduced`: every knob the runs set (not only
+those the sweep varied, so that it does not depend on the defaults of the day). The lab's runs are
+deterministic, so it gives the same numbers."""
 
 import shlex
 
@@ -27,15 +26,13 @@ def _value(value) -> str:
     """A knob's value as a Hydra override spells it, exactly (a float's full repr)."""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
-    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
-        return str(int(value))
     if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    return str(value)
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return str(value)  # an int's digits (numpy's too), or a word
 
 
 def command(runs: pd.DataFrame) -> str:
-    """The command that trains a configuration's runs (rows of its runs, one or more each) again."""
+    """The command that trains a configuration's runs (their rows, one or more each) again."""
     first = runs.iloc[0]
     knobs = [k for k in summary.knob_columns(runs) if k not in ("seed", *BOARD) and pd.notna(first[k])]
     overrides = [f"{k}={_value(first[k])}" for k in knobs]
@@ -51,26 +48,21 @@ PER_OPPONENT = ("score", "win", "draw", "loss")
 """Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
 
 
-def curve_kinds(exact: pd.DataFrame) -> dict[str, str]:
-    """{curve kind: its column of results.evaluations}: `random` (win - loss), `random_win`, ...,
-    and the agent's own measures where the results have them (exact on 3x3)."""
-    kinds = {vs if m == "score" else f"{vs}_{m}": "score" if m == "score" else f"{vs}_{m}"
-             for vs in evaluate.OPPONENTS for m in PER_OPPONENT}
-    return kinds | {m: m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()}
+def curve_kinds(exact: pd.DataFrame) -> list[str]:
+    """The curves' columns of curve_points' evaluation points: `random` (win - loss), `random_win`,
+    ..., and the agent's own measures where the results have them (exact on 3x3)."""
+    kinds = [vs if m == "score" else f"{vs}_{m}" for vs in evaluate.OPPONENTS for m in PER_OPPONENT]
+    return kinds + [m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()]
 
 
-def _bins(runs: int, numbers: int) -> int:
-    """Points per run's curve: RUN_NUMBERS over the runs, each bin `numbers` numbers."""
-    return int(np.clip(RUN_NUMBERS // max(1, runs * numbers), FEWEST_POINTS, MOST_POINTS))
-
-
-def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, str]]:
+def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """The finished runs of a table (summary.table), their training points in each seat they
     played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
-    evaluation points (lab.results.evaluations) and the curve_kinds of those."""
+    evaluation points (lab.results.evaluations, with win - loss per opponent) and curve_kinds."""
     named = summary.table(frame)
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
+    exact = exact.assign(**{vs: exact[f"{vs}_win"] - exact[f"{vs}_loss"] for vs in evaluate.OPPONENTS})
     kept = keys + [c for c in ("train_seconds",) if c in named]
     training = pd.concat([named.loc[named["player"].fillna(seat) == seat, kept].assign(
         seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
@@ -89,20 +81,17 @@ def binned(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataF
 
 
 TRAINING = ("train", "train_seconds")
-"""A run's measures at its training points: its win rate in its training games, its cumulative
-training seconds (the clock of the page's time axis)."""
+"""A run's measures at its training points: its training games' win rate, its cumulative seconds."""
 
 
-def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
-    """The columns of each source of points, {"train": TRAINING, "eval": every curve_kinds
-    measure}, and {(algorithm, seat, config): {run_id: {source: [episodes, *its columns' values]}}}
-    of every finished run, a column null where the run has no such curve (an opponent it never
-    met). Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
-    named, training, exact, kinds = curve_points(frame)
-    exact = exact.assign(**{kind: exact[f"{kind}_win"] - exact[f"{kind}_loss"]
-                            for kind, column in kinds.items() if column == "score"})
-    columns = {"train": list(TRAINING), "eval": list(kinds)}
-    bins = _bins(named["run_id"].nunique(), 2 + len(TRAINING) + len(kinds))  # numbers per bin
+def run_curves(points: tuple) -> tuple[dict, dict]:
+    """{"train": TRAINING, "eval": curve_kinds}, and {(algorithm, seat, config): {run_id: {source:
+    [episodes, *its columns' values]}}} of curve_points' runs, null where a run has no such curve.
+    Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
+    named, training, exact, kinds = points
+    columns = {"train": list(TRAINING), "eval": kinds}
+    numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
+    bins = int(np.clip(RUN_NUMBERS // max(1, numbers), FEWEST_POINTS, MOST_POINTS))
     sources = {"train": binned(training, {"train": "mean", "train_seconds": "last"}, bins),
                "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
     out: dict = {}
@@ -115,13 +104,11 @@ def run_curves(frame: pd.DataFrame) -> tuple[dict, dict]:
     return columns, out
 
 
-def drill_down(frame: pd.DataFrame, folders: dict) -> tuple[dict, dict]:
-    """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, run_curves' points),
-    the folder of their checkpoints and the command that trains them again}. `folders`: the
-    results_dirs by their labels (the column summary.FOLDER of a table of several)."""
-    firsts = summary.table(frame).drop_duplicates(["config", "run_id"])
-    by_config = dict(iter(firsts.groupby(["algorithm", "config"])))
-    columns, curves = run_curves(frame)
+def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
+    """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, points), their
+    checkpoints' folder and command}. `folders`: the results_dirs by label (summary.FOLDER's values)."""
+    by_config = dict(iter(points[0].drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
+    columns, curves = run_curves(points)
     out = {}
     for (algorithm, seat, config), points in curves.items():
         runs = by_config[algorithm, config].sort_values("seed")

@@ -32,9 +32,8 @@ NAME_PARTS = (("layers", "l"), ("neurons", "n"), ("alpha", "a"), ("episodes_per_
 
 
 def table(data, stopped: bool = False) -> pd.DataFrame:
-    """The finished runs of a results directory (or of a loaded table), with `stopped` also those
-    a search stopped early (drawn, never compared as if trained in full), with their `config`
-    names: the table's, or named over all its runs so that every view names a configuration alike."""
+    """The finished runs of a results directory or loaded table (`stopped`: also those a search stopped
+    early, drawn but never compared), named over all its runs so that every view names them alike."""
     frame = data if isinstance(data, pd.DataFrame) else results.load(data)
     frame = frame if "config" in frame else name_configurations(frame)
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
@@ -52,20 +51,11 @@ def knob_columns(frame: pd.DataFrame) -> list[str]:
     return [n for n in dict.fromkeys(names) if n in frame.columns]
 
 
-def _number(value) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:g}"
-
-
-def _value(value) -> str:
-    return _number(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else str(value)
-
-
 def game(row: pd.Series) -> str:
     """The run's game as the `game` group names it: ttt (m, n, k null) or mnk_<m>_<n>_<k>."""
     if pd.isna(row.get("m")):
         return "ttt"
-    return "mnk_" + "_".join(_number(row[key]) for key in ("m", "n", "k"))
+    return "mnk_" + "_".join(compare.value_text(row[key]) for key in ("m", "n", "k"))
 
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
@@ -85,25 +75,18 @@ def games(frame: pd.DataFrame) -> pd.Series:
     return spelled.astype(object).where(frame["m"].notna(), "ttt")
 
 
-def with_game(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with a `game` column, or as it is when all its runs are 3x3 (whose views keep
-    their columns and names); on bigger boards every view is split by game."""
-    if frame.empty or (games(frame) == "ttt").all():
-        return frame
-    return frame.assign(game=games(frame))
-
-
 def by_game(frame: pd.DataFrame) -> list[str]:
-    """The grouping key that keeps games apart: ["game"] when the table has that column."""
+    """["game"] when the table has that column, else []: the grouping key that keeps games apart."""
     return ["game"] if "game" in frame else []
 
 
 def _name(row: pd.Series, extras: list[str]) -> str:
-    side = "self" if row["opponent"] == "self" else f"player{_number(row['player'])}"
-    name = f"{game(row)}_{side}" + "".join(f"_{letter}{_number(row[key])}" for key, letter in NAME_PARTS
+    text = compare.value_text
+    side = "self" if row["opponent"] == "self" else f"player{text(row['player'])}"
+    name = f"{game(row)}_{side}" + "".join(f"_{letter}{text(row[key])}" for key, letter in NAME_PARTS
                                    if pd.notna(row.get(key)))
     shown = [k for k in extras if not (k == "opponent" and side == "self")]
-    return " ".join([name] + [f"{key}={_value(row[key])}" for key in shown])
+    return " ".join([name] + [f"{key}={text(row[key]) if pd.notna(row[key]) else row[key]}" for key in shown])
 
 
 def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
@@ -122,15 +105,15 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def exact_curves(data, stopped: bool = False) -> pd.DataFrame:
-    """The evaluation points (lab.results.evaluations) of `table`'s runs, named, with_game; empty
-    when the table has no evaluation columns."""
-    return with_game(results.evaluations(table(data, stopped)))
+    """lab.results.evaluations of `table`'s runs (empty without evaluation columns), with a `game`
+    column unless all are 3x3 (whose views keep their columns and names)."""
+    curves = results.evaluations(table(data, stopped))
+    return curves if curves.empty or (games(curves) == "ttt").all() else curves.assign(game=games(curves))
 
 
 def final_evaluations(data) -> pd.DataFrame:
-    """The last evaluation of every finished run, one row per (run, seat, evaluation opponent
-    `evaluated_vs`) with `win`, `draw`, `loss`, `score` = win - loss and `games` (NaN where
-    exact), beside the run's knobs and configuration name (lab.analysis.compare's input)."""
+    """lab.analysis.compare's input: the last evaluation of every finished run, one row per (run, seat,
+    `evaluated_vs`) with its knobs, `config`, `win`, `draw`, `loss`, `score` and `games` (NaN if exact)."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
@@ -156,8 +139,7 @@ def episodes_to_reach(curves: pd.DataFrame, column: str, level: float) -> float:
 
 
 def best_configurations(data) -> pd.DataFrame:
-    """Per (game, algorithm, evaluation opponent, seat) the best configuration (see module doc):
-    the rows COLUMN_NOTES explains."""
+    """The best configuration (module doc) per (game, algorithm, evaluation opponent, seat): COLUMN_NOTES."""
     curves = exact_curves(data)
     if curves.empty:
         return pd.DataFrame()
@@ -182,18 +164,17 @@ def _last(curves: pd.DataFrame) -> pd.DataFrame:
 def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     """best_configurations' row of one (game, algorithm, seat) and evaluation opponent."""
     algorithm, seat = runs["algorithm"].iloc[0], runs["seat"].iloc[0]
-    runs = runs[runs[f"{vs}_win"].notna()]
     win, draw, loss = f"{vs}_win", f"{vs}_draw", f"{vs}_loss"
-    per_config = runs.assign(score=runs[win] - runs[loss]).groupby("config").agg(
+    runs = runs[runs[win].notna()].assign(score=runs[win] - runs[loss])
+    per_config = runs.groupby("config").agg(
         score=("score", "mean"), win=(win, "mean"), draw=(draw, "mean"), loss=(loss, "mean"),
         win_sd=(win, "std"), seeds=("run_id", "nunique"), episodes=("episodes", "max"),
         losing_lines=("losing_lines", "mean"), total_lines=("total_lines", "mean"),
         optimal_move_rate=("optimal_move_rate", "mean"), train_seconds=("train_seconds", "mean"))
-    per_config = per_config.assign(fewer_episodes=-per_config["episodes"])
-    best = per_config.sort_values(["score", "win", "fewer_episodes"], ascending=False).iloc[0]
+    best = per_config.sort_values(["score", "win", "episodes"], ascending=[False, False, True]).iloc[0]
     name = best.name
     seeds = runs[runs["config"] == name]
-    top_run = seeds.assign(score=seeds[win] - seeds[loss]).sort_values("score").iloc[-1]
+    top_run = seeds.sort_values("score").iloc[-1]
     reached = ceiling(game(top_run), vs, seat) or {"win": np.nan, "loss": np.nan}
     row = {
         "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
@@ -278,8 +259,8 @@ def seconds_text(value) -> str:
 
 
 def write_csv(table: pd.DataFrame, path: Path) -> None:
-    """A table as CSV the way every table of the summary is written: seats as X and O (as
-    summary.csv has them), and no column that is empty in every row (another algorithm's knobs)."""
+    """A table of the summary as CSV: seats as X and O, no column empty in every row (another
+    algorithm's knobs)."""
     if "seat" in table and table["seat"].isin(evaluate.SEATS).all():
         table = table.assign(seat=table["seat"].map(evaluate.SEATS))
     table.dropna(axis=1, how="all").to_csv(path, index=False)
@@ -306,8 +287,8 @@ EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy
 
 
 def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """lab.analysis.compare's tables of the finished runs (a results directory or a loaded table): every
-    configuration ranked with its intervals, and the knobs' effects; None without scipy."""
+    """compare.configurations and compare.knob_effects of the finished runs (each game apart); None
+    without scipy."""
     if not stats.available():
         return None
     final = final_evaluations(data)
@@ -324,8 +305,8 @@ def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 FOLDER = "folder"
-"""The column of a table of several results_dirs (lab.analysis.report's comparison) that names each run's
-folder: compared as a knob, so its effect is measured like any knob's."""
+"""The column naming each run's folder in a table of several results_dirs (lab.analysis.report's),
+compared as a knob."""
 
 
 def compared_knobs(frame: pd.DataFrame) -> list[str]:
@@ -336,7 +317,7 @@ def compared_knobs(frame: pd.DataFrame) -> list[str]:
 
 
 def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
-    """The best configurations with the interval of their mean win - loss."""
+    """The best configurations with their mean win - loss's interval."""
     if best.empty:
         return best
     intervals = configs.assign(seat=configs["seat"].map(evaluate.SEATS)).rename(columns={
@@ -348,9 +329,9 @@ def _with_interval(best: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple[pd.DataFrame, list[Path]]:
-    """Write the best configurations as summary.csv and summary.md (in RESULTS_DIR/_summary unless
-    out_dir is given), with scipy also configurations.csv and knobs.csv (lab.analysis.compare); returns the
-    table and the files. `frame` and `compared` (comparisons() of it) spare computing them again."""
+    """Write summary.csv and summary.md (in RESULTS_DIR/_summary unless out_dir is given), with scipy
+    also configurations.csv and knobs.csv; the table and the files. `frame` and `compared`
+    (comparisons() of it) spare computing them again."""
     frame = results.load(results_dir) if frame is None else frame
     compared = comparisons(frame) if compared is None else compared
     best = best_configurations(frame)
