@@ -191,30 +191,14 @@ def opponent(g, run):
     return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(board, simulations))
 
 
-def play_all(table, per_game: int, episodes: int, play) -> None:
-    """Have `play(table, episodes_left)` play `episodes` in all: at once on a dense table (3x3's);
-    on a table of visited positions `play` returns how many it played before the next game could
-    take the table over half full, and the table grows in between."""
-    if isinstance(table, np.ndarray):
-        play(table, episodes)
-        return
-    played = 0
-    while played < episodes:
-        table.make_room(per_game)
-        played += play(table.view(), episodes - played)
-
-
-def memory(table) -> dict:
-    """A learner's memory columns: a table of visited positions' entries and bytes (none for a
-    dense table, whose size the board fixes)."""
-    return {} if isinstance(table, np.ndarray) else table.columns()
-
-
 class Learner(base.Learner):
     """The start of the tabular (and net) Learners: the kernels' random stream seeded, the game's
-    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore."""
+    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore. A tabular
+    learner names its table's attribute (`TABLE`) and plays its kernel in `train_on`."""
 
     DERIVED = ("game", "opponent")
+    TABLE = ""
+    """the attribute holding a tabular learner's table"""
 
     def __init__(self, knobs, run):
         super().__init__(knobs, run)
@@ -225,3 +209,26 @@ class Learner(base.Learner):
     def dense(self) -> bool:
         """Whether the learner's table is a dense array (3x3's), not a table of visited positions."""
         return engine.tabulated(self.game)
+
+    def train_on(self, table, episodes: int, tally: np.ndarray) -> int:
+        """Play up to `episodes` on `table` (a dense array or a table's view), adding the results to
+        tally; return how many were played (fewer where the next game could take a table of
+        visited positions over half full)."""
+        raise NotImplementedError
+
+    def iterate(self) -> np.ndarray:
+        """`train_on` the table `episodes_per_update` episodes: at once on a dense table; a table of
+        visited positions grows whenever `train_on` stops short."""
+        tally, table, played = np.zeros(3, np.int64), getattr(self, self.TABLE), 0
+        if self.dense():
+            self.train_on(table, self.run.episodes_per_update, tally)
+            return tally
+        while played < self.run.episodes_per_update:
+            table.make_room(self.params.per_game)
+            played += self.train_on(table.view(), self.run.episodes_per_update - played, tally)
+        return tally
+
+    def memory(self) -> dict:
+        """A table of visited positions' entries and bytes (none for a dense table, whose size the
+        board fixes, nor for a net learner)."""
+        return {} if self.dense() or not self.TABLE else getattr(self, self.TABLE).columns()
