@@ -184,7 +184,7 @@ def train(g, table, opponent, first_game, n, params, tally):
 
 
 class Learner(tabular.Learner):
-    TABLE = "q"
+    TABLE_NAME = "q"
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)

@@ -99,7 +99,7 @@ def train(g, table, opponent, epsilon, n, params, tally):
 
 
 class Learner(tabular.Learner):
-    TABLE = "q"
+    TABLE_NAME = "q"
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -113,7 +113,8 @@ class Learner(tabular.Learner):
             sparse.check_fits(run, "q_table", depths(run), run.m * run.n)
 
     def train_on(self, table, episodes: int, tally) -> int:
-        played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params, tally)
+        played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
+                                     tally)
         return played
 
     def exploration(self) -> float:

@@ -136,7 +136,7 @@ def train(g, table, opponent, n, params, tally):
 
 
 class Learner(tabular.Learner):
-    TABLE = "values"
+    TABLE_NAME = "values"
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
