@@ -20,7 +20,7 @@ def one_game(q, alpha, gamma, loss_reward, draw_reward):
     """Train a fresh table on one self-play game; return its result (1, -1 or 0)."""
     params = negamax_q.Params(x_plays_table=True, o_plays_table=True, alpha=alpha, gamma=gamma,
                               epsilon=1.0, loss_reward=loss_reward, draw_reward=draw_reward,
-                              reward_decay=0.5, members=1, per_game=9)
+                              reward_decay=0.5, ensemble=1, per_game=9)
     tally = np.zeros(3, np.int64)
     negamax_q.train(engine.TTT, q[None], opponents.for_training("self"), 0, 1, params, tally)
     return (1, -1, 0)[int(np.argmax(tally))]

@@ -43,7 +43,6 @@ from lab import game
 from lab.game import opponents
 from lab.agents import base
 from lab.agents.puct import Params, choose, new_tree, priors_and_values, search, visit_counts
-from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.game import bitboards, bots, engine
 from lab.knobs import TTT, Knobs, RunConfig, require
 from lab.nets import MLP
@@ -115,7 +114,7 @@ def _code(x, o):
 
 @engine.compiled
 def fixed_move(board, table, x, o, side):
-    """The move of a TABLE seat: drawn from 3x3's move table, or a frozen agent's (a bigger board's)."""
+    """The move of a TABLE seat: drawn from 3x3's move table, or a frozen agent's."""
     if isinstance(table, types.Array):
         return lambda board, table, x, o, side: game.sample_move(table, _code(x, o))
     return lambda board, table, x, o, side: engine.opponent_move(board, table, (x, o), side)
@@ -151,13 +150,9 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
                 cell = fixed_move(board, table, x, o, side)
             else:
                 cell = bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
-            bit = np.uint64(1) << np.uint64(cell)
-            if side == 0:
-                x |= bit
-            else:
-                o |= bit
+            x, o, won = bitboards.place(board, x, o, side, cell)
             ply += 1
-            if bitboards.wins(board, x if side == 0 else o, cell):
+            if won:
                 result = side
                 break
         results[g] = result
@@ -165,7 +160,7 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
 
 
 _NO_TABLE = np.zeros((1, 9))
-"""The `table` argument of games without a move-table seat."""
+"""The `table` argument of games without a TABLE seat."""
 
 
 class Frozen(NamedTuple):
@@ -207,22 +202,6 @@ class Agent(base.Agent):
         net, tree = self.net.compiled(), new_tree(self.board.m * self.board.n, self.simulations)
         return visit_counts(self.board, net, np.ascontiguousarray(x, np.uint64),
                             np.ascontiguousarray(o, np.uint64), self.params, tree)
-
-    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
-        """[X wins, O wins, draws] of `games` greedy games in seat `seat` against bot `opponent`,
-        drawn with `seed`; the kernels' random stream is left as it was."""
-        kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
-        kinds[seat - 1] = NET
-        net = self.net.compiled()
-        before = kernel_stream()
-        game.seed_kernels(seed)
-        results = play_games(self.board, (net, net), kinds, self.params,
-                             np.full(2, opponent.simulations, np.int64),
-                             new_tree(self.board.m * self.board.n, self.simulations),
-                             bots.tree(self.board, opponent.simulations, perfect=opponent.name == "perfect"),
-                             _NO_TABLE, games, False)[-1]
-        set_kernel_stream(before)
-        return np.bincount(results, minlength=3)
 
     def frozen(self) -> Frozen:
         net, cells = self.net.compiled(), self.board.m * self.board.n

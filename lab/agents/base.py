@@ -9,9 +9,10 @@ import dataclasses
 import json
 
 import numpy as np
+from numba import njit
 
 from lab import game
-from lab.game import engine
+from lab.game import bots, engine
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT, Knobs, RunConfig, side
@@ -61,12 +62,22 @@ class Agent(abc.ABC):
         return game.greedy_table(codes, self.scores(codes))
 
     def frozen(self):
-        """Bigger boards': the agent as a learner's opponent (in the seat it was not trained in, if
-        it was trained in one), a NamedTuple that the learners' kernels play: lab.game.engine's
-        opponent_move, by the move registered with engine.plays beside the agent's scoring
-        (lab.agents.tabular's, net_games', alphazero's). 3x3's checkpoint opponents play their
-        `move_table` instead."""
+        """Bigger boards': the agent as a learner's opponent, a NamedTuple whose move
+        lab.game.engine.plays registers for the kernels (3x3's opponents play `move_table`)."""
         raise NotImplementedError(f"a {self.algorithm} agent does not play as an opponent on a bigger board")
+
+    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
+        """Bigger boards': [X wins, O wins, draws] of `games` games of the agent, `frozen`, in seat
+        `seat` against bot `opponent`, drawn with `seed`; the kernels' random stream is left as it
+        was."""
+        board, kinds = engine.of(self.shape), [bots.NAMES.index(opponent.name)] * 2
+        fixed = engine.fixed_opponent(kinds, opponent.simulations, lambda: bots.tree(
+            board, opponent.simulations, perfect=opponent.name == "perfect"))
+        agent, before = self.frozen(), kernel_stream()
+        game.seed_kernels(seed)
+        tally = match(board, agent, fixed, seat - 1, games)
+        set_kernel_stream(before)
+        return tally
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:
         """3x3's: a greedy legal move (ties at random) for the side to move on `board`, nine cells."""
@@ -85,8 +96,8 @@ class Agent(abc.ABC):
 
 
 def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
-    """The scores at bitboard positions ((n, 2) [x, o]) of an agent that scores each seat its own
-    way, score(seat, positions where that seat moves), in the positions' order."""
+    """The scores at positions of an agent that scores each seat its own way, score(seat,
+    positions where that seat moves), in the positions' order."""
     cells = engine.inputs(engine.of(agent.shape), positions, np.int8)
     o_moves = cells.sum(axis=1) != 0  # O has one stone less
     out = np.zeros(cells.shape)
@@ -98,9 +109,28 @@ def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def match(g, agent, fixed, me, n):
+    """[X wins, O wins, draws] of n games on the board g: side `me` (0 X, 1 O) played by `agent`
+    (an `Agent.frozen`), the other by `fixed` (lab.game.engine.fixed_opponent)."""
+    tally = np.zeros(3, np.int64)
+    for _ in range(n):
+        pos, side = engine.start(g), 0
+        while True:
+            if side == me:
+                cell = engine.opponent_move(g, agent, pos, side)
+            else:
+                cell = engine.opponent_move(g, fixed, pos, side)
+            pos, won, over = engine.play(g, pos, cell, side)
+            if over:
+                tally[side if won else engine.DRAW] += 1
+                break
+            side = 1 - side
+    return tally
+
+
 class Learner(abc.ABC):
-    """Trains one agent: built from the algorithm's knobs and the run's (as in lab.config.jobs.Job), then
-    stepped by the run loop one update at a time."""
+    """Trains one agent: built from the algorithm's knobs and the run's, stepped by the run loop."""
 
     def __init__(self, knobs: Knobs, run: RunConfig):
         self.knobs, self.run = knobs, run
@@ -117,29 +147,24 @@ class Learner(abc.ABC):
     @classmethod
     def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
         """Refuse, before anything runs (lab.config.jobs.parse), with a one-line ConfigError naming the
-        key, a run this learner could not hold: here none; bigger boards' tabular learners refuse
-        tables that could outgrow memory (lab.game.sparse)."""
+        key, a run this learner could not hold (tabular ones: tables that could outgrow memory)."""
 
     def memory(self) -> dict:
-        """Run-table columns of the memory its tables take, added to every evaluated row: none
-        here; bigger boards' tabular learners give table_entries and table_bytes."""
+        """Run-table columns of the memory its tables take, added to every evaluated row."""
         return {}
 
     def exploration(self) -> float | None:
-        """The epsilon of the last `iterate`'s training games (its last game's where epsilon
-        decays per game), None if the learner does not explore epsilon-greedily: here the
-        `epsilon` knob, constant; learners that decay it override this."""
+        """The epsilon of the last `iterate`'s (last) training game, None if the learner does not
+        explore epsilon-greedily: here the constant `epsilon` knob."""
         epsilon = getattr(self.knobs, "epsilon", None)
         return None if epsilon is None else float(epsilon)
 
-    # Training state, for resuming a run and for population-based training, one mechanism for
-    # every algorithm: the learner's attributes go into an .npz, arrays as arrays, the rest
-    # (numbers, strings, lists, dicts, Generators' states, an MLP's attributes) into one JSON
-    # document, with numba's random state. Loading runs no code from the file: a fresh learner is
-    # built from the knobs and the saved values written into its attributes. What the knobs
-    # determine is rebuilt, not saved (NamedTuples such as `Params`, the opponent, DERIVED), so a
-    # learner restored under mutated knobs (PBT's explore) trains with them; an attribute named
-    # after a decaying knob that changed (mc_vfa's alpha) is scaled by new knob / saved knob.
+    # Training state (resuming, PBT), one mechanism for every algorithm: the attributes go into
+    # an .npz, arrays as arrays, the rest into one JSON document, with numba's random state.
+    # Loading runs no code from the file: saved values are written into a fresh learner. What the
+    # knobs determine is rebuilt, not saved (NamedTuples, the opponent, DERIVED), so a learner
+    # restored under mutated knobs (PBT's explore) trains with them; an attribute named after a
+    # decaying knob that changed (mc_vfa's alpha) is scaled by new knob / saved knob.
     NOT_STATE = ("knobs", "run", "opponent")
     DERIVED: tuple[str, ...] = ()
     """Further attributes that the knobs determine (rebuilt, not saved)"""

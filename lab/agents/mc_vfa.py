@@ -89,16 +89,6 @@ class Agent(net_games.Agent):
     algorithm = "mc_vfa"
     AFTERSTATES = True
 
-    def scores(self, positions):
-        """The value the side to move's net gives the position after each move: -inf where
-        illegal on 3x3, filled cells scored too (and ignored) elsewhere."""
-        if self.board is not None:
-            positions = np.asarray(positions, np.uint64).reshape(-1, 2)
-            return base.by_side(self, positions, self._afterstate_values)
-        if self.other is None:
-            return self.seat_scores(self.player, positions)
-        return base.by_side(self, np.asarray(positions), self.seat_scores)
-
     def seat_scores(self, seat: int, codes):
         """3x3: (n, 9) values of each move's afterstate at `codes` by seat `seat`'s net, -inf where
         illegal."""
@@ -116,7 +106,7 @@ class Agent(net_games.Agent):
         values[unique] = net(np.take(game.BOARDS, unique, axis=0))[:, 0]
         return values[after]
 
-    def _afterstate_values(self, seat, positions):
+    def board_scores(self, seat, positions):
         """Bigger boards: the values seat `seat`'s net gives the position after each cell."""
         net, cells = self.seat_net(seat), self.board.m * self.board.n
         after = np.repeat(positions, cells, axis=0)

@@ -30,8 +30,8 @@ members' Q values side by side in a row. tests/learner_references.py has the 3x3
 Python.
 """
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import namedtuple
+from dataclasses import astuple, dataclass
 
 import numpy as np
 from numba import njit
@@ -120,29 +120,10 @@ def _measures(agent: Agent, seat: int, games: int, seed: int) -> dict:
             if key.startswith(prefix)}
 
 
-class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
-    no docstring is the knob of its name."""
-
-    x_plays_table: bool
-    """X plays epsilon-greedy on the table (else X plays the opponent's move table)"""
-    o_plays_table: bool
-    """the same for O (both in self-play)"""
-    alpha: float
-    gamma: float
-    epsilon: float
-    loss_reward: float
-    draw_reward: float
-    reward_decay: float
-    members: int
-    """the ensemble's tables (the `ensemble` knob)"""
-    per_game: int
-    """the most positions one game adds to a table of visited positions: every move's"""
-
-    @classmethod
-    def of(cls, knobs: Config, run: RunConfig) -> "Params":
-        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.gamma, knobs.epsilon,
-                   knobs.loss_reward, knobs.draw_reward, knobs.reward_decay, knobs.ensemble, run.m * run.n)
+Params = namedtuple("Params", ("x_plays_table", "o_plays_table", "per_game", *Config.names()))
+"""The numbers `train` uses, as one argument (by name: no two can be swapped): whether X and O
+play epsilon-greedy on the table (both in self-play; else that side plays the opponent), the most
+positions one game adds to a table of visited positions (every move's), then the knobs."""
 
 
 @njit(cache=True)
@@ -171,7 +152,7 @@ def train(g, table, opponent, first_game, n, params, tally):
     for number in range(first_game, first_game + n):
         if not engine.room(table, params.per_game):
             return number - first_game
-        member = number % params.members
+        member = number % params.ensemble
         pos, plies, result = engine.start(g), 0, engine.DRAW
         while True:
             side = plies % 2
@@ -203,12 +184,14 @@ def train(g, table, opponent, first_game, n, params, tally):
 
 
 class Learner(tabular.Learner):
+    TABLE_NAME = "q"
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         # a Q table per ensemble member, or their rows side by side
         self.q = (np.zeros((knobs.ensemble, game.N_CODES, 9)) if self.dense()
                   else sparse.Table(knobs.ensemble * run.m * run.n, 0.0))
-        self.params = Params.of(knobs, run)
+        self.params = Params(1 in run.seats, 2 in run.seats, run.m * run.n, *astuple(knobs))
         self.games = 0
 
     @classmethod
@@ -216,18 +199,10 @@ class Learner(tabular.Learner):
         if run.bigger_board:
             sparse.check_fits(run, "negamax_q", range(run.m * run.n), knobs.ensemble * run.m * run.n)
 
-    def iterate(self) -> np.ndarray:
-        tally = np.zeros(3, np.int64)
-
-        def play(table, episodes: int) -> int:
-            played = train(self.game, table, self.opponent, self.games, episodes, self.params, tally)
-            self.games += played
-            return played
-        tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
-        return tally
-
-    def memory(self) -> dict:
-        return tabular.memory(self.q)
+    def train_on(self, table, episodes: int, tally) -> int:
+        played = train(self.game, table, self.opponent, self.games, episodes, self.params, tally)
+        self.games += played
+        return played
 
     def agent(self) -> Agent:
         if isinstance(self.q, np.ndarray):

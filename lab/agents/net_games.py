@@ -16,7 +16,6 @@ from numba import njit
 
 from lab import game
 from lab.agents import base, tabular
-from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.game import bitboards, bots, engine
 from lab.game.engine import AFTER, LEGAL, compiled, tabulated
 from lab.knobs import TTT
@@ -27,9 +26,9 @@ from lab.nets import MLP, forward
 def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
     """Play n games on the game g: a side s (0 X, 1 O) with learns[s] is played by nets[s]
     (CompiledNets), epsilon-greedy on afterstate_values if `afterstates`, else on q_values (each
-    reading `lookup_for`); the other by the fixed `opponent`. Returns
-    engine.history's positions after each ply (a board's cells of room a game), the cell of each
-    ply (n, cells; -1 past the end), the plies of each game and its winner (side) or DRAW."""
+    reading `lookup_for`); the other by the fixed `opponent`. Returns engine.history's positions
+    after each ply (cells of room a game), the cell of each ply (n, cells; -1 past the end), the
+    plies of each game and its winner (side) or DRAW."""
     size = engine.cells(g)
     positions = engine.history(g, n * size)
     cells = np.full((n, size), -1, np.int64)
@@ -141,7 +140,7 @@ def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
 
 @njit(inline="always")
 def _code_cells(code, row):
-    """row[:9] = the cells of a 3x3 board code (its base-3 digits, cell 0 the lowest: 1 X, 2 O)."""
+    """row[:9] = the cells of a 3x3 board code (base-3 digits, cell 0 the lowest: 1 X, 2 O)."""
     for cell in range(9):
         digit = code % 3
         row[cell] = 1.0 if digit == 1 else -1.0 if digit == 2 else 0.0
@@ -230,7 +229,7 @@ def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
 @compiled
 def memory(g, dtype):
     """(values, known): room for `afterstate_values` and `q_values` to remember each side's values
-    (3x3: a row of a value per cell for each code; bitboards remember nothing)."""
+    (3x3: a value per cell for each code; bitboards remember nothing)."""
     size, width = (game.N_CODES, 9) if tabulated(g) else (1, 1)
     return lambda g, dtype: (np.empty((2, size, width), dtype), np.zeros((2, size), np.bool_))
 
@@ -251,8 +250,7 @@ def lookup_for(g, afterstates: bool, symmetry: bool) -> np.ndarray:
 
 class Frozen(NamedTuple):
     """A net agent as a learner's opponent on a bigger board (`Agent.frozen`): greedy on what its
-    nets say (each seat's, as in `play_games`), the scratch room `afterstate_values` and
-    `q_values` use with it."""
+    nets say, with the scratch room `afterstate_values` and `q_values` use."""
 
     nets: tuple
     """the CompiledNets of X's seat and O's"""
@@ -284,7 +282,7 @@ class Agent(base.Agent):
     """What mc_vfa's and q_net's agents share: an MLP trained in seat `player` (1 X, 2 O) on the
     board `shape`, and in self-play a second, `other`, for the other seat. With `symmetry` its
     nets see every position as its canonical image (lab.game.engine.fold). On bigger boards they
-    play `play_games` greedily, against a bot or, frozen, as a learner's opponent."""
+    play greedily, frozen: against a bot or as a learner's opponent."""
 
     AFTERSTATES: bool
     """whether the nets value afterstates (mc_vfa), else moves (q_net)"""
@@ -295,24 +293,19 @@ class Agent(base.Agent):
         self.shape = tuple(shape)
         self.board = None if self.shape == TTT else bitboards.board(*self.shape)
 
+    def scores(self, positions):
+        """The side to move's net's scores of each move (q_net's Q, mc_vfa's afterstate values): on
+        3x3 `seat_scores`, -inf where illegal; elsewhere `board_scores`, filled cells scored too
+        (and ignored)."""
+        if self.board is not None:
+            return base.by_side(self, np.asarray(positions, np.uint64).reshape(-1, 2), self.board_scores)
+        if self.other is None:
+            return self.seat_scores(self.player, positions)
+        return base.by_side(self, np.asarray(positions), self.seat_scores)
+
     def seat_net(self, seat: int) -> MLP:
         """The net that plays seat `seat`."""
         return self.net if seat == self.player or self.other is None else self.other
-
-    def play(self, opponent, seat: int, games: int, seed: int) -> np.ndarray:
-        """Tally [X wins, O wins, draws] of `games` greedy games on a bigger board in seat `seat`
-        against lab.game.bots bot `opponent`, drawn with `seed`; the compiled kernels' random
-        stream is left as it was."""
-        kinds = [bots.NAMES.index(opponent.name)] * 2
-        board, net = self.board, self.seat_net(seat).compiled()
-        fixed = engine.fixed_opponent(kinds, opponent.simulations,
-                                      lambda: bots.tree(board, opponent.simulations))
-        before = kernel_stream()
-        game.seed_kernels(seed)
-        results = play_games(board, (net, net), (seat == 1, seat == 2), fixed, games, 0.0,
-                             lookup_for(board, self.AFTERSTATES, self.symmetry), self.AFTERSTATES)[-1]
-        set_kernel_stream(before)
-        return np.bincount(results, minlength=3)
 
     def frozen(self) -> Frozen:
         nets = tuple(self.seat_net(s).compiled() for s in (1, 2))

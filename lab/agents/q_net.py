@@ -105,23 +105,16 @@ class Agent(net_games.Agent):
     algorithm = "q_net"
     AFTERSTATES = False
 
-    def scores(self, positions):
-        """The side to move's net's Q of each move: -inf where illegal on 3x3, filled cells scored
-        too (and ignored) elsewhere."""
-        if self.board is not None:
-            positions = np.asarray(positions, np.uint64).reshape(-1, 2)
-            return base.by_side(self, positions,
-                                lambda seat, rows: cell_q(self.seat_net(seat), self.board, rows, self.symmetry))
-        if self.other is None:
-            return self.seat_scores(self.player, positions)
-        return base.by_side(self, np.asarray(positions), self.seat_scores)
-
     def seat_scores(self, seat: int, codes):
         """3x3: (n, 9) Q by seat `seat`'s net of each move at `codes`, -inf where illegal."""
         rows, moves = np.nonzero(game.LEGAL[codes])
         q = np.full((len(codes), 9), -np.inf)
         q[rows, moves] = pair_q(self.seat_net(seat), engine.TTT, codes[rows], moves, self.symmetry)
         return q
+
+    def board_scores(self, seat: int, positions):
+        """Bigger boards: Q by seat `seat`'s net of every cell at the positions."""
+        return cell_q(self.seat_net(seat), self.board, positions, self.symmetry)
 
 
 class Learner(net_games.Learner):

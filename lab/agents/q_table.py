@@ -18,8 +18,8 @@ agent moved from on bigger boards (lab.game.sparse). tests/learner_references.py
 loop in plain Python.
 """
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import namedtuple
+from dataclasses import astuple, dataclass
 
 import numpy as np
 from numba import njit
@@ -51,20 +51,10 @@ class Agent(tabular.Agent):
     algorithm = "q_table"  # its table read as tabular.Agent's default: a Q value per cell
 
 
-class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
-    no docstring is the knob of its name."""
-
-    side: int
-    """the agent's side: 0 X (moves first), 1 O"""
-    alpha: float
-    epsilon_decay_per_game: float
-    per_game: int
-    """the most positions one game adds to a table of visited positions: the agent's moves"""
-
-    @classmethod
-    def of(cls, knobs: Config, run: RunConfig) -> "Params":
-        return cls(run.player - 1, knobs.alpha, knobs.epsilon_decay_per_game, len(depths(run)))
+Params = namedtuple("Params", ("side", "per_game", *Config.names()))
+"""The numbers `train` uses, as one argument (by name: no two can be swapped): the agent's side
+(0 X, moving first; 1 O), the most positions one game adds to a table of visited positions (the
+agent's moves), then the knobs (epsilon, which decays, is `train`'s own argument)."""
 
 
 def depths(run: RunConfig) -> range:
@@ -109,32 +99,26 @@ def train(g, table, opponent, epsilon, n, params, tally):
 
 
 class Learner(tabular.Learner):
+    TABLE_NAME = "q"
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.q = np.zeros((game.N_CODES, 9)) if self.dense() else sparse.Table(run.m * run.n, 0.0)
         self.epsilon = knobs.epsilon
-        self.params = Params.of(knobs, run)
+        self.params = Params(run.player - 1, len(depths(run)), *astuple(knobs))
 
     @classmethod
     def check_run(cls, knobs: Config, run: RunConfig) -> None:
         if run.bigger_board:
             sparse.check_fits(run, "q_table", depths(run), run.m * run.n)
 
-    def iterate(self) -> np.ndarray:
-        tally = np.zeros(3, np.int64)
-
-        def play(table, episodes: int) -> int:
-            played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
-                                         tally)
-            return played
-        tabular.play_all(self.q, self.params.per_game, self.run.episodes_per_update, play)
-        return tally
+    def train_on(self, table, episodes: int, tally) -> int:
+        played, self.epsilon = train(self.game, table, self.opponent, self.epsilon, episodes, self.params,
+                                     tally)
+        return played
 
     def exploration(self) -> float:
         return float(self.epsilon)  # the last game's: epsilon decays before every game
-
-    def memory(self) -> dict:
-        return tabular.memory(self.q)
 
     def agent(self) -> Agent:
         return Agent(self.q.copy(), self.run.game)

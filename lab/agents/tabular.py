@@ -1,10 +1,10 @@
 """What the tabular learners (q_table, td_value, negamax_q) share: their Learners' start (the
-game's engine, the fixed opponent) and their trained agent, one class for every board: on 3x3 it
-reads a dense table, on bigger boards a table of visited positions (lab.game.sparse). `Reading`
-says what the rows hold: a Q value per cell of the position to move from (q_table; negamax_q with
-`members` tables side by side, read as their sum), or one value per afterstate (td_value; a move
-that completes a line is worth 1 and one that fills the board without a line `draw_value`, so
-finished positions are never stored).
+game's engine, the fixed opponent) and iteration, and their trained agent, one class for every
+board: on 3x3 it reads a dense table, on bigger boards a table of visited positions
+(lab.game.sparse). `Reading` says what the rows hold: a Q value per cell of the position to move
+from (q_table; negamax_q with `members` tables side by side, read as their sum), or one value per
+afterstate (td_value; a move that completes a line is worth 1 and one that fills the board
+without a line `draw_value`, so finished positions are never stored).
 """
 
 from typing import NamedTuple
@@ -16,9 +16,8 @@ from lab import game
 from lab.game import opponents
 from lab.game import bitboards, bots, engine
 from lab.agents import base
-from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT
-from lab.game.bitboards import best_cell, empty_mask, place
+from lab.game.bitboards import empty_mask, place
 from lab.game.bots import cells_in
 from lab.game.sparse import Table, View, find
 
@@ -38,9 +37,9 @@ class Reading(NamedTuple):
 
 
 @njit(cache=True)
-def scores_at(board, t, reading, x, o, side, member, out):
+def scores_at(board, t, reading, x, o, side, out):
     """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o); the
-    other cells are left as they are. Q rows: member `member`'s, or their sum if member < 0."""
+    other cells are left as they are. Q rows: the sum of the first `reading.members` members'."""
     cells = board.m * board.n
     empty = empty_mask(board, x, o)
     if reading.afterstates:
@@ -57,49 +56,22 @@ def scores_at(board, t, reading, x, o, side, member, out):
                     out[cell] = t.values[slot, 0] if slot >= 0 else t.default
         return
     slot = find(t, x, o)
-    first, last = (0, reading.members) if member < 0 else (member, member + 1)
     for cell in range(cells):
         if empty & (np.uint64(1) << np.uint64(cell)):
             total = 0.0
-            for m in range(first, last):
+            for m in range(reading.members):
                 total += t.values[slot, m * cells + cell] if slot >= 0 else t.default
             out[cell] = total
 
 
 @njit(cache=True)
 def score_rows(board, t, reading, xs, os):
-    """(len(xs), cells) scores of the cells at each position for the side to move there (X when
-    both have as many stones); the filled cells 0."""
+    """(len(xs), cells) scores of the cells at each position for the side to move; filled cells 0."""
     rows = np.zeros((len(xs), board.m * board.n))
     for i in range(len(xs)):
         side = 0 if cells_in(xs[i]) == cells_in(os[i]) else 1
-        scores_at(board, t, reading, xs[i], os[i], side, -1, rows[i])
+        scores_at(board, t, reading, xs[i], os[i], side, rows[i])
     return rows
-
-
-@njit(cache=True)
-def play_games(board, t, reading, kinds, simulations, tree, n):
-    """Tally [X wins, O wins, draws] of n games, seat s played greedily from the table if
-    kinds[s] == TABLE, else by that lab.game.bots bot."""
-    cells = board.m * board.n
-    tally = np.zeros(3, np.int64)
-    scores = np.empty(cells)
-    for _ in range(n):
-        x, o = np.uint64(0), np.uint64(0)
-        result = bots.DRAW
-        for ply in range(cells):
-            side = ply % 2
-            if kinds[side] == TABLE:
-                scores_at(board, t, reading, x, o, side, -1, scores)
-                cell = best_cell(scores, empty_mask(board, x, o), cells)
-            else:
-                cell = bots.bot_move(board, tree, kinds[side], simulations[side], x, o, side)
-            x, o, won = place(board, x, o, side, cell)
-            if won:
-                result = side
-                break
-        tally[result] += 1
-    return tally
 
 
 class Frozen(NamedTuple):
@@ -113,7 +85,7 @@ class Frozen(NamedTuple):
 
 @engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    scores_at(g, opponent.table, opponent.reading, pos[0], pos[1], side, -1, opponent.scores)
+    scores_at(g, opponent.table, opponent.reading, pos[0], pos[1], side, opponent.scores)
     return engine.best_cell(g, opponent.scores, pos)
 
 
@@ -140,19 +112,6 @@ class Agent(base.Agent):
             return np.where(after >= 0, self.table[np.maximum(after, 0)], -np.inf)
         positions = np.asarray(positions, np.uint64).reshape(-1, 2)
         return score_rows(self.board, self.table.view(), self.reading, positions[:, 0], positions[:, 1])
-
-    def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
-        """[X wins, O wins, draws] of `games` greedy games in seat `seat` against bot `opponent`,
-        drawn with `seed`; the kernels' random stream is left as it was."""
-        kinds = np.array([bots.NAMES.index(opponent.name)] * 2, np.int64)
-        kinds[seat - 1] = TABLE
-        simulations = np.full(2, opponent.simulations, np.int64)
-        before = kernel_stream()
-        game.seed_kernels(seed)
-        tally = play_games(self.board, self.table.view(), self.reading, kinds, simulations,
-                           bots.tree(self.board, opponent.simulations), games)
-        set_kernel_stream(before)
-        return tally
 
     def frozen(self) -> Frozen:
         return Frozen(self.table.view(), self.reading, np.zeros(self.board.m * self.board.n))
@@ -191,30 +150,14 @@ def opponent(g, run):
     return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(board, simulations))
 
 
-def play_all(table, per_game: int, episodes: int, play) -> None:
-    """Have `play(table, episodes_left)` play `episodes` in all: at once on a dense table (3x3's);
-    on a table of visited positions `play` returns how many it played before the next game could
-    take the table over half full, and the table grows in between."""
-    if isinstance(table, np.ndarray):
-        play(table, episodes)
-        return
-    played = 0
-    while played < episodes:
-        table.make_room(per_game)
-        played += play(table.view(), episodes - played)
-
-
-def memory(table) -> dict:
-    """A learner's memory columns: a table of visited positions' entries and bytes (none for a
-    dense table, whose size the board fixes)."""
-    return {} if isinstance(table, np.ndarray) else table.columns()
-
-
 class Learner(base.Learner):
     """The start of the tabular (and net) Learners: the kernels' random stream seeded, the game's
-    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore."""
+    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore. A tabular
+    learner names its table's attribute (`TABLE_NAME`) and plays its kernel in `train_on`."""
 
     DERIVED = ("game", "opponent")
+    TABLE_NAME = ""
+    """the attribute holding a tabular learner's table"""
 
     def __init__(self, knobs, run):
         super().__init__(knobs, run)
@@ -225,3 +168,26 @@ class Learner(base.Learner):
     def dense(self) -> bool:
         """Whether the learner's table is a dense array (3x3's), not a table of visited positions."""
         return engine.tabulated(self.game)
+
+    def train_on(self, table, episodes: int, tally: np.ndarray) -> int:
+        """Play up to `episodes` on `table` (a dense array or a table's view), adding the results to
+        tally; return how many were played (fewer where the next game could take a table of
+        visited positions over half full)."""
+        raise NotImplementedError
+
+    def iterate(self) -> np.ndarray:
+        """`train_on` the table `episodes_per_update` episodes: at once on a dense table; a table of
+        visited positions grows whenever `train_on` stops short."""
+        tally, table, played = np.zeros(3, np.int64), getattr(self, self.TABLE_NAME), 0
+        if self.dense():
+            self.train_on(table, self.run.episodes_per_update, tally)
+            return tally
+        while played < self.run.episodes_per_update:
+            table.make_room(self.params.per_game)
+            played += self.train_on(table.view(), self.run.episodes_per_update - played, tally)
+        return tally
+
+    def memory(self) -> dict:
+        """A table of visited positions' entries and bytes (none for a dense table, whose size the
+        board fixes, nor for a net learner)."""
+        return {} if self.dense() or not self.TABLE_NAME else getattr(self, self.TABLE_NAME).columns()

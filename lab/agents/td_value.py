@@ -23,8 +23,8 @@ ones at their fixed values), per unfinished afterstate a learning side moved int
 boards (lab.game.sparse). tests/learner_references.py has the 3x3 loop in plain Python.
 """
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import namedtuple
+from dataclasses import astuple, dataclass
 
 import numpy as np
 from numba import njit
@@ -69,26 +69,11 @@ def initial_values(draw_value: float) -> np.ndarray:
     return np.where(game.TERMINAL, np.where(game.WINNER != 0, 1.0, draw_value), 0.5)
 
 
-class Params(NamedTuple):
-    """The numbers `train` uses, as one argument (by name: no two can be swapped); a field with
-    no docstring is the knob of its name."""
-
-    x_learns: bool
-    """X plays epsilon-greedy on the values and learns (else X plays the opponent)"""
-    o_learns: bool
-    """the same for O (both in self-play)"""
-    alpha: float
-    epsilon: float
-    draw_value: float
-    end_of_game: bool
-    """write-up 003's rule (update=end_of_game) instead of TD steps"""
-    per_game: int
-    """the most afterstates one game adds to a table of visited positions: the learning sides' moves"""
-
-    @classmethod
-    def of(cls, knobs: Config, run: RunConfig) -> "Params":
-        return cls(1 in run.seats, 2 in run.seats, knobs.alpha, knobs.epsilon, knobs.draw_value,
-                   knobs.update == "end_of_game", len(depths(run)))
+Params = namedtuple("Params", ("x_learns", "o_learns", "per_game", "end_of_game", *Config.names()))
+"""The numbers `train` uses, as one argument (by name: no two can be swapped): whether X and O
+play epsilon-greedy on the values and learn (both in self-play; else that side plays the
+opponent), the most afterstates one game adds to a table of visited positions (the learning
+sides' moves), whether the update is write-up 003's rule (end_of_game), then the knobs."""
 
 
 def depths(run: RunConfig) -> range:
@@ -151,26 +136,21 @@ def train(g, table, opponent, n, params, tally):
 
 
 class Learner(tabular.Learner):
+    TABLE_NAME = "values"
+
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.values = initial_values(knobs.draw_value) if self.dense() else sparse.Table(1, 0.5)
-        self.params = Params.of(knobs, run)
+        self.params = Params(1 in run.seats, 2 in run.seats, len(depths(run)), knobs.update == "end_of_game",
+                             *astuple(knobs))
 
     @classmethod
     def check_run(cls, knobs: Config, run: RunConfig) -> None:
         if run.bigger_board:
             sparse.check_fits(run, "td_value", depths(run), 1)
 
-    def iterate(self) -> np.ndarray:
-        tally = np.zeros(3, np.int64)
-
-        def play(table, episodes: int) -> int:
-            return train(self.game, table, self.opponent, episodes, self.params, tally)
-        tabular.play_all(self.values, self.params.per_game, self.run.episodes_per_update, play)
-        return tally
-
-    def memory(self) -> dict:
-        return tabular.memory(self.values)
+    def train_on(self, table, episodes: int, tally) -> int:
+        return train(self.game, table, self.opponent, episodes, self.params, tally)
 
     def agent(self) -> Agent:
         reading = tabular.Reading(True, self.knobs.draw_value, 1)
