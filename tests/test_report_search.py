@@ -15,7 +15,7 @@ from lab.search.space import Dimension
 
 DIMS = {"alpha": Dimension("interval", 0.01, 1.0, log=True), "epsilon": Dimension("interval", 0.0, 1.0),
         "memory": Dimension("choice", values=("keep", "clear"))}
-SCALES = {key: dim.scale for key, dim in DIMS.items()}
+SCALES = {"alpha": "log", "epsilon": "linear", "memory": "category"}
 
 
 def _configurations(count: int, objective) -> list[dict]:

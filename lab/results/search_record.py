@@ -22,15 +22,12 @@ def record(results_dir) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def scale(kind: str, log: bool) -> str:
-    """How a figure draws a searched knob (lab.analysis.knob_figures): log, linear or category."""
-    return "category" if kind == "choice" else "log" if log else "linear"
-
-
 def scales(results_dir) -> dict[str, str]:
-    """How each searched knob is drawn, as it was searched; {} when results_dir holds no search."""
+    """How a figure draws each searched knob (lab.analysis.knob_figures), as it was searched: log,
+    linear or category; {} when results_dir holds no search."""
     found = record(results_dir)
-    return {key: scale(dim["kind"], dim["log"]) for key, dim in found["space"].items()} if found else {}
+    return {key: "category" if dim["kind"] == "choice" else "log" if dim["log"] else "linear"
+            for key, dim in found["space"].items()} if found else {}
 
 
 def trials(results_dir) -> dict | None:

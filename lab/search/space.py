@@ -13,7 +13,6 @@ from omegaconf import OmegaConf
 
 from lab.config import jobs
 from lab.knobs import ConfigError, RunConfig
-from lab.results import search_record
 from lab.search.settings import OBJECTIVES, SearchSettings
 
 GRAMMAR = ("interval(a,b), tag(log,interval(a,b)), choice(x,y,...), range(start,stop[,step]), "
@@ -38,15 +37,6 @@ class Dimension:
     log: bool = False
     integer: bool = False
     values: tuple = ()
-
-    @property
-    def scale(self) -> str:
-        """How a figure draws it: lab.results.search_record.scale."""
-        return search_record.scale(self.kind, self.log)
-
-    def extremes(self) -> tuple:
-        """The values that validating the whole dimension needs: both ends, or every choice."""
-        return (self.low, self.high) if self.kind == "interval" else self.values
 
     def sample(self, rng: np.random.Generator):
         """A value drawn uniformly (log-uniformly on a log scale)."""
@@ -114,18 +104,15 @@ def space(overrides, later=()) -> tuple[list[str], dict[str, Dimension]]:
         elif isinstance(value, (ChoiceSweep, RangeSweep)):
             if tags:
                 raise _not_allowed(override, "tag(log, ...) goes with interval(a,b) only")
-            values = tuple(_override_value(v) for v in override.sweep_iterator(transformer=Transformer.encode))
+            # Hydra's encode gives strings for strings: read back as plain values
+            values = tuple(OmegaConf.create({"v": v})["v"] if isinstance(v, str) else v
+                           for v in override.sweep_iterator(transformer=Transformer.encode))
             if not values:
                 raise _not_allowed(override, "it gives no value")
             dims[key] = Dimension("choice", values=values)
         else:
             raise _not_allowed(override, f"{type(value).__name__} is not a search dimension")
     return fixed, dims
-
-
-def _override_value(value):
-    """An override value as a plain Python value (Hydra's encode gives strings for strings)."""
-    return OmegaConf.create({"v": value})["v"] if isinstance(value, str) else value
 
 
 def resolve_objective(settings: SearchSettings, base: dict) -> None:
@@ -190,5 +177,5 @@ def validate(base: dict, dims: dict[str, Dimension]) -> None:
     ConfigError names the first knob and value the lab cannot run."""
     jobs.job(base)
     for key, dim in dims.items():
-        for value in dim.extremes():
+        for value in (dim.low, dim.high) if dim.kind == "interval" else dim.values:
             jobs.job({**base, key: value})
