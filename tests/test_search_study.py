@@ -54,20 +54,20 @@ def _asked(sampler, told: int) -> dict:
 
 @pytest.mark.parametrize("search", ["random", "tpe"])
 def test_a_trial_asks_what_its_number_and_the_study_say_whatever_this_process_asked_before(search):
-    fresh = _asked(study.Reseeded(search, 7), told=12)
-    sampler = study.Reseeded(search, 7)
-    _asked(sampler, told=5)  # this sampler asked other trials before
-    assert _asked(sampler, told=12) == fresh
-    assert _asked(study.Reseeded(search, 8), told=12) != fresh  # another search seed
+    fresh = _asked(study.sampler(SearchSettings(search=search, seed=7), 12), told=12)
+    assert _asked(study.sampler(SearchSettings(search=search, seed=7), 12), told=12) == fresh
+    assert _asked(study.sampler(SearchSettings(search=search, seed=8), 12), told=12) != fresh  # another seed
+    assert _asked(study.sampler(SearchSettings(search=search, seed=7), 13), told=12) != fresh  # another trial
 
 
 def test_tpe_through_the_reseeded_sampler_still_homes_in():
     """-(x - 0.3)^2 over 60 trials: TPE's last 30 land near 0.3, random's spread over [0, 1]."""
     distances = {}
     for search in ("tpe", "random"):
-        s = optuna.create_study(sampler=study.Reseeded(search, 0), direction="maximize")
+        s = optuna.create_study(direction="maximize")
         xs = []
-        for _ in range(60):
+        for number in range(60):
+            s.sampler = study.sampler(SearchSettings(search=search), number)  # as Optimize asks
             trial = s.ask(X)
             xs.append(trial.params["x"])
             s.tell(trial, -(trial.params["x"] - 0.3) ** 2)

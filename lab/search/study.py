@@ -3,7 +3,7 @@ worker is free (lab.execution.workers), report its aggregated objective where th
 decide (its scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the
 study how it ended. The study lives in Optuna's storage (`optuna-dashboard` opens it), from which
 the same command resumes a search: the trials left running train again under the same trial, and
-each trial's sampler (Reseeded) asks what the uninterrupted search would have.
+each trial's sampler (`sampler`) asks what the uninterrupted search would have.
 """
 
 from pathlib import Path
@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.samplers import BaseSampler
 from optuna.storages.journal import BaseJournalBackend, JournalFileBackend
 from optuna.trial import TrialState
 
@@ -83,46 +82,26 @@ def load(results_dir, storage: str | None = None):
 
 
 def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
-    """The search's study, created or loaded to resume it, and its Store."""
+    """The search's study, created or loaded to resume it, and its Store (Optimize gives each
+    trial its `sampler`)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
-    sampler = Reseeded(settings.search, settings.seed)
     pruner = SCHEDULERS[settings.scheduler].pruner(settings, iterations, eval_every)
     if resume:
-        study = optuna.load_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner)
+        study = optuna.load_study(study_name=store.name, storage=store.storage, pruner=pruner)
     else:
-        study = optuna.create_study(study_name=store.name, storage=store.storage, sampler=sampler, pruner=pruner,
+        study = optuna.create_study(study_name=store.name, storage=store.storage, pruner=pruner,
                                     direction="maximize")
     store.flush()
     return study, store
 
 
-class Reseeded(BaseSampler):
-    """The sampler `search` (lab.search.samplers) built anew for every trial, seeded by (the
-    search's seed, the trial's number): what a trial is asked does not depend on how many
-    trials this process asked before, so a resumed search asks what the uninterrupted one
-    would have."""
-
-    def __init__(self, search: str, seed: int):
-        self.build, self.seed = getattr(optuna.samplers, SAMPLERS[search].optuna), seed
-        self.inner = self.build(seed=seed)
-
-    def before_trial(self, study, trial):
-        seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
-        self.inner = self.build(seed=seed)
-        self.inner.before_trial(study, trial)
-
-    def infer_relative_search_space(self, study, trial):
-        return self.inner.infer_relative_search_space(study, trial)
-
-    def sample_relative(self, study, trial, search_space):
-        return self.inner.sample_relative(study, trial, search_space)
-
-    def sample_independent(self, study, trial, param_name, param_distribution):
-        return self.inner.sample_independent(study, trial, param_name, param_distribution)
-
-    def after_trial(self, study, trial, state, values):
-        self.inner.after_trial(study, trial, state, values)
+def sampler(settings: SearchSettings, number: int):
+    """The sampler `search` (lab.search.samplers) of trial `number`, seeded by (the search's seed,
+    the number): what a trial is asked does not depend on how many trials this process asked
+    before, so a resumed search asks what the uninterrupted one would have."""
+    seed = int(np.random.SeedSequence([settings.seed, number]).generate_state(1)[0])
+    return getattr(optuna.samplers, SAMPLERS[settings.search].optuna)(seed=seed)
 
 
 def distribution(dim: Dimension):
@@ -165,7 +144,8 @@ class Optimize:
             while idle and (again or asked < self.settings.num_samples):
                 if again:
                     trial = self._trial(again.pop(0))
-                else:
+                else:  # asked: the number the study gives the trial
+                    self.study.sampler = sampler(self.settings, asked)
                     trial, asked = self.study.ask(self.distributions), asked + 1
                 self._start(trial, idle)
             self.write()
