@@ -119,10 +119,6 @@ class Evolve:
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
         return [replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))]
 
-    def _task(self, index: int, member: Member, snapshots: dict, until: int) -> Task:
-        return Task(index, self._jobs(member), self.settings.objective, until=until, member=member.name,
-                    starts=snapshots.get(member.name))
-
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
         waiting = [i for i, m in enumerate(members) if m.status == "training"]
@@ -131,8 +127,11 @@ class Evolve:
         while waiting or busy:
             while idle and waiting:
                 index = waiting.pop(0)
+                member = members[index]
                 busy[idle[0]] = index
-                self.pool.send(idle.pop(0), ("start", self._task(index, members[index], snapshots, until)))
+                task = Task(index, self._jobs(member), self.settings.objective, until=until, member=member.name,
+                            starts=snapshots.get(member.name))
+                self.pool.send(idle.pop(0), ("start", task))
             grown = self.pool.grow()
             self.workers += grown
             idle += grown

@@ -68,11 +68,6 @@ PATIENCE = 2
 successive halving may stop it"""
 
 
-def every_point(settings, iterations: int, eval_every: int) -> tuple:
-    """Every evaluation point but the last (the end, where a trial ends anyway)."""
-    return tuple(range(eval_every, iterations, eval_every))
-
-
 def _patient_successive_halving(settings, iterations: int, eval_every: int):
     """Successive halving asked only once patience ran out: its rungs hold only such configurations."""
     optuna = _optuna()
@@ -86,10 +81,11 @@ SCHEDULERS = {s.name: s for s in (
               lambda settings, iterations, eval_every: _optuna().pruners.NopPruner()),
     Scheduler("asha", "successive halving: stop hopeless configurations early", _successive_halving, rungs),
     Scheduler("hyperband", "Optuna's Hyperband over successive halving brackets", _hyperband, rungs),
-    # its patience counts evaluation points, so the pruner hears of every one
+    # its patience counts evaluation points, so the pruner hears of every one but the last (the end)
     Scheduler("patient_asha", f"Optuna's PatientPruner around successive halving: it stops a configuration "
               f"only once its objective has not improved for {PATIENCE} evaluation points",
-              _patient_successive_halving, every_point),
+              _patient_successive_halving,
+              lambda settings, iterations, eval_every: tuple(range(eval_every, iterations, eval_every))),
     Scheduler("pbt", "population-based training", None),
 )}
 """Every scheduler by name, in the order the knob reference and the settings' check list them"""
