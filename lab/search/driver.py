@@ -202,28 +202,26 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
     the trials asked for; None, and a line naming what differs, when it holds another one. Writes
     what it searches (search_record.IDENTITY) where that is new or changed (its folder, num_samples)."""
     saved = search_record.record(folder.parent)
-    if saved is None:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
-        return False
-    differ = differences(saved, ours)
+    differ = differences(saved, ours) if saved is not None else []
     if differ:
         more = f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""
         print(f"error: results_dir={folder.parent} holds another search: {differ[0]}{more}; use another "
               f"results_dir, or delete {folder} to start this one there", file=sys.stderr)
         return None
-    ended = json.loads((folder / FINISHED).read_text())["trials"] if (folder / FINISHED).exists() else 0
+    finished = folder / FINISHED
+    ended = json.loads(finished.read_text())["trials"] if saved is not None and finished.exists() else 0
     wanted = ours["settings"]["num_samples"]
     if ended >= wanted:
         print(f"the search in {folder.parent} is finished: its {wanted} trials ended (best configuration in "
               f"{folder / outcome.BEST}); raise hydra.sweeper.num_samples to search on")
         return "finished"
     if saved != ours:
+        folder.mkdir(parents=True, exist_ok=True)
         (folder / search_record.IDENTITY).write_text(json.dumps(ours, indent=1) + "\n")
-    what = f"continuing the search in {folder} up to {wanted} trials" if ended else \
-        f"resuming the interrupted search in {folder}"
-    print(what)
-    return True
+    if saved is not None:
+        print(f"continuing the search in {folder} up to {wanted} trials" if ended else
+              f"resuming the interrupted search in {folder}")
+    return saved is not None
 
 
 def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):

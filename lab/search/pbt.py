@@ -129,8 +129,8 @@ class Evolve:
                 index = waiting.pop(0)
                 member = members[index]
                 busy[idle[0]] = index
-                task = Task(index, self._jobs(member), self.settings.objective, until=until, member=member.name,
-                            starts=snapshots.get(member.name))
+                task = Task(index, self._jobs(member), self.settings.objective, until=until,
+                            member=member.name, starts=snapshots.get(member.name))
                 self.pool.send(idle.pop(0), ("start", task))
             grown = self.pool.grow()
             self.workers += grown
