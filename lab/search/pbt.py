@@ -56,15 +56,6 @@ class Member:
     """its runs failed because their worker died (a fault of the machine: the search exits 1)"""
 
 
-def run_id(base: dict, search_seed: int, member: str, seed: int) -> str:
-    """A PBT run's id: its knobs change as it trains, so it is named by the search's base
-    configuration (where it trains), the search's seed, its member and its seed."""
-    identity = {k: v for k, v in jobs.job(base).identity().items() if k != "seed"}
-    text = json.dumps({"base": identity, "search_seed": search_seed, "member": member, "seed": seed},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 class Evolve:
     """The generations of a PBT search. `save(results)` stores runs as they end;
     `progress(configuration, busy, running)` is called as each member's last generation ends."""
@@ -107,7 +98,13 @@ class Evolve:
         return Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
 
     def runs(self, member: Member) -> list[str]:
-        return [run_id(self.base, self.settings.seed, member.name, seed) for seed in range(self.settings.seeds)]
+        """Its runs' ids, one per seed: its knobs change as it trains, so a run is named by the search's
+        base configuration (where it trains), the search's seed, its member and its seed."""
+        base = {k: v for k, v in jobs.job(self.base).identity().items() if k != "seed"}
+        named = ({"base": base, "search_seed": self.settings.seed, "member": member.name, "seed": seed}
+                 for seed in range(self.settings.seeds))
+        texts = (json.dumps(n, sort_keys=True, default=str) for n in named)
+        return [hashlib.sha256(text.encode()).hexdigest()[:16] for text in texts]
 
     def _sample(self) -> list[Member]:
         rng = np.random.default_rng([self.settings.seed, 0])
@@ -115,7 +112,7 @@ class Evolve:
                 for i in range(self.settings.num_samples)]
 
     def _jobs(self, member: Member) -> list:
-        """Its runs, one per seed, named by member and seed (`run_id`)."""
+        """Its runs, one per seed, named by member and seed (`runs`)."""
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
         return [replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))]
 
