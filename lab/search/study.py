@@ -206,21 +206,19 @@ class Optimize:
 
     def _end(self, trial, task: Task | None, done: Done | None, error: str | None) -> None:
         """Tell the study how a trial ended; its runs wait in `unsaved` for `write`."""
-        curve = done.curve if done else []
+        lost = done is None and task is not None  # its worker died, the machine's fault: the search exits 1
         if done is not None:
             self.unsaved.append(done.results)
-            status = done.status
-        else:  # refused, or its worker died: its runs failed (the next search trains them again)
-            if task is not None:  # its worker died, the machine's fault: the search exits 1
-                self.unsaved.append(lost_runs(task.jobs, error))
-                trial.set_user_attr("lost", True)
-            status = "failed"
+        elif lost:  # its runs failed (the next search trains them again)
+            self.unsaved.append(lost_runs(task.jobs, error))
+            trial.set_user_attr("lost", True)
+        status = done.status if done is not None else "failed"  # else refused, or lost
         if status == "failed":
             error = (error or next(r.error for r in done.results if r.failed)).splitlines()[0]
             trial.set_user_attr("error", error)
-        ended = Configuration(f"trial {trial.number}", dict(trial.params), status, [list(p) for p in curve],
-                              [job.run_id for job in task.jobs] if task is not None else [], error,
-                              done is None and task is not None)
+        ended = Configuration(f"trial {trial.number}", dict(trial.params), status,
+                              [list(p) for p in done.curve] if done else [],
+                              [job.run_id for job in task.jobs] if task is not None else [], error, lost)
         trial.set_user_attr("runs", ended.runs)
         trial.set_user_attr("objectives", ended.curve)
         if status == "finished":
