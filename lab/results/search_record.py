@@ -1,9 +1,7 @@
-"""What the search in a results_dir searched and what its trials did, as plain data: what the
-analysis reads of a search (its figures, the report's search view) without the search's code.
-results_dir/_search/search.json (IDENTITY), written when the search starts, holds its base
-configuration, space and settings (lab.search.driver.identity); trials.json (TRIALS), written
-whenever the search ends or stops, one record per configuration (lab.search.outcome.records): its
-knobs, status, curve, objective and rank, as the search aggregated and ranked them."""
+"""What the search in a results_dir searched (IDENTITY, written as it starts: its base configuration,
+space and settings, lab.search.driver.identity) and what its trials did (TRIALS, written whenever it
+ends or stops: each configuration's knobs, status, curve, objective and rank, lab.search.outcome.records),
+as plain data: what the analysis (its figures, the report's search view) reads without the search's code."""
 
 import json
 from pathlib import Path
