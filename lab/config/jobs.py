@@ -195,10 +195,6 @@ class Job:
     def algorithm(self) -> agents.Algorithm:
         return agents.get(self.run.algorithm)
 
-    @property
-    def learner(self) -> type:
-        return self.algorithm.Learner
-
     def identity(self) -> dict:
         return identity(self.run, self.knobs)
 
