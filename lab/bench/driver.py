@@ -133,24 +133,18 @@ def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bo
         return runs / seconds
 
 
-def absorption_lines(quick: bool) -> list[str]:
-    runs = 300 if quick else 3_000
-    lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
-             "target 1,000 runs/s without checkpoints, 300 with):"]
+def driver_section(quick: bool) -> None:
+    seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
+    print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
+    print(f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
+          "target 1,000 runs/s without checkpoints, 300 with):")
     for checkpoints in (False, True):
         jobs, packs = _packed_runs(runs, checkpoints)
         for together, what in ((13, "a batch at a time (2 cores)"), (1_300, "100 nodes' batches at once")):
             sent = runs_absorbed_per_second(jobs, packs, together, written=False)
             shared = runs_absorbed_per_second(jobs, packs, together, written=True)
-            lines.append(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
-                         f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
-    return lines
-
-
-def driver_section(quick: bool) -> None:
-    seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
-    print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
-    print("\n".join(absorption_lines(quick)))
+            print(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
+                  f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
     rate = configurations_planned_per_second(seeds)
     print(f"  plan, validate, check results_dir: {rate:,.0f} configurations/s "
           f"({seeds:,} in {seeds / rate:.1f} s; target 10,000 in 5 s)")
