@@ -36,11 +36,11 @@ def lab_batch(m: int, n: int, k: int):
     return lambda seed: bitboards.random_games(m, n, k, 20_000, seed).tolist()
 
 
-def openspiel_python_batch(spiel_game, games: int = 200):
-    """Random games played through OpenSpiel's Python API."""
+def openspiel_python_batch(spiel_game):
+    """200 random games played through OpenSpiel's Python API."""
     def play(seed):
         rng, tally = random.Random(seed), [0, 0, 0]
-        for _ in range(games):
+        for _ in range(200):
             state = spiel_game.new_initial_state()
             while not state.is_terminal():
                 state.apply_action(rng.choice(state.legal_actions()))
@@ -49,14 +49,14 @@ def openspiel_python_batch(spiel_game, games: int = 200):
     return play
 
 
-def openspiel_bots_batch(spiel_game, games: int = 200):
-    """Random games played in C++ by two of OpenSpiel's uniform random bots."""
+def openspiel_bots_batch(spiel_game):
+    """200 random games played in C++ by two of OpenSpiel's uniform random bots."""
     import pyspiel  # the boards extra, optional: only this section needs OpenSpiel
 
     def play(seed):
         bots = [pyspiel.make_uniform_random_bot(player, 2 * seed + player) for player in (0, 1)]
         tally = [0, 0, 0]
-        for _ in range(games):
+        for _ in range(200):
             tally[result(pyspiel.evaluate_bots(spiel_game.new_initial_state(), bots, seed)[0])] += 1
         return tally
     return play

@@ -75,14 +75,14 @@ def seconds_to_load(results_dir) -> float:
     return time.perf_counter() - start
 
 
-def driver_max_rss_mb(runs: int, out, num_cpus: int = 2, parallel: str = "auto") -> float:
+def driver_max_rss_mb(runs: int, out, parallel: str = "auto") -> float:
     """Peak RSS of the driver process (Ray's processes and forks apart) over a real sweep of
-    `runs` 200-iteration runs into `out` (evaluated once, so that the driver, not the runs, sets
+    `runs` 200-iteration runs into `out` on 2 CPUs (evaluated once, so that the driver, not the runs, sets
     the pace). Read from VmHWM: getrusage's ru_maxrss would count the memory of this process,
     which forked it."""
     prelude = ("import atexit, re\natexit.register(lambda: print('VmHWM', re.search(r'VmHWM:\\s*(\\d+)', "
                "open('/proc/self/status').read())[1]))")
-    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}",
+    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", "hydra.launcher.num_cpus=2",
             f"hydra.launcher.parallel={parallel}"]
     output = timed_sweep(args, prelude)[2]
     return int(output.rsplit("VmHWM", 1)[1].split()[0]) / 1024

@@ -56,10 +56,10 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
     return run_cfg.episodes_per_update * per_second(learner.iterate, seconds)
 
 
-def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
+def alphazero_seconds_to_never_losing() -> tuple[float, int]:
     """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
     its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
-    run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self"))
     learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
     for iteration in range(1, run_cfg.iterations + 1):
