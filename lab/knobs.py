@@ -115,7 +115,6 @@ class RunConfig:
 
     @property
     def game(self) -> tuple[int, int, int]:
-        """(m, n, k)"""
         return self.m, self.n, self.k
 
     @property
