@@ -13,12 +13,6 @@ from typing import BinaryIO, Callable
 import numpy as np
 
 
-def _file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     """Write `data` (bytes, or a function that writes to the open file) into a hidden temporary
     file in path's folder, then rename it over `path`; not flushed to the disk (results are
@@ -67,7 +61,9 @@ def write_group(files: list[tuple[Path, bytes | Callable[[BinaryIO], None]]], du
     order given, and another flush so that the renames last too. A reader sees, for each
     path, the old file or none or the whole new one; a crash before the renames leaves only
     hidden temporary files. Not `durable`: the same without the flushes (`write_atomic`)."""
-    mode, written = _file_mode(), []
+    umask = os.umask(0)  # read by setting it: put back at once
+    os.umask(umask)
+    mode, written = 0o666 & ~umask, []
     try:
         for path, data in files:
             path = Path(path)

@@ -138,7 +138,7 @@ def values(agent, board: bitboards.Board, x: int, o: int) -> str:
     return "the agent's scores of its moves:\n" + _grid(cells, board.m)
 
 
-def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> int:
+def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> int:
     """Play one game from `start` (x, o), the person in `seat` (1 = X, 2 = O); the side that won
     (0 X, 1 O) or DRAW."""
     board = bitboards.board(*agents.game_of(agent))
