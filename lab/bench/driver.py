@@ -61,14 +61,6 @@ def write_finished_runs(seeds: int, results_dir) -> None:
     results.statuses(results_dir, write_index=True)  # as the sweep that trained them leaves it
 
 
-def seconds_to_resume(seeds: int, results_dir) -> float:
-    """Wall time of the real command over a results_dir that holds every run finished: start-up,
-    Hydra, composition, validation, reading results_dir, nothing to train."""
-    _, seconds, output = timed_sweep(_driver_grid(seeds, results_dir))
-    assert f"{seeds} runs already finished" in output, output
-    return seconds
-
-
 def seconds_to_load(results_dir) -> float:
     start = time.perf_counter()
     results.load(results_dir)
@@ -150,8 +142,10 @@ def driver_section(quick: bool) -> None:
           f"({seeds:,} in {seeds / rate:.1f} s; target 10,000 in 5 s)")
     with tempfile.TemporaryDirectory() as out:
         write_finished_runs(seeds, out)
-        print(f"  resume a finished {seeds:,}-run grid (the whole command): "
-              f"{seconds_to_resume(seeds, out):.1f} s (target 5 s)")
+        # start-up, Hydra, composition, validation, reading results_dir, nothing to train
+        _, seconds, output = timed_sweep(_driver_grid(seeds, out))
+        assert f"{seeds} runs already finished" in output, output
+        print(f"  resume a finished {seeds:,}-run grid (the whole command): {seconds:.1f} s (target 5 s)")
     with tempfile.TemporaryDirectory() as out:
         write_finished_runs(loaded, out)
         cold = seconds_to_load(out)
