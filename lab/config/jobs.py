@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import agents, game, stats
-from lab.game import opponents
-from lab.game import bitboards, bots, solver
+from lab.game import bitboards, bots, opponents, solver
 from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
 
