@@ -13,12 +13,6 @@ from typing import BinaryIO, Callable
 import numpy as np
 
 
-def _file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     """Write `data` (bytes, or a function that writes to the open file) into a hidden temporary
     file in path's folder, then rename it over `path`; not flushed to the disk (results are
@@ -31,24 +25,18 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
     folders' entries): one syncfs per filesystem where Linux has it (a group commit: one flush
     for many files), else an fsync per file or folder."""
     syncfs = getattr(_libc(), "syncfs", None)
-    if syncfs is None:
-        for fd in fds:
-            os.fsync(fd)
-        for folder in folders if not fds else ():
-            fd = os.open(folder, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        return
+    for fd in fds if syncfs is None else ():
+        os.fsync(fd)
     devices = set()
-    for folder in folders:
+    for folder in folders if syncfs or not fds else ():
         fd = os.open(folder, os.O_RDONLY)
         try:
-            device = os.fstat(fd).st_dev
-            if device not in devices and syncfs(fd) != 0:
-                raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
-            devices.add(device)
+            if syncfs is None:
+                os.fsync(fd)
+            elif (device := os.fstat(fd).st_dev) not in devices:
+                if syncfs(fd) != 0:
+                    raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
+                devices.add(device)
         finally:
             os.close(fd)
 
@@ -67,7 +55,9 @@ def write_group(files: list[tuple[Path, bytes | Callable[[BinaryIO], None]]], du
     order given, and another flush so that the renames last too. A reader sees, for each
     path, the old file or none or the whole new one; a crash before the renames leaves only
     hidden temporary files. Not `durable`: the same without the flushes (`write_atomic`)."""
-    mode, written = _file_mode(), []
+    umask = os.umask(0)  # read by setting it: put back at once
+    os.umask(umask)
+    mode, written = 0o666 & ~umask, []
     try:
         for path, data in files:
             path = Path(path)

@@ -40,10 +40,8 @@ SHARED_RULES = {
 narrow a shared rule in its `check`, never widen it."""
 
 
-@functools.cache
-def _hints(config: type) -> dict:
-    """A Config's field types (typing.get_type_hints resolves them anew at every call)."""
-    return typing.get_type_hints(config)
+_hints = functools.cache(typing.get_type_hints)
+"""A Config's field types, resolved once (typing.get_type_hints resolves them anew at every call)"""
 
 
 class Knobs:
@@ -115,7 +113,6 @@ class RunConfig:
 
     @property
     def game(self) -> tuple[int, int, int]:
-        """(m, n, k)"""
         return self.m, self.n, self.k
 
     @property

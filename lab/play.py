@@ -138,7 +138,7 @@ def values(agent, board: bitboards.Board, x: int, o: int) -> str:
     return "the agent's scores of its moves:\n" + _grid(cells, board.m)
 
 
-def one_game(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> int:
+def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> int:
     """Play one game from `start` (x, o), the person in `seat` (1 = X, 2 = O); the side that won
     (0 X, 1 O) or DRAW."""
     board = bitboards.board(*agents.game_of(agent))
@@ -190,10 +190,6 @@ def load_checkpoint(path):
         raise ValueError(f"cannot load a checkpoint: {exc}") from None
 
 
-def _bot_moves(board: bitboards.Board, bot: bots.Bot, x, o, rng) -> np.ndarray:
-    return bots.moves(board, bot, x, o, int(rng.integers(2**31)))
-
-
 def opponent(agent, name: str, simulations: int):
     """The player that --vs names, as moves(x, o, rng) -> cells: a bot of lab.game.bots, or the
     agent in a checkpoint of the same board; ValueError in one line if there is none."""
@@ -204,7 +200,7 @@ def opponent(agent, name: str, simulations: int):
             raise ValueError(f"--vs perfect: the lab solves boards of at most {solver.MAX_CELLS} cells; "
                              f"this one has {board.m * board.n} (mcts plays well there)")
         bot = bots.bot(name, simulations if name == "mcts" else None)
-        return functools.partial(_bot_moves, board, bot)
+        return lambda x, o, rng: bots.moves(board, bot, x, o, int(rng.integers(2**31)))
     if not Path(name).is_file():
         raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(bots.NAMES)}) "
                          "nor a checkpoint file")

@@ -45,13 +45,6 @@ def field_docs(cls) -> dict[str, str]:
     return docs
 
 
-def kinds(cls) -> dict[str, str]:
-    """Each field's type as a knob's user sees it."""
-    names = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer",
-             str | None: "string"}
-    return {name: names[kind] for name, kind in typing.get_type_hints(cls).items()}
-
-
 def shown(value) -> str:
     """A default as the yaml writes it."""
     if value is None:
@@ -80,16 +73,16 @@ def shared_defaults() -> dict:
     return {**groups, **game, **raw}
 
 
-def algorithm_defaults(name: str) -> dict:
-    """The configuration `python -m lab.sweep algorithm=NAME` runs (results_dir aside), without
-    the knobs conf/matchup sets against its opponent (listed apart, `_matchup_lines`)."""
-    return compose(f"algorithm={name}", "~matchup")
+KINDS = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer",
+         str | None: "string"}
+"""A field's type as a knob's user sees it"""
 
 
 def _rows(cls, defaults: dict) -> list[tuple]:
     """A table row (name, kind, default, meaning) per field of the dataclass `cls`."""
-    docs, types = field_docs(cls), kinds(cls)
-    return [(f.name, types[f.name], shown(defaults[f.name]), docs[f.name]) for f in dataclasses.fields(cls)]
+    docs, types = field_docs(cls), typing.get_type_hints(cls)
+    return [(f.name, KINDS[types[f.name]], shown(defaults[f.name]), docs[f.name])
+            for f in dataclasses.fields(cls)]
 
 
 def _table(rows) -> list[str]:
@@ -114,7 +107,7 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
     algorithm = agents.get(name)
     module = sys.modules[algorithm.Learner.__module__]
     summary = " ".join(module.__doc__.split("\n\n")[0].split())
-    defaults = algorithm_defaults(name)
+    defaults = compose(f"algorithm={name}", "~matchup")  # what conf/matchup sets: listed apart, below
     rows = _rows(algorithm.Config, defaults)
     own = set(algorithm.Config.names())
     changed = [f"`{key}={shown(defaults[key])}`" for key in shared

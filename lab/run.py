@@ -86,17 +86,11 @@ def ended(run_id: str, rows: list[dict], status: str, error: str | None, checkpo
     return RunResult(run_id, [{**row, "status": status, "error": error, **stamp} for row in rows], checkpoint)
 
 
-def _python_scalar(value):
-    """json.dumps' fallback: a numpy scalar in a row as the Python number it holds."""
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} in a run row")
-
-
 def snapshot(learner, rows: list[dict], train_seconds: float) -> bytes:
     """A run in progress as .npz bytes: the learner's whole training state (Learner.state) and
     the rows trained so far (JSON). Never pickled; `resume` reads it back."""
-    progress = json.dumps({"rows": rows, "train_seconds": train_seconds}, default=_python_scalar)
+    # a numpy scalar in a row as the Python number it holds (TypeError for anything else)
+    progress = json.dumps({"rows": rows, "train_seconds": train_seconds}, default=np.generic.item)
     buffer = io.BytesIO()
     np.savez(buffer, run_progress=np.array(progress), **learner.state())
     return buffer.getvalue()
@@ -128,7 +122,7 @@ class Training:
         self.state_path = Path(state_path) if state_path is not None else None
         self.training, self.evaluating = _Clock(), _Clock()
         try:
-            self.learner = job.learner(job.knobs, job.run)
+            self.learner = job.algorithm.Learner(job.knobs, job.run)
             if start is None and self.state_path is not None and self.state_path.exists():
                 start = self.state_path.read_bytes()
             if start is not None:
@@ -197,9 +191,6 @@ class Training:
         """End the run here, with status "stopped" if it has iterations left (a search gave up on it)."""
         self.stopped = self.error is None and self.iteration < self.job.run.iterations
 
-    def save_state(self) -> None:
-        write_atomic(self.state_path, self.snapshot())
-
     def snapshot(self) -> bytes:
         return snapshot(self.learner, self.rows, self.training.seconds)
 
@@ -245,7 +236,7 @@ def run(job: Job, code: dict | None = None, *, state_path=None, save_every: int 
                 training.stop()
             elif save_every and state_path is not None and training.iteration % save_every == 0 \
                     and not training.ended:
-                training.save_state()
+                write_atomic(training.state_path, training.snapshot())
         except Exception as exc:  # noqa: BLE001 - a failing report or save ends the run as failed
             training._fail(exc)
     return training.result()

@@ -75,7 +75,7 @@ def _saved(learner) -> dict:
 def test_state_loads_without_pickle(tmp_path):
     """The saved state is an .npz of plain arrays and one JSON document."""
     the_job = _job("mc_vfa", tmp_path)
-    learner = the_job.learner(the_job.knobs, the_job.run)
+    learner = the_job.algorithm.Learner(the_job.knobs, the_job.run)
     learner.iterate()
     assert all(array.dtype != object for array in _saved(learner).values())
 
@@ -87,12 +87,12 @@ def test_restore_under_mutated_knobs_trains_with_them(tmp_path):
     import dataclasses
 
     the_job = _job("mc_vfa", tmp_path, "alpha_decay_per_update=0.5")
-    learner = the_job.learner(the_job.knobs, the_job.run)
+    learner = the_job.algorithm.Learner(the_job.knobs, the_job.run)
     learner.iterate()
     learner.iterate()
     assert learner.alpha == pytest.approx(the_job.knobs.alpha * 0.25)
     mutated = dataclasses.replace(the_job.knobs, alpha=the_job.knobs.alpha * 3)
-    fresh = the_job.learner(mutated, the_job.run)
+    fresh = the_job.algorithm.Learner(mutated, the_job.run)
     fresh.restore(_saved(learner))
     assert fresh.alpha == pytest.approx(mutated.alpha * 0.25)
     assert fresh.knobs is mutated

@@ -157,7 +157,7 @@ def test_a_seats_move_table_evaluates_as_the_whole_table(algorithm):
     results as from the whole table, in either seat."""
     j = job(compose(f"algorithm={algorithm}", *TINY_RUNS[algorithm], "iterations=3",
                     "episodes_per_update=20"))
-    learner = j.learner(j.knobs, j.run)
+    learner = j.algorithm.Learner(j.knobs, j.run)
     for _ in range(3):
         learner.iterate()
     agent = learner.agent()

@@ -20,7 +20,4 @@ exact evaluation timed for each fixed player.
 The cluster section (`--cluster` alone: root, SLURM and a checkout of the lab) runs the parallel
 grid with the SLURM recipe on 2 nodes of 1 CPU against 1 node (namespaces on this machine,
 tests/cluster/cluster.sh).
-
-One module per section (throughput: the in-process measurements; driver, parallel, search, report,
-boards, exact, cluster), and `python -m lab.bench` (__main__) runs them.
 """

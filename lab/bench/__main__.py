@@ -30,14 +30,6 @@ SECTIONS = {
 
 def main() -> None:
     cli.stop_children_first()  # Ctrl-C or `timeout`: its sweeps stop their Ray, its temporary folders go
-    try:
-        _bench()
-    except KeyboardInterrupt:
-        print("\ninterrupted: the benchmark stopped, and what it started with it", file=sys.stderr)
-        sys.exit(130)
-
-
-def _bench() -> None:
     parser = cli.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
@@ -47,8 +39,12 @@ def _bench() -> None:
     only = [section for flag, (section, _) in SECTIONS.items() if getattr(args, flag)]
     every = [throughput_section, *(SECTIONS[flag][0] for flag in ("parallel", "driver", "search", "report",
                                                                   "boards", "exact"))]
-    for section in only or every:
-        section(args.quick)
+    try:
+        for section in only or every:
+            section(args.quick)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the benchmark stopped, and what it started with it", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -31,16 +31,11 @@ def timed(play_batch, seconds: float) -> tuple[float, list[int]]:
     return sum(tally) / (time.perf_counter() - start), tally
 
 
-def lab_batch(m: int, n: int, k: int):
-    """20,000 random games of the lab's engine, one compiled call."""
-    return lambda seed: bitboards.random_games(m, n, k, 20_000, seed).tolist()
-
-
-def openspiel_python_batch(spiel_game, games: int = 200):
-    """Random games played through OpenSpiel's Python API."""
+def openspiel_python_batch(spiel_game):
+    """200 random games played through OpenSpiel's Python API."""
     def play(seed):
         rng, tally = random.Random(seed), [0, 0, 0]
-        for _ in range(games):
+        for _ in range(200):
             state = spiel_game.new_initial_state()
             while not state.is_terminal():
                 state.apply_action(rng.choice(state.legal_actions()))
@@ -49,14 +44,14 @@ def openspiel_python_batch(spiel_game, games: int = 200):
     return play
 
 
-def openspiel_bots_batch(spiel_game, games: int = 200):
-    """Random games played in C++ by two of OpenSpiel's uniform random bots."""
+def openspiel_bots_batch(spiel_game):
+    """200 random games played in C++ by two of OpenSpiel's uniform random bots."""
     import pyspiel  # the boards extra, optional: only this section needs OpenSpiel
 
     def play(seed):
         bots = [pyspiel.make_uniform_random_bot(player, 2 * seed + player) for player in (0, 1)]
         tally = [0, 0, 0]
-        for _ in range(games):
+        for _ in range(200):
             tally[result(pyspiel.evaluate_bots(spiel_game.new_initial_state(), bots, seed)[0])] += 1
         return tally
     return play
@@ -83,7 +78,8 @@ def boards_section(quick: bool) -> None:
     print(f"{'board':<9}{'lab engine':>12}{'OpenSpiel Python':>18}{'OpenSpiel C++ bots':>20}"
           f"{'ratio':>8}{'target':>8}   shares lab | OpenSpiel")
     for m, n, k in BOARDS:
-        rate, tally = timed(lab_batch(m, n, k), seconds)
+        # 20,000 random games of the lab's engine a batch, one compiled call
+        rate, tally = timed(lambda seed: bitboards.random_games(m, n, k, 20_000, seed).tolist(), seconds)
         spiel_game = pyspiel.load_game("mnk", {"m": m, "n": n, "k": k})
         python_rate, python_tally = timed(openspiel_python_batch(spiel_game), seconds)
         bots_rate, _ = timed(openspiel_bots_batch(spiel_game), seconds)

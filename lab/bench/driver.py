@@ -61,28 +61,20 @@ def write_finished_runs(seeds: int, results_dir) -> None:
     results.statuses(results_dir, write_index=True)  # as the sweep that trained them leaves it
 
 
-def seconds_to_resume(seeds: int, results_dir) -> float:
-    """Wall time of the real command over a results_dir that holds every run finished: start-up,
-    Hydra, composition, validation, reading results_dir, nothing to train."""
-    _, seconds, output = timed_sweep(_driver_grid(seeds, results_dir))
-    assert f"{seeds} runs already finished" in output, output
-    return seconds
-
-
 def seconds_to_load(results_dir) -> float:
     start = time.perf_counter()
     results.load(results_dir)
     return time.perf_counter() - start
 
 
-def driver_max_rss_mb(runs: int, out, num_cpus: int = 2, parallel: str = "auto") -> float:
+def driver_max_rss_mb(runs: int, out, parallel: str = "auto") -> float:
     """Peak RSS of the driver process (Ray's processes and forks apart) over a real sweep of
-    `runs` 200-iteration runs into `out` (evaluated once, so that the driver, not the runs, sets
+    `runs` 200-iteration runs into `out` on 2 CPUs (evaluated once, so that the driver, not the runs, sets
     the pace). Read from VmHWM: getrusage's ru_maxrss would count the memory of this process,
     which forked it."""
     prelude = ("import atexit, re\natexit.register(lambda: print('VmHWM', re.search(r'VmHWM:\\s*(\\d+)', "
                "open('/proc/self/status').read())[1]))")
-    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", f"hydra.launcher.num_cpus={num_cpus}",
+    args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", "hydra.launcher.num_cpus=2",
             f"hydra.launcher.parallel={parallel}"]
     output = timed_sweep(args, prelude)[2]
     return int(output.rsplit("VmHWM", 1)[1].split()[0]) / 1024
@@ -133,31 +125,27 @@ def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bo
         return runs / seconds
 
 
-def absorption_lines(quick: bool) -> list[str]:
-    runs = 300 if quick else 3_000
-    lines = [f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
-             "target 1,000 runs/s without checkpoints, 300 with):"]
+def driver_section(quick: bool) -> None:
+    seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
+    print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
+    print(f"  absorbing finished runs ({runs:,} of {ABSORB_ROWS} rows x {len(columns.schema())} columns; "
+          "target 1,000 runs/s without checkpoints, 300 with):")
     for checkpoints in (False, True):
         jobs, packs = _packed_runs(runs, checkpoints)
         for together, what in ((13, "a batch at a time (2 cores)"), (1_300, "100 nodes' batches at once")):
             sent = runs_absorbed_per_second(jobs, packs, together, written=False)
             shared = runs_absorbed_per_second(jobs, packs, together, written=True)
-            lines.append(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
-                         f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
-    return lines
-
-
-def driver_section(quick: bool) -> None:
-    seeds, loaded, runs = (1_000, 300, 300) if quick else (10_000, 3_000, 3_000)
-    print(f"driver: {', '.join(DRIVER_GRID)}, seed=range(0,N)")
-    print("\n".join(absorption_lines(quick)))
+            print(f"    {'with' if checkpoints else 'without'} checkpoints, {what}: {sent:,.0f} runs/s "
+                  f"written by the driver, {shared:,.0f} runs/s stored by workers on a shared file system")
     rate = configurations_planned_per_second(seeds)
     print(f"  plan, validate, check results_dir: {rate:,.0f} configurations/s "
           f"({seeds:,} in {seeds / rate:.1f} s; target 10,000 in 5 s)")
     with tempfile.TemporaryDirectory() as out:
         write_finished_runs(seeds, out)
-        print(f"  resume a finished {seeds:,}-run grid (the whole command): "
-              f"{seconds_to_resume(seeds, out):.1f} s (target 5 s)")
+        # start-up, Hydra, composition, validation, reading results_dir, nothing to train
+        _, seconds, output = timed_sweep(_driver_grid(seeds, out))
+        assert f"{seeds} runs already finished" in output, output
+        print(f"  resume a finished {seeds:,}-run grid (the whole command): {seconds:.1f} s (target 5 s)")
     with tempfile.TemporaryDirectory() as out:
         write_finished_runs(loaded, out)
         cold = seconds_to_load(out)

@@ -12,23 +12,18 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _solved_lines(m: int, n: int, k: int) -> tuple[solver.Solved, list[str]]:
-    """The board solved, timed, with its counts and value."""
+def report(m: int, n: int, k: int) -> str:
+    """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
     started, before = time.perf_counter(), _peak_mb()
     solved = solver.solve(m, n, k)
     seconds, found = time.perf_counter() - started, solver.counts(solved)
     held = sum(a.nbytes for part in solved[1:] for a in part) / 2**20
-    return solved, [
+    lines = [
         f"{m}x{n} k{k}: {found['positions']:,} positions, enumerated and solved in {seconds:.1f} s; "
         f"arrays {held:.0f} MB, peak RSS {_peak_mb():.0f} MB ({before:.0f} before)",
         f"by depth: {', '.join(f'{c:,}' for c in found['by_depth'])}",
         f"terminal: {found['x_wins']:,} X wins, {found['o_wins']:,} O wins, {found['draws']:,} draws; "
         f"value: {int(solved.value[0][0]):+d} (X's view)"]
-
-
-def report(m: int, n: int, k: int) -> str:
-    """The pass on one board, timed: counts, the game's value, exact() per policy and seat."""
-    solved, lines = _solved_lines(m, n, k)
     lines.append(f"{'policy':<15} seat seconds " + "".join(f"{o:>18}" for o in measures.OPPONENTS)
                  + "  win/draw/loss %")
     for name in (*measures.OPPONENTS, "lowest optimal"):

@@ -61,8 +61,7 @@ def ray_ready_seconds(cores: int) -> float:
               f"sweep.connect(num_cpus={cores})\n"
               "ray.get(ray.remote(batch.Trainer).remote({}).train.remote([]))\n"
               "print(time.perf_counter() - start)\nsweep.disconnect()")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    return float(done.stdout.split()[-1])
+    return float(timed_python(["-c", script])[2].split()[-1])
 
 
 def auto_mode(args: list[str], cores: int) -> str:

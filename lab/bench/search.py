@@ -4,8 +4,6 @@ against the same search written with Optuna alone over lab.run, as a user would.
 import multiprocessing
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -85,8 +83,7 @@ def search_section(quick: bool) -> None:
     print(f"search: the README's q_table search, {' '.join(SEARCH_SPACE[:3])}, 64 configurations, TPE, "
           f"successive halving from 111 iterations (factor 3), objective against onestep; {cores} cores")
     with tempfile.TemporaryDirectory() as out:  # untimed: compiles the kernels a fresh install has not
-        subprocess.run([sys.executable, "-m", "lab.sweep", *SEARCH_SPACE[:3], "iterations=1", f"results_dir={out}"],
-                       capture_output=True, check=True)
+        timed_python(["-m", "lab.sweep", *SEARCH_SPACE[:3], "iterations=1", f"results_dir={out}"])
     print(f"  {'search seed':<12}{'lab':>9}{'plain Optuna':>14}{'ratio':>8}   best objective: lab / plain Optuna; "
           "training episodes: lab / plain Optuna")
     lab, plain = [], []

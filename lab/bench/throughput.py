@@ -56,10 +56,10 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
     return run_cfg.episodes_per_update * per_second(learner.iterate, seconds)
 
 
-def alphazero_seconds_to_never_losing(seed: int = 0) -> tuple[float, int]:
+def alphazero_seconds_to_never_losing() -> tuple[float, int]:
     """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
     its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
-    run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self", f"seed={seed}"))
+    run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self"))
     learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
     for iteration in range(1, run_cfg.iterations + 1):
@@ -76,7 +76,7 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
     """Median milliseconds of one exact evaluation point of a run, move_table() + exact() (what
     lab.run does every eval_every iterations), for an agent trained `iterations` iterations."""
     job = jobs.job(compose(*overrides))
-    learner = job.learner(job.knobs, job.run)
+    learner = job.algorithm.Learner(job.knobs, job.run)
     for _ in range(iterations):
         learner.iterate()
     agent = learner.agent()
@@ -86,14 +86,6 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
         evaluate.exact(agent.move_table(job.run.player), job.run.player)
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times[10:])
-
-
-def evaluation_points() -> str:
-    """The evaluation-point line of the benchmark; targets from issue 16."""
-    mc_vfa_ms = evaluation_point_ms([*WRITEUP_000, "layers=5", "neurons=32"])
-    q_table_ms = evaluation_point_ms(["algorithm=q_table", "episodes_per_update=1000"])
-    return (f"evaluation point: mc_vfa 5x32 {mc_vfa_ms:.2f} ms (target 1.5), "
-            f"q_table {q_table_ms:.2f} ms (target 0.5)")
 
 
 def sweep_seconds(workers: int, iterations: int) -> float:
@@ -136,7 +128,10 @@ def throughput_section(quick: bool) -> None:
         rate = training_episodes_per_second(overrides, seconds)
         print(f"{name + ': training episodes':<34}{rate:>14,.0f}{target:>12,}")
 
-    print(evaluation_points())
+    mc_vfa_ms = evaluation_point_ms([*WRITEUP_000, "layers=5", "neurons=32"])
+    q_table_ms = evaluation_point_ms(["algorithm=q_table", "episodes_per_update=1000"])
+    print(f"evaluation point: mc_vfa 5x32 {mc_vfa_ms:.2f} ms (target 1.5), "
+          f"q_table {q_table_ms:.2f} ms (target 0.5)")  # targets from issue 16
 
     if not quick:
         seconds, iteration = alphazero_seconds_to_never_losing()

@@ -1,2 +1,2 @@
 """Configuration: the lab's Hydra files composed into flat configurations (compose), each made a
-validated Job (jobs), and the knob reference generated from the knobs' docstrings (reference)."""
+validated Job (jobs)."""

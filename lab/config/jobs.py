@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import agents, game, stats
-from lab.game import opponents
-from lab.game import bitboards, bots, solver
+from lab.game import bitboards, bots, opponents, solver
 from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
 
@@ -128,11 +127,6 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     return run, knobs
 
 
-ON_CODE_CHANGE = ("reuse", "rerun")
-"""What a sweep does with a run finished in results_dir by another code version (lab.results.provenance
-.same_code): keep it as finished (with a note), or train it again"""
-
-
 def check_settings(cfg) -> tuple[Path, bool, str]:
     """Validate where and whether a run happens: (absolute results_dir, force, on_code_change). A
     relative results_dir is taken from where the sweep is launched (not allowed under `ray job
@@ -140,7 +134,7 @@ def check_settings(cfg) -> tuple[Path, bool, str]:
     force = cfg.get("force", False)
     require(isinstance(force, bool), "force", force, "true or false")
     on_code_change = cfg.get("on_code_change", "reuse")
-    require(on_code_change in ON_CODE_CHANGE, "on_code_change", on_code_change,
+    require(on_code_change in ("reuse", "rerun"), "on_code_change", on_code_change,
             "reuse (keep runs finished by another code version) or rerun (train them again)")
     raw = cfg.get("results_dir")
     require(isinstance(raw, str) and raw.strip() != "", "results_dir", raw, "a directory path")
@@ -194,10 +188,6 @@ class Job:
     @property
     def algorithm(self) -> agents.Algorithm:
         return agents.get(self.run.algorithm)
-
-    @property
-    def learner(self) -> type:
-        return self.algorithm.Learner
 
     def identity(self) -> dict:
         return identity(self.run, self.knobs)
