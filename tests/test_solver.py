@@ -119,7 +119,7 @@ def test_a_function_is_asked_only_where_the_game_reaches(ttt):
 
     assert measures.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
     assert len(asked) == len(set(asked)) < len(measures.decisions(ttt, 1)[0]) / 2
-    assert game.decode(asked[0]).tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
+    assert game.BOARDS[asked[0]].tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
 
 
 def brute_force(m, n, k):

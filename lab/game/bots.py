@@ -362,9 +362,3 @@ def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
     out = np.empty(len(x), np.int64)
     _moves(shape, t, NAMES.index(player.name), player.simulations, x, o, seed, out)
     return out
-
-
-
-def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
-    """The cell `player` plays in the one position (x, o): moves' for a single position."""
-    return int(moves(shape, player, [x], [o], seed)[0])
