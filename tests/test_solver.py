@@ -74,7 +74,7 @@ def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, nam
 def assert_evaluates_alike(measured: dict, expected: dict) -> None:
     """The exact pass's measures are lab.evaluation.evaluate's: every key, lines counted alike, shares and
     rates to rounding (the two passes sum in other orders)."""
-    assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in evaluate.RESULTS}
+    assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in measures.RESULTS}
     for key, value in expected.items():
         if evaluate.KEYS[key] is float:
             assert measured[key] == pytest.approx(value, abs=1e-12), key

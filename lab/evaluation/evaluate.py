@@ -22,14 +22,13 @@ from lab.evaluation import exact_ceiling
 from lab.game import bots, engine, measures, solver
 from lab.knobs import TTT, RunConfig
 
-RESULTS = measures.RESULTS
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
 OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
 """How figures and tables name them."""
 SEATS = {1: "X", 2: "O"}
 """The seats' marks: player 1 is X and moves first."""
-KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in RESULTS},
+KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in measures.RESULTS},
         "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float,
         "winning_lines": int, "drawing_lines": int}
 """The keys of exact()'s result, in order, each with the type of its value."""
@@ -38,10 +37,10 @@ EXACT, GAMES = "exact", "games"
 BOARD_OPPONENTS = tuple(dict.fromkeys((*measures.OPPONENTS, *bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (lab.game.solver) or by games
 (the bots)"""
-BOARD_KEYS = {**{f"{o}_{r}": float for o in measures.OPPONENTS for r in RESULTS},
+BOARD_KEYS = {**{f"{o}_{r}": float for o in measures.OPPONENTS for r in measures.RESULTS},
               **{key: kind for key, kind in KEYS.items() if not key.startswith(OPPONENTS)},
               **{f"{bot}_{key}": kind for bot in bots.ANY_BOARD  # perfect: where evaluation is exact
-                 for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
+                 for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in measures.RESULTS
                                                       for end in ("", "_low", "_high")]}}
 """The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""
 
@@ -80,7 +79,7 @@ def column(seat: int, key: str) -> str:
     return f"eval_p{seat}_{key}"
 
 
-ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in RESULTS)
+ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in measures.RESULTS)
 """The measures of `alternated`."""
 
 
@@ -107,7 +106,6 @@ def tabulated(agent, run: RunConfig) -> dict:
         columns.update({alternated_column(key): value for key, value in
                         alternated(measured[1], measured[2]).items()})
     return columns
-
 
 
 def evaluation(agent, run: RunConfig) -> dict:

@@ -21,7 +21,6 @@ from numba import njit
 from lab import cli
 from lab.game import measures, solver
 
-RESULTS = measures.RESULTS
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (sums of the same rationals, rounded)."""
 KNOWN = {
@@ -78,7 +77,7 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
                           solved.winner[depth], solved.children[depth], solved.value[depth],
                           solved.value[depth + 1], solved.winner[depth + 1], after,
                           TIE_TOLERANCE)
-    return dict(zip(RESULTS, after[0].tolist()))
+    return dict(zip(measures.RESULTS, after[0].tolist()))
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,7 +125,7 @@ def main(argv=None) -> None:
     print(f"{'opponent':<9} {'seat':<6} {'win':>19} {'draw':>22} {'loss':>22}")
     for (opponent, player), c in found.items():
         print(f"{opponent:<9} {'XO'[player - 1]} ({player})  "
-              + " ".join(f"{c[r]!r:>22}" for r in RESULTS))
+              + " ".join(f"{c[r]!r:>22}" for r in measures.RESULTS))
 
 
 if __name__ == "__main__":

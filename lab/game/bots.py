@@ -132,7 +132,6 @@ def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
             starts)
 
 
-
 @njit(cache=True)
 def winning_cells(board, stones, empty):
     """The empty cells where a stone added to `stones` completes a line, as a mask."""
@@ -202,7 +201,6 @@ def _select(t, node):
         if score > best_score:
             best, best_score = child, score
     return best
-
 
 
 @njit(cache=True)
