@@ -81,13 +81,8 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def ceilings(m: int, n: int, k: int) -> dict:
-    """{(opponent, seat): {win, draw, loss}} on the m,n,k board: KNOWN's if stored, else computed."""
-    return KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k)
-
-
 def computed(m: int, n: int, k: int) -> dict:
-    """ceilings() computed: the board solved, a pass per opponent and seat."""
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board: solved, a pass per opponent and seat."""
     solved = solver.solve(m, n, k)
     return {(opponent, player): _ceiling(solved, opponent, player)
             for opponent in measures.OPPONENTS for player in (1, 2)}
@@ -99,7 +94,7 @@ def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     m, n, k = game
     if m * n > solver.MAX_CELLS or opponent not in measures.OPPONENTS:
         return None
-    return ceilings(m, n, k)[(opponent, player)]
+    return (KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k))[(opponent, player)]
 
 
 @cli.one_line()  # a full disk or a closed pipe on stdout: one line
