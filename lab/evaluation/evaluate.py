@@ -94,26 +94,19 @@ def alternated_column(key: str) -> str:
     return f"eval_alternated_{key}"
 
 
-def tabulated(agent, run: RunConfig) -> dict:
-    """3x3: `exact` in the seats the agent trains in as columns eval_p<seat>_<key>; in both, also
-    eval_alternated_<key> (`alternated`)."""
-    seats = run.seats
-    moves = agent.move_table(seats[0] if len(seats) == 1 else None)
-    measured = {seat: exact(moves, seat) for seat in seats}
-    columns = {column(seat, key): value
-               for seat, result in measured.items() for key, value in result.items()}
-    if len(measured) == 2:
-        columns.update({alternated_column(key): value for key, value in
-                        alternated(measured[1], measured[2]).items()})
-    return columns
-
-
 def evaluation(agent, run: RunConfig) -> dict:
     """The agent in the seats it trains in (both in self-play), as results-table columns: 3x3 by
-    `tabulated`, a board the lab solves exactly, any other by games against random and the run's
-    bot (else onestep)."""
+    `exact` (in both seats also eval_alternated_<key>, `alternated`), a board the lab solves
+    exactly, any other by games against random and the run's bot (else onestep)."""
     if not run.bigger_board:
-        return tabulated(agent, run)
+        moves = agent.move_table(run.seats[0] if len(run.seats) == 1 else None)
+        measured = {seat: exact(moves, seat) for seat in run.seats}
+        columns = {column(seat, key): value
+                   for seat, result in measured.items() for key, value in result.items()}
+        if len(measured) == 2:
+            columns.update({alternated_column(key): value for key, value in
+                            alternated(measured[1], measured[2]).items()})
+        return columns
     if run.m * run.n <= solver.MAX_CELLS:
         board = solver.solve(*run.game)
 
