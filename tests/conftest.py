@@ -100,7 +100,7 @@ def _run_and_restore(tmp_path, *overrides):
     assert np.allclose(probs.sum(axis=1), 1) and not probs[~game.LEGAL[game.DECISIONS]].any()
     rng = np.random.default_rng(0)
     for code in rng.choice(game.DECISIONS, 300):
-        assert game.LEGAL[code, restored.act(game.decode(code), rng)]
+        assert game.LEGAL[code, restored.act(game.BOARDS[code], rng)]
     return restored, rows
 
 

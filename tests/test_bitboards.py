@@ -53,7 +53,7 @@ def test_every_reachable_3x3_position_agrees_with_lab_games_tables():
     assert sorted(codes) == np.flatnonzero(game.REACHABLE).tolist()  # 5,478 positions, each once
     assert len(codes) == len(status) == 5478
     for code, (terminal, winner) in codes.items():
-        assert (terminal, winner) == (bool(game.TERMINAL[code]), int(game.WINNER[code])), game.decode(code)
+        assert (terminal, winner) == (bool(game.TERMINAL[code]), int(game.WINNER[code])), game.BOARDS[code]
 
 
 def brute_force_wins(grid, row, col, k):

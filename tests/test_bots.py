@@ -14,7 +14,7 @@ from lab import game, stats
 from lab.evaluation import evaluate
 from lab.game import opponents
 from lab.game import bitboards, bots, engine
-from lab.game.bots import Bot, bot, choose, moves, play_match
+from lab.game.bots import Bot, bot, moves, play_match
 from lab.evaluation.evaluate import outcome_rates
 
 FIVE = bitboards.board(5, 5, 4)
@@ -126,12 +126,12 @@ MUST_BLOCK = position("X...X", ".....", "OOO..", ".....", "....X")
 def test_onestep_and_block_take_an_immediate_win_before_blocking():
     for seed in range(30):
         for name in ("onestep", "block"):
-            assert choose(FIVE, bot(name), *TAKE_OR_BLOCK, seed) == cell(0, 3)
+            assert moves(FIVE, bot(name), *TAKE_OR_BLOCK, seed)[0] == cell(0, 3)
 
 
 def test_block_always_blocks_and_onestep_does_not():
-    blocks = [choose(FIVE, bot("block"), *MUST_BLOCK, seed) for seed in range(30)]
-    onestep = [choose(FIVE, bot("onestep"), *MUST_BLOCK, seed) for seed in range(30)]
+    blocks = [moves(FIVE, bot("block"), *MUST_BLOCK, seed)[0] for seed in range(30)]
+    onestep = [moves(FIVE, bot("onestep"), *MUST_BLOCK, seed)[0] for seed in range(30)]
     assert set(blocks) == {cell(2, 3)}
     assert len(set(onestep)) > 5 and set(onestep) <= {c for c in range(25) if not sum(MUST_BLOCK) >> c & 1}
 
@@ -160,7 +160,7 @@ def test_mcts_finds_a_forced_win_in_two():
     winning = {c for c, v in valued.items() if v == 1}
     assert winning == {cell(2, 3)}  # the brute force's ground truth
     for seed in range(5):
-        assert choose(FIVE, bot("mcts", 1_000), *WIN_IN_TWO, seed) in winning
+        assert moves(FIVE, bot("mcts", 1_000), *WIN_IN_TWO, seed)[0] in winning
 
 
 def test_mcts_blocks_a_three_and_prevents_an_open_three():
@@ -168,12 +168,12 @@ def test_mcts_blocks_a_three_and_prevents_an_open_three():
     loss four plies deep seen for every other move: 1,000 simulations do (lab.game.bots.EXPLORATION
     was chosen on this position)."""
     for seed in range(5):
-        assert choose(FIVE, bot("mcts", 200), *MUST_BLOCK, seed) == cell(2, 3)
+        assert moves(FIVE, bot("mcts", 200), *MUST_BLOCK, seed)[0] == cell(2, 3)
     valued = moves_valued(*OPEN_THREE, plies=4)
     safe = {c for c, v in valued.items() if v > -1}
     assert safe == {cell(2, 0), cell(2, 3), cell(2, 4)}  # anything else lets O make an open three
     for seed in range(10):
-        assert choose(FIVE, bot("mcts", 1_000), *OPEN_THREE, seed) in safe
+        assert moves(FIVE, bot("mcts", 1_000), *OPEN_THREE, seed)[0] in safe
 
 
 @pytest.mark.slow
@@ -243,12 +243,12 @@ def test_bad_match_arguments_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^simulations applies to mcts only, got simulations=5 for random$"):
         play_match(FIVE, Bot("random", 5), bot("random"), 1, 0)
     with pytest.raises(ValueError, match=r"^simulations \(MCTS playouts per move\) must be an integer >= 1, got 0$"):
-        choose(FIVE, Bot("mcts"), 0, 0, 0)
+        moves(FIVE, Bot("mcts"), 0, 0, 0)[0]
     with pytest.raises(ValueError, match=r"^games must be an integer >= 0, got -1$"):
         play_match(FIVE, bot("random"), bot("random"), -1, 0)
     with pytest.raises(ValueError, match=r"^seat must be 1 \(X\) or 2 \(O\), got 0$"):
         outcome_rates([1, 2, 3], 0)
     with pytest.raises(ValueError, match=r"^x and o must be positions with a move left"):
-        choose(FIVE, bot("random"), *position("XX...", "....."), 0)
+        moves(FIVE, bot("random"), *position("XX...", "....."), 0)[0]
     with pytest.raises(ValueError, match=r"^trials must be a positive integer, got 0$"):
         stats.wilson(0, 0)

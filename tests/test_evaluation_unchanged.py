@@ -37,7 +37,7 @@ def reference_check(table, side):
     if bad.any():
         code = int(mine[np.argmax(bad)])
         raise ValueError(f"the move table is not a probability distribution over the legal moves "
-                         f"at board {game.decode(code).tolist()} (code {code}): {table[code]}")
+                         f"at board {game.BOARDS[code].tolist()} (code {code}): {table[code]}")
 
 
 def reference_outcomes(agent_moves, opponent_moves, side):

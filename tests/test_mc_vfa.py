@@ -30,7 +30,7 @@ def test_tiny_run_rows_and_checkpoint(tmp_path):
     assert agent.algorithm == "mc_vfa" and agent.player == 2
     rng = np.random.default_rng(0)
     for code in rng.choice(game.DECISIONS, 300):
-        assert game.LEGAL[code, agent.act(game.decode(code), rng)]
+        assert game.LEGAL[code, agent.act(game.BOARDS[code], rng)]
 
 
 def test_same_seed_same_rows():

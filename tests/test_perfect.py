@@ -12,7 +12,7 @@ from lab.results import columns
 from lab.game import bitboards, bots, measures, solver
 from lab.config.compose import compose
 from lab.config.jobs import job
-from lab.game.bots import bot, choose, play_match
+from lab.game.bots import bot, moves, play_match
 from lab.evaluation.evaluate import outcome_rates
 from lab.run import run
 from references import optimal_moves
@@ -23,10 +23,10 @@ FOUR = bitboards.board(4, 4, 4)
 def test_its_moves_are_every_value_keeping_move_on_3x3():
     """The table holds, for every open position, exactly references.optimal_moves."""
     solved = solver.solve(3, 3, 3)
-    keys, moves, starts = bots.perfect_table(3, 3, 3)
+    keys, masks, starts = bots.perfect_table(3, 3, 3)
     assert len(keys) == sum(int((w == 0).sum()) for w in solved.winner[:len(solved.children)])
     for depth in range(len(starts) - 1):
-        for key, mask in zip(keys[starts[depth]:starts[depth + 1]], moves[starts[depth]:starts[depth + 1]]):
+        for key, mask in zip(keys[starts[depth]:starts[depth + 1]], masks[starts[depth]:starts[depth + 1]]):
             x, o = int(key) & 511, int(key) >> 9
             assert bin(x | o).count("1") == depth
             assert [c for c in range(9) if int(mask) >> c & 1] == optimal_moves(solved, x, o)
@@ -34,7 +34,7 @@ def test_its_moves_are_every_value_keeping_move_on_3x3():
 
 def test_it_draws_its_moves_uniformly_among_the_optimal_ones():
     x, o = 0b000010000, 0  # X in the centre: O's only value-keeping moves are the four corners
-    drawn = {choose(bitboards.board(3, 3, 3), bot("perfect"), x, o, seed) for seed in range(40)}
+    drawn = {moves(bitboards.board(3, 3, 3), bot("perfect"), x, o, seed)[0] for seed in range(40)}
     assert drawn == {0, 2, 6, 8}
 
 

@@ -74,7 +74,7 @@ def test_3x3_exact_figures_are_lab_evaluates_for_a_table_and_a_function(ttt, nam
 def assert_evaluates_alike(measured: dict, expected: dict) -> None:
     """The exact pass's measures are lab.evaluation.evaluate's: every key, lines counted alike, shares and
     rates to rounding (the two passes sum in other orders)."""
-    assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in evaluate.RESULTS}
+    assert set(measured) == set(evaluate.KEYS) | {f"perfect_{r}" for r in measures.RESULTS}
     for key, value in expected.items():
         if evaluate.KEYS[key] is float:
             assert measured[key] == pytest.approx(value, abs=1e-12), key
@@ -119,7 +119,7 @@ def test_a_function_is_asked_only_where_the_game_reaches(ttt):
 
     assert measures.exact(ttt, lowest_optimal, 1)["random_loss"] == 0.0
     assert len(asked) == len(set(asked)) < len(measures.decisions(ttt, 1)[0]) / 2
-    assert game.decode(asked[0]).tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
+    assert game.BOARDS[asked[0]].tolist() == [0] * 9 and all(game.TO_MOVE[asked] == 1)
 
 
 def brute_force(m, n, k):

@@ -5,19 +5,20 @@ import numpy as np
 import pytest
 
 from lab import agents, game
+from lab.game import engine
 
 
 def test_canonical_pairs_are_shared_by_the_images_of_a_pair():
     codes = game.DECISIONS
     rows, moves = np.nonzero(game.LEGAL[codes])
-    canonical = game.canonical_pairs(codes[rows], moves)
+    canonical = engine.canonical_pairs(engine.TTT, codes[rows], moves)
     # the move lands on a legal cell of the canonical board, and leads to the canonical class of
     # the position it led to
     assert game.LEGAL[canonical].all()
     assert (game.CANONICAL[game.AFTER[canonical]] == game.CANONICAL[game.AFTER[codes[rows], moves]]).all()
     for cells, images in zip(game.SYMMETRIES, game.symmetric_codes(codes[rows])):
         image_moves = np.argsort(cells)[moves]  # where cell `move` goes in that image
-        for folded, expected in zip(game.canonical_pairs(images, image_moves), canonical):
+        for folded, expected in zip(engine.canonical_pairs(engine.TTT, images, image_moves), canonical):
             np.testing.assert_array_equal(folded, expected)
 
 

@@ -22,14 +22,13 @@ from lab.evaluation import exact_ceiling
 from lab.game import bots, engine, measures, solver
 from lab.knobs import TTT, RunConfig
 
-RESULTS = measures.RESULTS
 OPPONENTS = ("random", "onestep")
 """The opponents exact() and ceiling() measure against."""
 OPPONENT_TITLES = {"random": "random", "onestep": "OneStep"}
 """How figures and tables name them."""
 SEATS = {1: "X", 2: "O"}
 """The seats' marks: player 1 is X and moves first."""
-KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in RESULTS},
+KEYS = {**{f"{o}_{r}": float for o in OPPONENTS for r in measures.RESULTS},
         "losing_lines": int, "total_lines": int, "never_loses": bool, "optimal_move_rate": float,
         "winning_lines": int, "drawing_lines": int}
 """The keys of exact()'s result, in order, each with the type of its value."""
@@ -38,10 +37,10 @@ EXACT, GAMES = "exact", "games"
 BOARD_OPPONENTS = tuple(dict.fromkeys((*measures.OPPONENTS, *bots.NAMES)))
 """Whom an agent on a bigger board can be measured against: exactly (lab.game.solver) or by games
 (the bots)"""
-BOARD_KEYS = {**{f"{o}_{r}": float for o in measures.OPPONENTS for r in RESULTS},
+BOARD_KEYS = {**{f"{o}_{r}": float for o in measures.OPPONENTS for r in measures.RESULTS},
               **{key: kind for key, kind in KEYS.items() if not key.startswith(OPPONENTS)},
               **{f"{bot}_{key}": kind for bot in bots.ANY_BOARD  # perfect: where evaluation is exact
-                 for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in RESULTS
+                 for key, kind in [("games", int)] + [(f"{r}{end}", float) for r in measures.RESULTS
                                                       for end in ("", "_low", "_high")]}}
 """The keys of an evaluation on a bigger board (column(seat, key) holds them), with their types."""
 
@@ -80,7 +79,7 @@ def column(seat: int, key: str) -> str:
     return f"eval_p{seat}_{key}"
 
 
-ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in RESULTS)
+ALTERNATED_KEYS = tuple(f"{o}_{r}" for o in OPPONENTS for r in measures.RESULTS)
 """The measures of `alternated`."""
 
 
@@ -95,27 +94,19 @@ def alternated_column(key: str) -> str:
     return f"eval_alternated_{key}"
 
 
-def tabulated(agent, run: RunConfig) -> dict:
-    """3x3: `exact` in the seats the agent trains in as columns eval_p<seat>_<key>; in both, also
-    eval_alternated_<key> (`alternated`)."""
-    seats = run.seats
-    moves = agent.move_table(seats[0] if len(seats) == 1 else None)
-    measured = {seat: exact(moves, seat) for seat in seats}
-    columns = {column(seat, key): value
-               for seat, result in measured.items() for key, value in result.items()}
-    if len(measured) == 2:
-        columns.update({alternated_column(key): value for key, value in
-                        alternated(measured[1], measured[2]).items()})
-    return columns
-
-
-
 def evaluation(agent, run: RunConfig) -> dict:
     """The agent in the seats it trains in (both in self-play), as results-table columns: 3x3 by
-    `tabulated`, a board the lab solves exactly, any other by games against random and the run's
-    bot (else onestep)."""
+    `exact` (in both seats also eval_alternated_<key>, `alternated`), a board the lab solves
+    exactly, any other by games against random and the run's bot (else onestep)."""
     if not run.bigger_board:
-        return tabulated(agent, run)
+        moves = agent.move_table(run.seats[0] if len(run.seats) == 1 else None)
+        measured = {seat: exact(moves, seat) for seat in run.seats}
+        columns = {column(seat, key): value
+                   for seat, result in measured.items() for key, value in result.items()}
+        if len(measured) == 2:
+            columns.update({alternated_column(key): value for key, value in
+                            alternated(measured[1], measured[2]).items()})
+        return columns
     if run.m * run.n <= solver.MAX_CELLS:
         board = solver.solve(*run.game)
 

@@ -21,7 +21,6 @@ from numba import njit
 from lab import cli
 from lab.game import measures, solver
 
-RESULTS = measures.RESULTS
 TIE_TOLERANCE = 1e-12
 """Expected values closer than this count as equal (sums of the same rationals, rounded)."""
 KNOWN = {
@@ -78,17 +77,12 @@ def _ceiling(solved: solver.Solved, opponent: str, player: int) -> dict:
                           solved.winner[depth], solved.children[depth], solved.value[depth],
                           solved.value[depth + 1], solved.winner[depth + 1], after,
                           TIE_TOLERANCE)
-    return dict(zip(RESULTS, after[0].tolist()))
+    return dict(zip(measures.RESULTS, after[0].tolist()))
 
 
 @functools.lru_cache(maxsize=4)
-def ceilings(m: int, n: int, k: int) -> dict:
-    """{(opponent, seat): {win, draw, loss}} on the m,n,k board: KNOWN's if stored, else computed."""
-    return KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k)
-
-
 def computed(m: int, n: int, k: int) -> dict:
-    """ceilings() computed: the board solved, a pass per opponent and seat."""
+    """{(opponent, seat): {win, draw, loss}} on the m,n,k board: solved, a pass per opponent and seat."""
     solved = solver.solve(m, n, k)
     return {(opponent, player): _ceiling(solved, opponent, player)
             for opponent in measures.OPPONENTS for player in (1, 2)}
@@ -100,7 +94,7 @@ def ceiling(game: tuple, opponent: str, player: int) -> dict | None:
     m, n, k = game
     if m * n > solver.MAX_CELLS or opponent not in measures.OPPONENTS:
         return None
-    return ceilings(m, n, k)[(opponent, player)]
+    return (KNOWN[(m, n, k)] if (m, n, k) in KNOWN else computed(m, n, k))[(opponent, player)]
 
 
 @cli.one_line()  # a full disk or a closed pipe on stdout: one line
@@ -126,7 +120,7 @@ def main(argv=None) -> None:
     print(f"{'opponent':<9} {'seat':<6} {'win':>19} {'draw':>22} {'loss':>22}")
     for (opponent, player), c in found.items():
         print(f"{opponent:<9} {'XO'[player - 1]} ({player})  "
-              + " ".join(f"{c[r]!r:>22}" for r in RESULTS))
+              + " ".join(f"{c[r]!r:>22}" for r in measures.RESULTS))
 
 
 if __name__ == "__main__":

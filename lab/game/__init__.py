@@ -96,11 +96,6 @@ def encode(board) -> int:
     return int((np.where(cells == -1, 2, cells) * POW3).sum())
 
 
-def decode(code: int) -> np.ndarray:
-    """The 9 cells of a board code."""
-    return BOARDS[code].copy()
-
-
 def symmetric_codes(codes: np.ndarray) -> np.ndarray:
     """(8, n) codes of the 8 symmetric images of each board."""
     images = BOARDS[np.asarray(codes)][:, SYMMETRIES]  # (n, 8, 9)
@@ -118,11 +113,6 @@ CANONICAL, CANONICAL_PAIR = _canonical_tables()
 """CANONICAL[c]: the least code among board c's 8 symmetric images (5,478 reachable positions,
 765 classes); CANONICAL_PAIR[c, m]: 9 x code + cell of the least image of the pair (board c,
 move m), so that symmetric pairs (the empty board's 8, say) share one image."""
-
-
-def canonical_pairs(codes: np.ndarray, moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each (position, move) pair as its canonical image: (codes, moves) of CANONICAL_PAIR."""
-    return np.divmod(CANONICAL_PAIR[codes, moves], 9)
 
 
 def uniform_over(mask: np.ndarray) -> np.ndarray:

@@ -16,8 +16,6 @@ from numba import njit
 
 MAX_CELLS = 64
 """Cells a board may have: a side's stones are one uint64."""
-DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
-"""(row step, column step) of a row, a column, a diagonal and an anti-diagonal"""
 
 
 class Board(NamedTuple):
@@ -56,7 +54,7 @@ def board(m: int, n: int, k: int) -> Board:
     through = [[] for _ in range(m * n)]
     for row in range(n):
         for col in range(m):
-            for d_row, d_col in DIRECTIONS:
+            for d_row, d_col in ((0, 1), (1, 0), (1, 1), (1, -1)):  # row, column, both diagonals
                 cells = [(row + i * d_row) * m + col + i * d_col for i in range(k)]
                 if 0 <= row + (k - 1) * d_row < n and 0 <= col + (k - 1) * d_col < m:
                     mask = sum(1 << cell for cell in cells)
@@ -231,7 +229,6 @@ def _play_random(board, games, seed, tally):
     np.random.seed(seed)
     for _ in range(games):
         tally[rollout(board, np.uint64(0), np.uint64(0), 0)] += 1
-
 
 
 def random_games(m: int, n: int, k: int, games: int, seed: int) -> np.ndarray:

@@ -132,7 +132,6 @@ def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
             starts)
 
 
-
 @njit(cache=True)
 def winning_cells(board, stones, empty):
     """The empty cells where a stone added to `stones` completes a line, as a mask."""
@@ -202,7 +201,6 @@ def _select(t, node):
         if score > best_score:
             best, best_score = child, score
     return best
-
 
 
 @njit(cache=True)
@@ -362,9 +360,3 @@ def moves(shape, player: Bot, x, o, seed: int) -> np.ndarray:
     out = np.empty(len(x), np.int64)
     _moves(shape, t, NAMES.index(player.name), player.simulations, x, o, seed, out)
     return out
-
-
-
-def choose(shape, player: Bot, x: int, o: int, seed: int) -> int:
-    """The cell `player` plays in the one position (x, o): moves' for a single position."""
-    return int(moves(shape, player, [x], [o], seed)[0])

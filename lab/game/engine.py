@@ -396,7 +396,7 @@ def canonical(g, positions: np.ndarray) -> np.ndarray:
 def canonical_pairs(g, positions: np.ndarray, moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each (position, move) pair as its canonical image (`fold`): symmetric pairs share one."""
     if tabulated(g):
-        return game.canonical_pairs(positions, moves)
+        return np.divmod(game.CANONICAL_PAIR[positions, moves], 9)
     images, places = fold(g, positions)
     return images, places[np.arange(len(moves)), moves]
 
