@@ -1,16 +1,9 @@
 """The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
 opens offline in a browser (Plotly's script and the data inlined). What it shows is in
-docs/analysis.md ("The interactive report"): per algorithm and seat the table of its configurations
-(lab.analysis.compare), their curves, the knob views and importance, a drill-down to a
-configuration's runs (lab.analysis.report_runs) and a search's view (lab.analysis.search_figures).
-Everything is aggregated before it is written (curves binned within CURVE_NUMBERS numbers), so a
-report stays a few MB whatever the runs' count.
-
-    lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.analysis.report)
-
-Needs the `report` extra (plotly, scipy); the sweep writes the report at its end when figures
-are on and the extra is installed, and says in one line how to get it when it is not.
-"""
+docs/analysis.md ("The interactive report"). Everything is aggregated before it is written (curves
+binned within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count. Needs
+the `report` extra (plotly, scipy); written by `lab-report RESULTS_DIR` (_CLI_DOC) and at a sweep's
+end (`analyse`)."""
 
 import argparse
 import datetime
@@ -58,7 +51,7 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
 
 def curves(points: tuple, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration's finished
-    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every curve_kinds one."""
+    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every evaluation kind it names."""
     _, training, exact, kinds = points
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {kind: _binned(exact.dropna(subset=[kind]), kind, bins) for kind in kinds}
@@ -275,11 +268,6 @@ def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
     return _write(frame, compared, [results_dir], out)
 
 
-def write_comparison(results_dirs: list, out) -> Path:
-    """Write the report of several results_dirs (`together`) on one page, `out`; its path."""
-    return _write(together(results_dirs), None, results_dirs, Path(out))
-
-
 def _write(frame: pd.DataFrame, compared, results_dirs: list, out: Path) -> Path:
     frame = frame if "config" in frame else summary.name_configurations(frame)
     compared = summary.comparisons(frame) if compared is None else compared
@@ -360,7 +348,7 @@ def main() -> None:
         if args.out:
             require_writable(Path(args.out).absolute().parent, "--out's folder")
         path = (write_report(args.results_dirs[0], args.out) if len(args.results_dirs) == 1
-                else write_comparison(args.results_dirs, args.out))
+                else _write(together(args.results_dirs), None, args.results_dirs, Path(args.out)))
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
