@@ -218,11 +218,9 @@ def seeds_needed(difference: float, sd: float) -> float:
     """Seeds per configuration for means `difference` apart, seeds spread by `sd`, to differ at the 95%
     level POWER of the time (two-sample, normal): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2, at least
     2; inf for equal means."""
-    from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
-
     if difference == 0:
         return float("inf")
-    z = stats.norm.ppf(1 - (1 - CONFIDENCE) / 2) + stats.norm.ppf(POWER)
+    z = Z + NormalDist().inv_cdf(POWER)
     return max(2.0, float(np.ceil(2 * z ** 2 * sd ** 2 / difference ** 2)))
 
 
