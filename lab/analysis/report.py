@@ -112,10 +112,13 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
     game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
     measured = {vs: compare.measured(configs[configs["evaluated_vs"] == vs]) for vs in opponents}
+    # the page opens on the opponent most runs trained against, where evaluated against it (else OneStep)
+    trained = first["opponent"].mode() if "opponent" in first else pd.Series(dtype=object)
+    objective = next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
     mine = [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]
     metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
-            "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
+            "measured": measured, "objective": objective, "metrics": metrics,
             "factors": factors, "table": table, "views": views, "curves": mine,
             "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}
 
@@ -138,13 +141,6 @@ def importance(rows: pd.DataFrame, factors: list[list[str]]) -> dict:
                                      for i, name in enumerate(("share", "low", "high"))},
             "note": "The share of the variance of the configurations' mean win - loss that each knob explains "
                     "alone (fANOVA's first-order term), with its 95% bootstrap interval over the configurations."}
-
-
-def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
-    """The objective the page opens on: the opponent most of the group's runs trained against,
-    where they were evaluated against it (else OneStep, else the first)."""
-    trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
-    return next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
