@@ -10,11 +10,9 @@ one score matrix at a time where the lab needs thousands of intervals in one arr
 interval only spans values the seeds took (it undercovers below about 10 seeds); `seeds_needed`
 says how many a difference needs.
 
-On boards evaluated by games the seeds are not the whole sample: `by_games` (and `pooled` or
-`probability_of_improvement` given `games`) resamples the seeds, then each seed's games. One run's
-share of its games gets the Wilson score interval (`wilson`: it keeps its coverage near 0 and 1,
-where Wald's collapses); `games_needed` says how many games make every such interval narrow.
-"""
+On boards evaluated by games `by_games` (and `pooled`, `probability_of_improvement` given `games`)
+also resamples each seed's games; one run's share of its games gets the Wilson score interval (it
+keeps its coverage near 0 and 1, where Wald's collapses)."""
 
 from math import ceil, sqrt
 from statistics import NormalDist
