@@ -139,12 +139,9 @@ def best_configurations(data) -> pd.DataFrame:
     if curves.empty:
         return pd.DataFrame()
     final = _last(curves)
-    rows = []
-    for key, runs in final.groupby([*by_game(final), "algorithm", "seat"]):
-        for vs in evaluate.OPPONENTS:
-            if runs[f"{vs}_win"].notna().any():
-                rows.append(_best(curves, runs, vs) | ({"game": key[0]} if by_game(final) else {}))
-    best = pd.DataFrame(rows)
+    keys = [*by_game(final), "algorithm", "seat"]
+    best = pd.DataFrame([_best(curves, runs, vs) for _, runs in final.groupby(keys)
+                         for vs in evaluate.OPPONENTS if runs[f"{vs}_win"].notna().any()])
     if by_game(final):  # the game first, the intervals beside the rates
         order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "games", "win_low", "win_high"]
         best = best[order + [c for c in best.columns if c not in order]]
@@ -186,8 +183,8 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     if "game" not in runs:
         return row
     evaluated = top_run.get("evaluation")
-    return row | {"evaluation": evaluated if pd.notna(evaluated) else evaluate.EXACT} \
-        | _pooled_interval(seeds, vs)
+    evaluated = evaluated if pd.notna(evaluated) else evaluate.EXACT
+    return row | {"game": top_run["game"], "evaluation": evaluated} | _pooled_interval(seeds, vs)
 
 
 def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
