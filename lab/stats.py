@@ -10,11 +10,9 @@ one score matrix at a time where the lab needs thousands of intervals in one arr
 interval only spans values the seeds took (it undercovers below about 10 seeds); `seeds_needed`
 says how many a difference needs.
 
-On boards evaluated by games the seeds are not the whole sample: `by_games` (and `pooled` or
-`probability_of_improvement` given `games`) resamples the seeds, then each seed's games. One run's
-share of its games gets the Wilson score interval (`wilson`: it keeps its coverage near 0 and 1,
-where Wald's collapses); `games_needed` says how many games make every such interval narrow.
-"""
+On boards evaluated by games `by_games` (and `pooled`, `probability_of_improvement` given `games`)
+also resamples each seed's games; one run's share of its games gets the Wilson score interval (it
+keeps its coverage near 0 and 1, where Wald's collapses)."""
 
 from math import ceil, sqrt
 from statistics import NormalDist
@@ -91,7 +89,7 @@ def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
         return point, np.nan, np.nan
     if games is not None:
         rng = np.random.default_rng(SEED)
-        drawn = [_games_resample(rng, dict(zip(("win", "draw", "loss"), (np.asarray(v, float)[None] for v in g[:3]))),
+        drawn = [_games_resample(rng, np.asarray(g[:3], float)[:, None],
                                  np.asarray(g[3], np.int64)[None])["score"][:, 0] for g in games]
         ends = np.percentile(statistic(*drawn, axis=-1), PERCENTILES)
         return point, float(ends[0]), float(ends[1])
@@ -141,11 +139,11 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
     """Per row of the seed matrices (configurations x seeds) of shares won, drawn, lost and games
     played: {"score", "win", "loss": (point, low, high)}, a two-level percentile bootstrap: the seeds
     drawn again, then each drawn seed's games (multinomial at its shares). One seed: NaN ends."""
-    shares = {"win": np.asarray(win, float), "draw": np.asarray(draw, float), "loss": np.asarray(loss, float)}
+    shares = np.asarray([win, draw, loss], dtype=float)
     games = np.asarray(games, dtype=np.int64)
     rows, seeds = games.shape
-    points = {m: STATISTICS[statistic](v, axis=-1) for m, v in
-              (("score", shares["win"] - shares["loss"]), ("win", shares["win"]), ("loss", shares["loss"]))}
+    points = {m: STATISTICS[statistic](v, axis=-1)
+              for m, v in zip(("score", "win", "loss"), (shares[0] - shares[2], shares[0], shares[2]))}
     ends = {m: np.full((2, rows), np.nan) for m in points}
     if seeds < 2:
         return {m: (points[m], *ends[m]) for m in points}
@@ -153,19 +151,20 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
     chunk = max(1, 8_000_000 // (GAMES_RESAMPLES * seeds))  # rows per pass: about 200 MB of draws
     for start in range(0, rows, chunk):
         part = slice(start, min(rows, start + chunk))
-        resampled = _games_resample(rng, {k: v[part] for k, v in shares.items()}, games[part])
+        resampled = _games_resample(rng, shares[:, part], games[part])
         for measure, values in resampled.items():
             estimates = STATISTICS[statistic](values, axis=-1)
             ends[measure][:, part] = np.percentile(estimates, PERCENTILES, axis=0)
     return {m: (points[m], *ends[m]) for m in points}
 
 
-def _games_resample(rng, shares: dict, games: np.ndarray) -> dict:
-    """One pass of by_games: (resamples, rows, seeds) arrays of win, loss and score shares."""
+def _games_resample(rng, shares: np.ndarray, games: np.ndarray) -> dict:
+    """One pass of by_games (`shares`: win, draw, loss stacked): (resamples, rows, seeds) arrays of
+    win, loss and score shares."""
     rows, seeds = games.shape
     picked = rng.integers(0, seeds, (GAMES_RESAMPLES, rows, seeds))
     at = (np.arange(rows)[None, :, None], picked)
-    p = np.stack([shares[k][at] for k in ("win", "draw", "loss")], axis=-1)
+    p = np.stack([share[at] for share in shares], axis=-1)
     p = np.clip(p, 0, None) / np.clip(p, 0, None).sum(axis=-1, keepdims=True)  # rounding in stored shares
     n = games[at]
     counts = rng.multinomial(n, p)
@@ -218,11 +217,9 @@ def seeds_needed(difference: float, sd: float) -> float:
     """Seeds per configuration for means `difference` apart, seeds spread by `sd`, to differ at the 95%
     level POWER of the time (two-sample, normal): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2, at least
     2; inf for equal means."""
-    from scipy import stats  # the report extra, optional (~1 s): the lab imports without it
-
     if difference == 0:
         return float("inf")
-    z = stats.norm.ppf(1 - (1 - CONFIDENCE) / 2) + stats.norm.ppf(POWER)
+    z = Z + NormalDist().inv_cdf(POWER)
     return max(2.0, float(np.ceil(2 * z ** 2 * sd ** 2 / difference ** 2)))
 
 

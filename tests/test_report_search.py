@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lab import stats
 from lab.analysis import search_figures
 from lab.search.outcome import Configuration, records
 from lab.search.settings import SearchSettings
@@ -40,7 +41,7 @@ def test_importance_finds_the_knob_that_moves_the_objective():
     by_memory = _configurations(60, lambda p, rng: float(p["memory"] == "keep"))
     shares = search_figures.importance(by_memory, SCALES)
     assert shares["memory"][0] == pytest.approx(1.0) and list(shares)[0] == "memory"
-    assert search_figures.importance(configs[:search_figures.LEAST - 1], SCALES) == {}
+    assert search_figures.importance(configs[:stats.IMPORTANCE_LEAST - 1], SCALES) == {}
 
 
 def test_trials_table_runs_the_best_finished_so_far_and_keeps_stopped_trials_apart():

@@ -1,17 +1,8 @@
-"""Which configurations are better, and whether the difference is real (lab.stats's estimators).
-
-From the final evaluations of the finished runs (lab.analysis.summary.final_evaluations: `win`, `loss`,
-`score` = win - loss, and `games` where measured by games), within a *group*: one algorithm, seat
-and evaluation opponent:
-- `configurations`: per configuration the mean and IQM of each measure with 95% bootstrap
-  intervals, its rank (by mean score; ties to more wins, then fewer episodes, as lab.analysis.summary's
-  best), and for the NEXT after the best P(best > it);
-- `verdict`: is the best better than the second, or how many top configurations cannot be told
-  apart, and how many seeds would tell the first two apart;
-- `knob_effects`: per swept knob (knobs that move together count as one) and value, the IQM over
-  every run with it (stratified bootstrap) and P(best value > another) over the pairs of
-  configurations that differ only in that knob.
-"""
+"""Which configurations are better, and whether the difference is real (lab.stats's estimators),
+from the final evaluations of the finished runs (lab.analysis.summary.final_evaluations: `win`,
+`loss`, `score` = win - loss, and `games` where measured by games) within a *group*: one algorithm,
+seat and evaluation opponent. Configurations rank by mean score, ties to more wins, then to fewer
+episodes (as lab.analysis.summary's best); knobs that move together count as one factor."""
 
 import numpy as np
 import pandas as pd
@@ -289,13 +280,10 @@ def _improvement_cell(row) -> str:
     """knobs' P(best value > this) cell: with its interval, or saying why it has none."""
     if not row["pairs"]:
         return ""
+    pairs = f"{row['pairs']} pair{'s' * (row['pairs'] != 1)}"
     if pd.isna(row["improvement_low"]):
-        return f"{row['improvement']:.2f}, no interval ({pairs_text(row['pairs'])} with 1 seed)"
-    return f"{improvement_text(row)} ({pairs_text(row['pairs'])})"
-
-
-def pairs_text(count: int) -> str:
-    return f"{count} pair{'s' * (count != 1)}"
+        return f"{row['improvement']:.2f}, no interval ({pairs} with 1 seed)"
+    return f"{improvement_text(row)} ({pairs})"
 
 
 def _listing(values: list[str]) -> str:

@@ -305,6 +305,7 @@ def export(results_dir, to: str, uri: str | None = None, experiment: str | None 
     return to_tensorboard(results_dir, table, Path(uri) if uri else None)
 
 
+@one_line(results.ResultsError)  # a results_dir that is not one: exit 2; a folder it cannot write: exit 1
 def main() -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
@@ -314,16 +315,9 @@ def main() -> None:
     parser.add_argument("--experiment", help="MLflow experiment name (default: the results_dir's name)")
     args = parser.parse_args()
     start = time.perf_counter()
-    written = _export(args)
-    print(f"{plural(written, 'run')} exported to {args.to} in {time.perf_counter() - start:.1f} s "
-          f"(runs exported before are kept)")
-
-
-@one_line(results.ResultsError)  # a results_dir that is not one: exit 2; a folder it cannot write: exit 1
-def _export(args) -> int:
     results_dir_argument(args.results_dir)
     try:
-        return export(args.results_dir, args.to, args.uri, args.experiment)
+        written = export(args.results_dir, args.to, args.uri, args.experiment)
     except ImportError as exc:
         fail(f"exporting to {args.to} needs the tracking extra ({exc.name} is missing): "
              "pip install -e '.[tracking]'")
@@ -332,6 +326,8 @@ def _export(args) -> int:
             raise
         fail(f"--uri {args.uri}: MLflow cannot use it ({first_line(exc)})" if args.uri else
              f"MLflow: {first_line(exc)}")
+    print(f"{plural(written, 'run')} exported to {args.to} in {time.perf_counter() - start:.1f} s "
+          f"(runs exported before are kept)")
 
 
 def _python_value(value):

@@ -132,24 +132,15 @@ GRID_POINT = "a configuration: seed mean, 95% interval"
 
 
 def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
-    """knob_figure of each algorithm and seat of compare's tables, as <algorithm>_knobs_<X|O>.png."""
-    written = []
-    for game, configs, effects in _per_game(configs, effects):
-        for (algorithm, seat), mine in configs.groupby(["algorithm", "seat"]):
-            chosen = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)] if not effects.empty else effects
-            path = knob_figure(mine, chosen, out_dir / f"{algorithm}{game}_knobs_{evaluate.SEATS[seat]}.png", scales)
-            written += [path] if path else []
+    """knob_figure of each algorithm and seat of compare's tables, as <algorithm>_knobs_<X|O>.png
+    (<algorithm>_<game>_knobs_... with bigger boards)."""
+    written, keys = [], [*summary.by_game(configs), "algorithm", "seat"]
+    for key, mine in configs.groupby(keys):
+        (algorithm, seat), game = key[-2:], f"_{key[0]}" if len(key) > 2 else ""
+        chosen = effects[(effects[keys] == pd.Series(key, keys)).all(axis=1)] if not effects.empty else effects
+        path = knob_figure(mine, chosen, out_dir / f"{algorithm}{game}_knobs_{evaluate.SEATS[seat]}.png", scales)
+        written += [path] if path else []
     return written
-
-
-def _per_game(configs: pd.DataFrame, effects: pd.DataFrame):
-    """(file-name part, configs, effects) of each game of summary.comparisons' tables: `_<game>` on
-    bigger boards, none for 3x3 alone."""
-    if "game" not in configs:
-        yield "", configs, effects
-        return
-    for game, mine in configs.groupby("game"):
-        yield f"_{game}", mine, effects[effects["game"] == game] if not effects.empty else effects
 
 
 def _on(configs: pd.DataFrame) -> str:
@@ -190,15 +181,9 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
 @closing
 def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = None) -> list[Path]:
     """The parallel-coordinates figures (see module doc); `scales` as knob_figure's."""
-    return [path for game, mine, _ in _per_game(configs, pd.DataFrame())
-            for path in _parallel_figures(mine, out_dir, scales, game)]
-
-
-def _parallel_figures(configs: pd.DataFrame, out_dir: Path, scales: dict | None, game: str) -> list[Path]:
-    """parallel_figure of one game; `game` the file-name part _per_game gives it."""
-    written = []
-    knobs = summary.compared_knobs(configs)
-    for (algorithm, seat, vs), group in configs.groupby(compare.GROUP):
+    written, knobs = [], summary.compared_knobs(configs)
+    for key, group in configs.groupby([*summary.by_game(configs), *compare.GROUP]):
+        (algorithm, seat, vs), game = key[-3:], f"_{key[0]}" if len(key) > len(compare.GROUP) else ""
         group = group.sort_values("score_mean").reset_index(drop=True)  # the best drawn last
         factor_list = compare.factors(group, knobs)
         if not factor_list:

@@ -246,7 +246,8 @@ def exact_figures(data, out_dir=None, every: bool = False, left_out: list | None
                else _who(side, group["opponent"].unique()))
         configs = group["config"].unique()
         named = f"\n{configs[0]}" if len(configs) == 1 else ""
-        kind = "exact" if game == "ttt" else _evaluation(group)
+        kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []  # exact or games
+        kind = kinds[0] if game != "ttt" and len(kinds) == 1 else "exact"
         evaluated = ("the greedy agent evaluated by games (bands: 95% Wilson intervals, seed means)"
                      if kind == evaluate.GAMES else "exact evaluation of the greedy agent")
         fig.suptitle(f"{_on(game)}{algorithm}: {who}{net_title}\n{evaluated}, {_seeds_note(group)}{named}")
@@ -267,12 +268,6 @@ def _ceiling(ax, game: str, opponent: str, seat: int, outcome: str) -> None:
     ceiling = summary.ceiling(game, opponent, seat)
     if ceiling is not None:
         ax.axhline(ceiling[outcome], color="k", ls="--", lw=1, label="ceiling: perfect expectimax player")
-
-
-def _evaluation(group: pd.DataFrame) -> str:
-    """How a bigger board's runs were evaluated: exact or games (lab.evaluation.evaluate)."""
-    kinds = group["evaluation"].dropna().unique() if "evaluation" in group else []
-    return kinds[0] if len(kinds) == 1 else "exact"
 
 
 def comparison_figure(data, out_dir=None) -> list[Path]:

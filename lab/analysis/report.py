@@ -1,16 +1,9 @@
 """The interactive report of a results directory: RESULTS_DIR/_report/index.html, one file that
 opens offline in a browser (Plotly's script and the data inlined). What it shows is in
-docs/analysis.md ("The interactive report"): per algorithm and seat the table of its configurations
-(lab.analysis.compare), their curves, the knob views and importance, a drill-down to a
-configuration's runs (lab.analysis.report_runs) and a search's view (lab.analysis.search_figures).
-Everything is aggregated before it is written (curves binned within CURVE_NUMBERS numbers), so a
-report stays a few MB whatever the runs' count.
-
-    lab-report RESULTS_DIR [--out FILE]     (also: python -m lab.analysis.report)
-
-Needs the `report` extra (plotly, scipy); the sweep writes the report at its end when figures
-are on and the extra is installed, and says in one line how to get it when it is not.
-"""
+docs/analysis.md ("The interactive report"). Everything is aggregated before it is written (curves
+binned within CURVE_NUMBERS numbers), so a report stays a few MB whatever the runs' count. Needs
+the `report` extra (plotly, scipy); written by `lab-report RESULTS_DIR` (_CLI_DOC) and at a sweep's
+end (`analyse`)."""
 
 import argparse
 import datetime
@@ -58,7 +51,7 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
 
 def curves(points: tuple, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration's finished
-    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every curve_kinds one."""
+    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every evaluation kind it names."""
     _, training, exact, kinds = points
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {kind: _binned(exact.dropna(subset=[kind]), kind, bins) for kind in kinds}
@@ -119,10 +112,13 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
                                    for _, effect in mine.groupby("knob", sort=False)] if len(mine) else []}
     game = f"{configs['game'].iloc[0]}: " if "game" in configs else ""
     measured = {vs: compare.measured(configs[configs["evaluated_vs"] == vs]) for vs in opponents}
+    # the page opens on the opponent most runs trained against, where evaluated against it (else OneStep)
+    trained = first["opponent"].mode() if "opponent" in first else pd.Series(dtype=object)
+    objective = next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
     mine = [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]
     metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
-            "measured": measured, "objective": _default_objective(first, opponents), "metrics": metrics,
+            "measured": measured, "objective": objective, "metrics": metrics,
             "factors": factors, "table": table, "views": views, "curves": mine,
             "runs": [runs.get((algorithm, seat, name)) for name in first["config"]]}
 
@@ -145,13 +141,6 @@ def importance(rows: pd.DataFrame, factors: list[list[str]]) -> dict:
                                      for i, name in enumerate(("share", "low", "high"))},
             "note": "The share of the variance of the configurations' mean win - loss that each knob explains "
                     "alone (fANOVA's first-order term), with its 95% bootstrap interval over the configurations."}
-
-
-def _default_objective(configs: pd.DataFrame, opponents: list[str]) -> str:
-    """The objective the page opens on: the opponent most of the group's runs trained against,
-    where they were evaluated against it (else OneStep, else the first)."""
-    trained = configs["opponent"].mode() if "opponent" in configs else pd.Series(dtype=object)
-    return next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
 
 
 def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]], scales: dict):
@@ -275,11 +264,6 @@ def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
     return _write(frame, compared, [results_dir], out)
 
 
-def write_comparison(results_dirs: list, out) -> Path:
-    """Write the report of several results_dirs (`together`) on one page, `out`; its path."""
-    return _write(together(results_dirs), None, results_dirs, Path(out))
-
-
 def _write(frame: pd.DataFrame, compared, results_dirs: list, out: Path) -> Path:
     frame = frame if "config" in frame else summary.name_configurations(frame)
     compared = summary.comparisons(frame) if compared is None else compared
@@ -360,7 +344,7 @@ def main() -> None:
         if args.out:
             require_writable(Path(args.out).absolute().parent, "--out's folder")
         path = (write_report(args.results_dirs[0], args.out) if len(args.results_dirs) == 1
-                else write_comparison(args.results_dirs, args.out))
+                else _write(together(args.results_dirs), None, args.results_dirs, Path(args.out)))
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -36,7 +36,7 @@ def command(runs: pd.DataFrame) -> str:
     first = runs.iloc[0]
     knobs = [k for k in summary.knob_columns(runs) if k not in ("seed", *BOARD) and pd.notna(first[k])]
     overrides = [f"{k}={_value(first[k])}" for k in knobs]
-    game = summary.game(first)
+    game = summary.games(runs).iloc[0]
     if game != "ttt":
         overrides.insert(1, f"game={game}")
     seeds = ",".join(str(int(s)) for s in sorted(runs["seed"].unique()))
@@ -48,17 +48,12 @@ PER_OPPONENT = ("score", "win", "draw", "loss")
 """Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
 
 
-def curve_kinds(exact: pd.DataFrame) -> list[str]:
-    """The curves' columns of curve_points' evaluation points: `random` (win - loss), `random_win`,
-    ..., and the agent's own measures where the results have them (exact on 3x3)."""
-    kinds = [vs if m == "score" else f"{vs}_{m}" for vs in evaluate.OPPONENTS for m in PER_OPPONENT]
-    return kinds + [m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()]
-
-
 def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """The finished runs of a table (summary.table), their training points in each seat they
     played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
-    evaluation points (lab.results.evaluations, with win - loss per opponent) and curve_kinds."""
+    evaluation points (lab.results.evaluations, with win - loss per opponent) and the curves' kinds
+    there: `random` (win - loss), `random_win`, ..., and the agent's own measures where the results
+    have them (exact on 3x3)."""
     named = summary.table(frame)
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
@@ -66,7 +61,9 @@ def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     kept = keys + [c for c in ("train_seconds",) if c in named]
     training = pd.concat([named.loc[named["player"].fillna(seat) == seat, kept].assign(
         seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
-    return named, training, exact, curve_kinds(exact)
+    kinds = [vs if m == "score" else f"{vs}_{m}" for vs in evaluate.OPPONENTS for m in PER_OPPONENT]
+    kinds += [m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()]
+    return named, training, exact, kinds
 
 
 def binned(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
@@ -84,31 +81,26 @@ TRAINING = ("train", "train_seconds")
 """A run's measures at its training points: its training games' win rate, its cumulative seconds."""
 
 
-def run_curves(points: tuple) -> tuple[dict, dict]:
-    """{"train": TRAINING, "eval": curve_kinds}, and {(algorithm, seat, config): {run_id: {source:
-    [episodes, *its columns' values]}}} of curve_points' runs, null where a run has no such curve.
-    Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
+def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
+    """{"train": TRAINING, "eval": the kinds of curve_points}, and {(algorithm, seat, config): its runs
+    (id, seed and {source: [episodes, *its columns' values]}, null where a run has no such curve),
+    their checkpoints' folder and command} of curve_points' runs. Positional, not by name: a
+    3,000-run report would spend a megabyte on the names. `folders`: the results_dirs by label
+    (summary.FOLDER's values)."""
     named, training, exact, kinds = points
     columns = {"train": list(TRAINING), "eval": kinds}
     numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
     bins = int(np.clip(RUN_NUMBERS // max(1, numbers), FEWEST_POINTS, MOST_POINTS))
     sources = {"train": binned(training, {"train": "mean", "train_seconds": "last"}, bins),
                "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
-    out: dict = {}
+    curves: dict = {}
     for source, table in sources.items():
         values = [np.round(table[k].to_numpy(float), 4) for k in columns[source]]
         episodes = table["episodes"].to_numpy().astype(int)
         for name, rows in table.groupby(["algorithm", "seat", "config", "run_id"]).indices.items():
-            out.setdefault(name[:3], {}).setdefault(name[3], {})[source] = [episodes[rows].tolist()] + [
+            curves.setdefault(name[:3], {}).setdefault(name[3], {})[source] = [episodes[rows].tolist()] + [
                 None if np.isnan(v[rows]).all() else np.where(np.isnan(v[rows]), None, v[rows]).tolist() for v in values]
-    return columns, out
-
-
-def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
-    """run_curves' columns, and {(algorithm, seat, config): its runs (id, seed, points), their
-    checkpoints' folder and command}. `folders`: the results_dirs by label (summary.FOLDER's values)."""
-    by_config = dict(iter(points[0].drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
-    columns, curves = run_curves(points)
+    by_config = dict(iter(named.drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
     out = {}
     for (algorithm, seat, config), points in curves.items():
         runs = by_config[algorithm, config].sort_values("seed")

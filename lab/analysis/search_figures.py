@@ -29,8 +29,6 @@ SHOWN = 5
 """The best configurations whose learning curves are drawn"""
 QUANTILE_BINS = 10
 """Bins of an interval knob for its importance (fewer with few configurations)"""
-LEAST = stats.IMPORTANCE_LEAST
-"""Finished configurations below which no importance is computed (it would be noise)"""
 
 
 def draw(results_dir: Path) -> list[Path]:
@@ -41,9 +39,11 @@ def draw(results_dir: Path) -> list[Path]:
         configurations, settings = trials["configurations"], searched["settings"]
         ranked = sorted((c for c in configurations if c["rank"]), key=lambda c: c["rank"])
         scales = search_record.scales(results_dir)
+        point = ("a configuration (one seed)" if settings["seeds"] == 1 else
+                 f"a configuration: {settings['aggregate']} of {settings['seeds']} seeds, bar: their range")
         drawn = [objective(configurations, searched["base"], settings, trials["title"], folder / "objective.png"),
                  knob_figures.knob_figure(knob_table(configurations, searched["base"], scales, settings),
-                                          pd.DataFrame(), folder / "knobs.png", scales, point(settings))]
+                                          pd.DataFrame(), folder / "knobs.png", scales, point)]
         best_runs = results.read_runs(results_dir, [r for c in ranked[:SHOWN] for r in c["runs"]])
         drawn += plots.exact_figures(best_runs, folder)
         print(f"search figures in {folder}: {', '.join(p.name for p in drawn)}")
@@ -103,14 +103,6 @@ def knob_table(configurations: list[dict], base: dict, scales: dict, settings: d
                                                       evaluated_vs=settings["objective"], seeds=settings["seeds"])
 
 
-def point(settings: dict) -> str:
-    """What a point of the search's knob figure is, and its bar."""
-    if settings["seeds"] == 1:
-        return "a configuration (one seed)"
-    return f"a configuration: {settings['aggregate']} of {settings['seeds']} seeds, bar: their range"
-
-
-
 def trials_table(configurations: list[dict]) -> pd.DataFrame:
     """One row per configuration: number, name, status, knobs as text, last iteration trained,
     final aggregated objective, and the best finished one so far."""
@@ -126,9 +118,9 @@ def trials_table(configurations: list[dict]) -> pd.DataFrame:
 
 def importance(configurations: list[dict], scales: dict[str, str]) -> dict[str, tuple[float, float, float]]:
     """lab.stats.importance of each searched knob (module doc) over the finished configurations,
-    largest first; {} with fewer than LEAST of them."""
+    largest first; {} with fewer than stats.IMPORTANCE_LEAST of them."""
     finished = [c for c in configurations if c["status"] == "finished" and c["curve"]]
-    if len(finished) < LEAST:
+    if len(finished) < stats.IMPORTANCE_LEAST:
         return {}
     y = np.array([c["objective"] for c in finished])
     bins = {}
@@ -201,4 +193,5 @@ def view(results_dir) -> dict | None:
              f"{settings['objective']} ({seeds}), stopped trials at their last evaluation")
     return {"title": title, "trials": json.loads(trials_view(table, settings["objective"]).to_json()),
             "importance": json.loads(importance_view(shares).to_json()) if shares else None,
-            "note": "" if shares else f"no importance: fewer than {LEAST} configurations finished"}
+            "note": "" if shares else
+            f"no importance: fewer than {stats.IMPORTANCE_LEAST} configurations finished"}

@@ -51,13 +51,6 @@ def knob_columns(frame: pd.DataFrame) -> list[str]:
     return [n for n in dict.fromkeys(names) if n in frame.columns]
 
 
-def game(row: pd.Series) -> str:
-    """The run's game as the `game` group names it: ttt (m, n, k null) or mnk_<m>_<n>_<k>."""
-    if pd.isna(row.get("m")):
-        return "ttt"
-    return "mnk_" + "_".join(compare.value_text(row[key]) for key in ("m", "n", "k"))
-
-
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
     """The ceiling {win, draw, loss} of `seat` against `opponent` in `game_name` (lab.evaluation.evaluate's on
     3x3, lab.evaluation.exact_ceiling's on a board the lab solves); None for any other opponent or board."""
@@ -67,7 +60,8 @@ def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
 
 
 def games(frame: pd.DataFrame) -> pd.Series:
-    """`game` of every row of a table (ttt where it has no m, n, k columns)."""
+    """The game of every row of a table as the `game` group names it: ttt (m, n, k null or not
+    there) or mnk_<m>_<n>_<k>."""
     if "m" not in frame:
         return pd.Series("ttt", index=frame.index, dtype=object)
     sizes = frame[["m", "n", "k"]].astype("Float64").astype("Int64").astype(str)
@@ -80,10 +74,10 @@ def by_game(frame: pd.DataFrame) -> list[str]:
     return ["game"] if "game" in frame else []
 
 
-def _name(row: pd.Series, extras: list[str]) -> str:
+def _name(row: pd.Series, extras: list[str], game: str) -> str:
     text = compare.value_text
     side = "self" if row["opponent"] == "self" else f"player{text(row['player'])}"
-    name = f"{game(row)}_{side}" + "".join(f"_{letter}{text(row[key])}" for key, letter in NAME_PARTS
+    name = f"{game}_{side}" + "".join(f"_{letter}{text(row[key])}" for key, letter in NAME_PARTS
                                    if pd.notna(row.get(key)))
     shown = [k for k in extras if not (k == "opponent" and side == "self")]
     return " ".join([name] + [f"{key}={text(row[key]) if pd.notna(row[key]) else row[key]}" for key in shown])
@@ -93,13 +87,14 @@ def name_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with a `config` column: the name of each row's configuration (see module doc)."""
     spelled = {"algorithm", "player", "seed", "m", "n", "k", *(key for key, _ in NAME_PARTS)}
     names = pd.Series(index=frame.index, dtype=object)
-    for _, runs in frame.groupby(["algorithm", games(frame)]):  # a board's extras its own
+    for (_, game), runs in frame.groupby(["algorithm", games(frame)]):  # a board's extras its own
         knobs = [k for k in knob_columns(runs) if k != "seed"]
         extras = [k for k in knobs if k not in spelled and runs[k].nunique(dropna=False) > 1]
         # each distinct configuration named once (a big sweep has a million rows, a few thousand names)
         ids = runs.groupby(knobs, dropna=False, sort=False).ngroup().to_numpy()
         _, first = np.unique(ids, return_index=True)
-        spelled_out = np.array([_name(row, extras) for _, row in runs.iloc[first].iterrows()], dtype=object)
+        spelled_out = np.array([_name(row, extras, game) for _, row in runs.iloc[first].iterrows()],
+                               dtype=object)
         names[runs.index] = spelled_out[ids]
     return frame.assign(config=names)
 
@@ -144,12 +139,9 @@ def best_configurations(data) -> pd.DataFrame:
     if curves.empty:
         return pd.DataFrame()
     final = _last(curves)
-    rows = []
-    for key, runs in final.groupby([*by_game(final), "algorithm", "seat"]):
-        for vs in evaluate.OPPONENTS:
-            if runs[f"{vs}_win"].notna().any():
-                rows.append(_best(curves, runs, vs) | ({"game": key[0]} if by_game(final) else {}))
-    best = pd.DataFrame(rows)
+    keys = [*by_game(final), "algorithm", "seat"]
+    best = pd.DataFrame([_best(curves, runs, vs) for _, runs in final.groupby(keys)
+                         for vs in evaluate.OPPONENTS if runs[f"{vs}_win"].notna().any()])
     if by_game(final):  # the game first, the intervals beside the rates
         order = ["game", *best.columns[:best.columns.get_loc("loss") + 1], "evaluation", "games", "win_low", "win_high"]
         best = best[order + [c for c in best.columns if c not in order]]
@@ -175,7 +167,7 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     name = best.name
     seeds = runs[runs["config"] == name]
     top_run = seeds.sort_values("score").iloc[-1]
-    reached = ceiling(game(top_run), vs, seat) or {"win": np.nan, "loss": np.nan}
+    reached = ceiling(top_run.get("game", "ttt"), vs, seat) or {"win": np.nan, "loss": np.nan}
     row = {
         "algorithm": algorithm, "seat": evaluate.SEATS[seat], "evaluated_vs": vs, "config": name,
         "trained_vs": top_run["opponent"], "seeds": int(best["seeds"]), "episodes": int(best["episodes"]),
@@ -191,8 +183,8 @@ def _best(curves: pd.DataFrame, runs: pd.DataFrame, vs: str) -> dict:
     if "game" not in runs:
         return row
     evaluated = top_run.get("evaluation")
-    return row | {"evaluation": evaluated if pd.notna(evaluated) else evaluate.EXACT} \
-        | _pooled_interval(seeds, vs)
+    evaluated = evaluated if pd.notna(evaluated) else evaluate.EXACT
+    return row | {"game": top_run["game"], "evaluation": evaluated} | _pooled_interval(seeds, vs)
 
 
 def _pooled_interval(seeds: pd.DataFrame, vs: str) -> dict:
