@@ -26,12 +26,6 @@ TRACKERS = (None, *export.TARGETS)
 TRACKER_PACKAGES = {"mlflow": "mlflow", "tensorboard": "tensorboardX"}
 
 
-def _listens_to_jobs(callback) -> bool:
-    """Whether a callback does anything on a job's start or end (else nothing is composed for it)."""
-    return any(getattr(type(callback), name) is not getattr(Callback, name)
-               for name in ("on_job_start", "on_job_end"))
-
-
 class Hooks:
     """Called by the driver for each run it saves (`saved`). `describe(results_dir, result)` gives
     the run's flat configuration, its overrides and its number in the sweep (hydra.job.num);
@@ -50,7 +44,10 @@ class Hooks:
                 raise ConfigError(f"hydra.launcher.track={track} needs the tracking extra "
                                   f"({TRACKER_PACKAGES[track]} is missing): pip install -e "
                                   "'.[tracking]'") from None
-        listening = callbacks is not None and any(map(_listens_to_jobs, callbacks.callbacks))
+        # a callback that does nothing on a job's start or end: nothing is composed for it
+        listening = callbacks is not None and any(getattr(type(c), name) is not getattr(Callback, name)
+                                                  for c in callbacks.callbacks
+                                                  for name in ("on_job_start", "on_job_end"))
         self.callbacks = callbacks if listening else None
         self.sweep_config, self.track, self.describe = sweep_config, track, describe
         self.trackers = {}  # results_dir -> lab.analysis.export.Tracker
