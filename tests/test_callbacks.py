@@ -168,7 +168,7 @@ def test_a_tracker_not_offered_is_refused_in_one_line_before_anything_runs(tmp_p
                                    "or null (none)")
     assert not (tmp_path / "results").exists()
     with pytest.raises(ConfigError, match="hydra.launcher.track"):
-        callbacks.check_track("MLflow")
+        callbacks.Hooks(None, None, "MLflow")
 
 
 @pytest.mark.integration  # MLflow runs `uname` when it creates a run

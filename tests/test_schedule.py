@@ -5,7 +5,7 @@ import pytest
 from lab import results, sweep
 from lab.execution import schedule, workers
 from lab.results import columns
-from lab.execution.batch import train
+from lab.execution.batch import Trainer
 from lab.config.compose import compose, grid
 from lab.config.jobs import job
 from lab.run import run
@@ -45,7 +45,7 @@ def test_costs_order_runs_by_their_work():
     search = _job("algorithm=alphazero")
     assert schedule.cost(search) > schedule.cost(_job("algorithm=alphazero", "simulations=10"))
     grid = [table, big_net, search, small_net]
-    assert schedule.longest_first(grid) == [search, big_net, small_net, table]
+    assert [j for b in schedule.batches(grid, cores=1) for j in b] == [search, big_net, small_net, table]
 
 
 def test_every_algorithm_has_a_positive_cost():
@@ -57,7 +57,8 @@ def test_short_runs_travel_together_and_long_ones_alone():
     short = _jobs(*TINY, "seed=range(0,40)")
     long = _jobs("algorithm=mc_vfa", "+net=l5_n32", "seed=range(0,3)")
     batches = list(schedule.batches(short + long, cores=2))
-    assert [job for batch in batches for job in batch] == schedule.longest_first(short + long)
+    assert [job for batch in batches for job in batch] == sorted(short + long, key=schedule.cost,
+                                                                  reverse=True)
     assert batches[:3] == [[j] for j in long]  # each long run is a task of its own, first
     rest = batches[3:]
     assert 1 < len(rest) < len(short)  # the short runs are batched ...
@@ -72,7 +73,7 @@ def test_a_small_grid_keeps_every_core_busy():
 
 def test_batches_give_the_rows_of_one_task_per_run():
     jobs = [_job(*TINY, f"seed={s}") for s in range(3)]
-    together = train(jobs, code={})
+    together = Trainer({}).train(jobs)
     for job_, packed in zip(jobs, together):
         alone = results.table_of(run(job_, code={}).records).drop_columns(list(columns.CIRCUMSTANCES))
         assert packed.table.drop_columns(list(columns.CIRCUMSTANCES)).equals(alone)

@@ -144,13 +144,13 @@ def test_early_forks_are_fed_until_ray_is_ready_then_end_after_the_batch_in_hand
 
 def test_runs_a_fork_stored_before_it_was_stopped_are_reported_saved(tmp_path, monkeypatch):
     jobs = _jobs(tmp_path, seeds=2)
-    stored = batch.train
+    stored = batch.Trainer.train
 
     def stored_then_stopped(*args):
         stored(*args)
         time.sleep(60)  # stopped (Ctrl-C) after storing its batch, before saying so
 
-    monkeypatch.setattr(batch, "train", stored_then_stopped)  # the fork inherits it
+    monkeypatch.setattr(batch.Trainer, "train", stored_then_stopped)  # the fork inherits it
     with _kept(jobs) as kept:
         grid_ = dispatch.Grid(jobs, 1, kept)
         pool = workers.Forks(1, (batch.Trainer, ({}, kept.token)))

@@ -18,28 +18,24 @@ def token_path(results_dir, token: str) -> Path:
     return Path(results_dir) / results.INDEX / f".driver-{token}"
 
 
-def train(batch: list[Job], code: dict, token: str | None = None) -> list[results.Packed]:
-    """Train and pack each run; where this process sees the driver's results_dir (`token`'s file),
-    store them there at once and return them written (tables only)."""
-    ran = [run(job, code) for job in batch]
-    began = time.perf_counter()
-    packs = [results.pack(result) for result in ran]
-    by_dir = defaultdict(list)
-    for job, packed in zip(batch, packs):
-        by_dir[job.results_dir].append(packed)
-    written = {}
-    for results_dir, group in by_dir.items():
-        if token is not None and token_path(results_dir, token).exists():
-            written.update((p.run_id, p) for p in results.commit(results_dir, group))
-    share = (time.perf_counter() - began) / max(1, len(batch))
-    return [written.get(p.run_id, p)._replace(store_seconds=share) for p in packs]
-
-
 class Trainer:
-    """A grid's worker (lab.execution.workers): trains each batch it is sent."""
+    """A grid's worker (lab.execution.workers): trains and packs each batch it is sent; where this
+    process sees the driver's results_dir (`token`'s file), stores it there at once and returns
+    its runs written (tables only)."""
 
     def __init__(self, code: dict, token: str | None = None):
         self.code, self.token = code, token
 
     def train(self, batch: list[Job]) -> list[results.Packed]:
-        return train(batch, self.code, self.token)
+        ran = [run(job, self.code) for job in batch]
+        began = time.perf_counter()
+        packs = [results.pack(result) for result in ran]
+        by_dir = defaultdict(list)
+        for job, packed in zip(batch, packs):
+            by_dir[job.results_dir].append(packed)
+        written = {}
+        for results_dir, group in by_dir.items():
+            if self.token is not None and token_path(results_dir, self.token).exists():
+                written.update((p.run_id, p) for p in results.commit(results_dir, group))
+        share = (time.perf_counter() - began) / max(1, len(batch))
+        return [written.get(p.run_id, p)._replace(store_seconds=share) for p in packs]

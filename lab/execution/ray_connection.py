@@ -130,18 +130,10 @@ def token_hint(address: str, exc: BaseException) -> str:
 
     if isinstance(exc, AuthenticationError):
         return TOKEN_HINT
-    if not isinstance(exc, ConnectionError) or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+    host, _, port = address.rpartition(":")  # HOST:PORT; other address forms: nothing to try
+    if not isinstance(exc, ConnectionError) or os.environ.get("RAY_AUTH_MODE", "").lower() == "token" \
+            or not host or not port.isdigit() or "/" in host:
         return ""
-    return TOKEN_HINT if _listens(address) else ""
-
-
-def _listens(address: str) -> bool:
-    """Whether a TCP connection to HOST:PORT succeeds (False for other address forms)."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or "/" in host:
-        return False
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
-            return True
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+        return TOKEN_HINT
+    return ""

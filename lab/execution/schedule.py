@@ -22,16 +22,11 @@ TASKS_PER_CORE = 4
 """Batches stay small enough to give every core at least this many tasks to balance."""
 
 
-def _weights(knobs) -> int:
-    """Weights of a net learner's hidden layers (0 for the tables)."""
-    layers, neurons = getattr(knobs, "layers", 0), getattr(knobs, "neurons", 0)
-    return neurons * (9 + neurons * max(layers - 1, 0)) if layers else 9
-
-
 def cost(job: Job) -> float:
     """Predicted seconds of the run on one core: training plus its exact evaluations."""
     algorithm, knobs, run = job.run.algorithm, job.knobs, job.run
-    weights = _weights(knobs)
+    layers, neurons = getattr(knobs, "layers", 0), getattr(knobs, "neurons", 0)
+    weights = neurons * (9 + neurons * max(layers - 1, 0)) if layers else 9  # a net's hidden layers
     per_episode = {  # microseconds per training game
         "q_table": 1.2, "td_value": 1.0,
         "negamax_q": 1.7,
@@ -48,15 +43,10 @@ def cost(job: Job) -> float:
             + 1e-3 * per_point * points)
 
 
-def longest_first(jobs: list[Job]) -> list[Job]:
-    """The jobs by predicted cost, longest first (ties keep grid order)."""
-    return sorted(jobs, key=cost, reverse=True)
-
-
 def batches(jobs: list[Job], cores: int) -> Iterator[list[Job]]:
     """The jobs, longest first, in batches of about TASK_SECONDS of predicted work each (a run
     longer than that alone), never fewer than TASKS_PER_CORE batches per core while runs last."""
-    ordered = longest_first(jobs)
+    ordered = sorted(jobs, key=cost, reverse=True)  # ties keep grid order
     total = sum(map(cost, ordered))
     target = min(TASK_SECONDS, total / max(1, TASKS_PER_CORE * cores))
     batch, filled = [], 0.0

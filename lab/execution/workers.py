@@ -49,14 +49,11 @@ class Interrupt:
         self.requested = False
 
     def __enter__(self) -> "Interrupt":
-        self.previous = signal.signal(signal.SIGINT, self._request)
+        self.previous = signal.signal(signal.SIGINT, lambda signum, frame: setattr(self, "requested", True))
         return self
 
     def __exit__(self, *exc) -> None:
         signal.signal(signal.SIGINT, self.previous)
-
-    def _request(self, signum, frame) -> None:
-        self.requested = True
 
     def check(self) -> None:
         if self.requested:

@@ -142,12 +142,6 @@ def commit(results_dir, packs: list[Packed]) -> list[Packed]:
             for p in packs]
 
 
-def save(result, results_dir) -> Path:
-    """Store a RunResult: its checkpoint first, then its table (whose presence marks it done)."""
-    commit(results_dir, [pack(result)])
-    return Path(results_dir) / f"{result.run_id}.parquet"
-
-
 class Writer:
     """Keeps the index of one results_dir as a sweep stores runs into it: the runs it is told of
     (`record`) are added a part of about `part_rows` (PART_ROWS) at a time, the last by `flush`."""

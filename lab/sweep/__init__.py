@@ -1,18 +1,9 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
 Without --multirun it trains the one configuration in this process; with it, the lab's launcher
-(hydra_plugins/lab_plugins) calls `launch` with the whole grid, which is planned in full before
-anything trains, and Ctrl-C stops cleanly: what finished stays saved.
-
-Its modules, in the order a sweep uses them:
-
-    planning        what a grid comes to before anything trains (Plan, plan, list_plan)
-    record          the sweep record written into each results_dir it trains into
-    dispatch        where the runs train (mode) and training them there, saving each (execute): this
-                    process, forks of it or Ray actors (lab.execution.workers); report what they did
-    overrides       the command line checked before Hydra: unknown keys, options, sweep names; and
-                    Hydra's own knobs the lab refuses (HydraKnobs, a Hydra callback)
-    entry           launch (the whole grid from the lab's launcher) and one run (Hydra's run mode)
+(hydra_plugins/lab_plugins) calls `launch` (lab.sweep.entry) with the whole grid, which is planned
+in full before anything trains, and Ctrl-C stops cleanly: what finished stays saved. Its modules,
+one per step of a sweep, are in docs/architecture.md's module table.
 """
 
 import sys

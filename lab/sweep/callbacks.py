@@ -18,7 +18,6 @@ from hydra.core.utils import JobReturn, JobRuntime, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from lab import results
 from lab.analysis import export
 from lab.knobs import ConfigError
 
@@ -27,33 +26,28 @@ TRACKERS = (None, *export.TARGETS)
 TRACKER_PACKAGES = {"mlflow": "mlflow", "tensorboard": "tensorboardX"}
 
 
-def check_track(track) -> None:
-    """Refuse a value of hydra.launcher.track other than TRACKERS, or a tracker not installed."""
-    if track not in TRACKERS:
-        raise ConfigError(f"hydra.launcher.track={track!r} is not allowed: mlflow, tensorboard or null (none)")
-    if track is not None:
-        try:
-            __import__(TRACKER_PACKAGES[track])
-        except ImportError:
-            raise ConfigError(f"hydra.launcher.track={track} needs the tracking extra "
-                              f"({TRACKER_PACKAGES[track]} is missing): pip install -e '.[tracking]'") from None
-
-
-def _listens_to_jobs(callback) -> bool:
-    """Whether a callback does anything on a job's start or end (else nothing is composed for it)."""
-    return any(getattr(type(callback), name) is not getattr(Callback, name)
-               for name in ("on_job_start", "on_job_end"))
-
-
 class Hooks:
     """Called by the driver for each run it saves (`saved`). `describe(results_dir, result)` gives
     the run's flat configuration, its overrides and its number in the sweep (hydra.job.num);
     `sweep_config` is the sweep's (Hydra's node included); `callbacks` Hydra's Callbacks of the
-    sweep (hydra_context.callbacks), or None."""
+    sweep (hydra_context.callbacks), or None (Hydra's run mode: Hydra itself calls them). A value
+    of `track` other than TRACKERS, or a tracker not installed, is refused: ConfigError."""
 
-    def __init__(self, callbacks, sweep_config: DictConfig, track, describe):
-        check_track(track)
-        listening = callbacks is not None and any(map(_listens_to_jobs, callbacks.callbacks))
+    def __init__(self, callbacks, sweep_config: DictConfig | None, track, describe=None):
+        if track not in TRACKERS:
+            raise ConfigError(f"hydra.launcher.track={track!r} is not allowed: mlflow, tensorboard or null "
+                              "(none)")
+        if track is not None:
+            try:
+                __import__(TRACKER_PACKAGES[track])
+            except ImportError:
+                raise ConfigError(f"hydra.launcher.track={track} needs the tracking extra "
+                                  f"({TRACKER_PACKAGES[track]} is missing): pip install -e "
+                                  "'.[tracking]'") from None
+        # a callback that does nothing on a job's start or end: nothing is composed for it
+        listening = callbacks is not None and any(getattr(type(c), name) is not getattr(Callback, name)
+                                                  for c in callbacks.callbacks
+                                                  for name in ("on_job_start", "on_job_end"))
         self.callbacks = callbacks if listening else None
         self.sweep_config, self.track, self.describe = sweep_config, track, describe
         self.trackers = {}  # results_dir -> lab.analysis.export.Tracker
@@ -122,13 +116,3 @@ def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
         return cfg, [f"{k}={v}" for k, v in cfg.items() if k == "seed" or v != base[k]], next(numbers)
 
     return Hooks(callbacks, sweep_config, track, describe)
-
-
-def for_run(track) -> Hooks:
-    """The hooks of Hydra's run mode: the tracker only (Hydra itself calls the job callbacks)."""
-    return Hooks(None, None, track, describe=None)
-
-
-def final_evaluation(job) -> dict:
-    """The final exact evaluation of a job's run as results_dir holds it (its eval_* columns)."""
-    return export.final(results.read_runs(job.results_dir, [job.run_id]))

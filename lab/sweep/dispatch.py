@@ -102,8 +102,13 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     code = provenance.code()  # the driver's: a worker may run a copy of the package without git
     with Store(jobs, progress, hooks) as store:
         try:
-            where = mode(jobs, parallel, address, num_cpus)
-            used, retried = train(jobs, code, store, where, address, num_cpus, dashboard)
+            where, local = mode(jobs, parallel, address, num_cpus), (Trainer, (code, store.token))
+            if where == "ray":  # a Ray started here is stopped before it returns
+                used, retried = on_ray(jobs, code, store, address, num_cpus, dashboard)
+            else:
+                used, retried = cores(num_cpus) if where == "processes" else 1, 0
+                pool = Forks(used, local, fallback=local) if where == "processes" else InProcess(local)
+                Grid(jobs, used, store).run([pool])
         except KeyboardInterrupt:
             raise Interrupted(len(store.done)) from None
         finally:
@@ -126,25 +131,10 @@ def report(jobs: list[Job], execution: Execution) -> int:
     return 1 if failed else 0
 
 
-def train(jobs: list[Job], code: dict, store: Store, where: str, address=None, num_cpus=None,
-          dashboard: bool = False) -> tuple[int, int]:
-    """Train the jobs `where` `mode` said, a Ray started here stopped before it returns; the CPUs
-    the runs had and how many were sent again after their worker or node was lost."""
-    local = (Trainer, (code, store.token))
-    if where == "driver":
-        Grid(jobs, 1, store).run([InProcess(local)])
-        return 1, 0
-    if where == "processes":
-        n = cores(num_cpus)
-        Grid(jobs, n, store).run([Forks(n, local, fallback=local)])
-        return n, 0
-    return on_ray(jobs, code, store, address, num_cpus, dashboard)
-
-
 def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboard: bool) -> tuple[int, int]:
-    """The jobs on Ray's actors (no token: an actor sends its runs home, for the driver to store. A
-    worker on a node the driver counts as lost, cut off but not dead, could otherwise still write
-    a run the driver has sent elsewhere, or write after a killed driver's resume has begun)."""
+    """The jobs on Ray's actors; the CPUs they had and the runs sent again. No token: an actor sends
+    its runs home, for the driver to store (one on a node the driver counts as lost, cut off but
+    not dead, could otherwise still write a run sent elsewhere, or after a killed driver's resume)."""
     ours = not ray_connection.ray_started()
     actors = (Trainer, (code,))
     if not ours or ray_connection.joins(address):
@@ -176,11 +166,6 @@ def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboa
     return grid.cpus, grid.retried
 
 
-def _name(batch: list[Job]) -> str:
-    """A batch's call, named after its first run: `<algorithm>:<run id>+<more>`."""
-    return f"{batch[0].run.algorithm}:{batch[0].run_id}" + (f"+{len(batch) - 1}" if len(batch) > 1 else "")
-
-
 class Grid:
     """The driver's side of a grid: its batches handed to workers, what comes back stored."""
 
@@ -198,7 +183,8 @@ class Grid:
                              sum(schedule.cost(job) for batch, _ in held for job in batch) < AHEAD_SECONDS):
             batch, attempt = self.todo.popleft()
             held.append((batch, attempt))
-            pool.send(worker, ("train", batch), _name(batch))
+            more = f"+{len(batch) - 1}" * (len(batch) > 1)  # the call's name: `<algorithm>:<run id>+<more>`
+            pool.send(worker, ("train", batch), f"{batch[0].run.algorithm}:{batch[0].run_id}{more}")
 
     def running(self) -> int:
         return sum(1 for calls in self.held.values() if calls)

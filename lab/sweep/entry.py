@@ -12,6 +12,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig
 
 from lab import results
+from lab.analysis import export
 from lab.sweep import callbacks
 from lab.cli import one_line, plural, require_writable
 from lab.config.compose import Composer, flat
@@ -91,7 +92,7 @@ def run_one(cfg: DictConfig) -> dict:
     _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:
         p = plan([flat(cfg)])
-        hooks = one_line(ConfigError)(callbacks.for_run)(launcher.get("track"))
+        hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
         for note in p.notes:
             print(note)
         for j in p.train:  # before it trains
@@ -102,7 +103,8 @@ def run_one(cfg: DictConfig) -> dict:
     status = report(p.train, execution)
     if status:
         sys.exit(status)
-    return callbacks.final_evaluation(*(p.train or p.skip))
+    job, = p.train or p.skip
+    return export.final(results.read_runs(job.results_dir, [job.run_id]))  # its final eval_* columns
 
 
 def interrupted(stop: KeyboardInterrupt) -> NoReturn:

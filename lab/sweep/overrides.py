@@ -39,27 +39,19 @@ class HydraKnobs(Callback):
     """Refuses HYDRA_FOLDERS, interval() in a grid and RENAMED; a Hydra callback of conf/config.yaml."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
-        check_renamed(config)
-        check_hydra_folders(config)
+        choices = OmegaConf.select(config, "hydra.runtime.choices") or {}
+        for (group, old), new in RENAMED.items():
+            if choices.get(group) == old:
+                fail(f"{group}={old} is now {new}")
+        for key, (default, why) in HYDRA_FOLDERS.items():
+            value = OmegaConf.to_container(OmegaConf.select(config, key.rsplit(".", 1)[0]), resolve=False)
+            value = value.get(key.rsplit(".", 1)[1])
+            if value != default:
+                fail(f"{key}={value} is not used by the lab: {why} (set results_dir=DIR instead)")
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self.on_run_start(config)
         check_grid(config)
-
-
-def check_renamed(config: DictConfig) -> None:
-    choices = OmegaConf.select(config, "hydra.runtime.choices") or {}
-    for (group, old), new in RENAMED.items():
-        if choices.get(group) == old:
-            fail(f"{group}={old} is now {new}")
-
-
-def check_hydra_folders(config: DictConfig) -> None:
-    for key, (default, why) in HYDRA_FOLDERS.items():
-        value = OmegaConf.to_container(OmegaConf.select(config, key.rsplit(".", 1)[0]), resolve=False)
-        value = value.get(key.rsplit(".", 1)[1])
-        if value != default:
-            fail(f"{key}={value} is not used by the lab: {why} (set results_dir=DIR instead)")
 
 
 def check_grid(config: DictConfig) -> None:
@@ -100,13 +92,20 @@ def check(argv: list[str]) -> None:
 
 
 def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
-    overrides = _parsed(loader, lines)
+    try:
+        overrides = OverridesParser.create(config_loader=loader).parse_overrides(lines)
+    except OverrideParseException as exc:
+        fail(f"{first_line(exc)}; an override is key=value (a grid: key=a,b,c or range(a,b))")
     for override in overrides:
         if override.is_sweep_override() and override.is_hydra_override():
             fail(f"{override.input_line}: Hydra's own settings take one value; a grid sweeps knobs "
                  "(key=a,b), a named sweep's grid is its hydra.sweeper.params")
         _check_choice(loader, override)
-    master = _master(loader, lines, overrides)
+    try:  # the configuration with every override that is not a sweep
+        master = loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN,
+                                           validate_sweep_overrides=False)
+    except Exception as exc:  # noqa: BLE001 - every composition error becomes one line
+        fail(_composition_error(loader, exc, lines, overrides))
     for override in overrides:
         if not _is_choice(loader, override):
             _check_swept_key(master, override)
@@ -134,13 +133,6 @@ def _arguments(argv):
     return parser.parse_args(argv)
 
 
-def _parsed(loader, lines: list[str]):
-    try:
-        return OverridesParser.create(config_loader=loader).parse_overrides(lines)
-    except OverrideParseException as exc:
-        fail(f"{first_line(exc)}; an override is key=value (a grid: key=a,b,c or range(a,b))")
-
-
 def _is_choice(loader, override) -> bool:
     """Whether Hydra takes the override as a config-group choice (game=ttt, +sweeps=smoke)."""
     return loader.repository.group_exists(override.key_or_group) and not isinstance(override.value(), dict)
@@ -159,14 +151,6 @@ def _check_choice(loader, override) -> None:
             plus = "+" if override.type is OverrideType.ADD else ""
             fail(f"{plus}{group}={value}: there is no {value}{did_you_mean(value, options)}; "
                  f"the {what} are {', '.join(options)}")
-
-
-def _master(loader, lines: list[str], overrides):
-    """The configuration with every override that is not a sweep."""
-    try:
-        return loader.load_configuration("config", lines, run_mode=RunMode.MULTIRUN, validate_sweep_overrides=False)
-    except Exception as exc:  # noqa: BLE001 - every composition error becomes one line
-        fail(_composition_error(loader, exc, lines, overrides))
 
 
 def _composition_error(loader, exc, lines, overrides) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from lab import results
-from lab.results import provenance
+from lab.results import columns, provenance
 from lab.sweep.planning import seeds_per_configuration
 
 
@@ -72,7 +72,7 @@ def _document(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> 
         "command": code["command"],
         "cwd": _cwd(),
         "host": provenance.machine()["host"],
-        "code": {k: code[k] for k in ("lab_version", "git_commit", "git_dirty")},
+        "code": {k: code[k] for k in columns.CODE},
         "overrides": node("overrides.task") or [],
         "hydra_overrides": node("overrides.hydra") or [],
         "sweeper": node("sweeper"),
