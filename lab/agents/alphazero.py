@@ -191,7 +191,7 @@ class Agent(base.Agent):
     def __init__(self, net: MLP, simulations: int, c_puct: float, shape: tuple = TTT):
         self.net, self.simulations, self.c_puct, self.shape = net, simulations, c_puct, tuple(shape)
         self.board = bitboards.board(*self.shape)
-        self.params = Params.greedy(simulations, c_puct)
+        self.params = Params(simulations, c_puct, 1.0, 0.0, 0)  # no noise; the most visited move
 
     def scores(self, positions):
         """The visit counts of a noise-free search from each position."""
@@ -248,7 +248,9 @@ class Learner(base.Learner):
         self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                   perfect=run.opponent == "perfect" and fixed != TABLE)
         self.images = bitboards.symmetries(run.m, run.n)
-        self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
+        self.training = Params(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha, knobs.dirichlet_weight,
+                               knobs.temperature_moves)
+        self.gating = self.training._replace(dirichlet_weight=0.0)
         self.games = 0
         # The training window: a row per searched position of the recent games, the mover's view.
         self.mine = np.empty(0, np.uint64)

@@ -44,17 +44,6 @@ class Params(NamedTuple):
     """0: no noise, as in gating and the trained agent"""
     temperature_moves: int
 
-    @classmethod
-    def of(cls, knobs, noise: bool) -> "Params":
-        """The search of an alphazero Config's knobs, with root noise or without."""
-        return cls(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha,
-                   knobs.dirichlet_weight if noise else 0.0, knobs.temperature_moves)
-
-    @classmethod
-    def greedy(cls, simulations: int, c_puct: float) -> "Params":
-        """A noise-free search whose most visited move is played (the trained agent)."""
-        return cls(simulations, c_puct, 1.0, 0.0, 0)
-
 
 @njit(cache=True)
 def head(outputs, board, priors):
