@@ -44,8 +44,8 @@ class MLP:
         """sizes: [inputs, hidden..., outputs]; the last layer's activation `output` (tanh or
         linear), the others' `hidden` (tanh or relu)."""
         if output not in ("tanh", "linear") or hidden not in ("tanh", "relu"):
-            raise ValueError(f"output must be 'tanh' or 'linear' and hidden 'tanh' or 'relu', got {output!r}, "
-                             f"{hidden!r}")
+            raise ValueError(f"output must be 'tanh' or 'linear' and hidden 'tanh' or 'relu', got "
+                             f"{output!r}, {hidden!r}")
         self.output, self.hidden = output, hidden
         self.weights, self.biases = [], []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -80,10 +80,9 @@ class MLP:
         """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
         grad_w, grad_b = [], []
         delta = np.ascontiguousarray(d_output, dtype=self.weights[0].dtype)
-        last = len(self.weights) - 1
         if self.output == "tanh":
             delta = delta * (1.0 - acts[-1] * acts[-1])  # tanh'(z) = 1 - tanh(z)^2
-        for i in range(last, -1, -1):
+        for i in range(len(self.weights) - 1, -1, -1):
             grad_w.append(weight_gradient(acts[i], delta))
             grad_b.append(column_sums(delta))
             if i:

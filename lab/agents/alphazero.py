@@ -26,11 +26,6 @@ One iteration:
 Write-up 002's own net: `activation=relu` and `head=mse12` (outputs [win, draw, loss] for the side
 to move, then a move per cell, 12 on 3x3, all fitted by mean squared error, the moves towards the
 visit-count policy). A checkpoint's net says its head (cells + 1 or cells + 3 outputs).
-
-The fixed opponents are the engine's: on 3x3 a move table (lab.game.opponents), elsewhere a
-lab.game.bots bot (mcts with `mcts_simulations`) or a checkpoint's agent, frozen (Agent.frozen).
-The greedy agent runs the same search without noise and plays the most visited move:
-deterministic, so its scores survive a checkpoint.
 """
 
 from dataclasses import dataclass
@@ -184,7 +179,8 @@ def _frozen_move(g, opponent, pos, side):
 
 class Agent(base.Agent):
     """Plays the most visited move of a noise-free search guided by its net, on the board
-    (m, n, k); one net for both seats (it reads the board from the mover's view)."""
+    (m, n, k): deterministic, so its scores survive a checkpoint. One net for both seats (it reads
+    the board from the mover's view)."""
 
     algorithm = "alphazero"
 

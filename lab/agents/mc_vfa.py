@@ -60,8 +60,7 @@ class Config(Knobs):
         require(self.loss_reward < 0, "loss_reward", self.loss_reward,
                 "negative (a loss is worse than a draw)")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
-        require(self.precision in PRECISIONS, "precision", self.precision,
-                f"one of {', '.join(PRECISIONS)}")
+        require(self.precision in PRECISIONS, "precision", self.precision, f"one of {', '.join(PRECISIONS)}")
         for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
 

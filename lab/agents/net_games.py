@@ -16,7 +16,7 @@ from numba import njit
 
 from lab import game
 from lab.agents import base, tabular
-from lab.game import bitboards, bots, engine
+from lab.game import bitboards, engine
 from lab.game.engine import AFTER, LEGAL, compiled, tabulated
 from lab.knobs import TTT
 from lab.nets import MLP, forward
