@@ -81,9 +81,8 @@ N_CODES (an extra last entry of the arrays over codes)."""
 
 
 class Agent(net_games.Agent):
-    """Plays the move whose afterstate the net values most, on any board. Trained in self-play it
-    holds a net per seat, `net` for seat `player` and `other` for the other seat, and plays
-    either seat."""
+    """Plays the move whose afterstate the net values most, on any board, in either seat when trained
+    in self-play (a net per seat: net_games.Agent)."""
 
     algorithm = "mc_vfa"
     AFTERSTATES = True

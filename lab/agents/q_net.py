@@ -87,8 +87,8 @@ def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool
 
 
 class Agent(net_games.Agent):
-    """Plays the legal move with the highest Q, on any board. Trained in self-play it holds a net
-    per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
+    """Plays the legal move with the highest Q, on any board, in either seat when trained in
+    self-play (a net per seat: net_games.Agent)."""
 
     algorithm = "q_net"
     AFTERSTATES = False

@@ -88,9 +88,8 @@ def _frozen_move(g, opponent, pos, side):
 
 
 class Agent(base.Agent):
-    """Plays greedily from its table, in either seat, on the board `shape` (m, n, k): on 3x3 a
-    dense array with a row per board code, elsewhere a table of visited positions, its rows read
-    as `reading` says. Subclasses name the algorithm, and the dense array and its reading."""
+    """Plays greedily from its table (a row per board code on 3x3: the module doc), in either seat,
+    on the board `shape` (m, n, k). Subclasses name the algorithm, and the dense array and its reading."""
 
     DENSE = "q"
     """the name of a 3x3 table among the checkpoint's arrays"""
