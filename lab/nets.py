@@ -5,12 +5,10 @@ biases drawn from N(0, 1) / sqrt(n_in + n_out), float32 by default (the values o
 Other learners use a linear output and hand `gradients` the derivative of their own loss.
 
 Same bits on every machine: the passes are compiled loops that add every sum in one fixed order
-(a weighted sum starts from its bias and adds the inputs' terms in input order; a batch sum adds
-the rows in order) and compute tanh from + - x / alone, which IEEE 754 rounds exactly and numba
-compiles without fusing or reordering. BLAS and numpy's tanh pick their code by the CPU and
-round differently, and a net near a decision boundary then plays differently. For the lab's
-small nets these loops are as fast as BLAS or faster (docs/speed.md). `forward` is the whole
-pass, which game kernels call on a few inputs at a time with the net as one `CompiledNet`.
+(each pass's docstring states it) and compute tanh from + - x / alone, which IEEE 754 rounds
+exactly and numba compiles without fusing or reordering. BLAS and numpy's tanh pick their code by
+the CPU and round differently, and a net near a decision boundary then plays differently. For
+the lab's small nets these loops are as fast as BLAS or faster (docs/speed.md).
 """
 
 from typing import NamedTuple
@@ -45,10 +43,9 @@ class MLP:
                  hidden: str = "tanh"):
         """sizes: [inputs, hidden..., outputs]; the last layer's activation `output` (tanh or
         linear), the others' `hidden` (tanh or relu)."""
-        if output not in ("tanh", "linear"):
-            raise ValueError(f"output must be 'tanh' or 'linear', got {output!r}")
-        if hidden not in ("tanh", "relu"):
-            raise ValueError(f"hidden must be 'tanh' or 'relu', got {hidden!r}")
+        if output not in ("tanh", "linear") or hidden not in ("tanh", "relu"):
+            raise ValueError(f"output must be 'tanh' or 'linear' and hidden 'tanh' or 'relu', got "
+                             f"{output!r}, {hidden!r}")
         self.output, self.hidden = output, hidden
         self.weights, self.biases = [], []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -60,17 +57,14 @@ class MLP:
     def params(self):
         return self.weights + self.biases
 
-    def _activation(self, layer: int) -> int:
-        return _CODES[self.output if layer == len(self.weights) - 1 else self.hidden]
-
     def _inputs(self, x) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=self.weights[0].dtype)
 
     def activations(self, x: np.ndarray) -> list:
         """Outputs of every layer for a batch x of shape (n, inputs), the input first."""
-        acts = [self._inputs(x)]
+        acts, net = [self._inputs(x)], self.compiled()
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            acts.append(dense(acts[-1], w, b, self._activation(i)))
+            acts.append(dense(acts[-1], w, b, net.output if i == len(self.weights) - 1 else net.hidden))
         return acts
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -86,10 +80,9 @@ class MLP:
         """Gradients of a loss with respect to params (same order), given dLoss/dOutput."""
         grad_w, grad_b = [], []
         delta = np.ascontiguousarray(d_output, dtype=self.weights[0].dtype)
-        last = len(self.weights) - 1
         if self.output == "tanh":
             delta = delta * (1.0 - acts[-1] * acts[-1])  # tanh'(z) = 1 - tanh(z)^2
-        for i in range(last, -1, -1):
+        for i in range(len(self.weights) - 1, -1, -1):
             grad_w.append(weight_gradient(acts[i], delta))
             grad_b.append(column_sums(delta))
             if i:
@@ -129,8 +122,7 @@ class MLP:
     def from_arrays(cls, arrays, prefix: str = "") -> "MLP":
         net = cls.__new__(cls)
         net.output = "linear" if bool(arrays[f"{prefix}linear_output"]) else "tanh"
-        relu = f"{prefix}relu" in arrays and bool(arrays[f"{prefix}relu"])
-        net.hidden = "relu" if relu else "tanh"
+        net.hidden = "relu" if bool(arrays.get(f"{prefix}relu", False)) else "tanh"
         count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
         net.weights = [np.ascontiguousarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
         net.biases = [np.ascontiguousarray(arrays[f"{prefix}b{i}"]) for i in range(count)]

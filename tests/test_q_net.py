@@ -117,13 +117,13 @@ def test_the_compiled_games_read_the_q_values_the_learner_computes(board, head, 
     run_cfg, knobs = parse(compose("algorithm=q_net", board, f"head={head}", f"symmetry={symmetry}", "neurons=8"))
     learner = agents.get("q_net").Learner(knobs, run_cfg)
     positions, cells, plies, _ = net_games.play_games(
-        learner.game, (learner.net.compiled(),) * 2, (True, True), learner.opponent, 30, 0.3, learner.pairs, False)
+        learner.game, (learner.net.compiled(),) * 2, (True, True), learner.opponent, 30, 0.3, learner.lookup, False)
     positions = engine.records(positions, 30)
     before = np.concatenate([np.zeros_like(positions[:, :1]), positions[:, :-1]], axis=1)
     played = np.arange(cells.shape[1])[None, :] < plies[:, None]
     states = before[played]
     size = engine.cells(learner.game)
-    found = _kernel_q(learner.game, learner.net.compiled(), learner.pairs, states, size)
+    found = _kernel_q(learner.game, learner.net.compiled(), learner.lookup, states, size)
     every = np.tile(np.arange(size), len(states))
     expected = q_net.pair_q(learner.net, learner.game, np.repeat(states, size, axis=0), every, symmetry)
     empty = engine.inputs(learner.game, states, np.int8) == 0
@@ -316,7 +316,7 @@ def test_compiled_games_play_empty_cells_and_record_them(opponent):
     nets = tuple(one.nets.get(s, one.net).compiled() for s in (1, 2))
     learns = tuple(s in one.run.seats for s in (1, 2))
     positions, cells, plies, outcomes = net_games.play_games(one.game, nets, learns, one.opponent, 50, 0.3,
-                                                             one.pairs, False)
+                                                             one.lookup, False)
     positions = engine.records(positions, 50)
     xs, os = positions[..., 0], positions[..., 1]
     board = bitboards.board(5, 5, 4)

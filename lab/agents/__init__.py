@@ -41,26 +41,22 @@ def game_of(agent) -> tuple[int, int, int]:
 
 
 def load(path):
-    """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file."""
-    arrays = _arrays(path)
-    name = str(arrays.pop("algorithm", ""))
-    algorithm = REGISTRY.get(name)
-    if algorithm is None:
-        raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
-    return algorithm.Agent.from_arrays(arrays)
-
-
-def _arrays(path) -> dict:
-    """The arrays of a .npz file, or a ValueError saying why the file is not one: numpy reads a
-    file that is not a zip archive as a pickle and would tell the user to allow pickles."""
+    """The trained agent in a checkpoint written by `Agent.save`. Never runs code from the file. A
+    file that is not a zip archive is refused first: numpy would read it as a pickle and tell the
+    user to allow pickles."""
     with open(path, "rb") as f:  # opened here, so closed here whatever numpy raises
         if f.read(4) != b"PK\x03\x04":
             raise ValueError(f"{path}: not a lab checkpoint (a run's .npz, RESULTS_DIR/_checkpoints/<run_id>.npz)")
         f.seek(0)
         try:
-            return npz_arrays(f)
+            arrays = npz_arrays(f)
         except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
             raise ValueError(f"{path}: a damaged checkpoint ({exc}); train the run again") from None
+    name = str(arrays.pop("algorithm", ""))
+    algorithm = REGISTRY.get(name)
+    if algorithm is None:
+        raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
+    return algorithm.Agent.from_arrays(arrays)
 
 
 opponents.read_checkpoints_with(load)

@@ -26,11 +26,6 @@ One iteration:
 Write-up 002's own net: `activation=relu` and `head=mse12` (outputs [win, draw, loss] for the side
 to move, then a move per cell, 12 on 3x3, all fitted by mean squared error, the moves towards the
 visit-count policy). A checkpoint's net says its head (cells + 1 or cells + 3 outputs).
-
-The fixed opponents are the engine's: on 3x3 a move table (lab.game.opponents), elsewhere a
-lab.game.bots bot (mcts with `mcts_simulations`) or a checkpoint's agent, frozen (Agent.frozen).
-The greedy agent runs the same search without noise and plays the most visited move:
-deterministic, so its scores survive a checkpoint.
 """
 
 from dataclasses import dataclass
@@ -184,14 +179,15 @@ def _frozen_move(g, opponent, pos, side):
 
 class Agent(base.Agent):
     """Plays the most visited move of a noise-free search guided by its net, on the board
-    (m, n, k); one net for both seats (it reads the board from the mover's view)."""
+    (m, n, k): deterministic, so its scores survive a checkpoint. One net for both seats (it reads
+    the board from the mover's view)."""
 
     algorithm = "alphazero"
 
     def __init__(self, net: MLP, simulations: int, c_puct: float, shape: tuple = TTT):
         self.net, self.simulations, self.c_puct, self.shape = net, simulations, c_puct, tuple(shape)
         self.board = bitboards.board(*self.shape)
-        self.params = Params.greedy(simulations, c_puct)
+        self.params = Params(simulations, c_puct, 1.0, 0.0, 0)  # no noise; the most visited move
 
     def scores(self, positions):
         """The visit counts of a noise-free search from each position."""
@@ -248,7 +244,9 @@ class Learner(base.Learner):
         self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
                                   perfect=run.opponent == "perfect" and fixed != TABLE)
         self.images = bitboards.symmetries(run.m, run.n)
-        self.training, self.gating = Params.of(knobs, noise=True), Params.of(knobs, noise=False)
+        self.training = Params(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha, knobs.dirichlet_weight,
+                               knobs.temperature_moves)
+        self.gating = self.training._replace(dirichlet_weight=0.0)
         self.games = 0
         # The training window: a row per searched position of the recent games, the mover's view.
         self.mine = np.empty(0, np.uint64)

@@ -60,8 +60,7 @@ class Config(Knobs):
         require(self.loss_reward < 0, "loss_reward", self.loss_reward,
                 "negative (a loss is worse than a draw)")
         require(self.memory in ("clear", "keep"), "memory", self.memory, "'clear' or 'keep'")
-        require(self.precision in PRECISIONS, "precision", self.precision,
-                f"one of {', '.join(PRECISIONS)}")
+        require(self.precision in PRECISIONS, "precision", self.precision, f"one of {', '.join(PRECISIONS)}")
         for key in ("epsilon_decay_per_update", "alpha_decay_per_update"):
             require(0 < getattr(self, key) <= 1, key, getattr(self, key), "in (0, 1]")
 
@@ -82,9 +81,8 @@ N_CODES (an extra last entry of the arrays over codes)."""
 
 
 class Agent(net_games.Agent):
-    """Plays the move whose afterstate the net values most, on any board. Trained in self-play it
-    holds a net per seat, `net` for seat `player` and `other` for the other seat, and plays
-    either seat."""
+    """Plays the move whose afterstate the net values most, on any board, in either seat when trained
+    in self-play (a net per seat: net_games.Agent)."""
 
     algorithm = "mc_vfa"
     AFTERSTATES = True
@@ -117,7 +115,8 @@ class Agent(net_games.Agent):
 
 
 class Learner(net_games.Learner):
-    DERIVED = ("game", "opponent", "inputs")
+    DERIVED = ("game", "opponent", "lookup")
+    AGENT = Agent
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -125,14 +124,13 @@ class Learner(net_games.Learner):
         self.make_nets([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
                        dtype=PRECISIONS[knobs.precision])
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
-        self.inputs = net_games.lookup_for(self.game, True, knobs.symmetry)
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
         self.kept = {seat: None for seat in run.seats}
         """memory=keep: per seat, the afterstates seen so far (engine.distinct's order), the sums of
         their returns and their visits"""
 
     def iterate(self) -> np.ndarray:
-        positions, _, plies, results = self.play(self.epsilon, self.inputs, True)
+        positions, _, plies, results = self.play(self.epsilon)
         for seat in self.run.seats:
             self._fit(seat, positions, plies, results)
         self.alpha *= self.knobs.alpha_decay_per_update
@@ -169,9 +167,6 @@ class Learner(net_games.Learner):
         sums, visits = (np.bincount(inverse, np.concatenate(pair), len(both))
                         for pair in ((old_sums, sums), (old_visits, visits)))
         return both, sums, visits
-
-    def agent(self) -> Agent:
-        return self.snapshot(Agent)
 
 
 ALGORITHM = base.Algorithm("mc_vfa", Config, Learner, Agent, self_play=True)

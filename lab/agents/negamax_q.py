@@ -88,25 +88,21 @@ class Agent(tabular.Agent):
         agent.members = None if members is None else np.asarray(members, dtype=float)
         return agent
 
-    def first(self, k: int) -> "Agent":
-        """The agent of the ensemble's first k members."""
-        if not self.dense:
-            return Agent(self.table, self.shape, self.reading._replace(members=k))
-        return Agent(self.table if self.members is None else self.members[:k].sum(axis=0))
 
-    def size(self) -> int:
-        """The ensemble's members."""
-        return self.reading.members if not self.dense else 1 if self.members is None else len(self.members)
-
-
-def by_size(agent: Agent, seats=(1, 2), games: int = 9600, seed: int = 0) -> list[dict]:
+def by_size(agent: Agent, games: int = 9600, seed: int = 0) -> list[dict]:
     """Write-up 004's question, how many members an ensemble needs: the agent of the first k
     members for every k from 1 to K, in each seat, measured as a run's evaluation is: exactly on
     every board the lab solves (lab.evaluation.evaluate.exact on 3x3), elsewhere by `games` games
     against random and onestep drawn with `seed`. One dict per (k, seat): members, seat and the
     measures."""
-    return [{"members": k, "seat": seat, **_measures(agent.first(k), seat, games, seed)}
-            for k in range(1, agent.size() + 1) for seat in seats]
+    if not agent.dense:
+        firsts = [Agent(agent.table, agent.shape, agent.reading._replace(members=k))
+                  for k in range(1, agent.reading.members + 1)]
+    else:
+        members = [agent.table] if agent.members is None else agent.members
+        firsts = [Agent(np.sum(members[:k], axis=0)) for k in range(1, len(members) + 1)]
+    return [{"members": k, "seat": seat, **_measures(first, seat, games, seed)}
+            for k, first in enumerate(firsts, 1) for seat in (1, 2)]
 
 
 def _measures(agent: Agent, seat: int, games: int, seed: int) -> dict:

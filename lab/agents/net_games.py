@@ -16,7 +16,7 @@ from numba import njit
 
 from lab import game
 from lab.agents import base, tabular
-from lab.game import bitboards, bots, engine
+from lab.game import bitboards, engine
 from lab.game.engine import AFTER, LEGAL, compiled, tabulated
 from lab.knobs import TTT
 from lab.nets import MLP, forward
@@ -68,30 +68,33 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
 
 class Learner(tabular.Learner):
     """What mc_vfa's and q_net's Learners share: a net per seat they learn in (`nets`: one against
-    a fixed opponent, X's then O's in self-play; `net` the first), an iteration's games, the agent."""
+    a fixed opponent, X's then O's in self-play; `net` the first), what their games read beside
+    the position (`lookup`, lookup_for's for AGENT), an iteration's games, the agent."""
 
     def make_nets(self, sizes, rng, **options) -> None:
         self.nets = {seat: MLP(sizes, rng, **options) for seat in self.run.seats}
         self.net = self.nets[self.run.seats[0]]
+        self.lookup = lookup_for(self.game, self.AGENT.AFTERSTATES, self.knobs.symmetry)
 
-    def play(self, epsilon, lookup, afterstates: bool):
+    def play(self, epsilon):
         """`play_games` of an iteration at `epsilon`, the positions as engine.records."""
         n = self.run.episodes_per_update
         nets = tuple(self.nets.get(seat, self.net).compiled() for seat in (1, 2))
         learns = tuple(seat in self.run.seats for seat in (1, 2))
         positions, cells, plies, results = play_games(self.game, nets, learns, self.opponent, n, epsilon,
-                                                      lookup, afterstates)
+                                                      self.lookup, self.AGENT.AFTERSTATES)
         self.played_epsilon = epsilon
         return engine.records(positions, n), cells, plies, results
 
     def exploration(self) -> float:
         return float(self.played_epsilon)
 
-    def snapshot(self, Agent):
-        """An `Agent` with copies of the nets: both seats' in self-play, else the net and seat."""
+    def agent(self):
+        """An `AGENT` (the subclass's Agent) with copies of the nets: both seats' in self-play, else
+        the net and seat."""
         nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
             self.net.copy(), self.run.player, None)
-        return Agent(*nets, self.knobs.symmetry, self.run.game)
+        return self.AGENT(*nets, self.knobs.symmetry, self.run.game)
 
 
 @compiled

@@ -6,16 +6,14 @@ makes a node's first visit follow its priors); each simulation adds one leaf, wh
 backed up, negated at each level. The tree lives in small arrays (`Tree`), the search is one
 compiled loop on lab.game.bitboards.
 
-The net (lab.nets.forward, one row) is read at each new leaf, from the side to move's view (+1 its
-own stone, -1 the opponent's, 0 empty); `head` turns its outputs into priors over the empty cells
-and a value. Positions the rules decide get their exact value instead: lost (-1, for the side to
+The net is read at each new leaf (`head` turns its outputs into priors over the empty cells and
+a value). Positions the rules decide get their exact value instead: lost (-1, for the side to
 move) if the previous move completed a line, drawn on a full board, won (+1) if the side to move
 can complete a line or, with no threat against it, make two winning cells at once (a double
 threat), lost if the opponent has two already. Against exactly one the search only plays the
-block (any other move loses at once). At the root, a
-win, a forced block or a double threat is played without searching (the counts all on those
-cells). Without noise the search is deterministic: the most visited move is a function of the
-position.
+block (any other move loses at once). At the root, a win, a forced block or a double threat is
+played without searching (the counts all on those cells). Without noise the search is
+deterministic: the most visited move is a function of the position.
 """
 
 from typing import NamedTuple
@@ -43,17 +41,6 @@ class Params(NamedTuple):
     dirichlet_weight: float
     """0: no noise, as in gating and the trained agent"""
     temperature_moves: int
-
-    @classmethod
-    def of(cls, knobs, noise: bool) -> "Params":
-        """The search of an alphazero Config's knobs, with root noise or without."""
-        return cls(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha,
-                   knobs.dirichlet_weight if noise else 0.0, knobs.temperature_moves)
-
-    @classmethod
-    def greedy(cls, simulations: int, c_puct: float) -> "Params":
-        """A noise-free search whose most visited move is played (the trained agent)."""
-        return cls(simulations, c_puct, 1.0, 0.0, 0)
 
 
 @njit(cache=True)

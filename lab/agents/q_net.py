@@ -86,21 +86,9 @@ def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool
     return net(np.hstack([board, np.eye(cells, dtype=board.dtype)[moves]]))[:, 0]
 
 
-def cell_q(net: MLP, g, positions: np.ndarray, symmetry: bool = False) -> np.ndarray:
-    """(positions, cells) Q by `net` of every cell at each position, taken cells included; with
-    `symmetry` of each pair's canonical image (lab.game.engine.fold)."""
-    cells = engine.cells(g)
-    moves = np.broadcast_to(np.arange(cells), (len(positions), cells))
-    if symmetry:
-        positions, moves = engine.fold(g, positions)
-    if per_cell(net, cells):
-        return np.take_along_axis(net(engine.inputs(g, positions, net.weights[0].dtype)), moves, axis=1)
-    return pair_q(net, g, np.repeat(positions, cells, axis=0), moves.ravel()).reshape(-1, cells)
-
-
 class Agent(net_games.Agent):
-    """Plays the legal move with the highest Q, on any board. Trained in self-play it holds a net
-    per seat, `net` for seat `player` and `other` for the other seat, and plays either seat."""
+    """Plays the legal move with the highest Q, on any board, in either seat when trained in
+    self-play (a net per seat: net_games.Agent)."""
 
     algorithm = "q_net"
     AFTERSTATES = False
@@ -113,12 +101,20 @@ class Agent(net_games.Agent):
         return q
 
     def board_scores(self, seat: int, positions):
-        """Bigger boards: Q by seat `seat`'s net of every cell at the positions."""
-        return cell_q(self.seat_net(seat), self.board, positions, self.symmetry)
+        """Bigger boards: Q by seat `seat`'s net of every cell at the positions, taken cells included;
+        with `symmetry` of each pair's canonical image (lab.game.engine.fold)."""
+        net, g, cells = self.seat_net(seat), self.board, self.board.m * self.board.n
+        moves = np.broadcast_to(np.arange(cells), (len(positions), cells))
+        if self.symmetry:
+            positions, moves = engine.fold(g, positions)
+        if per_cell(net, cells):
+            return np.take_along_axis(net(engine.inputs(g, positions, net.weights[0].dtype)), moves, axis=1)
+        return pair_q(net, g, np.repeat(positions, cells, axis=0), moves.ravel()).reshape(-1, cells)
 
 
 class Learner(net_games.Learner):
-    DERIVED = ("game", "opponent", "epsilons", "pairs")  # rebuilt on restore (`iteration` is kept)
+    DERIVED = ("game", "opponent", "epsilons", "lookup")  # rebuilt on restore (`iteration` is kept)
+    AGENT = Agent
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -130,12 +126,11 @@ class Learner(net_games.Learner):
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
         self.iteration = 0
-        self.pairs = net_games.lookup_for(self.game, False, knobs.symmetry)
 
     def iterate(self) -> np.ndarray:
         epsilon = self.epsilons[min(self.iteration, len(self.epsilons) - 1)]
         self.iteration += 1
-        positions, cells, plies, results = self.play(epsilon, self.pairs, False)
+        positions, cells, plies, results = self.play(epsilon)
         for seat in self.run.seats:
             self._fit(seat, *self._samples(seat, positions, cells, plies, results))
         return np.bincount(results, minlength=3)
@@ -184,9 +179,6 @@ class Learner(net_games.Learner):
             else:
                 error = weights[:, None] * (acts[-1] - mean_targets[:, None])
             net.descend(net.gradients(acts, error), self.knobs.alpha)
-
-    def agent(self) -> Agent:
-        return self.snapshot(Agent)
 
 
 ALGORITHM = base.Algorithm("q_net", Config, Learner, Agent, self_play=True)

@@ -1,10 +1,8 @@
 """What the tabular learners (q_table, td_value, negamax_q) share: their Learners' start (the
 game's engine, the fixed opponent) and iteration, and their trained agent, one class for every
 board: on 3x3 it reads a dense table, on bigger boards a table of visited positions
-(lab.game.sparse). `Reading` says what the rows hold: a Q value per cell of the position to move
-from (q_table; negamax_q with `members` tables side by side, read as their sum), or one value per
-afterstate (td_value; a move that completes a line is worth 1 and one that fills the board
-without a line `draw_value`, so finished positions are never stored).
+(lab.game.sparse), its rows read as `Reading` says: a Q per cell (q_table, negamax_q), or a value
+per afterstate (td_value; finished afterstates have fixed values and are never stored).
 """
 
 from typing import NamedTuple
@@ -90,9 +88,8 @@ def _frozen_move(g, opponent, pos, side):
 
 
 class Agent(base.Agent):
-    """Plays greedily from its table, in either seat, on the board `shape` (m, n, k): on 3x3 a
-    dense array with a row per board code, elsewhere a table of visited positions, its rows read
-    as `reading` says. Subclasses name the algorithm, and the dense array and its reading."""
+    """Plays greedily from its table (a row per board code on 3x3: the module doc), in either seat,
+    on the board `shape` (m, n, k). Subclasses name the algorithm, and the dense array and its reading."""
 
     DENSE = "q"
     """the name of a 3x3 table among the checkpoint's arrays"""
@@ -128,8 +125,7 @@ class Agent(base.Agent):
         if "board" not in arrays:
             return cls(np.asarray(arrays[cls.DENSE], dtype=float))
         table = Table.from_entries(arrays["x"], arrays["o"], arrays["values"], float(arrays["default"]))
-        reading = Reading(bool(arrays["afterstates"]), float(arrays["draw_value"]),
-                          int(arrays["members"]))
+        reading = Reading(bool(arrays["afterstates"]), float(arrays["draw_value"]), int(arrays["members"]))
         return cls(table, tuple(int(v) for v in arrays["board"]), reading)
 
 
