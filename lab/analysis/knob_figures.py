@@ -58,7 +58,7 @@ def axis_of(values: pd.Series) -> str:
 
 def positions(configs: pd.DataFrame, factor: list[str], scales: dict | None = None) -> tuple[np.ndarray, str, list[str]]:
     """Where each configuration sits on a factor's axis: (x, axis kind, category labels); a
-    searched knob's kind is its scale in `scales` (lab.search.space.Dimension.scale)."""
+    searched knob's kind is its scale in `scales` (lab.results.search_record.scales)."""
     values = configs[factor[0]] if len(factor) == 1 else compare.factor_values(configs, factor)
     kind = "category" if len(factor) > 1 else (scales or {}).get(factor[0]) or axis_of(values)
     if kind != "category":
