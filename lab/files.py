@@ -25,18 +25,24 @@ def _sync(fds: list[int], folders: set[Path]) -> None:
     folders' entries): one syncfs per filesystem where Linux has it (a group commit: one flush
     for many files), else an fsync per file or folder."""
     syncfs = getattr(_libc(), "syncfs", None)
-    for fd in fds if syncfs is None else ():
-        os.fsync(fd)
+    if syncfs is None:
+        for fd in fds:
+            os.fsync(fd)
+        for folder in folders if not fds else ():
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return
     devices = set()
-    for folder in folders if syncfs or not fds else ():
+    for folder in folders:
         fd = os.open(folder, os.O_RDONLY)
         try:
-            if syncfs is None:
-                os.fsync(fd)
-            elif (device := os.fstat(fd).st_dev) not in devices:
-                if syncfs(fd) != 0:
-                    raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
-                devices.add(device)
+            device = os.fstat(fd).st_dev
+            if device not in devices and syncfs(fd) != 0:
+                raise OSError(ctypes.get_errno(), f"syncfs failed on {folder}")
+            devices.add(device)
         finally:
             os.close(fd)
 

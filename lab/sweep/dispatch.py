@@ -103,12 +103,14 @@ def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
     with Store(jobs, progress, hooks) as store:
         try:
             where, local = mode(jobs, parallel, address, num_cpus), (Trainer, (code, store.token))
+            used, retried = 1, 0
             if where == "ray":  # a Ray started here is stopped before it returns
                 used, retried = on_ray(jobs, code, store, address, num_cpus, dashboard)
+            elif where == "processes":
+                used = cores(num_cpus)
+                Grid(jobs, used, store).run([Forks(used, local, fallback=local)])
             else:
-                used, retried = cores(num_cpus) if where == "processes" else 1, 0
-                pool = Forks(used, local, fallback=local) if where == "processes" else InProcess(local)
-                Grid(jobs, used, store).run([pool])
+                Grid(jobs, 1, store).run([InProcess(local)])
         except KeyboardInterrupt:
             raise Interrupted(len(store.done)) from None
         finally:
