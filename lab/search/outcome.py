@@ -3,7 +3,6 @@ again (results_dir/_search/best.yaml), and the record of its trials the analysis
 (results_dir/_search/trials.json, lab.results.search_record: what lab.analysis.search_figures draws).
 """
 
-import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -121,11 +120,18 @@ def records(configurations: list[Configuration], settings: SearchSettings) -> li
     evaluation point aggregated over its seeds (`aggregated`), its last (`objective`), and its rank
     among the finished ones (1 = best; None for the others)."""
     ranks = {c.name: place for place, c in enumerate(rank(configurations, settings), 1)}
-    return [{**dataclasses.asdict(c), "aggregated": [settings.aggregated(seeds) for _, seeds in c.curve],
+    return [{**vars(c), "aggregated": [settings.aggregated(seeds) for _, seeds in c.curve],
              "objective": c.objective(settings), "rank": ranks.get(c.name)} for c in configurations]
 
 
 def record(configurations: list[Configuration], settings: SearchSettings, results_dir: Path) -> None:
-    """results_dir/_search/trials.json, replaced whole: what the analysis reads (title and records)."""
-    trials = {"title": schedulers.title(settings), "configurations": records(configurations, settings)}
-    files.write_atomic(results_dir / results.SEARCH / search_record.TRIALS, json.dumps(trials).encode())
+    """results_dir/_search/trials.json, replaced whole: what the analysis reads (title and records),
+    encoded a record at a time: one string of a thousand trials' curves would raise the driver's peak
+    memory by a few times the file's size."""
+    def write(f):
+        f.write(b'{"title": ' + json.dumps(schedulers.title(settings)).encode() + b', "configurations": [')
+        for i, trial in enumerate(records(configurations, settings)):
+            f.write(b", " * bool(i) + json.dumps(trial).encode())
+        f.write(b"]}")
+
+    files.write_atomic(results_dir / results.SEARCH / search_record.TRIALS, write)
