@@ -28,10 +28,6 @@ import numpy as np
 from lab import agents, cli
 from lab.game import bitboards, bots, engine, solver
 
-MARKS = {1: "X", 2: "O"}
-DRAW = 2
-"""A game's result when nobody completed a line; otherwise the side that won (0 X, 1 O)."""
-
 
 class Quit(Exception):
     """The person typed q or closed standard input."""
@@ -140,7 +136,7 @@ def values(agent, board: bitboards.Board, x: int, o: int) -> str:
 
 def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> int:
     """Play one game from `start` (x, o), the person in `seat` (1 = X, 2 = O); the side that won
-    (0 X, 1 O) or DRAW."""
+    (0 X, 1 O) or bots.DRAW."""
     board = bitboards.board(*agents.game_of(agent))
     stones = list(start)
     side = stones[0].bit_count() - stones[1].bit_count()
@@ -152,11 +148,11 @@ def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> in
             if show_values:
                 write(values(agent, board, *stones) + "\n")
             cell = int(agent_moves(agent, [stones[0]], [stones[1]], rng)[0])
-            write(f"the agent ({MARKS[side + 1]}) plays {cell + 1}\n")
+            write(f"the agent ({'XO'[side]}) plays {cell + 1}\n")
         stones[side] |= 1 << cell
         side = 1 - side
     write("\n" + draw(board, *stones) + "\n")
-    return 1 - side if has_line(board, stones[1 - side]) else DRAW
+    return 1 - side if has_line(board, stones[1 - side]) else bots.DRAW
 
 
 def play_person(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> dict:
@@ -164,11 +160,11 @@ def play_person(agent, seat: int, read, write, rng, start=(0, 0), show_values: b
     score = {"you": 0, "agent": 0, "draws": 0}
     mover = start[0].bit_count() - start[1].bit_count() + 1
     first = "you move first" if mover == seat else "the agent moves first"
-    write(f"You play {MARKS[seat]}; {first}.\n")
+    write(f"You play {'XO'[seat - 1]}; {first}.\n")
     try:
         while True:
             winner = one_game(agent, seat, read, write, rng, start, show_values)
-            key = "draws" if winner == DRAW else "you" if winner + 1 == seat else "agent"
+            key = "draws" if winner == bots.DRAW else "you" if winner + 1 == seat else "agent"
             score[key] += 1
             write({"draws": "Draw.", "you": "You win!", "agent": "The agent wins."}[key])
             write(f"  (you {score['you']}, agent {score['agent']}, draws {score['draws']})\n")
@@ -225,7 +221,7 @@ def match(board: bitboards.Board, players, games: int, start, rng) -> np.ndarray
         won = ((mine[:, None] & windows) == windows).any(axis=1)
         full = (stones[0, open_games] | stones[1, open_games]) == board.full
         result[open_games[won]] = side
-        result[open_games[full & ~won]] = DRAW
+        result[open_games[full & ~won]] = bots.DRAW
         open_games = open_games[~(won | full)]
         side = 1 - side
     return np.bincount(result, minlength=3)

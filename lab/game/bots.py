@@ -1,12 +1,8 @@
 """Fixed opponents on any m,n,k board (lab.game.bitboards), compiled, and their games.
 
-The bots, each chosen by a spec (`bot(name, simulations)`), the first three meaning what
-lab.game.opponents' 3x3 move tables mean:
+The bots, each chosen by a spec (`bot(name, simulations)`): random, onestep and block mean what
+lab.game.opponents' 3x3 move tables mean, and
 
-- random: a uniformly random legal move.
-- onestep: an immediate win if it has one (uniform among them), else random; it never blocks.
-- block: an immediate win, else a cell that blocks the opponent's immediate win (uniform among
-  them), else random.
 - mcts: UCT (UCB1 selection, uniformly random rollouts) with `simulations` playouts per move and
   a solver (MCTS-Solver, Winands et al. 2008): a position is lost for its mover once one reply
   wins, won once every reply loses, and the proof passes up; a proven node is not searched
