@@ -15,7 +15,7 @@ from lab.game import opponents
 from lab.game import bitboards, bots, engine
 from lab.agents import base
 from lab.knobs import TTT
-from lab.game.bitboards import empty_mask, place
+from lab.game.bitboards import empty_mask
 from lab.game.bots import cells_in
 from lab.game.sparse import Table, View, find
 
@@ -37,22 +37,13 @@ class Reading(NamedTuple):
 @njit(cache=True)
 def scores_at(board, t, reading, x, o, side, out):
     """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o); the
-    other cells are left as they are. Q rows: the sum of the first `reading.members` members'."""
+    other cells are left as they are. Afterstates: lab.game.engine.afterstate_scores'; Q rows: the
+    sum of the first `reading.members` members'."""
+    if reading.afterstates:
+        engine.afterstate_scores(board, t, (x, o), side, reading.draw_value, out)
+        return
     cells = board.m * board.n
     empty = empty_mask(board, x, o)
-    if reading.afterstates:
-        for cell in range(cells):
-            bit = np.uint64(1) << np.uint64(cell)
-            if empty & bit:
-                after_x, after_o, won = place(board, x, o, side, cell)
-                if won:
-                    out[cell] = 1.0
-                elif empty == bit:
-                    out[cell] = reading.draw_value
-                else:
-                    slot = find(t, after_x, after_o)
-                    out[cell] = t.values[slot, 0] if slot >= 0 else t.default
-        return
     slot = find(t, x, o)
     for cell in range(cells):
         if empty & (np.uint64(1) << np.uint64(cell)):
