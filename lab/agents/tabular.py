@@ -121,10 +121,10 @@ class Agent(base.Agent):
 
 
 def opponent(g, run):
-    """The opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or the lab.game.bots
-    bot of each seat it does not train in (TABLE where it does) with its MCTS tree (on 3x3 mcts
-    only, searching at the codes' bitboards)."""
+    """The opponent a learner's kernel (alphazero's too) plays on the game g (lab.game.engine):
+    3x3's move table (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or
+    the lab.game.bots bot of each seat it does not train in (TABLE where it does) with its tree
+    (on 3x3 mcts only, searching at the codes' bitboards; perfect's table only for perfect)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     if opponents.is_checkpoint(run.opponent):
@@ -134,7 +134,8 @@ def opponent(g, run):
     kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]
     simulations = run.mcts_simulations if run.opponent == "mcts" else 1
     board = engine.THREE if engine.tabulated(g) else g
-    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(board, simulations))
+    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(
+        board, simulations, perfect=run.opponent == "perfect"))
 
 
 class Learner(base.Learner):
