@@ -232,11 +232,8 @@ class Learner(base.Learner):
         self.gating = self.training._replace(dirichlet_weight=0.0)
         self.games = 0
         # The training window: a row per searched position of the recent games, the mover's view.
-        self.mine = np.empty(0, np.uint64)
-        self.theirs = np.empty(0, np.uint64)
-        self.policies = np.empty((0, cells))
-        self.outcomes = np.empty(0)
-        self.game_ids = np.empty(0, np.int64)
+        self.mine, self.theirs = np.empty(0, np.uint64), np.empty(0, np.uint64)
+        self.policies, self.outcomes, self.game_ids = np.empty((0, cells)), np.empty(0), np.empty(0, np.int64)
 
     def _play(self, nets: tuple, searches, params: Params, n: int, record: bool):
         return play_games(self.board, tuple(net.compiled() for net in nets), searches, params,
@@ -255,16 +252,14 @@ class Learner(base.Learner):
         """Add the searched positions of the new games to the window; drop games too old."""
         games, plies = np.nonzero(searched)
         x, o, side, result = xs[games, plies], os[games, plies], plies % 2, results[games]
-        self.mine = np.concatenate([self.mine, np.where(side == 0, x, o)])
-        self.theirs = np.concatenate([self.theirs, np.where(side == 0, o, x)])
-        self.policies = np.concatenate([self.policies, policies[games, plies]])
         outcome = np.where(result == bots.DRAW, 0.0, np.where(result == side, 1.0, -1.0))
-        self.outcomes = np.concatenate([self.outcomes, outcome])
-        self.game_ids = np.concatenate([self.game_ids, self.games + games])
+        new = (np.where(side == 0, x, o), np.where(side == 0, o, x), policies[games, plies], outcome,
+               self.games + games)
+        old = (self.mine, self.theirs, self.policies, self.outcomes, self.game_ids)
+        window = [np.concatenate(pair) for pair in zip(old, new)]
         self.games += len(results)
-        keep = self.game_ids >= self.games - self.knobs.window
-        self.mine, self.theirs, self.policies = self.mine[keep], self.theirs[keep], self.policies[keep]
-        self.outcomes, self.game_ids = self.outcomes[keep], self.game_ids[keep]
+        keep = window[-1] >= self.games - self.knobs.window
+        self.mine, self.theirs, self.policies, self.outcomes, self.game_ids = (a[keep] for a in window)
 
     def _train(self):
         """`train_steps` SGD steps, each on `batch_size` positions drawn uniformly from the window,
