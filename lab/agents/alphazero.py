@@ -36,7 +36,7 @@ from numba import njit, types
 
 from lab import game
 from lab.game import opponents
-from lab.agents import base
+from lab.agents import base, tabular
 from lab.agents.puct import Params, choose, new_tree, priors_and_values, search, visit_counts
 from lab.game import bitboards, bots, engine
 from lab.knobs import TTT, Knobs, RunConfig, require
@@ -92,9 +92,6 @@ class Config(Knobs):
 
 HEADS = {"softmax_value": 1, "mse12": 3}
 """The values of the `head` knob and the net outputs they need beyond one per cell."""
-NET, TABLE = -1, -2
-"""`play_games`' kinds of a seat that searches with its net and of one that plays 3x3's move table
-or a frozen agent (beside lab.game.bots' bot kinds)."""
 
 
 @njit(cache=True)
@@ -108,20 +105,20 @@ def _code(x, o):
 
 
 @engine.compiled
-def fixed_move(board, table, x, o, side):
-    """The move of a TABLE seat: drawn from 3x3's move table, or a frozen agent's."""
-    if isinstance(table, types.Array):
-        return lambda board, table, x, o, side: game.sample_move(table, _code(x, o))
-    return lambda board, table, x, o, side: engine.opponent_move(board, table, (x, o), side)
+def fixed_move(board, opponent, x, o, side):
+    """The move of the seat the net does not play: drawn from 3x3's move table, else the
+    `opponent`'s (lab.agents.tabular.opponent: a bot, a frozen agent)."""
+    if isinstance(opponent, types.Array):
+        return lambda board, opponent, x, o, side: game.sample_move(opponent, _code(x, o))
+    return lambda board, opponent, x, o, side: engine.opponent_move(board, opponent, (x, o), side)
 
 
 @njit(cache=True)
-def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n, record):
-    """Play n games; seat s (0 X, 1 O) searches with nets[s] if kinds[s] == NET, plays `table`
-    (3x3's move table, or a frozen agent) if TABLE, else is the lab.game.bots bot of that kind
-    (simulations[s] playouts for mcts, in bot_tree). Returns the stones x, o before each ply (n, cells), whether
-    a net searched there, its normalised visit counts (n, cells, cells; empty unless `record`)
-    and the results (X_WINS, O_WINS or DRAW)."""
+def play_games(board, nets, searches, params, tree, opponent, n, record):
+    """Play n games; seat s (0 X, 1 O) searches with nets[s] if searches[s], else plays
+    `opponent` (`fixed_move`). Returns the stones x, o before each ply (n, cells), whether a net
+    searched there, its normalised visit counts (n, cells, cells; empty unless `record`) and the
+    results (X_WINS, O_WINS or DRAW)."""
     cells = board.m * board.n
     xs = np.zeros((n, cells), np.uint64)
     os = np.zeros((n, cells), np.uint64)
@@ -135,16 +132,14 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
         while ply < cells:
             side = ply % 2
             xs[g, ply], os[g, ply] = x, o
-            if kinds[side] == NET:
+            if searches[side]:
                 counts = search(board, nets[side], x, o, side, params, tree, inputs)
                 searched[g, ply] = True
                 if record:
                     policies[g, ply, :] = counts / counts.sum()
                 cell = choose(counts, ply < params.temperature_moves)
-            elif kinds[side] == TABLE:
-                cell = fixed_move(board, table, x, o, side)
             else:
-                cell = bots.bot_move(board, bot_tree, kinds[side], simulations[side], x, o, side)
+                cell = fixed_move(board, opponent, x, o, side)
             x, o, won = bitboards.place(board, x, o, side, cell)
             ply += 1
             if won:
@@ -152,10 +147,6 @@ def play_games(board, nets, kinds, params, simulations, tree, bot_tree, table, n
                 break
         results[g] = result
     return xs, os, searched, policies, results
-
-
-_NO_TABLE = np.zeros((1, 9))
-"""The `table` argument of games without a TABLE seat."""
 
 
 class Frozen(NamedTuple):
@@ -216,7 +207,7 @@ class Agent(base.Agent):
 
 
 class Learner(base.Learner):
-    DERIVED = ("board", "kinds", "bot_simulations", "bot_tree", "images")
+    DERIVED = ("board", "searches", "images")
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
@@ -228,40 +219,28 @@ class Learner(base.Learner):
                              self.rng, output="linear", hidden=knobs.activation)
         self.best = self.candidate.copy()
         self.self_play = run.opponent == opponents.SELF
-        if self.self_play:
-            fixed = NET
-        elif run.game == TTT and run.opponent != "mcts" or opponents.is_checkpoint(run.opponent):
-            fixed = TABLE
+        self.searches = np.array([seat in run.seats for seat in (1, 2)])
+        # the other seat: 3x3's move table (a writable copy: one array type for numba), else the
+        # tabular learners' opponent on bitboards (a bot, a frozen agent; unused in self-play)
+        if run.game == TTT and run.opponent not in ("mcts", opponents.SELF):
+            self.opponent = np.array(opponents.for_training(run.opponent))
         else:
-            fixed = bots.NAMES.index(run.opponent)
-        self.kinds = np.array([NET if seat in run.seats else fixed for seat in (1, 2)], np.int64)
-        # the TABLE seat: 3x3's move table (a writable copy: one array type for numba), or a frozen agent
-        self.opponent = _NO_TABLE
-        if fixed == TABLE:
-            self.opponent = (np.array(opponents.for_training(run.opponent)) if run.game == TTT
-                             else opponents.checkpoint(run.opponent).frozen())
-        self.bot_simulations = np.full(2, run.mcts_simulations, np.int64)
-        self.bot_tree = bots.tree(self.board, run.mcts_simulations if run.opponent == "mcts" else 1,
-                                  perfect=run.opponent == "perfect" and fixed != TABLE)
+            self.opponent = tabular.opponent(self.board, run)
         self.images = bitboards.symmetries(run.m, run.n)
         self.training = Params(knobs.simulations, knobs.c_puct, knobs.dirichlet_alpha, knobs.dirichlet_weight,
                                knobs.temperature_moves)
         self.gating = self.training._replace(dirichlet_weight=0.0)
         self.games = 0
         # The training window: a row per searched position of the recent games, the mover's view.
-        self.mine = np.empty(0, np.uint64)
-        self.theirs = np.empty(0, np.uint64)
-        self.policies = np.empty((0, cells))
-        self.outcomes = np.empty(0)
-        self.game_ids = np.empty(0, np.int64)
+        self.mine, self.theirs = np.empty(0, np.uint64), np.empty(0, np.uint64)
+        self.policies, self.outcomes, self.game_ids = np.empty((0, cells)), np.empty(0), np.empty(0, np.int64)
 
-    def _play(self, nets: tuple, kinds, params: Params, n: int, record: bool):
-        return play_games(self.board, tuple(net.compiled() for net in nets), kinds, params,
-                          self.bot_simulations, new_tree(self.cells, self.knobs.simulations),
-                          self.bot_tree, self.opponent, n, record)
+    def _play(self, nets: tuple, searches, params: Params, n: int, record: bool):
+        return play_games(self.board, tuple(net.compiled() for net in nets), searches, params,
+                          new_tree(self.cells, self.knobs.simulations), self.opponent, n, record)
 
     def iterate(self) -> np.ndarray:
-        played = self._play((self.best, self.best), self.kinds, self.training,
+        played = self._play((self.best, self.best), self.searches, self.training,
                             self.run.episodes_per_update, True)
         self._remember(*played)
         self._train()
@@ -273,16 +252,14 @@ class Learner(base.Learner):
         """Add the searched positions of the new games to the window; drop games too old."""
         games, plies = np.nonzero(searched)
         x, o, side, result = xs[games, plies], os[games, plies], plies % 2, results[games]
-        self.mine = np.concatenate([self.mine, np.where(side == 0, x, o)])
-        self.theirs = np.concatenate([self.theirs, np.where(side == 0, o, x)])
-        self.policies = np.concatenate([self.policies, policies[games, plies]])
         outcome = np.where(result == bots.DRAW, 0.0, np.where(result == side, 1.0, -1.0))
-        self.outcomes = np.concatenate([self.outcomes, outcome])
-        self.game_ids = np.concatenate([self.game_ids, self.games + games])
+        new = (np.where(side == 0, x, o), np.where(side == 0, o, x), policies[games, plies], outcome,
+               self.games + games)
+        old = (self.mine, self.theirs, self.policies, self.outcomes, self.game_ids)
+        window = [np.concatenate(pair) for pair in zip(old, new)]
         self.games += len(results)
-        keep = self.game_ids >= self.games - self.knobs.window
-        self.mine, self.theirs, self.policies = self.mine[keep], self.theirs[keep], self.policies[keep]
-        self.outcomes, self.game_ids = self.outcomes[keep], self.game_ids[keep]
+        keep = window[-1] >= self.games - self.knobs.window
+        self.mine, self.theirs, self.policies, self.outcomes, self.game_ids = (a[keep] for a in window)
 
     def _train(self):
         """`train_steps` SGD steps, each on `batch_size` positions drawn uniformly from the window,
@@ -315,7 +292,7 @@ class Learner(base.Learner):
         if n == 0:
             return True
         if self.self_play:
-            both = np.array([NET, NET], np.int64)
+            both = np.array([True, True])
             as_x = self._play((self.candidate, self.best), both, self.gating, n - n // 2, False)[-1]
             as_o = self._play((self.best, self.candidate), both, self.gating, n // 2, False)[-1]
             candidate_wins = (as_x == bots.X_WINS).sum() + (as_o == bots.O_WINS).sum()
@@ -324,7 +301,7 @@ class Learner(base.Learner):
         side = self.run.player - 1
         scores = []
         for net in (self.candidate, self.best):
-            results = self._play((net, net), self.kinds, self.gating, n, False)[-1]
+            results = self._play((net, net), self.searches, self.gating, n, False)[-1]
             scores.append((results == side).sum() - (results == 1 - side).sum())  # wins - losses
         return scores[0] >= scores[1]
 

@@ -137,11 +137,9 @@ def shaped_reward(k, won, params):
 
 @njit(cache=True)
 def train(g, table, opponent, first_game, n, params, tally):
-    """Play up to n episodes on the game g (lab.game.engine), game number i (counted from first_game)
-    training member i % K. A side that plays the table moves epsilon-greedy on that member, a
-    side that does not plays `opponent`. Stops before an episode that could take a table of
-    visited positions over half full. Adds the results to tally [X wins, O wins, draws];
-    returns the episodes played."""
+    """`tabular.Learner.train_on`'s n episodes on the game g (lab.game.engine), game number i
+    (counted from first_game) training member i % K: a side that plays the table moves
+    epsilon-greedy on that member, the other plays `opponent`."""
     cells, alpha, gamma = engine.cells(g), params.alpha, params.gamma
     scores = np.empty(cells)
     positions, moves = engine.history(g, cells), np.empty(cells, np.int64)

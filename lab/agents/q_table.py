@@ -64,10 +64,8 @@ def depths(run: RunConfig) -> range:
 
 @njit(cache=True)
 def train(g, table, opponent, epsilon, n, params, tally):
-    """Play up to n episodes of the agent learning `table` against `opponent` on the game g
-    (lab.game.engine), stopping before one that could take a table of visited positions over half
-    full. Adds the results to tally [X wins, O wins, draws]; returns (episodes played, the
-    decayed epsilon)."""
+    """`tabular.Learner.train_on`'s n episodes, the agent learning `table` against `opponent` on the
+    game g (lab.game.engine); returns (episodes played, the decayed epsilon)."""
     q, me, alpha = engine.values(table), params.side, params.alpha
     for played in range(n):
         if not engine.room(table, params.per_game):

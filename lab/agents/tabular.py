@@ -15,7 +15,7 @@ from lab.game import opponents
 from lab.game import bitboards, bots, engine
 from lab.agents import base
 from lab.knobs import TTT
-from lab.game.bitboards import empty_mask, place
+from lab.game.bitboards import empty_mask
 from lab.game.bots import cells_in
 from lab.game.sparse import Table, View, find
 
@@ -37,22 +37,13 @@ class Reading(NamedTuple):
 @njit(cache=True)
 def scores_at(board, t, reading, x, o, side, out):
     """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o); the
-    other cells are left as they are. Q rows: the sum of the first `reading.members` members'."""
+    other cells are left as they are. Afterstates: lab.game.engine.afterstate_scores'; Q rows: the
+    sum of the first `reading.members` members'."""
+    if reading.afterstates:
+        engine.afterstate_scores(board, t, (x, o), side, reading.draw_value, out)
+        return
     cells = board.m * board.n
     empty = empty_mask(board, x, o)
-    if reading.afterstates:
-        for cell in range(cells):
-            bit = np.uint64(1) << np.uint64(cell)
-            if empty & bit:
-                after_x, after_o, won = place(board, x, o, side, cell)
-                if won:
-                    out[cell] = 1.0
-                elif empty == bit:
-                    out[cell] = reading.draw_value
-                else:
-                    slot = find(t, after_x, after_o)
-                    out[cell] = t.values[slot, 0] if slot >= 0 else t.default
-        return
     slot = find(t, x, o)
     for cell in range(cells):
         if empty & (np.uint64(1) << np.uint64(cell)):
@@ -130,10 +121,10 @@ class Agent(base.Agent):
 
 
 def opponent(g, run):
-    """The opponent a learner's kernel plays on the game g (lab.game.engine): 3x3's move table
-    (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or the lab.game.bots
-    bot of each seat it does not train in (TABLE where it does) with its MCTS tree (on 3x3 mcts
-    only, searching at the codes' bitboards)."""
+    """The opponent a learner's kernel (alphazero's too) plays on the game g (lab.game.engine):
+    3x3's move table (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or
+    the lab.game.bots bot of each seat it does not train in (TABLE where it does) with its tree
+    (on 3x3 mcts only, searching at the codes' bitboards; perfect's table only for perfect)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     if opponents.is_checkpoint(run.opponent):
@@ -143,7 +134,8 @@ def opponent(g, run):
     kinds = [TABLE if seat in run.seats else bots.NAMES.index(bot.name) for seat in (1, 2)]
     simulations = run.mcts_simulations if run.opponent == "mcts" else 1
     board = engine.THREE if engine.tabulated(g) else g
-    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(board, simulations))
+    return engine.fixed_opponent(kinds, run.mcts_simulations, lambda: bots.tree(
+        board, simulations, perfect=run.opponent == "perfect"))
 
 
 class Learner(base.Learner):

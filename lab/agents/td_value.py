@@ -85,10 +85,8 @@ def depths(run: RunConfig) -> range:
 
 @njit(cache=True)
 def train(g, table, opponent, n, params, tally):
-    """Play up to n episodes on the game g (lab.game.engine); a side that learns plays epsilon-greedy
-    on the table's afterstate values and updates them, a side that does not plays `opponent`.
-    Stops before an episode that could take a table of visited positions over half full. Adds
-    the results to tally [X wins, O wins, draws]; returns the episodes played."""
+    """`tabular.Learner.train_on`'s n episodes on the game g (lab.game.engine): a side that learns
+    plays epsilon-greedy on the table's afterstate values and updates them, the other `opponent`."""
     alpha, cells = params.alpha, engine.cells(g)
     scores = np.empty(cells)
     last = np.empty(2, dtype=np.int64)  # each side's latest unfinished afterstate's row, -1 none
