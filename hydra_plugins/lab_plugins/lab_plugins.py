@@ -159,11 +159,10 @@ class SearchSweeper(Sweeper):
 
     def sweep(self, arguments):
         # numba, pandas and the search's driver (~1 s): only once a search starts, not at every Hydra start-up
-        from lab.sweep import callbacks
         from lab.config.jobs import check_settings
         from lab.results import ResultsError, statuses
         from lab.search import driver, space
-        from lab.sweep.entry import check_launcher, draw_search
+        from lab.sweep import callbacks, check_launcher, draw_search
 
         loader = self.hydra_context.config_loader
         parser = OverridesParser.create(config_loader=loader)

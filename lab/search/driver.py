@@ -132,7 +132,7 @@ def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -
 def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
            parallel="auto", after=None, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status.
-    `after(results_dir)` (the figures and the report, lab.sweep.entry.draw_search) runs in a process
+    `after(results_dir)` (the figures and the report, lab.sweep.draw_search) runs in a process
     of its own once a configuration finished."""
     started = time.perf_counter()
     results_dir = Path(jobs.check_settings(base)[0])
