@@ -150,8 +150,8 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
         done.append(Outcome(trial.name, failed, trial.error, busy, time.time()))
         said = f" (objective {value:.4f})" if value is not None else ""
         said += f": {trial.error}" if failed and trial.error else ""
-        progress.update(done[-1], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
-                                                f"{trial.curve[-1][0] if trial.curve else 0}{said}")
+        progress.update(done[-1:], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
+                                                 f"{trial.curve[-1][0] if trial.curve else 0}{said}")
 
     with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)
