@@ -189,10 +189,7 @@ class Writer:
 
 
 def run_files(results_dir) -> list[Path]:
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        return []
-    return sorted(p for p in results_dir.glob("*.parquet") if not p.name.startswith((".", "_")))
+    return sorted(p for p in Path(results_dir).glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
 def read_run(path: Path, columns=None) -> pa.Table:
