@@ -195,8 +195,8 @@ def test_progress_lines_without_a_terminal(monkeypatch):
     finished = RunResult("abc", [{"status": "finished"}], None)
     failed = RunResult("def", [{"status": "failed"}], None)
     progress.update(running=2)  # a heartbeat prints nothing in a log
-    progress.update(finished, running=1)
-    progress.update(failed, running=0)
+    progress.update([finished], running=1)
+    progress.update([failed], running=0)
     progress.close()
     first, second = stream.getvalue().splitlines()
     assert first.startswith("run abc done; 1/2 finished, 1 running, 0 failed, 0:00 elapsed")
@@ -215,9 +215,9 @@ def test_progress_on_a_terminal_is_one_line_counting_down(monkeypatch):
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr("lab.execution.progress.time.monotonic", lambda: next(ticks))
     progress = sweep.Progress(3)  # starts at 0 s
-    progress.update(RunResult("abc", [{"status": "finished"}], None), running=2)  # 10 s
+    progress.update([RunResult("abc", [{"status": "finished"}], None)], running=2)  # 10 s
     progress.update(running=2)  # 15 s: 20 s were left at 10 s, so 15 s now
-    progress.update(RunResult("def", [{"status": "finished"}], None), running=1)  # 30 s
+    progress.update([RunResult("def", [{"status": "finished"}], None)], running=1)  # 30 s
     progress.close()
     text = stream.getvalue()
     assert "\n" not in text.rstrip("\n")  # redrawn in place with carriage returns

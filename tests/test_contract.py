@@ -190,8 +190,7 @@ def test_the_layer_check_names_an_import_that_points_up():
 
 
 SWEEP_STEPS = ["lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.record",
-               "lab.sweep.overrides", "lab.sweep.dispatch", "lab.sweep.entry", "lab.sweep",
-               "lab.sweep.__main__"]
+               "lab.sweep.overrides", "lab.sweep.dispatch", "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
 re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""
 

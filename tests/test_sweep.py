@@ -22,7 +22,7 @@ PUBLIC = {  # the names other modules and users take from lab.sweep -> the modul
     "report": "dispatch", "RETRIES": "dispatch", "connect": "lab.execution.ray_connection",
     "disconnect": "lab.execution.ray_connection", "TOKEN_HINT": "lab.execution.ray_connection",
     "Progress": "lab.execution.progress", "Outcome": "lab.execution.progress",
-    "HydraKnobs": "overrides", "launch": "entry", "analyse": "entry",
+    "HydraKnobs": "overrides", "launch": "lab.sweep", "analyse": "lab.sweep",
 }
 
 

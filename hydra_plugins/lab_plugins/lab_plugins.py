@@ -14,6 +14,11 @@
   group `sweeps`, so `+sweeps=NAME` selects one. They are registered in Hydra's ConfigStore rather
   than by a search-path entry, because the only folder holding `sweeps/` is the repository root,
   and putting that on the search path made every folder in it (.venv, .git, tests) a config group.
+- `opponent=PATH.npz`: `opponent` is a config group (conf/opponent/), so Hydra reads
+  `opponent=VALUE` as the choice of a file conf/opponent/VALUE.yaml and would refuse any other
+  value. CheckpointOpponentSource, on the search path, answers for every option of the group that
+  names a `.npz` file: the config `opponent: PATH` (global package), what the group's own files
+  hold. Whether PATH is a lab checkpoint is checked by lab.config.jobs like every other knob.
 """
 
 import dataclasses
@@ -23,10 +28,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Optional
 
+from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.config_store import ConfigStore
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, OverrideParseException
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.launcher import Launcher
+from hydra.plugins.search_path_plugin import SearchPathPlugin
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
@@ -150,11 +159,10 @@ class SearchSweeper(Sweeper):
 
     def sweep(self, arguments):
         # numba, pandas and the search's driver (~1 s): only once a search starts, not at every Hydra start-up
-        from lab.sweep import callbacks
         from lab.config.jobs import check_settings
         from lab.results import ResultsError, statuses
         from lab.search import driver, space
-        from lab.sweep.entry import check_launcher, draw_search
+        from lab.sweep import callbacks, check_launcher, draw_search
 
         loader = self.hydra_context.config_loader
         parser = OverridesParser.create(config_loader=loader)
@@ -199,3 +207,49 @@ def _require_optuna() -> None:
     except ImportError:
         raise ConfigError("hydra/sweeper=search needs Optuna, the lab's search extra: pip install "
                           "'tictactoe-lab[search]' (from a checkout: pip install -e '.[search]')") from None
+
+
+# `opponent=PATH.npz` (the module doc)
+
+GROUP = "opponent/"
+SUFFIX = ".npz"
+
+
+def checkpoint_path(config_path: str) -> Optional[str]:
+    """The checkpoint path an option of the group `opponent` names, or None if it names none.
+    Hydra asks for 'opponent/<value>' (plus '.yaml'); an absolute path gives 'opponent//...'."""
+    if not config_path.startswith(GROUP):
+        return None
+    value = config_path[len(GROUP):].removesuffix(".yaml")
+    return value if value.endswith(SUFFIX) else None
+
+
+class CheckpointOpponentSource(ConfigSource):
+    @staticmethod
+    def scheme() -> str:
+        return "lab-checkpoint-opponent"
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = checkpoint_path(config_path)
+        if path is None:
+            raise ConfigLoadError(f"not a checkpoint opponent: {config_path}")
+        return ConfigResult(provider=self.provider, path=f"{self.scheme()}://{self.path}",
+                            config=OmegaConf.create({"opponent": path}), header={"package": "_global_"})
+
+    def is_group(self, config_path: str) -> bool:
+        return False
+
+    def is_config(self, config_path: str) -> bool:
+        return checkpoint_path(config_path) is not None
+
+    def available(self) -> bool:
+        return True
+
+    def list(self, config_path: str, results_filter: Optional[ObjectType]) -> list[str]:
+        return []  # nothing to list: any .npz path is an option, none is enumerable
+
+
+class CheckpointOpponentSearchPath(SearchPathPlugin):
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        search_path.append(provider="lab-checkpoint-opponent",
+                           path=f"{CheckpointOpponentSource.scheme()}://")

@@ -19,9 +19,7 @@ def token_path(results_dir, token: str) -> Path:
 
 
 class Trainer:
-    """A grid's worker (lab.execution.workers): trains and packs each batch it is sent; where this
-    process sees the driver's results_dir (`token`'s file), stores it there at once and returns
-    its runs written (tables only)."""
+    """A grid's worker (lab.execution.workers): each batch it is sent handled as the module doc says."""
 
     def __init__(self, code: dict, token: str | None = None):
         self.code, self.token = code, token

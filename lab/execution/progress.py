@@ -64,12 +64,9 @@ class Progress:
         self.live = sys.stderr.isatty()
         self.drawn = -REDRAW  # when the bar was last drawn
 
-    def update(self, result: Outcome | None = None, running: int = 0, said: str | None = None) -> None:
-        """A run ended (`result`; `said` replaces the line naming it), or only time went by."""
-        self.finished([result] if result is not None else [], running, said)
-
-    def finished(self, ended: list[Outcome], running: int = 0, said: str | None = None) -> None:
-        """Runs that ended together (one line for them all), or none: only time went by."""
+    def update(self, ended: list[Outcome] = (), running: int = 0, said: str | None = None) -> None:
+        """Runs that ended together (one line for them all; `said` replaces the line naming them),
+        or none: only time went by."""
         now = time.monotonic()
         elapsed = now - self.start
         if ended:

@@ -297,15 +297,11 @@ class RayActors:
             except Exception as exc:  # noqa: BLE001 - the actor or its node died, or the call raised
                 answers.append((worker, Lost(f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
                                              lost_with_its_node(exc))))
-                self._lose(worker)
+                if worker not in self.lost:  # sent nothing again: a call that raised may have broken it
+                    self.lost.add(worker)
+                    with contextlib.suppress(Exception):
+                        self.ray.kill(self.actors[worker])
         return answers
-
-    def _lose(self, worker: int) -> None:
-        """Send this worker nothing again (a call that raised may have left its server broken)."""
-        if worker not in self.lost:
-            self.lost.add(worker)
-            with contextlib.suppress(Exception):
-                self.ray.kill(self.actors[worker])
 
     def close(self) -> None:
         for actor in self.actors:

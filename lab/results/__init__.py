@@ -157,8 +157,7 @@ class Writer:
         self.part_rows = part_rows or PART_ROWS
 
     def record(self, written: list[Packed]) -> None:
-        """Add runs stored in results_dir (`commit`) to the index: their tables joined COMBINED at
-        a time, the part written in `flush`."""
+        """Add runs stored in results_dir (`commit`) to the index, as the class doc says."""
         for packed in written:
             self.waiting.append(packed.table)
             self.counts.append(packed.table.num_rows)
@@ -189,10 +188,7 @@ class Writer:
 
 
 def run_files(results_dir) -> list[Path]:
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        return []
-    return sorted(p for p in results_dir.glob("*.parquet") if not p.name.startswith((".", "_")))
+    return sorted(p for p in Path(results_dir).glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
 def read_run(path: Path, columns=None) -> pa.Table:

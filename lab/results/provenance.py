@@ -42,8 +42,7 @@ def version() -> dict:
 
 @cache
 def code() -> dict:
-    """The code that runs: lab version, git commit, whether tracked files differ from it, and the
-    command line of this process."""
+    """The code that runs (the module doc): `version`, the dirty flag, this process's command line."""
     changes = _git("status", "--porcelain", "--untracked-files=no") if version()["git_commit"] else None
     return {**version(), "git_dirty": None if changes is None else changes != "",
             "command": shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])}

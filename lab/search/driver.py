@@ -132,7 +132,7 @@ def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -
 def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
            parallel="auto", after=None, hooks=None) -> int:
     """Run the search (its space and settings validated) and write its outcome; the exit status.
-    `after(results_dir)` (the figures and the report, lab.sweep.entry.draw_search) runs in a process
+    `after(results_dir)` (the figures and the report, lab.sweep.draw_search) runs in a process
     of its own once a configuration finished."""
     started = time.perf_counter()
     results_dir = Path(jobs.check_settings(base)[0])
@@ -150,8 +150,8 @@ def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, add
         done.append(Outcome(trial.name, failed, trial.error, busy, time.time()))
         said = f" (objective {value:.4f})" if value is not None else ""
         said += f": {trial.error}" if failed and trial.error else ""
-        progress.update(done[-1], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
-                                                f"{trial.curve[-1][0] if trial.curve else 0}{said}")
+        progress.update(done[-1:], running, said=f"trial {trial.name.split()[-1]} {trial.status} at iteration "
+                                                 f"{trial.curve[-1][0] if trial.curve else 0}{said}")
 
     with Interrupt() as interrupt:  # Ctrl-C from here on: at the loop's next safe point
         pool = workers(settings, base, provenance.code(), interrupt, address, num_cpus, parallel)

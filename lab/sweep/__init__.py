@@ -1,24 +1,33 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
-Without --multirun it trains the one configuration in this process; with it, the lab's launcher
-(hydra_plugins/lab_plugins) calls `launch` (lab.sweep.entry) with the whole grid, which is planned
-in full before anything trains, and Ctrl-C stops cleanly: what finished stays saved. Its modules,
-one per step of a sweep, are in docs/architecture.md's module table.
+Without --multirun it trains the one configuration in this process (`run_one`); with it, the lab's
+launcher (hydra_plugins/lab_plugins) calls `launch` with the whole grid, which is planned in full
+before anything trains, and Ctrl-C stops cleanly: what finished stays saved. Its modules, one per
+step of a sweep, are in docs/architecture.md's module table.
 """
 
+import signal
 import sys
+import time
+from pathlib import Path
+from typing import NoReturn
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig
 
-from lab.cli import terminate_as_interrupt
-from lab.config.compose import CONF_PACKAGE
-from lab.sweep.entry import analyse, launch, run_one
-from lab.sweep import overrides
+from lab import results
+from lab.analysis import export
+from lab.cli import one_line, plural, require_writable, terminate_as_interrupt
+from lab.config.compose import CONF_PACKAGE, Composer, flat
+from lab.knobs import ConfigError
+from lab.execution import ray_connection
+from lab.sweep import callbacks, dispatch, overrides, record
 from lab.sweep.overrides import HydraKnobs
 from lab.sweep.dispatch import (FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, RETRIES,
                                 Interrupted, execute, mode, report)
-from lab.sweep.planning import Plan, list_plan, plan
+from lab.sweep.planning import Plan, grid_size, list_plan, plan
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.ray_connection import TOKEN_HINT, connect, disconnect
 
@@ -34,10 +43,131 @@ def main() -> None:
     hydra_main()
 
 
-# Defined here, not in lab.sweep.entry: Hydra names the job after the module of its task function
-# (hydra.job.name, which a config can interpolate), and that name has always been `sweep`.
+# Hydra names the job after the module of its task function (hydra.job.name, which a config can
+# interpolate), and that name has always been `sweep`.
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def hydra_main(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
     return_value Hydra hands to on_job_end (lab.sweep.callbacks)."""
     return run_one(cfg)
+
+
+def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
+           figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
+    """Called by the lab's Hydra launcher with the whole grid. Unless it is a dry run, a knob is
+    invalid or nothing is left to train: joins the Ray cluster if one is named, writes the sweep's
+    record (lab.sweep.record) and executes the runs, each saved one told to Hydra's job callbacks
+    and the tracker (lab.sweep.callbacks)."""
+    started = time.perf_counter()
+    _check_options(parallel, figures, num_cpus)
+    composer = Composer(config_loader, sweep_config)
+    try:
+        p = plan(composer(o) for o in job_overrides)
+        hooks = one_line(ConfigError)(callbacks.for_grid)(hydra_callbacks, sweep_config, track, composer,
+                                                          job_overrides, p.first)
+        if not dry_run:  # before Ray starts or a run trains
+            for folder in sorted({j.results_dir for j in p.train}):
+                require_writable(folder)
+        print(f"{grid_size(p.train + p.skip)}, {plural(len(p.train), 'run')} to train")
+        for note in p.notes:
+            print(note)
+        where = dispatch.mode(p.train, parallel, address, num_cpus) if p.train else None
+        if parallel == "auto" and where in ("processes", "driver"):
+            print(dispatch.without_ray_note(p.train, where, num_cpus))
+        if dry_run:
+            list_plan(p, job_overrides)
+            return []
+        joins = where == "ray" and ray_connection.joins(address) and not ray_connection.ray_started()
+        if joins:  # a cluster that cannot be joined stops the sweep before its record is written
+            ray_connection.connect(address, num_cpus, dashboard)
+        if p.train:
+            record.write({j.results_dir for j in p.train}, sweep_config, record.counts(p.train, p.skip))
+        sys.stdout.flush()  # the notes before the progress (on stderr)
+        execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
+                            started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself
+        if joins:
+            ray_connection.disconnect()
+            execution.seconds = time.perf_counter() - started
+    except KeyboardInterrupt as stop:
+        interrupted(stop)
+    status = report(p.train, execution)
+    if figures:
+        analyse((j.results_dir for j in p.train + p.skip), figures)
+    if status:
+        sys.exit(status)
+    return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED) for o in job_overrides]
+
+
+def check_launcher(parallel, figures, num_cpus) -> None:
+    """Refuse launcher options that are not allowed (a grid's and a search's): ConfigError."""
+    if parallel not in (True, False, "processes", "auto"):
+        raise ConfigError(f"hydra.launcher.parallel={parallel!r} is not allowed: true (Ray), processes (forks "
+                          "of this process, no Ray), false (this process) or auto")
+    if figures not in (True, False, "all"):
+        raise ConfigError(f"hydra.launcher.figures={figures!r} is not allowed: true (the summary, the report "
+                          "and the figures of up to 16 configurations), all (every figure) or false (none)")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ConfigError(f"hydra.launcher.num_cpus={num_cpus!r} is not allowed: a positive number of cores, "
+                          "or null (every core)")
+
+
+_check_options = one_line(ConfigError)(check_launcher)
+"""check_launcher's refusal in one line, exit 2 (lab.cli.one_line)"""
+
+
+def run_one(cfg: DictConfig) -> dict:
+    """One run in this process (Hydra's run mode, `hydra_main`)."""
+    launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
+    _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
+    try:
+        p = plan([flat(cfg)])
+        hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
+        for note in p.notes:
+            print(note)
+        for j in p.train:  # before it trains
+            require_writable(j.results_dir)
+        execution = execute(p.train, parallel=False, hooks=hooks)
+    except KeyboardInterrupt as stop:
+        interrupted(stop)
+    status = report(p.train, execution)
+    if status:
+        sys.exit(status)
+    job, = p.train or p.skip
+    return export.final(results.read_runs(job.results_dir, [job.run_id]))  # its final eval_* columns
+
+
+def interrupted(stop: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C: one line on what is saved, exit status 130 (128 + SIGINT), no traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break Ray's shutdown
+    saved = stop.saved if isinstance(stop, Interrupted) else 0
+    print(f"\ninterrupted: {plural(saved, 'finished run')} of this sweep {'is' if saved == 1 else 'are'} saved; "
+          "the same command resumes the rest", file=sys.stderr)
+    sys.exit(130)
+
+
+def analyse(results_dirs, figures=True) -> None:
+    """The figures, summary and report of each results directory (figures="all": every figure)."""
+    import lab.analysis.report  # matplotlib and the analysis (~0.6 s): only once a sweep draws figures
+
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        if results.run_files(results_dir):
+            lab.analysis.report.analyse(results_dir, every=figures == "all")
+
+
+def draw_search(results_dir: Path, figures=True) -> None:
+    """After a search: its figures and report; with figures="all", every figure and the summary too."""
+    import lab.analysis.report  # matplotlib and plotly: loaded by the process that draws, only
+    import lab.analysis.search_figures
+
+    lab.analysis.search_figures.draw(results_dir)
+    report = lab.analysis.report
+    if figures == "all":
+        analyse([results_dir])
+    elif not report.has_extra():
+        print(report.EXTRA_NOTE)
+    else:
+        try:
+            print(f"report in {report.write_report(results_dir)} (open it in a browser)")
+        except Exception as exc:  # noqa: BLE001 - the runs are saved whatever happens here
+            print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
+                  f"try: lab-report {results_dir}", file=sys.stderr)

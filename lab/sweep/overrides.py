@@ -80,8 +80,7 @@ def check(argv: list[str]) -> None:
     """Exit 2 in one line if an override of `argv` (the command's arguments) names a key, group
     option or named sweep that does not exist, or sweeps without --multirun."""
     args = _arguments(argv)
-    if args is None or not args.overrides or args.help or args.hydra_help or args.cfg or args.info \
-            or args.shell_completion:
+    if not args.overrides or args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return  # Hydra's own commands, or nothing to check
     if args.config_dir and not os.path.isdir(args.config_dir):
         fail(f"--config-dir {args.config_dir}: no such folder (a search's results_dir holds _search/best.yaml)")

@@ -1,6 +1,7 @@
 """The sweep record: a copy of a sweep's command, overrides and composed config in each results_dir
 it trains into (RESULTS_DIR/_sweeps/<UTC time>.yaml), so that it can be re-run."""
 
+import contextlib
 import itertools
 import os
 import time
@@ -11,15 +12,6 @@ from omegaconf import DictConfig, OmegaConf
 from lab import results
 from lab.results import columns, provenance
 from lab.sweep.planning import seeds_per_configuration
-
-
-def _cwd() -> str | None:
-    """The working directory, or None where it is gone (a Ray job's unpacked working_dir can be
-    replaced under a running driver)."""
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
 
 
 def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
@@ -37,12 +29,9 @@ def write(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
         # two sweeps started in the same second keep both records, named to sort in order
         for n in itertools.count(1):
             path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}_{n:03d}.yaml")
-            try:
-                with open(path, "x") as f:
-                    f.write(text)
+            with contextlib.suppress(FileExistsError), open(path, "x") as f:
+                f.write(text)
                 break
-            except FileExistsError:
-                continue
         written.append(path)
     return written
 
@@ -66,11 +55,13 @@ def _document(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> 
         found = OmegaConf.select(hydra_node, key) if hydra_node is not None else None
         return OmegaConf.to_container(found, resolve=False) if OmegaConf.is_config(found) else found
 
-    code = provenance.code()
+    code, cwd = provenance.code(), None
+    with contextlib.suppress(OSError):  # gone: a Ray job's unpacked working_dir can be replaced
+        cwd = os.getcwd()
     return {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
         "command": code["command"],
-        "cwd": _cwd(),
+        "cwd": cwd,
         "host": provenance.machine()["host"],
         "code": {k: code[k] for k in columns.CODE},
         "overrides": node("overrides.task") or [],

@@ -53,7 +53,7 @@ class Store:
                     self.hooks.saved(results_dir, packed)
                 outcomes.append(Outcome.of(packed))
         self.done += outcomes
-        self.progress.finished(outcomes, running)
+        self.progress.update(outcomes, running)
 
     def lost(self, jobs: list[Job], exc: BaseException, running: int) -> None:
         """Runs lost with the process that trained them: stored as failed, but for those that

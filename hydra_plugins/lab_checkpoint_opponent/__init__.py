@@ -1,1 +1,0 @@
-"""The lab's checkpoint opponents as Hydra options; see checkpoint_opponent.py."""
