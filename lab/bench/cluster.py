@@ -1,6 +1,4 @@
-"""Two nodes against one (`--cluster`, issue 25: root, SLURM and a checkout of the lab): the parallel
-section's grid sbatch'ed with the SLURM recipe on 2 nodes of 1 CPU against 1 node (a cluster of
-namespace nodes on this machine, tests/cluster/cluster.sh)."""
+"""The cluster section (`--cluster`, issue 25; what it measures: lab.bench)."""
 
 import os
 import shutil

@@ -1,6 +1,4 @@
-"""The driver of big grids (`--driver`): finished runs absorbed per second, configurations
-planned per second, resuming a finished grid, reading a results directory of thousands of runs,
-and the driver's memory as finished runs add up."""
+"""The driver section (`--driver`; what it measures: lab.bench), and finished runs absorbed per second."""
 
 import contextlib
 import dataclasses

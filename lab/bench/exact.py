@@ -1,6 +1,5 @@
-"""The exact pass on 4x4 (`--exact`, issue 26): enumerating and solving the board, its counts and
-value, then exact() timed for each fixed player and a deterministic one (the lowest optimal cell)
-in each seat against random, onestep and perfect; 3x3 with --quick."""
+"""The exact section (`--exact`, issue 26; what it measures: lab.bench); the deterministic policy
+timed beside the fixed players is the lowest optimal cell's."""
 
 import resource
 import time

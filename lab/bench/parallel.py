@@ -1,6 +1,4 @@
-"""Every core busy (`--parallel`): write-up 000's grid end to end from the shell on 1 core and on
-all (where parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost,
-and the speed-up they predict for 16 cores."""
+"""The parallel section (`--parallel`, issue 16; what it measures: lab.bench)."""
 
 import os
 import subprocess

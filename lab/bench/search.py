@@ -1,5 +1,5 @@
-"""The search (`--search`, issue 22): the q_table search of docs/search.md through the lab's sweeper,
-against the same search written with Optuna alone over lab.run, as a user would."""
+"""The search section (`--search`, issue 22; what it measures: lab.bench), its plain Optuna search
+written over lab.run as a user would."""
 
 import multiprocessing
 import os

@@ -1,6 +1,5 @@
-"""The in-process measurements: the engine's batched random games, every learner's training
-episodes per second, an exact evaluation point, alphazero's time to never losing, and a 16-run
-sweep on 1 Ray worker against 2."""
+"""The throughput section, in process (what it measures: lab.bench), with the time of an exact
+evaluation point and alphazero's time to never losing."""
 
 import contextlib
 import io
