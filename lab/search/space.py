@@ -43,10 +43,8 @@ class Dimension:
         if self.kind == "choice":
             return self.values[rng.integers(len(self.values))]
         if self.log:
-            value = float(np.exp(rng.uniform(np.log(self.low), np.log(self.high))))
-        else:
-            value = float(rng.uniform(self.low, self.high))
-        return self.within(value)
+            return self.within(np.exp(rng.uniform(np.log(self.low), np.log(self.high))))
+        return self.within(rng.uniform(self.low, self.high))
 
     def perturb(self, value, rng: np.random.Generator):
         """PBT's explore: a fresh draw (probability RESAMPLE), else the value x0.8 or x1.2 (a
