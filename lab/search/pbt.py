@@ -112,7 +112,6 @@ class Evolve:
                 for i in range(self.settings.num_samples)]
 
     def _jobs(self, member: Member) -> list:
-        """Its runs, one per seed, named by member and seed (`runs`)."""
         seeded = seed_jobs(self.base, member.params, self.settings.seeds)
         return [replace(job, run_id=run) for job, run in zip(seeded, self.runs(member))]
 
@@ -155,7 +154,6 @@ class Evolve:
         self.progress(self._configuration(member), 0.0, running)
 
     def _exploit(self, members: list[Member], snapshots: dict, generation: int) -> None:
-        """The bottom quarter copies the state of a top-quarter member and perturbs its knobs."""
         rng = np.random.default_rng([self.settings.seed, generation])
         living = [m for m in members if m.status == "training"]
         ranked = sorted(living, key=lambda m: (-self.settings.aggregated(m.curve[-1][1]), int(m.name)))
