@@ -100,10 +100,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
         rows = configs[configs["evaluated_vs"] == vs].set_index("config").loc[first["config"]].reset_index()
         table[vs] = {name: [compare.rounded(v, _digits(column)) for v in rows[column]]
                      for column, name in STATISTIC_COLUMNS.items()}
-        mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
-                       & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
-        if "game" in configs and not mine.empty:
-            mine = mine[mine["game"] == configs["game"].iloc[0]]
+        mine = compare.rows_of(effects, {"algorithm": algorithm, "seat": seat, "evaluated_vs": vs,
+                                         **{k: configs[k].iloc[0] for k in summary.by_game(configs)}})
         views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors, scales).to_json()),
                      "parallel": json.loads(parallel_view(rows, factors, vs, scales).to_json()),
                      "verdict": compare.verdict(rows.sort_values("rank")),
@@ -162,7 +160,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
             error_y={"type": "data", "array": rows["score_mean_high"] - y, "arrayminus": y - rows["score_mean_low"],
                      "thickness": 0.8, "width": 0, "color": "rgba(60,60,60,0.35)"},
             hovertemplate="%{text}<br>win - loss %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
-        mine = effects[effects["knob"] == " x ".join(factor)] if not effects.empty else effects
+        mine = compare.rows_of(effects, {"knob": " x ".join(factor)})
         if len(mine):
             fig.add_trace(go.Scatter(
                 x=mine["value"] if kind == "category" else pd.to_numeric(mine["value"]), y=mine["iqm"],
