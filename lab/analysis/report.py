@@ -115,11 +115,10 @@ def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
                "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
     per_run: dict = {}
     for source, table in sources.items():
-        values = [np.round(table[k].to_numpy(float), 4) for k in columns[source]]
-        episodes = table["episodes"].to_numpy().astype(int)
+        values, episodes = table[columns[source]].to_numpy(float), table["episodes"].to_numpy().astype(int)
         for name, rows in table.groupby(["algorithm", "seat", "config", "run_id"]).indices.items():
             per_run.setdefault(name[:3], {}).setdefault(name[3], {})[source] = [episodes[rows].tolist()] + [
-                None if np.isnan(v[rows]).all() else np.where(np.isnan(v[rows]), None, v[rows]).tolist() for v in values]
+                None if np.isnan(v).all() else _rounded(v) for v in values[rows].T]
     by_config = dict(iter(named.drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
     out = {}
     for (algorithm, seat, config), points in per_run.items():
