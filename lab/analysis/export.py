@@ -116,11 +116,9 @@ class MlflowStore:
             name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
             tags={"lab.results_dir": str(results_dir)})
         self.known = _known(self.client, self.experiment_id)
-        self.parents = {}
-        for when, path, record in records(results_dir):
-            key = f"{RECORD_TAG}={path.name}"
-            self.parents[path.name] = self.known.get(key) or _parent_run(
-                self.client, self.experiment_id, path, when, record)
+        self.parents = {path.name: self.known.get(f"{RECORD_TAG}={path.name}")
+                        or _parent_run(self.client, self.experiment_id, path, when, record)
+                        for when, path, record in records(results_dir)}
 
     def export(self, table: pd.DataFrame) -> int:
         """Export `table`'s runs not in the store yet; how many were written. Thousands of runs go out
