@@ -14,7 +14,7 @@ import pytest
 
 import browser as chromium
 import sweeping
-from lab.analysis import compare, plots, report, report_runs, summary
+from lab.analysis import compare, plots, report, summary
 from sweeping import REPO, clean_env
 from test_compare import ALPHAS, LOSS, WINS, _by_games, _runs
 
@@ -107,7 +107,7 @@ def _long_runs(seeds: int, iterations: int) -> pd.DataFrame:
 
 def test_curves_are_binned_seed_means_with_the_figures_band():
     frame = summary.name_configurations(_long_runs(seeds=3, iterations=1000))
-    (curves,) = report.curves(report_runs.curve_points(frame), configurations=1).values()
+    (curves,) = report.curves(report.curve_points(frame), configurations=1).values()
     x, mean, half = curves["train"]
     assert len(x) == report.CURVE_POINTS and x[-1] == 10_000  # 1000 iterations in 50 bins of 20
     per_run = frame.assign(bin=(frame["iteration"] - 1) // 20).groupby(["run_id", "bin"])["p2_win_rate"].mean()
@@ -116,7 +116,7 @@ def test_curves_are_binned_seed_means_with_the_figures_band():
     np.testing.assert_allclose(half, (band["high"] - band["mean"]).round(4), atol=1e-4)
     assert len(curves["onestep"][0]) == 50  # 100 evaluations binned by two
     # many configurations: fewer points each, within the report's budget
-    many = report.curves(report_runs.curve_points(frame), configurations=20_000)
+    many = report.curves(report.curve_points(frame), configurations=20_000)
     assert len(many["mc_vfa", 2, frame["config"][0]]["train"][0]) == 8
 
 
@@ -262,7 +262,7 @@ def test_a_row_drills_down_to_its_runs_and_the_table_downloads_as_csv(tmp_path, 
     assert len(traces) == 4 * 3  # each seed: its training win rate, its win - loss vs random and OneStep
     runs = summary.table(frame)
     assert browser.run("document.getElementById('command').textContent") == \
-        report_runs.command(runs[runs["config"] == best])
+        report.command(runs[runs["config"] == best])
     listed = browser.run("[...document.querySelectorAll('#runList a')].map(a => a.textContent)")
     assert listed == [f"{tmp_path.resolve()}/_checkpoints/l2a0.01s{seed}.npz" for seed in range(4)]
     lines = browser.run("window.tableCsv()").splitlines()

@@ -337,10 +337,13 @@ def measured(configs: pd.DataFrame) -> str:
     return "exactly" if pd.isna(games) else f"by {int(games):,} games"
 
 
+def rows_of(effects: pd.DataFrame, key: dict) -> pd.DataFrame:
+    """The rows of a knob_effects table (perhaps empty, without columns) equal to `key` in its columns."""
+    return effects[(effects[list(key)] == pd.Series(key)).all(axis=1)] if not effects.empty else effects
+
+
 def _knob_lines(effects: pd.DataFrame, key: dict, seeds: int) -> list[str]:
-    if effects.empty:
-        return []
-    mine = effects[(effects[list(key)] == pd.Series(key)).all(axis=1)]
+    mine = rows_of(effects, key)
     if mine.empty:
         return []
     lines = ["", "Knobs: the IQM of the final win - loss over every run with the value (each "

@@ -97,21 +97,6 @@ def sweep_of(started: pd.Timestamp, sweeps: list) -> Path | None:
 # ---- MLflow -------------------------------------------------------------------------------------
 
 
-def to_mlflow(results_dir: Path, table: pd.DataFrame, uri: str | None, experiment: str | None) -> int:
-    """Export the runs not in the MLflow store yet; how many were written. Thousands of runs go out
-    from a process per core: MLflow's store spends its time in Python per call, a few calls per run."""
-    store = MlflowStore(results_dir, uri, experiment)
-    todo = [r for r in table["run_id"].unique() if not store.holds(r)]
-    workers = min(os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
-    if workers == 1:
-        return _export_runs(store.client, results_dir, store.experiment_id, table[table["run_id"].isin(todo)],
-                            store.parents)
-    chunks = [todo[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return sum(pool.map(_export_chunk, [(results_dir, store.uri, store.experiment_id, c, store.parents)
-                                            for c in chunks]))
-
-
 class MlflowStore:
     """results_dir's experiment in an MLflow store (created if new; default: SQLite in
     RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record."""
@@ -124,21 +109,32 @@ class MlflowStore:
             folder.mkdir(parents=True, exist_ok=True)
             uri = f"sqlite:///{folder / 'mlflow.db'}"
         _quick_sqlite()
-        self.uri, self.client = uri, MlflowClient(tracking_uri=uri)
+        self.results_dir, self.uri, self.client = results_dir, uri, MlflowClient(tracking_uri=uri)
         name = experiment or results_dir.name
         found = self.client.get_experiment_by_name(name)
         self.experiment_id = found.experiment_id if found else self.client.create_experiment(
             name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
             tags={"lab.results_dir": str(results_dir)})
         self.known = _known(self.client, self.experiment_id)
-        self.parents = {}
-        for when, path, record in records(results_dir):
-            key = f"{RECORD_TAG}={path.name}"
-            self.parents[path.name] = self.known.get(key) or _parent_run(
-                self.client, self.experiment_id, path, when, record)
+        self.parents = {path.name: self.known.get(f"{RECORD_TAG}={path.name}")
+                        or _parent_run(self.client, self.experiment_id, path, when, record)
+                        for when, path, record in records(results_dir)}
 
-    def holds(self, run_id: str) -> bool:
-        return f"{RUN_ID_TAG}={run_id}" in self.known
+    def export(self, table: pd.DataFrame) -> int:
+        """Export `table`'s runs not in the store yet; how many were written. Thousands of runs go out
+        from a process per core: MLflow's store spends its time in Python per call, a few calls per run."""
+        todo = [r for r in table["run_id"].unique() if f"{RUN_ID_TAG}={r}" not in self.known]
+        workers = min(os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
+        if workers == 1:
+            written = _export_runs(self.client, self.results_dir, self.experiment_id,
+                                   table[table["run_id"].isin(todo)], self.parents)
+        else:
+            chunks = [(self.results_dir, self.uri, self.experiment_id, todo[i::workers], self.parents)
+                      for i in range(workers)]
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                written = sum(pool.map(_export_chunk, chunks))
+        self.known.update({f"{RUN_ID_TAG}={r}": r for r in todo})
+        return written
 
 
 PER_WORKER = 200
@@ -284,11 +280,7 @@ class Tracker:
         if self.to == "tensorboard":
             return to_tensorboard(self.results_dir, rows, None) == 1
         self.store = self.store or MlflowStore(self.results_dir)
-        if self.store.holds(run_id):
-            return False
-        _export_runs(self.store.client, self.results_dir, self.store.experiment_id, rows, self.store.parents)
-        self.store.known[f"{RUN_ID_TAG}={run_id}"] = run_id
-        return True
+        return self.store.export(rows) == 1
 
 
 # ---- the command line ---------------------------------------------------------------------------
@@ -301,7 +293,7 @@ def export(results_dir, to: str, uri: str | None = None, experiment: str | None 
     results_dir = Path(results_dir).resolve()
     table = results.load(results_dir)
     if to == "mlflow":
-        return to_mlflow(results_dir, table, uri, experiment)
+        return MlflowStore(results_dir, uri, experiment).export(table)
     return to_tensorboard(results_dir, table, Path(uri) if uri else None)
 
 

@@ -112,7 +112,7 @@ def _panel(ax, configs: pd.DataFrame, effects: pd.DataFrame, factor: list[str], 
         best = int(np.nanargmin(ranks))
         ax.plot(jittered[best], y[best], "*", color="red", ms=12, label="the best configuration", zorder=5)
     name = " x ".join(factor)
-    mine = effects[effects["knob"] == name] if not effects.empty else effects
+    mine = compare.rows_of(effects, {"knob": name})
     if len(mine):
         at = ([labels.index(v) + 0.4 for v in mine["value"]] if kind == "category"
               else pd.to_numeric(mine["value"]).to_numpy(float))
@@ -137,7 +137,7 @@ def knob_figures(configs: pd.DataFrame, effects: pd.DataFrame, out_dir: Path, sc
     written, keys = [], [*summary.by_game(configs), "algorithm", "seat"]
     for key, mine in configs.groupby(keys):
         (algorithm, seat), game = key[-2:], f"_{key[0]}" if len(key) > 2 else ""
-        chosen = effects[(effects[keys] == pd.Series(key, keys)).all(axis=1)] if not effects.empty else effects
+        chosen = compare.rows_of(effects, dict(zip(keys, key)))
         path = knob_figure(mine, chosen, out_dir / f"{algorithm}{game}_knobs_{evaluate.SEATS[seat]}.png", scales)
         written += [path] if path else []
     return written
@@ -165,7 +165,7 @@ def knob_figure(configs: pd.DataFrame, effects: pd.DataFrame, path: Path, scales
                              figsize=(max(9, 2 + 3.6 * len(factor_list)), 1 + 3.6 * len(opponents)))
     for row, vs in enumerate(opponents):
         group = configs[configs["evaluated_vs"] == vs].reset_index(drop=True)
-        chosen = effects[effects["evaluated_vs"] == vs] if not effects.empty else effects
+        chosen = compare.rows_of(effects, {"evaluated_vs": vs})
         for col, factor in enumerate(factor_list):
             _panel(axes[row, col], group, chosen, factor, scales, point)
         axes[row, 0].set_ylabel(f"final win - loss, {compare.measured(group)}\nvs {evaluate.OPPONENT_TITLES[vs]}")

@@ -8,6 +8,7 @@ end (`analyse`)."""
 import argparse
 import datetime
 import json
+import shlex
 import sys
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lab import results, stats
-from lab.analysis import compare, knob_figures, plots, report_runs, search_figures, summary
+from lab.analysis import compare, knob_figures, plots, search_figures, summary
 from lab.evaluation import evaluate
 from lab.cli import ArgumentParser, one_line, results_dir_argument, require_writable
 from lab.files import write_atomic
@@ -27,14 +28,111 @@ REPORT = "_report"
 CURVE_POINTS = 50
 CURVE_NUMBERS = 450_000
 """The curves' numbers in one report at most (about 3 MB of JSON): with the runs' curves
-(lab.analysis.report_runs.RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
+(RUN_NUMBERS) and Plotly's 4.8 MB, a 3,000-run grid's report stays under 10 MB."""
 WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
+RUN_NUMBERS = 200_000
+"""The runs' curves' numbers in one report at most (about 1.5 MB of JSON)."""
+FEWEST_POINTS, MOST_POINTS = 4, 50
+REPRODUCED = "reproduced"
+"""The results_dir the reproduce command writes to (a new one, beside the original's runs)."""
+BOARD = ("m", "n", "k")
+"""Knobs that the `game` group sets: the command names the game instead."""
+
+
+def _value(value) -> str:
+    """A knob's value as a Hydra override spells it, exactly (a float's full repr)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (float, np.floating)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return str(value)  # an int's digits (numpy's too), or a word
+
+
+def command(runs: pd.DataFrame) -> str:
+    """The command that trains a configuration's runs (their rows, one or more each) again: every
+    knob the runs set, not only those the sweep varied, so that it does not depend on the defaults
+    of the day."""
+    first = runs.iloc[0]
+    knobs = [k for k in summary.knob_columns(runs) if k not in ("seed", *BOARD) and pd.notna(first[k])]
+    overrides = [f"{k}={_value(first[k])}" for k in knobs]
+    game = summary.games(runs).iloc[0]
+    if game != "ttt":
+        overrides.insert(1, f"game={game}")
+    seeds = ",".join(str(int(s)) for s in sorted(runs["seed"].unique()))
+    argv = ["python", "-m", "lab.sweep", "--multirun", *overrides, f"seed={seeds}", f"results_dir={REPRODUCED}"]
+    return shlex.join(argv)
+
+
+PER_OPPONENT = ("score", "win", "draw", "loss")
+"""Measures taken against each evaluation opponent (a panel each); the others are the agent's own."""
+
+
+def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """The finished runs of a table (summary.table), their training points in each seat they
+    played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
+    evaluation points (lab.results.evaluations, with win - loss per opponent) and the curves' kinds
+    there: `random` (win - loss), `random_win`, ..., and the agent's own measures where the results
+    have them (exact on 3x3)."""
+    named = summary.table(frame)
+    keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
+    exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
+    exact = exact.assign(**{vs: exact[f"{vs}_win"] - exact[f"{vs}_loss"] for vs in evaluate.OPPONENTS})
+    kept = keys + [c for c in ("train_seconds",) if c in named]
+    training = pd.concat([named.loc[named["player"].fillna(seat) == seat, kept].assign(
+        seat=seat, train=named[f"p{seat}_win_rate"]) for seat in (1, 2)])
+    kinds = [vs if m == "score" else f"{vs}_{m}" for vs in evaluate.OPPONENTS for m in PER_OPPONENT]
+    kinds += [m for m in ("optimal_move_rate", "losing_lines") if m in exact and exact[m].notna().any()]
+    return named, training, exact, kinds
+
+
+def binned(points: pd.DataFrame, columns: dict[str, str], bins: int) -> pd.DataFrame:
+    """Each run's points cut into at most `bins` consecutive bins; per bin its last episodes and
+    each of `columns` ({column: how a bin takes it, "mean" or "last"})."""
+    points = points.sort_values(["config", "run_id", "episodes"])  # a run id can be in two folders compared
+    runs = points.groupby(["config", "run_id"], sort=False)
+    count, place = runs["episodes"].transform("size").to_numpy(), runs.cumcount().to_numpy()
+    points = points.assign(bin=place * np.minimum(bins, count) // count)
+    return points.groupby(["algorithm", "seat", "config", "run_id", "bin"], sort=True).agg(
+        episodes=("episodes", "max"), **{c: (c, how) for c, how in columns.items()}).reset_index()
+
+
+TRAINING = ("train", "train_seconds")
+"""A run's measures at its training points: its training games' win rate, its cumulative seconds."""
+
+
+def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
+    """{"train": TRAINING, "eval": the kinds of curve_points}, and {(algorithm, seat, config): its runs
+    (id, seed and {source: [episodes, *its columns' values]}, null where a run has no such curve),
+    their checkpoints' folder and command} of curve_points' runs. Positional, not by name: a
+    3,000-run report would spend a megabyte on the names. `folders`: the results_dirs by label
+    (summary.FOLDER's values)."""
+    named, training, exact, kinds = points
+    columns = {"train": list(TRAINING), "eval": kinds}
+    numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
+    bins = int(np.clip(RUN_NUMBERS // max(1, numbers), FEWEST_POINTS, MOST_POINTS))
+    sources = {"train": binned(training, {"train": "mean", "train_seconds": "last"}, bins),
+               "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
+    per_run: dict = {}
+    for source, table in sources.items():
+        values, episodes = table[columns[source]].to_numpy(float), table["episodes"].to_numpy().astype(int)
+        for name, rows in table.groupby(["algorithm", "seat", "config", "run_id"]).indices.items():
+            per_run.setdefault(name[:3], {}).setdefault(name[3], {})[source] = [episodes[rows].tolist()] + [
+                None if np.isnan(v).all() else _rounded(v) for v in values[rows].T]
+    by_config = dict(iter(named.drop_duplicates(["config", "run_id"]).groupby(["algorithm", "config"])))
+    out = {}
+    for (algorithm, seat, config), points in per_run.items():
+        runs = by_config[algorithm, config].sort_values("seed")
+        folder = folders[runs[summary.FOLDER].iloc[0]] if summary.FOLDER in runs else next(iter(folders.values()))
+        out[algorithm, seat, config] = {
+            "command": command(runs), "checkpoints": f"{folder}/{results.CHECKPOINTS}",
+            "runs": [{"id": r, "seed": int(s), **points.get(r, {})} for r, s in zip(runs["run_id"], runs["seed"])]}
+    return columns, out
 
 
 def _binned(points: pd.DataFrame, value: str, bins: int, within: str = "mean") -> pd.DataFrame:
-    """The seed mean and band of `value` per configuration and bin of report_runs.binned's points."""
-    per_run = report_runs.binned(points, {value: within}, bins)
+    """The seed mean and band of `value` per configuration and bin of binned's points."""
+    per_run = binned(points, {value: within}, bins)
     seeds = per_run.groupby(["algorithm", "seat", "config", "bin"]).agg(
         episodes=("episodes", "max"), mean=(value, "mean"), sd=(value, "std"), n=(value, "size"),
     ).reset_index()
@@ -51,7 +149,7 @@ METRICS = {"score": "win - loss", "win": "win rate", "draw": "draw rate", "loss"
 
 def curves(points: tuple, configurations: int) -> dict:
     """{(algorithm, seat, config): {kind: [episodes, mean, half]}} of every configuration's finished
-    runs, from report_runs.curve_points: report_runs.TRAINING's kinds and every evaluation kind it names."""
+    runs, from curve_points: TRAINING's kinds and every evaluation kind it names."""
     _, training, exact, kinds = points
     bins = int(np.clip(CURVE_NUMBERS // max(1, configurations * (len(kinds) + 2) * 3), 8, CURVE_POINTS))
     parts = {kind: _binned(exact.dropna(subset=[kind]), kind, bins) for kind in kinds}
@@ -100,10 +198,8 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
         rows = configs[configs["evaluated_vs"] == vs].set_index("config").loc[first["config"]].reset_index()
         table[vs] = {name: [compare.rounded(v, _digits(column)) for v in rows[column]]
                      for column, name in STATISTIC_COLUMNS.items()}
-        mine = effects[(effects["algorithm"] == algorithm) & (effects["seat"] == seat)
-                       & (effects["evaluated_vs"] == vs)] if not effects.empty else effects
-        if "game" in configs and not mine.empty:
-            mine = mine[mine["game"] == configs["game"].iloc[0]]
+        mine = compare.rows_of(effects, {"algorithm": algorithm, "seat": seat, "evaluated_vs": vs,
+                                         **{k: configs[k].iloc[0] for k in summary.by_game(configs)}})
         views[vs] = {"knobs": json.loads(knob_view(rows, mine, factors, scales).to_json()),
                      "parallel": json.loads(parallel_view(rows, factors, vs, scales).to_json()),
                      "verdict": compare.verdict(rows.sort_values("rank")),
@@ -116,7 +212,7 @@ def _group(configs: pd.DataFrame, effects: pd.DataFrame, all_curves: dict, scale
     trained = first["opponent"].mode() if "opponent" in first else pd.Series(dtype=object)
     objective = next((vs for vs in [*trained, "onestep"] if vs in opponents), opponents[0])
     mine = [all_curves.get((algorithm, seat, name), {}) for name in first["config"]]
-    metrics = [[m, label] for m, label in METRICS.items() if m in report_runs.PER_OPPONENT or any(m in c for c in mine)]
+    metrics = [[m, label] for m, label in METRICS.items() if m in PER_OPPONENT or any(m in c for c in mine)]
     return {"label": f"{game}{algorithm}, agent as {evaluate.SEATS[seat]}", "opponents": opponents,
             "measured": measured, "objective": objective, "metrics": metrics,
             "factors": factors, "table": table, "views": views, "curves": mine,
@@ -162,7 +258,7 @@ def knob_view(rows: pd.DataFrame, effects: pd.DataFrame, factors: list[list[str]
             error_y={"type": "data", "array": rows["score_mean_high"] - y, "arrayminus": y - rows["score_mean_low"],
                      "thickness": 0.8, "width": 0, "color": "rgba(60,60,60,0.35)"},
             hovertemplate="%{text}<br>win - loss %{y:.3f}<extra></extra>", showlegend=False), row=1, col=col)
-        mine = effects[effects["knob"] == " x ".join(factor)] if not effects.empty else effects
+        mine = compare.rows_of(effects, {"knob": " x ".join(factor)})
         if len(mine):
             fig.add_trace(go.Scatter(
                 x=mine["value"] if kind == "category" else pd.to_numeric(mine["value"]), y=mine["iqm"],
@@ -222,12 +318,12 @@ def build(frame: pd.DataFrame, compared: tuple[pd.DataFrame, pd.DataFrame], resu
     `frame`: the runs of one results_dir, or of several as `together` puts them."""
     configs, effects = compared
     count = configs.drop_duplicates(["algorithm", "seat", "config"]).shape[0]
-    points = report_runs.curve_points(frame)  # finished runs, as lab.analysis.compare's
+    points = curve_points(frame)  # finished runs, as lab.analysis.compare's
     all_curves = curves(points, count)
     scales = {k: v for results_dir in results_dirs for k, v in search_record.scales(results_dir).items()}
     keys = [*summary.by_game(configs), "algorithm", "seat"]  # bigger boards: each game apart
     folders = [Path(d).resolve() for d in results_dirs]
-    run_columns, runs = report_runs.drill_down(points, dict(zip(labels(results_dirs), folders)))
+    run_columns, runs = drill_down(points, dict(zip(labels(results_dirs), folders)))
     groups = [_group(mine, effects, all_curves, scales, runs) for _, mine in configs.groupby(keys)]
     groups.sort(key=lambda g: -len(g["table"]["config"]))
     status = frame.groupby(["config", "run_id"], sort=False)["status"].last().value_counts()

@@ -39,12 +39,6 @@ def table(data, stopped: bool = False) -> pd.DataFrame:
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
 
 
-def stopped_runs(data) -> int:
-    """How many runs a search scheduler stopped early (status `stopped`)."""
-    frame = data if isinstance(data, pd.DataFrame) else results.load(data)
-    return int(frame.loc[frame["status"] == "stopped", "run_id"].nunique())
-
-
 def knob_columns(frame: pd.DataFrame) -> list[str]:
     """The columns that say what a run computes: the run knobs and every algorithm's knobs."""
     names = RUN_KEYS + agents.knob_names()
@@ -269,7 +263,10 @@ def markdown(shown: pd.DataFrame) -> str:
     return "\n".join(lines + [""] + notes) + "\n"
 
 
-def stopped_note(count: int) -> str:
+def stopped_note(data) -> str:
+    """What the summary says of the runs a search scheduler stopped early (status `stopped`), if any."""
+    frame = data if isinstance(data, pd.DataFrame) else results.load(data)
+    count = frame.loc[frame["status"] == "stopped", "run_id"].nunique()
     return (f"{count} runs stopped early by a search scheduler are left out: their last evaluation "
             "is not after their full training (their curves are in the figures).\n" if count else "")
 
@@ -339,7 +336,7 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
         written += [out_dir / "configurations.csv", out_dir / "knobs.csv"]
         sections = compare.markdown(configs, effects)
     write_csv(best, csv)
-    note = stopped_note(stopped_runs(frame))
+    note = stopped_note(frame)
     head = markdown(format_table(best)) if not best.empty else "No evaluations in these results.\n"
     md.write_text(head + ("\n" + note if note else "") + ("\n" + sections if not best.empty else ""))
     return best, written
@@ -367,7 +364,7 @@ def main() -> None:
         with pd.option_context("display.width", 250, "display.max_columns", None,
                                "display.max_colwidth", 60):
             print(format_table(best).to_string(index=False))
-    print(stopped_note(stopped_runs(args.results_dir)), end="")
+    print(stopped_note(args.results_dir), end="")
     for path in paths:
         print(path)
 
