@@ -113,7 +113,7 @@ def alone(overrides, results_dir) -> pd.DataFrame:
     from lab.config.jobs import job
     from lab.run import run
 
-    results.commit(results_dir, [results.pack(run(job(compose(*overrides))))])
+    results.commit(results_dir, results.pack([run(job(compose(*overrides)))]))
     return rows(results_dir)
 
 

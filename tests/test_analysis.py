@@ -39,7 +39,7 @@ def sweep_dir(tmp_path_factory):
     for seed in (0, 1):
         cfg = compose("algorithm=td_value", "opponent=self", "episodes_per_update=20",
                              "iterations=30", "eval_every=3", f"seed={seed}")
-        results.commit(out, [results.pack(run(job(cfg)))])
+        results.commit(out, results.pack([run(job(cfg))]))
     return out, done
 
 
@@ -264,8 +264,8 @@ def test_outcome_figure_for_runs_that_explore(tmp_path):
                       ("algorithm=q_table", "opponent=random", "player=1", "seed=1"),
                       ("algorithm=td_value", "opponent=random", "player=1", "seed=0"),  # 0.27
                       ("algorithm=mc_vfa", "layers=1", "neurons=4", "epsilon=0", "seed=0")):
-        results.commit(tmp_path, [results.pack(run(job(compose(*overrides, "episodes_per_update=20",
-                                                               "iterations=5"))))])
+        results.commit(tmp_path, results.pack([run(job(compose(*overrides, "episodes_per_update=20",
+                                                               "iterations=5")))]))
     written = plots.outcome_figures(tmp_path, tmp_path / "figures")
     assert [p.name for p in written] == ["q_table_outcomes_ttt_player1_a0.0754_e20_i5.png"]
     assert plt.imread(written[0]).shape[0] > 500

@@ -40,7 +40,7 @@ def dirs(tmp_path_factory):
     for name, overrides in RUNS.items():
         result = run(job(compose(*overrides)))
         assert not result.failed, result.rows["error"].iloc[0]
-        results.commit(mixed, [results.pack(result)])
+        results.commit(mixed, results.pack([result]))
         path = mixed / f"{result.run_id}.parquet"
         if name == "ttt":
             shutil.copy(path, ttt)

@@ -171,7 +171,7 @@ def test_the_summary_keeps_boards_apart_with_each_boards_ceiling(tmp_path):
 
     tiny = ("layers=1", "neurons=8", "iterations=2", "episodes_per_update=5", "symmetry=false")
     for board in ("game=ttt", "game=mnk_4_4_4"):
-        results.commit(tmp_path, [results.pack(run(job(compose(board, *tiny))))])
+        results.commit(tmp_path, results.pack([run(job(compose(board, *tiny)))]))
     names = summary.name_configurations(results.load(tmp_path))["config"].unique()
     assert sorted(n.split("_player")[0] for n in names) == ["mnk_4_4_4", "ttt"]
     best = summary.best_configurations(results.load(tmp_path))

@@ -59,7 +59,7 @@ def test_the_driver_keeps_no_rows_or_checkpoints_of_finished_runs(tmp_path, monk
     from lab.config.jobs import job
 
     kept, pack = [], results.pack
-    monkeypatch.setattr(results, "pack", lambda result: kept.append(weakref.ref(result)) or pack(result))
+    monkeypatch.setattr(results, "pack", lambda ran: kept.extend(weakref.ref(r) for r in ran) or pack(ran))
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     broken = job(compose(*TINY, "seed=3", "neurons=1000000000000000", f"results_dir={tmp_path}"))
     done = sweep.execute([*jobs, broken], parallel=False).done

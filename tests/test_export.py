@@ -33,7 +33,7 @@ def swept(tmp_path_factory):
                 "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], cwd)
     assert done.returncode == 0, done.stderr
     failed = job(compose(*TINY, f"results_dir={cwd / 'smoke'}"))
-    results.commit(cwd / "smoke", [results.pack(lost(failed, RuntimeError("a node died")))])
+    results.commit(cwd / "smoke", results.pack([lost(failed, RuntimeError("a node died"))]))
     return cwd / "smoke", failed.run_id
 
 

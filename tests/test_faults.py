@@ -162,7 +162,7 @@ from sweeping import TINY
 
 results_dir = sys.argv[1]
 first = run(job(compose(*TINY)))
-results.commit(results_dir, [results.pack(first)])
+results.commit(results_dir, results.pack([first]))
 print("saved", flush=True)
 
 from lab import files
@@ -181,7 +181,7 @@ def half_then_stall(fd, mode, closefd):  # the process dies in the middle of wri
     return Half(fd, mode, closefd=closefd)
 
 files.open = half_then_stall  # the open of lab.files.write_group, which writes each file
-results.commit(results_dir, [results.pack(run(job(compose(*TINY))))])  # the same run again (as force=true does)
+results.commit(results_dir, results.pack([run(job(compose(*TINY)))]))  # the same run again (as force=true does)
 """
 
 
@@ -292,7 +292,7 @@ from lab.config.compose import compose
 from sweeping import TINY
 result = run(job(compose(*TINY)))
 for _ in range(int(sys.argv[2])):
-    results.commit(sys.argv[1], [results.pack(result)])
+    results.commit(sys.argv[1], results.pack([result]))
 """
 
 

@@ -23,7 +23,7 @@ process inside a test)."""
 
 def test_every_row_carries_the_code_the_machine_and_the_times(tmp_path):
     before = pd.Timestamp.now(tz="UTC")
-    results.commit(tmp_path, [results.pack(run(job(compose(*TINY))))])
+    results.commit(tmp_path, results.pack([run(job(compose(*TINY)))]))
     table = results.load(tmp_path)
     assert set(provenance.COLUMNS) <= set(table.columns)
     assert (table[list(provenance.COLUMNS)].nunique(dropna=False) == 1).all()  # one stamp per run
@@ -44,7 +44,7 @@ def test_the_driver_code_stamp_wins_over_the_workers():
 def test_one_row_per_run_and_the_long_table_of_evaluation_points(tmp_path):
     for overrides in ([*TINY, "eval_every=1"], ["algorithm=td_value", "opponent=self", "iterations=2",
                                                  "episodes_per_update=10", "eval_every=1"]):
-        results.commit(tmp_path, [results.pack(run(job(compose(*overrides))))])
+        results.commit(tmp_path, results.pack([run(job(compose(*overrides)))]))
     table = results.load(tmp_path)
     per_run = results.runs(table)
     assert sorted(per_run["iteration"]) == [2, 3] and per_run["run_id"].is_unique

@@ -22,9 +22,9 @@ def mixed(tmp_path_factory):
     """A finished mc_vfa run, a finished q_table run and a failed run (one row, as a lost task)."""
     out = tmp_path_factory.mktemp("mixed")
     for overrides in ([*TINY, "eval_every=2"], ["algorithm=q_table", *TINY, "eval_every=2"]):
-        results.commit(out, [results.pack(run(job(compose(*overrides))))])
+        results.commit(out, results.pack([run(job(compose(*overrides)))]))
     lost = job(compose(*TINY, "seed=7"))
-    results.commit(out, [results.pack(lost_run(lost, RuntimeError("node died")))])
+    results.commit(out, results.pack([lost_run(lost, RuntimeError("node died"))]))
     return out, lost.run_id
 
 
@@ -70,17 +70,17 @@ def _parts(root, name):
 def test_the_index_gives_what_the_files_say_and_follows_their_changes(tmp_path):
     jobs = [job(compose(*TINY, f"seed={s}", f"results_dir={tmp_path}")) for s in range(3)]
     for j in jobs:
-        results.commit(tmp_path, [results.pack(run(j))])
+        results.commit(tmp_path, results.pack([run(j)]))
     before = _files(tmp_path)
     assert results.statuses(tmp_path) == {j.run_id: "finished" for j in jobs}
     assert _files(tmp_path) == before  # planning reads, never writes
     results.statuses(tmp_path, write_index=True)
     assert len(_parts(tmp_path, "stored")) == 1
     # a run rewritten as failed, one removed and one added: the index follows the files
-    results.commit(tmp_path, [results.pack(lost_run(jobs[0], RuntimeError("x")))])
+    results.commit(tmp_path, results.pack([lost_run(jobs[0], RuntimeError("x"))]))
     (tmp_path / f"{jobs[1].run_id}.parquet").unlink()
     extra = job(compose(*TINY, "seed=9", f"results_dir={tmp_path}"))
-    results.commit(tmp_path, [results.pack(run(extra))])
+    results.commit(tmp_path, results.pack([run(extra)]))
     expected = {jobs[0].run_id: "failed", jobs[2].run_id: "finished", extra.run_id: "finished"}
     assert results.statuses(tmp_path) == expected
     assert results.statuses(tmp_path, write_index=True) == expected == results.statuses(tmp_path)
@@ -100,7 +100,7 @@ def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, mon
     monkeypatch.setattr(results.Writer, "COMBINED", combined)
     writer = results.Writer(tmp_path)
     for j in jobs:
-        writer.record(results.commit(tmp_path, [results.pack(run(j))]))
+        writer.record(results.commit(tmp_path, results.pack([run(j)])))
     writer.flush()
     assert len(_parts(tmp_path, "table")) == 2 and len(_parts(tmp_path, "stored")) == 2
     reads = []
@@ -115,7 +115,7 @@ def test_a_sweeps_writer_indexes_its_runs_so_nothing_is_read_twice(tmp_path, mon
 
 def test_a_damaged_index_is_rebuilt_and_a_read_only_results_dir_still_reads(tmp_path, monkeypatch):
     one = job(compose(*TINY, f"results_dir={tmp_path}"))
-    results.commit(tmp_path, [results.pack(run(one))])
+    results.commit(tmp_path, results.pack([run(one)]))
     damaged = tmp_path / results.INDEX / "stored" / f"damaged{results.PART}"
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"not parquet")
@@ -141,14 +141,14 @@ def test_a_stored_run_reads_back_in_the_schema_with_the_rows_pandas_would_have_w
         table = pq.read_table(path)
         assert table.schema.equals(columns.schema())
     result = run(job(compose("algorithm=q_table", *TINY, "eval_every=2", "seed=3")))
-    results.commit(tmp_path, [results.pack(result)])
+    results.commit(tmp_path, results.pack([result]))
     stored = pq.read_table(tmp_path / f"{result.run_id}.parquet")
     assert stored.equals(results.arrow_table(result.rows))  # the worker's table: pandas' conversion, exactly
     assert results.fingerprint(stored.to_pandas()) == results.fingerprint(result.rows)
 
 
 def test_a_group_commit_stores_every_run_whole_checkpoint_first(tmp_path, monkeypatch):
-    runs = [results.pack(run(job(compose(*TINY, f"seed={s}")))) for s in range(3)]
+    runs = results.pack([run(job(compose(*TINY, f"seed={s}"))) for s in range(3)])
     renamed = []
     replace = os.replace
     monkeypatch.setattr(os, "replace", lambda a, b: renamed.append(Path(b).name) or replace(a, b))

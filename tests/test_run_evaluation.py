@@ -47,7 +47,7 @@ def test_last_eval_is_exact_of_the_checkpoint(short_run, tmp_path):
 
 
 def test_eval_columns_in_the_parquet_schema(short_run, tmp_path):
-    results.commit(tmp_path, [results.pack(short_run)])
+    results.commit(tmp_path, results.pack([short_run]))
     path = tmp_path / f"{short_run.run_id}.parquet"
     schema = pq.read_schema(path)
     for seat in (1, 2):
@@ -125,7 +125,7 @@ def test_self_play_runs_carry_the_seats_alternated_results():
 
 def test_a_one_seat_run_has_no_alternated_results(short_run, tmp_path):
     assert not any(c.startswith("eval_alternated_") for c in short_run.rows.columns)
-    results.commit(tmp_path, [results.pack(short_run)])
+    results.commit(tmp_path, results.pack([short_run]))
     table = pd.read_parquet(tmp_path)
     assert table[[evaluate.alternated_column(k) for k in evaluate.ALTERNATED_KEYS]].isna().all().all()
 

@@ -18,7 +18,7 @@ def _results(tmp_path):
     finished = run(job(compose(*common, "alpha=0.5")))
     stopped = run(job(compose(*common, "alpha=0.1")), report=lambda iteration, rows, learner: iteration >= 4)
     for result in (finished, stopped):
-        results.commit(tmp_path, [results.pack(result)])
+        results.commit(tmp_path, results.pack([result]))
     return finished, stopped
 
 

@@ -88,7 +88,7 @@ def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
     without (packed before the clock: that is the workers' part)."""
     with tempfile.TemporaryDirectory() as out:
         jobs = planned(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
-    model = results.pack(run(jobs[0]))
+    model = results.pack([run(jobs[0])])[0]
     packs = []
     for job in jobs:
         table = _with_column(model.table, "run_id", job.run_id)

@@ -27,7 +27,7 @@ class Trainer:
     def train(self, batch: list[Job]) -> list[results.Packed]:
         ran = [run(job, self.code) for job in batch]
         began = time.perf_counter()
-        packs = [results.pack(result) for result in ran]
+        packs = results.pack(ran)
         by_dir = defaultdict(list)
         for job, packed in zip(batch, packs):
             by_dir[job.results_dir].append(packed)

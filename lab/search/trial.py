@@ -35,7 +35,7 @@ def seed_jobs(base: dict, params: dict, seeds: int) -> list[Job]:
 
 def lost_runs(seeded: list[Job], error: str) -> list[Packed]:
     """The runs of a trial whose worker died, failed with `error` (the next search trains them again)."""
-    return [pack(lost(job, RuntimeError(error))) for job in seeded]
+    return pack([lost(job, RuntimeError(error)) for job in seeded])
 
 
 @dataclass
@@ -142,7 +142,7 @@ class Trainer:
         if ended:
             for training in self.trainings:
                 training.stop()  # the seeds of a failed one stop where they are
-        done = Done(self.curve, results=[pack(t.result()) for t in self.trainings] if ended else [],
+        done = Done(self.curve, results=pack([t.result() for t in self.trainings]) if ended else [],
                     snapshots=None if ended else [t.snapshot() for t in self.trainings],
                     busy=self.busy + time.perf_counter() - began)
         self.task, self.trainings = None, []

@@ -58,7 +58,7 @@ class Store:
     def lost(self, jobs: list[Job], exc: BaseException, running: int) -> None:
         """Runs lost with the process that trained them: stored as failed, but for those that
         process had stored before it died (found on disk, written during this sweep)."""
-        self.receive([(job, self._stored_meanwhile(job) or results.pack(lost(job, exc))) for job in jobs], running)
+        self.receive([(job, self._stored_meanwhile(job) or results.pack([lost(job, exc)])[0]) for job in jobs], running)
 
     def found(self, jobs: list[Job]) -> None:
         """Of runs whose worker was stopped (Ctrl-C), those it had stored before it ended, recorded
