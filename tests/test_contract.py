@@ -127,6 +127,15 @@ def layers(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def test_no_module_of_the_lab_is_over_450_lines_nor_a_function_over_60():
+    for path in LAB.rglob("*.py"):
+        text = path.read_text()
+        assert len(text.splitlines()) <= 450, path
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 60, f"{path}: {node.name}"
+
+
 def test_imports_point_only_down():
     graph = import_graph()
     assert {"lab.game", "lab.knobs", "lab.config.jobs", "lab.sweep"} <= set(graph)

@@ -33,7 +33,6 @@ WEBGL_FROM = 1000
 """Configurations from which the knob view draws with WebGL (SVG slows down past this)."""
 RUN_NUMBERS = 200_000
 """The runs' curves' numbers in one report at most (about 1.5 MB of JSON)."""
-FEWEST_POINTS, MOST_POINTS = 4, 50
 REPRODUCED = "reproduced"
 """The results_dir the reproduce command writes to (a new one, beside the original's runs)."""
 BOARD = ("m", "n", "k")
@@ -110,7 +109,7 @@ def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
     named, training, exact, kinds = points
     columns = {"train": list(TRAINING), "eval": kinds}
     numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
-    bins = int(np.clip(RUN_NUMBERS // max(1, numbers), FEWEST_POINTS, MOST_POINTS))
+    bins = int(np.clip(RUN_NUMBERS // max(1, numbers), 4, CURVE_POINTS))
     sources = {"train": binned(training, {"train": "mean", "train_seconds": "last"}, bins),
                "eval": binned(exact, dict.fromkeys(kinds, "mean"), bins)}
     per_run: dict = {}
