@@ -1,5 +1,6 @@
 """The sweep package (lab.sweep): its public names, the command `python -m lab.sweep` (a Hydra
-job named `sweep`), and the grid sweepers (the lab's and Hydra's basic one), each batching with max_batch_size. Sweeps run in this process without Ray."""
+job named `sweep`), and the grid sweepers (the lab's and Hydra's basic one), each batching with
+max_batch_size. Sweeps run in this process without Ray."""
 
 import subprocess
 import sys
