@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -116,9 +117,10 @@ def disconnect() -> None:
 
 
 def ray_started() -> bool:
-    import ray  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
-
-    return ray.is_initialized()
+    """Whether this process has started or joined Ray: never, if it has not imported it (which
+    would cost ~0.3 s)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
 
 
 def token_hint(address: str, exc: BaseException) -> str:
