@@ -103,6 +103,9 @@ def test_the_sweep_reports_core_utilisation_and_fixed_cost():
     line = sweep.Execution(outcomes, cores=2, seconds=10.0).efficiency()
     assert line == ("70% of 2 cores busy over 10.0 s; fixed cost 2.0 s (planning, starting workers, saving); "
                     "88% busy while runs trained")
+    # the forks warmed up for 1 s each before their first run: busy, but not while runs trained
+    line = sweep.Execution(outcomes, cores=2, seconds=10.0, warm_up=2.0).efficiency()
+    assert line.startswith("80% of 2 cores busy over 10.0 s; fixed cost 2.0 s") and line.endswith("88% busy while runs trained")
 
 
 def test_the_summary_says_how_many_runs_were_retried_after_a_lost_node(capsys):

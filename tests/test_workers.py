@@ -23,7 +23,7 @@ from lab.config.compose import grid
 from lab.config.jobs import job
 from lab.run import run
 from lab.sweep import dispatch, store
-from sweeping import SECONDS, TINY, clean_env, command, descendants, rows, sweep, values
+from sweeping import SECONDS, TINY, clean_env, cli, command, descendants, rows, sweep, values
 
 pytestmark = pytest.mark.integration
 
@@ -246,6 +246,53 @@ def test_auto_trains_a_short_grid_in_forks_alone(tmp_path):
         alone = _without_circumstances(_alone(job_))
         mine = stored[stored.run_id == job_.run_id].reset_index(drop=True)
         pd.testing.assert_frame_equal(values(mine[alone.columns]), values(alone))
+
+
+def test_forks_started_ahead_of_the_plan_train_the_grid_after_warming_up(tmp_path, monkeypatch):
+    jobs, trained_by = _jobs(tmp_path / "results", seeds=4), tmp_path / "trained_by"
+    trained_by.mkdir()
+
+    def run_noting_its_process(job_, code):
+        (trained_by / str(os.getpid())).touch()
+        return run(job_, code)
+
+    monkeypatch.setattr(batch, "run", run_noting_its_process)
+    ahead = dispatch.fork_ahead(len(jobs), "processes", num_cpus=2)
+    execution = sweep_module.execute(jobs, num_cpus=2, parallel="processes", ahead=ahead)
+    assert {int(p.name) for p in trained_by.iterdir()} <= {p.pid for p in ahead.pool.processes}
+    assert results.statuses(tmp_path / "results") == {j.run_id: "finished" for j in jobs}
+    assert execution.cores == 2 and execution.warm_up == sum(ahead.pool.warmed) > 0
+    assert not any(p.is_alive() for p in ahead.pool.processes)
+
+
+def test_forks_started_ahead_are_closed_where_the_grid_trains_elsewhere(tmp_path):
+    jobs = _jobs(tmp_path / "results", seeds=4)  # milliseconds of work: this process trains them
+    assert sweep_module.mode(jobs, "auto", num_cpus=2) == "driver"
+    ahead = dispatch.fork_ahead(len(jobs), "auto", num_cpus=2)
+    execution = sweep_module.execute(jobs, num_cpus=2, parallel="auto", ahead=ahead)
+    assert execution.cores == 1 and execution.warm_up == 0.0 and len(execution.done) == 4
+    assert not any(p.is_alive() for p in ahead.pool.processes)
+
+
+@pytest.mark.parametrize("count, parallel, address, num_cpus", [
+    (4, "auto", None, 1),  # one core
+    (3, "auto", None, 2),  # under two runs a core
+    (4, False, None, 2), (4, True, None, 2),  # this process, or Ray
+    (4, "auto", "10.0.0.1:6379", 2),  # a cluster
+])
+def test_no_forks_are_started_ahead_where_the_grid_will_not_train_in_them(count, parallel, address, num_cpus):
+    assert dispatch.fork_ahead(count, parallel, address, num_cpus) is None
+
+
+def test_a_sweep_with_nothing_left_to_train_leaves_no_fork(tmp_path):
+    import multiprocessing
+
+    grid = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=processes",
+            "hydra.launcher.num_cpus=2", "results_dir=results", *TINY, "seed=range(0,4)"]
+    for trained in (4, 0):
+        done = cli(grid, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert f"{trained} runs to train" in done.stdout and multiprocessing.active_children() == []
 
 
 def test_a_fork_that_dies_fails_its_runs_and_the_driver_trains_what_it_had_not_begun(tmp_path, monkeypatch):

@@ -109,14 +109,17 @@ class Execution:
     seconds: float
     retried: int = 0
     """runs sent again after Ray lost them with their worker or node"""
+    warm_up: float = 0.0
+    """the forks' start-up before their first run (lab.run.warm_up), which that run did before"""
 
     def efficiency(self) -> str:
-        """Core utilisation (the runs' wall seconds on their workers, storing them included, over
-        cores x the sweep's), the fixed cost (the sweep's wall time before the first run began and
-        after the last one ended), and the utilisation between those two moments."""
+        """Core utilisation (the runs' wall seconds on their workers, storing them included, and
+        the forks' warm-up, over cores x the sweep's), the fixed cost (the sweep's wall time before
+        the first run began and after the last one ended), and the utilisation between those two
+        moments."""
         busy = sum(o.wall_seconds for o in self.done)
         span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
-        return (f"{busy / (self.cores * self.seconds):.0%} of {self.cores} core"
+        return (f"{(busy + self.warm_up) / (self.cores * self.seconds):.0%} of {self.cores} core"
                 f"{'s' * (self.cores > 1)} busy over {self.seconds:.1f} s; fixed cost "
                 f"{max(0.0, self.seconds - span):.1f} s (planning, starting workers, saving); "
                 f"{busy / (self.cores * max(span, 1e-9)):.0%} busy while runs trained")

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from lab.compat.ray import set_process_title
-from lab.run import exclude_imports_from_startup
+from lab.run import exclude_imports_from_startup, warm_up
 
 FORK = multiprocessing.get_context("fork")
 """Forked, a worker inherits the driver's imports: it trains at once."""
@@ -89,7 +89,8 @@ class InProcess:
 class Forks:
     """`size` forks of this process, each serving calls over a pair of pipes (one thread reads
     them, another sends the answers, so neither side waits for the other); once every one has
-    died, `fallback` (a server) in this process, as worker `size`."""
+    died, `fallback` (a server) in this process, as worker `size`. Each fork starts numba first
+    (lab.run.warm_up), before its first call comes."""
 
     def __init__(self, size: int, server: tuple, interrupt: Interrupt | None = None, fallback: tuple | None = None):
         self.size, self.check, self.interrupt = size, (interrupt or Interrupt()).check, interrupt
@@ -98,13 +99,15 @@ class Forks:
         self.sent, self.received, self.fresh = [0] * size, [0] * size, list(range(size))
         self.begun = FORK.Array("i", size, lock=False)
         """calls each fork has begun (its own slot, written by it alone)"""
+        self.warmed = FORK.Array("d", size, lock=False)
+        """seconds each fork took to warm up (its own slot)"""
         try:
             for worker in range(size):
                 their_calls, calls = FORK.Pipe(duplex=False)
                 answers, their_answers = FORK.Pipe(duplex=False)
                 drivers = [calls, answers, *self.calls, *self.answers]  # the ends the fork must not hold
-                process = FORK.Process(target=_serve, args=(their_calls, their_answers, server, self.begun, worker,
-                                                            drivers), name="lab-fork", daemon=True)
+                process = FORK.Process(target=_serve, args=(their_calls, their_answers, server, self.begun, self.warmed,
+                                                            worker, drivers), name="lab-fork", daemon=True)
                 process.start()
                 their_calls.close()
                 their_answers.close()
@@ -114,6 +117,11 @@ class Forks:
         except BaseException:  # Ctrl-C or SIGTERM while they start: none of them stays
             self.close()
             raise
+
+    @property
+    def warm_up_seconds(self) -> float:
+        """The forks' start-up so far: work their first calls would have done otherwise."""
+        return sum(self.warmed)
 
     def grow(self) -> list[int]:
         fresh, self.fresh = self.fresh, []
@@ -171,7 +179,7 @@ class Forks:
             process.join()
 
 
-def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> None:
+def _serve(calls, answers, server: tuple, begun, warmed, worker: int, drivers: list) -> None:
     """A fork's loop: each call read from `calls` is answered on `answers`, in order, until the
     driver closes `calls`. `drivers`, the driver's ends of this fork's pipes and of the forks
     before it, are closed here at once: held here, they would keep this fork, and the others,
@@ -187,8 +195,7 @@ def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> 
     # Python, and a main thread waiting for calls never does if the reader thread took the signal
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     exclude_imports_from_startup()  # its imports were the driver's: not its first run's start-up
-    cls, args = server
-    serving, inbox, outbox, end = cls(*args), queue.SimpleQueue(), queue.SimpleQueue(), object()
+    inbox, outbox, end = queue.SimpleQueue(), queue.SimpleQueue(), object()
 
     def read() -> None:
         with contextlib.suppress(EOFError, OSError):  # the driver closed the pipe
@@ -200,9 +207,14 @@ def _serve(calls, answers, server: tuple, begun, worker: int, drivers: list) -> 
         while (answer := outbox.get()) is not end:  # (an answer may be None)
             answers.send(answer)
 
-    threading.Thread(target=read, daemon=True).start()
+    threading.Thread(target=read, daemon=True).start()  # read while it warms up: the driver never waits
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
+    began = time.perf_counter()
+    warm_up()
+    warmed[worker] = time.perf_counter() - began
+    cls, args = server
+    serving = cls(*args)
     while (call := inbox.get()) is not end:
         method, argument = call
         begun[worker] += 1

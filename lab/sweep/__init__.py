@@ -61,7 +61,9 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     started = time.perf_counter()
     _check_options(parallel, figures, num_cpus)
     composer = Composer(config_loader, sweep_config)
+    ahead = None
     try:
+        ahead = None if dry_run else dispatch.fork_ahead(len(job_overrides), parallel, address, num_cpus)
         p = plan(composer(o) for o in job_overrides)
         hooks = one_line(ConfigError)(callbacks.for_grid)(hydra_callbacks, sweep_config, track, composer,
                                                           job_overrides, p.first)
@@ -83,13 +85,16 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if p.train:
             record.write({j.results_dir for j in p.train}, sweep_config, record.counts(p.train, p.skip))
         sys.stdout.flush()  # the notes before the progress (on stderr)
-        execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel,
-                            started=started, dashboard=dashboard, hooks=hooks)  # starts a local Ray itself
+        execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel, started=started,
+                            dashboard=dashboard, hooks=hooks, ahead=ahead)  # starts a local Ray itself
         if joins:
             ray_connection.disconnect()
             execution.seconds = time.perf_counter() - started
     except KeyboardInterrupt as stop:
         interrupted(stop)
+    finally:
+        if ahead:  # not trained in (nothing to train, an error): closed
+            ahead.pool.close()
     status = report(p.train, execution)
     if figures:
         analyse((j.results_dir for j in p.train + p.skip), figures)

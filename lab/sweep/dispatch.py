@@ -7,7 +7,8 @@ as they come back. A batch lost with its Ray actor, process or node is sent agai
 one lost with a fork is recorded failed (what killed one fork would kill the next), and if every
 fork died this process trains what is left. A local Ray takes seconds to start and its actors to
 import the lab: meanwhile a thread keeps forks of this process (one per core but one) fed, until
-Ray's first actor is ready.
+Ray's first actor is ready. A grid likely to train in forks starts them before it is planned
+(`fork_ahead`): numba's start-up in each fork, a third of a second, then overlaps the planning.
 """
 
 import collections
@@ -15,6 +16,8 @@ import os
 import sys
 import threading
 import time
+import uuid
+from typing import NamedTuple
 
 from lab.cli import plural
 from lab.config.jobs import Job
@@ -82,6 +85,27 @@ def without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
             "process (hydra.launcher.parallel=true uses Ray anyway)")
 
 
+class ForksAhead(NamedTuple):
+    """Forks started before the grid was planned (`fork_ahead`), and what their trainers were given."""
+
+    pool: Forks
+    code: dict
+    token: str
+
+
+def fork_ahead(count: int, parallel, address=None, num_cpus=None) -> ForksAhead | None:
+    """Forks for a grid of `count` runs, started before it is planned, so that they warm up
+    (lab.run.warm_up, about 0.35 s) while it is: where it will likely train in forks (parallel
+    auto or processes, no Ray cluster, several cores, at least two runs a core). `execute` trains
+    in them or closes them."""
+    n = cores(num_cpus)
+    if (parallel not in ("auto", "processes") or n == 1 or count < 2 * n or ray_connection.joins(address)
+            or ray_connection.ray_started()):
+        return None
+    code, token = provenance.code(), uuid.uuid4().hex
+    return ForksAhead(Forks(n, (Trainer, (code, token)), fallback=(Trainer, (code, token))), code, token)
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C stopped `execute`: the runs in flight cancelled, `saved` runs of this sweep stored."""
 
@@ -91,31 +115,36 @@ class Interrupted(KeyboardInterrupt):
 
 
 def execute(jobs: list[Job], address=None, num_cpus=None, parallel="auto",
-            started: float | None = None, dashboard: bool = False, hooks=None) -> Execution:
+            started: float | None = None, dashboard: bool = False, hooks=None, ahead: ForksAhead | None = None) -> Execution:
     """Run the jobs where `mode` says, storing each batch of runs as it ends and telling `hooks` of
-    each; `started`: the sweep's start (time.perf_counter). Ctrl-C: the runs in flight cancelled,
-    Interrupted raised; every run saved so far stays."""
+    each; `started`: the sweep's start (time.perf_counter); `ahead`: forks to train in, if they
+    train in forks (else closed). Ctrl-C: the runs in flight cancelled, Interrupted raised; every
+    run saved so far stays."""
     started = time.perf_counter() if started is None else started
     if not jobs:
         return Execution([], 1, 0.0)
     progress = Progress(len(jobs))
-    code = provenance.code()  # the driver's: a worker may run a copy of the package without git
-    with Store(jobs, progress, hooks) as store:
+    code = ahead.code if ahead else provenance.code()  # the driver's: a worker may run a copy without git
+    with Store(jobs, progress, hooks, ahead.token if ahead else None) as store:
         try:
             where, local = mode(jobs, parallel, address, num_cpus), (Trainer, (code, store.token))
-            used, retried = 1, 0
+            if ahead and where != "processes":
+                ahead.pool.close()
+            used, retried, warm_up = 1, 0, 0.0
             if where == "ray":  # a Ray started here is stopped before it returns
-                used, retried = on_ray(jobs, code, store, address, num_cpus, dashboard)
+                used, retried, warm_up = on_ray(jobs, code, store, address, num_cpus, dashboard)
             elif where == "processes":
                 used = cores(num_cpus)
-                Grid(jobs, used, store).run([Forks(used, local, fallback=local)])
+                pool = ahead.pool if ahead else Forks(used, local, fallback=local)
+                Grid(jobs, used, store).run([pool])
+                warm_up = pool.warm_up_seconds
             else:
                 Grid(jobs, 1, store).run([InProcess(local)])
         except KeyboardInterrupt:
             raise Interrupted(len(store.done)) from None
         finally:
             progress.close()
-    return Execution(store.done, used, time.perf_counter() - started, retried)
+    return Execution(store.done, used, time.perf_counter() - started, retried, warm_up)
 
 
 def report(jobs: list[Job], execution: Execution) -> int:
@@ -133,12 +162,13 @@ def report(jobs: list[Job], execution: Execution) -> int:
     return 1 if failed else 0
 
 
-def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboard: bool) -> tuple[int, int]:
-    """The jobs on Ray's actors; the CPUs they had and the runs sent again. No token: an actor sends
+def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboard: bool) -> tuple[int, int, float]:
+    """The jobs on Ray's actors; the CPUs they had, the runs sent again and the early forks'
+    warm-up (Forks.warm_up_seconds). No token: an actor sends
     its runs home, for the driver to store (one on a node the driver counts as lost, cut off but
     not dead, could otherwise still write a run sent elsewhere, or after a killed driver's resume)."""
     ours = not ray_connection.ray_started()
-    actors = (Trainer, (code,))
+    actors, warm_up = (Trainer, (code,)), 0.0
     if not ours or ray_connection.joins(address):
         if ours:
             ray_connection.connect(address, num_cpus, dashboard)
@@ -163,9 +193,10 @@ def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboa
         ready.set()
         feeding.join()
         grid.run([early, pool], early=early)
+        warm_up = early.warm_up_seconds
     if ours:
         ray_connection.disconnect()  # now, not at exit: part of the sweep's reported wall time
-    return grid.cpus, grid.retried
+    return grid.cpus, grid.retried, warm_up
 
 
 class Grid:

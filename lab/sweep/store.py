@@ -17,11 +17,11 @@ from lab.execution.progress import Outcome, Progress
 class Store:
     """Records the runs that workers stored (commits those they could not) in each results_dir's
     index, tells the hooks (lab.sweep.callbacks.Hooks) and the progress line, and keeps each Outcome.
-    A context manager: the token files workers look for exist meanwhile; on exit, the last parts."""
+    A context manager: the files of its token (given, or new) that workers look for exist meanwhile; on exit, the last parts."""
 
-    def __init__(self, jobs: list[Job], progress: Progress, hooks=None):
+    def __init__(self, jobs: list[Job], progress: Progress, hooks=None, token: str | None = None):
         self.progress, self.hooks, self.done = progress, hooks, []
-        self.token = uuid.uuid4().hex
+        self.token = token or uuid.uuid4().hex
         self.started_ns = time.time_ns()
         self.writers = {d: results.Writer(d) for d in dict.fromkeys(job.results_dir for job in jobs)}
 
