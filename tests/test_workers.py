@@ -128,7 +128,10 @@ def test_early_forks_are_fed_until_ray_is_ready_then_end_after_the_batch_in_hand
         ready = threading.Event()
         feeding = threading.Thread(target=grid_.feed, args=(early, ready))
         feeding.start()
-        time.sleep(1.0)  # Ray starts
+        deadline = time.monotonic() + 60
+        while not kept.done:  # Ray starts, until the early fork has trained a batch (however loaded the machine)
+            assert time.monotonic() < deadline, "the early fork trained nothing"
+            time.sleep(0.05)
         ready.set()
         feeding.join()
         by_fork = len(kept.done)

@@ -60,10 +60,10 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     and the tracker (lab.sweep.callbacks)."""
     started = time.perf_counter()
     _check_options(parallel, figures, num_cpus)
-    composer = Composer(config_loader, sweep_config)
     ahead = None
     try:
         ahead = None if dry_run else dispatch.fork_ahead(len(job_overrides), parallel, address, num_cpus)
+        composer = Composer(config_loader, sweep_config)
         p = plan(composer(o) for o in job_overrides)
         hooks = one_line(ConfigError)(callbacks.for_grid)(hydra_callbacks, sweep_config, track, composer,
                                                           job_overrides, p.first)
