@@ -287,11 +287,14 @@ def test_no_forks_are_started_ahead_where_the_grid_will_not_train_in_them(count,
     assert dispatch.fork_ahead(count, parallel, address, num_cpus) is None
 
 
-def test_a_sweep_with_nothing_left_to_train_leaves_no_fork(tmp_path):
+def test_a_sweep_refused_or_with_nothing_left_to_train_leaves_no_fork(tmp_path):
     import multiprocessing
 
     grid = ["--multirun", "hydra.launcher.figures=false", "hydra.launcher.parallel=processes",
             "hydra.launcher.num_cpus=2", "results_dir=results", *TINY, "seed=range(0,4)"]
+    refused = cli([*grid, "layers=1,0"], tmp_path)  # forks started ahead, then the plan refuses it
+    assert refused.returncode == 2 and "layers=0 is not allowed" in refused.stderr
+    assert multiprocessing.active_children() == [] and not (tmp_path / "results").exists()
     for trained in (4, 0):
         done = cli(grid, tmp_path)
         assert done.returncode == 0, done.stderr
