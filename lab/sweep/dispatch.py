@@ -103,7 +103,8 @@ def fork_ahead(count: int, parallel, address=None, num_cpus=None) -> ForksAhead 
             or ray_connection.ray_started()):
         return None
     code, token = provenance.code(), uuid.uuid4().hex
-    return ForksAhead(Forks(n, (Trainer, (code, token)), fallback=(Trainer, (code, token))), code, token)
+    trainer = (Trainer, (code, token))
+    return ForksAhead(Forks(n, trainer, fallback=trainer), code, token)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -164,9 +165,9 @@ def report(jobs: list[Job], execution: Execution) -> int:
 
 def on_ray(jobs: list[Job], code: dict, store: Store, address, num_cpus, dashboard: bool) -> tuple[int, int, float]:
     """The jobs on Ray's actors; the CPUs they had, the runs sent again and the early forks'
-    warm-up (Forks.warm_up_seconds). No token: an actor sends
-    its runs home, for the driver to store (one on a node the driver counts as lost, cut off but
-    not dead, could otherwise still write a run sent elsewhere, or after a killed driver's resume)."""
+    warm-up (Forks.warm_up_seconds). No token: an actor sends its runs home, for the driver to
+    store (one on a node the driver counts as lost, cut off but not dead, could otherwise still
+    write a run sent elsewhere, or after a killed driver's resume)."""
     ours = not ray_connection.ray_started()
     actors, warm_up = (Trainer, (code,)), 0.0
     if not ours or ray_connection.joins(address):
