@@ -198,8 +198,8 @@ def test_the_layer_check_names_an_import_that_points_up():
     assert crossings(graph) == {("lab.game.engine", "lab.run"), ("lab.search.study", "lab.analysis.plots")}
 
 
-SWEEP_STEPS = ["lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.planning", "lab.sweep.record",
-               "lab.sweep.overrides", "lab.sweep.dispatch", "lab.sweep", "lab.sweep.__main__"]
+SWEEP_STEPS = ["lab.sweep.callbacks", "lab.sweep.store", "lab.sweep.overrides", "lab.sweep.dispatch",
+               "lab.sweep", "lab.sweep.__main__"]
 """The sweep's modules bottom to top: each imports only modules before it (lab.sweep, the package,
 re-exports the others and holds the Hydra entry point that `python -m lab.sweep` runs)."""
 

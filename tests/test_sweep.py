@@ -14,7 +14,7 @@ from sweeping import clean_env, cli, serial_grid
 
 PUBLIC = {  # the names other modules and users take from lab.sweep -> the module named after its job
     # (in lab.sweep unless dotted: where work runs is lab.execution's, for searches too)
-    "plan": "planning", "Plan": "planning", "list_plan": "planning", "mode": "dispatch",
+    "plan": "lab.sweep", "Plan": "lab.sweep", "list_plan": "lab.sweep", "mode": "dispatch",
     "RAY_START_SECONDS": "dispatch", "RAY_WORTH_SECONDS": "dispatch", "FORK_SECONDS": "dispatch",
     "MODES": "dispatch", "execute": "dispatch", "Execution": "lab.execution.progress", "Interrupted": "dispatch",
     "report": "dispatch", "RETRIES": "dispatch", "connect": "lab.execution.ray_connection",

@@ -1,4 +1,4 @@
-"""The sweep record (lab.sweep.record): a copy of every sweep's command, overrides and composed
+"""The sweep record (lab.sweep.write_record): a copy of every sweep's command, overrides and composed
 config under results_dir/_sweeps, written only when the sweep trains. Sweeps run in this process
 without Ray (hydra.launcher.parallel=false)."""
 
@@ -48,11 +48,11 @@ def test_no_record_on_a_dry_run_or_an_invalid_knob(tmp_path):
 
 
 def test_records_of_sweeps_started_in_the_same_second_sort_in_order(tmp_path, monkeypatch):
-    from lab.sweep import record
+    from lab import sweep
 
-    monkeypatch.setattr(record.time, "gmtime", lambda: time.struct_time((2026, 12, 1, 0, 0, 0, 1, 335, 0)))
+    monkeypatch.setattr(sweep.time, "gmtime", lambda: time.struct_time((2026, 12, 1, 0, 0, 0, 1, 335, 0)))
     config = OmegaConf.create({"results_dir": str(tmp_path)})
-    written = [record.write([tmp_path], config, {"train": n})[0] for n in range(1, 13)]
+    written = [sweep.write_record([tmp_path], config, {"train": n})[0] for n in range(1, 13)]
     assert [p.name for p in written[:3]] == ["20261201T000000Z.yaml", "20261201T000000Z_002.yaml",
                                              "20261201T000000Z_003.yaml"]
     assert sorted(written) == written  # the last record of a results_dir is the newest one

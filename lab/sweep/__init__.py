@@ -2,32 +2,40 @@
 
 Without --multirun it trains the one configuration in this process (`run_one`); with it, the lab's
 launcher (hydra_plugins/lab_plugins) calls `launch` with the whole grid, which is planned in full
-before anything trains, and Ctrl-C stops cleanly: what finished stays saved. Its modules, one per
-step of a sweep, are in docs/architecture.md's module table.
+before anything trains (`plan`: the runs to train, those finished already, the notes on them), and
+Ctrl-C stops cleanly: what finished stays saved. Each results_dir a sweep trains into keeps a copy
+of its command, overrides and composed config (`write_record`: RESULTS_DIR/_sweeps/<UTC time>.yaml),
+so that it can be re-run. Its other modules are in docs/architecture.md's module table.
 """
 
+import contextlib
+import itertools
+import json
+import os
 import signal
 import sys
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
-from typing import NoReturn
+from typing import Iterable, NamedTuple, NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lab import results
 from lab.analysis import export
-from lab.cli import one_line, plural, require_writable, terminate_as_interrupt
+from lab.cli import fail, one_line, plural, require_writable, terminate_as_interrupt
+from lab.config import jobs
 from lab.config.compose import CONF_PACKAGE, Composer, flat
 from lab.knobs import ConfigError
 from lab.execution import ray_connection
-from lab.sweep import callbacks, dispatch, overrides, record
+from lab.results import columns, provenance
+from lab.sweep import callbacks, dispatch, overrides
 from lab.sweep.overrides import HydraKnobs
 from lab.sweep.dispatch import (FORK_SECONDS, MODES, RAY_START_SECONDS, RAY_WORTH_SECONDS, RETRIES,
                                 Interrupted, execute, mode, report)
-from lab.sweep.planning import Plan, grid_size, list_plan, plan
 from lab.execution.progress import Execution, Outcome, Progress
 from lab.execution.ray_connection import TOKEN_HINT, connect, disconnect
 
@@ -56,8 +64,8 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
            figures=True, dry_run=False, dashboard=False, track=None, hydra_callbacks=None):
     """Called by the lab's Hydra launcher with the whole grid. Unless it is a dry run, a knob is
     invalid or nothing is left to train: joins the Ray cluster if one is named, writes the sweep's
-    record (lab.sweep.record) and executes the runs, each saved one told to Hydra's job callbacks
-    and the tracker (lab.sweep.callbacks)."""
+    record and executes the runs, each saved one told to Hydra's job callbacks and the tracker
+    (lab.sweep.callbacks)."""
     started = time.perf_counter()
     _check_options(parallel, figures, num_cpus)
     ahead = None
@@ -83,7 +91,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
         if joins:  # a cluster that cannot be joined stops the sweep before its record is written
             ray_connection.connect(address, num_cpus, dashboard)
         if p.train:
-            record.write({j.results_dir for j in p.train}, sweep_config, record.counts(p.train, p.skip))
+            write_record({j.results_dir for j in p.train}, sweep_config, record_counts(p.train, p.skip))
         sys.stdout.flush()  # the notes before the progress (on stderr)
         execution = execute(p.train, address=address, num_cpus=num_cpus, parallel=parallel, started=started,
                             dashboard=dashboard, hooks=hooks, ahead=ahead)  # starts a local Ray itself
@@ -176,3 +184,163 @@ def draw_search(results_dir: Path, figures=True) -> None:
         except Exception as exc:  # noqa: BLE001 - the runs are saved whatever happens here
             print(f"could not write the report of {results_dir} ({type(exc).__name__}: {exc}); "
                   f"try: lab-report {results_dir}", file=sys.stderr)
+
+
+class Plan(NamedTuple):
+    """What a grid comes to, known before anything trains."""
+
+    train: list[jobs.Job]
+    skip: list[jobs.Job]
+    """runs already finished in results_dir"""
+    notes: list[str]
+    """on what is skipped, trained once or re-run"""
+    first: dict[tuple[Path, str], int]
+    """(results_dir, run_id) -> index of the first configuration that is that run"""
+
+
+def plan(cfgs: Iterable[dict]) -> Plan:
+    """Validate every configuration, drop duplicates and finished runs (one finished by other code:
+    skipped with a note when on_code_change=reuse, the default, trained again when rerun). Exits in
+    one line, before anything is written, on the first invalid knob or unreadable results directory."""
+    train, skip, first, stored = [], [], {}, {}
+    duplicates = failed_before = stopped_before = forced = 0
+    other_code = {"reuse": Counter(), "rerun": Counter()}  # code version -> runs, per switch value
+    current = None
+    for index, cfg in enumerate(cfgs):
+        try:
+            job = jobs.job(cfg)
+            if job.results_dir not in stored:
+                stored[job.results_dir] = results.stored(job.results_dir)
+        except (ConfigError, results.ResultsError) as exc:
+            fail(str(exc))
+        if (job.results_dir, job.run_id) in first:
+            duplicates += 1
+            continue
+        first[job.results_dir, job.run_id] = index
+        before = stored[job.results_dir].get(job.run_id)
+        if before is not None and before.status == "finished" and not job.force:
+            current = current or provenance.version()
+            if provenance.same_code(before.code, current):
+                skip.append(job)
+                continue
+            other_code[job.on_code_change][provenance.version_of(before.code)] += 1
+            if job.on_code_change == "reuse":
+                skip.append(job)
+                continue
+        failed_before += before is not None and before.status == "failed"
+        stopped_before += before is not None and before.status == "stopped"
+        forced += before is not None and before.status == "finished" and job.force
+        train.append(job)
+    notes = []
+    if duplicates:
+        notes.append(f"{plural(duplicates, 'run')} {'repeats' if duplicates == 1 else 'repeat'} another "
+                     "one in every knob their algorithm uses: trained once")
+    if skip:
+        notes.append(f"{plural(len(skip), 'run')} already finished in results_dir: skipped (force=true re-runs them)")
+    for switch, what in (("reuse", "reused as they are (on_code_change=rerun trains them again)"),
+                         ("rerun", "training them again (on_code_change=rerun)")):
+        if other_code[switch]:
+            notes.append(_code_change_note(other_code[switch], what))
+    for count, what in ((failed_before, "failed before in results_dir: re-running them"),
+                        (stopped_before, "stopped early by a search in results_dir: training them in full"),
+                        (forced, "already finished in results_dir: re-running them (force=true)")):
+        if count:
+            notes.append(f"{plural(count, 'run')} {what}")
+    return Plan(train, skip, notes, first)
+
+
+def seeds_per_configuration(planned: Iterable[jobs.Job]) -> dict[tuple[Path, str], set[int]]:
+    """The seeds of each configuration (a run's knobs without its seed, in its results_dir)."""
+    seeds = defaultdict(set)
+    for job in planned:
+        knobs = job.identity()
+        seed = knobs.pop("seed")
+        seeds[job.results_dir, json.dumps(knobs, sort_keys=True)].add(seed)
+    return seeds
+
+
+def grid_size(planned: Iterable[jobs.Job]) -> str:
+    """'3 configurations x 4 seeds' of distinct runs; 'x 1-4 seeds' where configurations have
+    different numbers of seeds."""
+    seeds = seeds_per_configuration(planned)
+    counts = sorted({len(s) for s in seeds.values()})
+    each = plural(counts[0], "seed") if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
+    return f"{plural(len(seeds), 'configuration')} x {each}"
+
+
+def _code_change_note(versions: Counter, what: str) -> str:
+    """How many finished runs other code versions trained, which ones, and what happens to them."""
+    shown = ", ".join(f"{version} ({n})" for version, n in versions.most_common(3))
+    if len(versions) > 3:
+        shown += f" and {len(versions) - 3} more"
+    return (f"{plural(versions.total(), 'run')} finished in results_dir {'was' if versions.total() == 1 else 'were'} "
+            f"trained by other code: {shown}; "
+            f"this is {provenance.version_of(provenance.code())}: {what}")
+
+
+def list_plan(p: Plan, job_overrides) -> None:
+    """List what would train and what is skipped, each with the overrides of its configuration."""
+    for what, listed in (("train", p.train), ("skip ", p.skip)):
+        for job in listed:
+            overrides = " ".join(job_overrides[p.first[job.results_dir, job.run_id]])
+            print(f"{what} {job.run_id}  {overrides}")
+    print("dry run: nothing trained, nothing written")
+
+
+def write_record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
+    """Write the record (the composed primary config, command line, overrides, host, code and
+    run counts) into RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir; returns the files."""
+    now = time.gmtime()
+    text = ("# A sweep that trained into this results_dir (written by lab.sweep): its command,\n"
+            "# overrides and composed primary config. Re-run it with the same command.\n"
+            + OmegaConf.to_yaml(OmegaConf.create(_record(sweep_config, counts, now))))
+    written = []
+    for results_dir in sorted(set(map(Path, results_dirs))):
+        folder = results_dir / results.SWEEPS
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = time.strftime("%Y%m%dT%H%M%SZ", now)
+        # two sweeps started in the same second keep both records, named to sort in order
+        for n in itertools.count(1):
+            path = folder / (f"{stem}.yaml" if n == 1 else f"{stem}_{n:03d}.yaml")
+            with contextlib.suppress(FileExistsError), open(path, "x") as f:
+                f.write(text)
+                break
+        written.append(path)
+    return written
+
+
+def record_counts(train: list, skip: list) -> dict:
+    """The record's counts: configurations (knobs but the seed), distinct seeds, runs to train, skipped."""
+    seeds = seeds_per_configuration(train + skip)
+    return {"configurations": len(seeds), "seeds": len(set().union(*seeds.values())),
+            "train": len(train), "skip": len(skip)}
+
+
+def _record(sweep_config: DictConfig, counts: dict, now: time.struct_time) -> dict:
+    primary = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    try:
+        composed = OmegaConf.to_container(primary, resolve=True)
+    except Exception:  # noqa: BLE001 - an interpolation only a job can resolve: kept as written
+        composed = OmegaConf.to_container(primary, resolve=False)
+    hydra_node = sweep_config.get("hydra")
+
+    def node(key):
+        found = OmegaConf.select(hydra_node, key) if hydra_node is not None else None
+        return OmegaConf.to_container(found, resolve=False) if OmegaConf.is_config(found) else found
+
+    code, cwd = provenance.code(), None
+    with contextlib.suppress(OSError):  # gone: a Ray job's unpacked working_dir can be replaced
+        cwd = os.getcwd()
+    return {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
+        "command": code["command"],
+        "cwd": cwd,
+        "host": provenance.machine()["host"],
+        "code": {k: code[k] for k in columns.CODE},
+        "overrides": node("overrides.task") or [],
+        "hydra_overrides": node("overrides.hydra") or [],
+        "sweeper": node("sweeper"),
+        "launcher": node("launcher"),
+        "runs": counts,
+        "config": composed,
+    }
