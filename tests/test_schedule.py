@@ -1,9 +1,10 @@
-"""Scheduling (lab.execution.schedule) and the timing a run and a sweep report about themselves."""
+"""Scheduling (lab.sweep.dispatch) and the timing a run and a sweep report about themselves."""
 
 import pytest
 
 from lab import results, sweep
-from lab.execution import schedule, workers
+from lab.sweep import dispatch
+from lab.execution import workers
 from lab.results import columns
 from lab.execution.batch import Trainer
 from lab.config.compose import compose, grid
@@ -40,35 +41,35 @@ def test_a_run_reports_where_its_time_went():
 def test_costs_order_runs_by_their_work():
     table, small_net, big_net = (_job("algorithm=q_table"), _job("algorithm=mc_vfa", "+net=l2_n8"),
                                  _job("algorithm=mc_vfa", "+net=l5_n32"))
-    assert schedule.cost(table) < schedule.cost(small_net) < schedule.cost(big_net)
-    assert schedule.cost(_job("algorithm=q_table", "iterations=2000")) > 1.5 * schedule.cost(table)
+    assert dispatch.cost(table) < dispatch.cost(small_net) < dispatch.cost(big_net)
+    assert dispatch.cost(_job("algorithm=q_table", "iterations=2000")) > 1.5 * dispatch.cost(table)
     search = _job("algorithm=alphazero")
-    assert schedule.cost(search) > schedule.cost(_job("algorithm=alphazero", "simulations=10"))
+    assert dispatch.cost(search) > dispatch.cost(_job("algorithm=alphazero", "simulations=10"))
     grid = [table, big_net, search, small_net]
-    assert [j for b in schedule.batches(grid, cores=1) for j in b] == [search, big_net, small_net, table]
+    assert [j for b in dispatch.batches(grid, cores=1) for j in b] == [search, big_net, small_net, table]
 
 
 def test_every_algorithm_has_a_positive_cost():
     for algorithm, knobs in TINY_RUNS.items():
-        assert schedule.cost(_job(f"algorithm={algorithm}", *knobs)) > 0
+        assert dispatch.cost(_job(f"algorithm={algorithm}", *knobs)) > 0
 
 
 def test_short_runs_travel_together_and_long_ones_alone():
     short = _jobs(*TINY, "seed=range(0,40)")
     long = _jobs("algorithm=mc_vfa", "+net=l5_n32", "seed=range(0,3)")
-    batches = list(schedule.batches(short + long, cores=2))
-    assert [job for batch in batches for job in batch] == sorted(short + long, key=schedule.cost,
+    batches = list(dispatch.batches(short + long, cores=2))
+    assert [job for batch in batches for job in batch] == sorted(short + long, key=dispatch.cost,
                                                                   reverse=True)
     assert batches[:3] == [[j] for j in long]  # each long run is a task of its own, first
     rest = batches[3:]
     assert 1 < len(rest) < len(short)  # the short runs are batched ...
-    assert all(sum(map(schedule.cost, b[:-1])) < schedule.TASK_SECONDS for b in rest)  # ... to about a task's worth
+    assert all(sum(map(dispatch.cost, b[:-1])) < dispatch.TASK_SECONDS for b in rest)  # ... to about a task's worth
 
 
 def test_a_small_grid_keeps_every_core_busy():
     # a grid whose whole work is less than TASKS_PER_CORE tasks' worth still gives each core several
     short = _jobs(*TINY, "seed=range(0,16)")
-    assert len(list(schedule.batches(short, cores=2))) >= 2 * schedule.TASKS_PER_CORE
+    assert len(list(dispatch.batches(short, cores=2))) >= 2 * dispatch.TASKS_PER_CORE
 
 
 def test_batches_give_the_rows_of_one_task_per_run():
@@ -84,9 +85,9 @@ def test_auto_trains_by_the_predicted_work_per_core(monkeypatch):
     tiny = [_job(*TINY, f"seed={s}") for s in range(4)]
     mid = [_job(f"seed={s}") for s in range(4)]  # mc_vfa's defaults: about 2.6 s each
     big = [_job(f"seed={s}") for s in range(40)]
-    assert sum(map(schedule.cost, tiny)) < sweep.FORK_SECONDS
-    assert 2 * sweep.RAY_START_SECONDS < sum(map(schedule.cost, mid)) < sweep.RAY_WORTH_SECONDS
-    assert sum(map(schedule.cost, big)) > 2 * sweep.RAY_WORTH_SECONDS
+    assert sum(map(dispatch.cost, tiny)) < sweep.FORK_SECONDS
+    assert 2 * sweep.RAY_START_SECONDS < sum(map(dispatch.cost, mid)) < sweep.RAY_WORTH_SECONDS
+    assert sum(map(dispatch.cost, big)) > 2 * sweep.RAY_WORTH_SECONDS
     assert sweep.mode(tiny, "auto", num_cpus=8) == "driver"  # too little to spread
     assert sweep.mode(big, "auto", num_cpus=1) == "driver"  # one core
     assert sweep.mode(mid, "auto", num_cpus=2) == "processes"  # done sooner than Ray would pay

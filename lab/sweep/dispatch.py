@@ -1,14 +1,17 @@
 """Where a grid's runs train (`mode`) and training them there (`execute`): this process, forks of
 it, or Ray actors (lab.execution.workers) on a cluster it joins or on a local Ray it starts.
 
-The batches go out longest first (lab.execution.schedule), each to the first worker free, which holds a
-second one while its first is short (AHEAD_SECONDS); each batch's runs go to the driver's Store
-as they come back. A batch lost with its Ray actor, process or node is sent again (RETRIES);
-one lost with a fork is recorded failed (what killed one fork would kill the next), and if every
-fork died this process trains what is left. A local Ray takes seconds to start and its actors to
-import the lab: meanwhile a thread keeps forks of this process (one per core but one) fed, until
-Ray's first actor is ready. A grid likely to train in forks starts them before it is planned
-(`fork_ahead`): numba's start-up in each fork, a third of a second, then overlaps the planning.
+Runs in one grid differ in cost by orders of magnitude: sent in override order, the longest could
+start last and leave every other core idle. So they go out longest first by a predicted `cost`
+(rough on purpose: only the order and batch sizes depend on it, never a result), runs too short to
+be worth a call of their own packed into `batches`, each to the first worker free, which holds a
+second one while its first is short (AHEAD_SECONDS); each batch's runs go to the driver's Store as
+they come back. A batch lost with its Ray actor, process or node is sent again (RETRIES); one lost
+with a fork is recorded failed (what killed one fork would kill the next), and if every fork died
+this process trains what is left. A local Ray takes seconds to start and its actors to import the
+lab: meanwhile a thread keeps forks of this process (one per core but one) fed, until Ray's first
+actor is ready. A grid likely to train in forks starts them before it is planned (`fork_ahead`):
+numba's start-up in each fork, a third of a second, then overlaps the planning.
 """
 
 import collections
@@ -17,11 +20,11 @@ import sys
 import threading
 import time
 import uuid
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 from lab.cli import plural
 from lab.config.jobs import Job
-from lab.execution import ray_connection, schedule
+from lab.execution import ray_connection
 from lab.execution.batch import Trainer
 from lab.execution.progress import Execution, Progress
 from lab.execution.workers import Forks, InProcess, Lost, RayActors
@@ -53,6 +56,56 @@ AHEAD_SECONDS = 0.5
 batches): the driver's round trip, a millisecond or so, is then no share of its time"""
 
 
+RUN_SECONDS = 0.015
+"""Every run's own overhead: building its learner, its table and its checkpoint."""
+
+TASK_SECONDS = 0.2
+"""A batch is filled to about this much predicted work: well above a Ray call's overhead."""
+
+TASKS_PER_CORE = 4
+"""Batches stay small enough to give every core at least this many tasks to balance."""
+
+
+def cost(job: Job) -> float:
+    """Predicted seconds of the run on one core: training plus its exact evaluations (measured on
+    the 2-core development machine, within about 30% of the runs' wall times)."""
+    algorithm, knobs, run = job.run.algorithm, job.knobs, job.run
+    layers, neurons = getattr(knobs, "layers", 0), getattr(knobs, "neurons", 0)
+    weights = neurons * (9 + neurons * max(layers - 1, 0)) if layers else 9  # a net's hidden layers
+    per_episode = {  # microseconds per training game
+        "q_table": 1.2, "td_value": 1.0,
+        "negamax_q": 1.7,
+        "mc_vfa": 3.0 + 0.0012 * weights,
+        "q_net": 8.0 + 0.0004 * weights * getattr(knobs, "epochs", 1),
+        "alphazero": 25.0 * getattr(knobs, "simulations", 50) + 0.1 * weights,
+    }.get(algorithm, 10.0)
+    per_update = 0.0  # microseconds per update, beyond its games
+    if algorithm == "mc_vfa":  # a gradient step on the update's afterstates (all seen, if kept)
+        per_update = (120 + 25 * knobs.layers) * (1.5 if knobs.memory == "keep" else 1.0)
+    per_point = 0.7 + (0.0003 * weights if algorithm != "alphazero" else 0.15 * knobs.simulations)
+    points = -(-run.iterations // run.eval_every) * len(run.seats)
+    return (RUN_SECONDS + 1e-6 * (per_episode * run.episodes_per_update + per_update) * run.iterations
+            + 1e-3 * per_point * points)
+
+
+def batches(jobs: list[Job], cores: int) -> Iterator[list[Job]]:
+    """The jobs, longest first, in batches of about TASK_SECONDS of predicted work each (a run
+    longer than that alone), never fewer than TASKS_PER_CORE batches per core while runs last."""
+    ordered = sorted(jobs, key=cost, reverse=True)  # ties keep grid order
+    total = sum(map(cost, ordered))
+    target = min(TASK_SECONDS, total / max(1, TASKS_PER_CORE * cores))
+    batch, filled = [], 0.0
+    for job in ordered:
+        batch.append(job)
+        filled += cost(job)
+        if filled >= target:
+            yield batch
+            batch, filled = [], 0.0
+    if batch:
+        yield batch
+
+
+
 def cores(num_cpus=None) -> int:
     """The cores a local sweep uses: num_cpus, else every core of this machine."""
     return num_cpus or os.cpu_count() or 1
@@ -61,13 +114,13 @@ def cores(num_cpus=None) -> int:
 def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
     """Where the jobs train: "ray" (a cluster to join, or a local Ray), "processes" (forks of this
     process, one per core) or "driver" (this process), as `parallel` says (MODES). auto: Ray if a
-    cluster was named, else by the predicted work (lab.execution.schedule.cost): this process on one core or
+    cluster was named, else by the predicted work (lab.execution.cost): this process on one core or
     below FORK_SECONDS, a local Ray from RAY_WORTH_SECONDS a core, forks between."""
     if parallel != "auto":
         return MODES[parallel]
     if ray_connection.joins(address):
         return "ray"
-    n, work = cores(num_cpus), sum(map(schedule.cost, jobs))
+    n, work = cores(num_cpus), sum(map(cost, jobs))
     if n == 1 or work < FORK_SECONDS:
         return "driver"
     return "ray" if work / n > RAY_WORTH_SECONDS else "processes"
@@ -75,7 +128,7 @@ def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
 
 def without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
     """Why parallel=auto trains these jobs without Ray, and where."""
-    work, n = sum(map(schedule.cost, jobs)), cores(num_cpus)
+    work, n = sum(map(cost, jobs)), cores(num_cpus)
     if where == "driver":
         why = "on one core" if n == 1 else "too little to spread over cores"
         return (f"the runs' predicted work ({work:.1f} s) is {why}: training them in this process "
@@ -204,7 +257,7 @@ class Grid:
     """The driver's side of a grid: its batches handed to workers, what comes back stored."""
 
     def __init__(self, jobs: list[Job], cores: int, store: Store):
-        self.todo = collections.deque((b, 0) for b in schedule.batches(jobs, cores))  # (batch, sent before)
+        self.todo = collections.deque((b, 0) for b in batches(jobs, cores))  # (batch, sent before)
         self.held = collections.defaultdict(collections.deque)  # (pool, worker) -> its (batch, sent before)
         self.live = []  # (pool, worker) of the workers that may be sent work
         self.store = store
@@ -214,7 +267,7 @@ class Grid:
         """Send the worker the next batches while it holds little (AHEAD_SECONDS)."""
         held = self.held[pool, worker]
         while self.todo and (not held or len(held) < 2 and
-                             sum(schedule.cost(job) for batch, _ in held for job in batch) < AHEAD_SECONDS):
+                             sum(cost(job) for batch, _ in held for job in batch) < AHEAD_SECONDS):
             batch, attempt = self.todo.popleft()
             held.append((batch, attempt))
             more = f"+{len(batch) - 1}" * (len(batch) > 1)  # the call's name: `<algorithm>:<run id>+<more>`
