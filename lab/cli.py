@@ -26,7 +26,7 @@ def fail(message: str, status: int = MISTAKE) -> NoReturn:
     sys.exit(status)
 
 
-def first_line(message) -> str:
+def first_line(message) -> str:  # of a message or an exception; its type's name if it has none
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     return lines[0] if lines else type(message).__name__
 
@@ -42,16 +42,21 @@ def did_you_mean(word: str, choices) -> str:
     return f" (did you mean `{scored[0][1]}`?)" if scored and scored[0][0][0] >= 0.6 else ""
 
 
+def unrecognized(parser: argparse.ArgumentParser, message: str) -> tuple[list[str], str | None, str]:
+    """Of argparse's usage error `message`: the arguments it did not recognise, the first flag among
+    them, and the closest of the parser's flags to it (did_you_mean)."""
+    flags = [f for action in parser._actions for f in action.option_strings]  # noqa: SLF001
+    unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
+    flag = next((a for a in unknown if a.startswith("-")), None)
+    return unknown, flag, did_you_mean(flag.split("=")[0], flags) if flag else ""
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one line (argparse prints its usage first), with
     the closest flag for a misspelled one."""
 
     def error(self, message: str) -> NoReturn:
-        flags = [f for action in self._actions for f in action.option_strings]
-        unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
-        flag = next((a for a in unknown if a.startswith("-")), None)
-        hint = did_you_mean(flag.split("=")[0], flags) if flag else ""
-        fail(f"{self.prog}: {message}{hint} (see {self.prog} --help)")
+        fail(f"{self.prog}: {message}{unrecognized(self, message)[2]} (see {self.prog} --help)")
 
 
 def positive_int(text: str) -> int:
@@ -77,10 +82,9 @@ def results_dir_argument(path) -> None:
 
 
 def one_line(*mistakes: type[Exception]):
-    """Decorate a command's main(): `mistakes` (say lab.results.ResultsError, lab.knobs.ConfigError:
-    passed in, as this module imports nothing of the lab) end in one line and exit 2, the
-    machine's faults (OSError) in one line and exit 1 (2 for a path that does not exist, or a
-    file where a folder is needed: the user's mistake)."""
+    """Decorate a command's main(): `mistakes` (say lab.knobs.ConfigError: passed in, as this module
+    imports nothing of the lab) end in one line and exit 2, OSError in one line and exit 1 (2 for a
+    path that does not exist, or a file where a folder is needed: the user's mistake)."""
 
     def decorate(main):
         @functools.wraps(main)
@@ -101,8 +105,8 @@ def one_line(*mistakes: type[Exception]):
 
 def require_writable(folder, what: str = "results_dir") -> None:
     """Exit 1 in one line if `folder` (existing or to be created) cannot be written: checked by
-    writing, since permission bits say nothing for root or a read-only or full disk. Creates
-    nothing that is not removed again."""
+    writing (and removing what it wrote), since permission bits say nothing for root or a read-only
+    or full disk."""
     folder = Path(folder).absolute()
     existing = next(p for p in (folder, *folder.parents) if p.exists())
     if not existing.is_dir():
@@ -178,8 +182,7 @@ def _in_this_process(handle):
 
 
 def _children(pid: int) -> list[int]:
-    """The live child processes of pid, zombies (ended, not yet reaped) left out (Linux's /proc;
-    none elsewhere)."""
+    """The live child processes of pid, zombies left out (Linux's /proc; none elsewhere)."""
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(ProcessLookupError, FileNotFoundError, IndexError, ValueError):

@@ -1,7 +1,7 @@
 """Where a sweep's work runs, for grids and searches alike: the driver (`InProcess`), forks of
 it (`Forks`, which have the lab imported) or Ray actors (`RayActors`). A pool's workers each build
-a server (a grid's lab.execution.batch.Trainer, a search's lab.search.trial.Trainer) from a class and its
-arguments and answer the calls `(method, argument)` they are sent, in order:
+a server (lab.execution.batch.Trainer, lab.search.trial.Trainer) from a class and its arguments
+and answer the calls `(method, argument)` they are sent, in order:
 
     pool.grow()                    ->  the workers ready since the last call (at first: all)
     pool.send(worker, call, name)      (name: what Ray's tools and process titles show)
@@ -31,13 +31,13 @@ FORK = multiprocessing.get_context("fork")
 
 @dataclass
 class Lost:
-    """The answer of a worker that died with the call, or of a call that raised."""
+    """The answer of a worker that died with the call, or of a call that raised; `retry`: it may
+    succeed elsewhere (its Ray node or worker process was lost); not `begun`: the worker died
+    before it began this call (a fork's calls after the one it died in)."""
 
     error: str
     retry: bool = False
-    """whether the call may succeed elsewhere: its Ray node or worker process was lost"""
     begun: bool = True
-    """False: the worker died before it began this call (a fork's calls after the one it died in)"""
 
 
 class Interrupt:
@@ -97,10 +97,8 @@ class Forks:
         self.fallback, self.here = fallback, None
         self.calls, self.answers, self.processes = [], [], []
         self.sent, self.received, self.fresh = [0] * size, [0] * size, list(range(size))
-        self.begun = FORK.Array("i", size, lock=False)
-        """calls each fork has begun (its own slot, written by it alone)"""
-        self.warmed = FORK.Array("d", size, lock=False)
-        """seconds each fork took to warm up (its own slot)"""
+        self.begun = FORK.Array("i", size, lock=False)  # calls each fork has begun (its slot, its own)
+        self.warmed = FORK.Array("d", size, lock=False)  # seconds each fork took to warm up
         try:
             for worker in range(size):
                 their_calls, calls = FORK.Pipe(duplex=False)
@@ -119,8 +117,7 @@ class Forks:
             raise
 
     @property
-    def warm_up_seconds(self) -> float:
-        """The forks' start-up so far: work their first calls would have done otherwise."""
+    def warm_up_seconds(self) -> float:  # the forks' start-up: work their first calls would have done
         return sum(self.warmed)
 
     def grow(self) -> list[int]:
@@ -139,7 +136,6 @@ class Forks:
             self.calls[worker].send(call)
 
     def answers_ready(self, timeout: float) -> list[tuple[int, object]]:
-        """The answers that came (waiting at most `timeout` seconds for the first)."""
         if self.here is not None:
             return self.here.answers_ready(timeout)
         self.check()
@@ -169,8 +165,7 @@ class Forks:
         self.received[worker] = self.sent[worker]
         return [(worker, Lost(error, begun=i < begun)) for i in range(unanswered)]
 
-    def close(self) -> None:
-        """End the forks (Ctrl-C: whatever they were doing)."""
+    def close(self) -> None:  # Ctrl-C: whatever they were doing
         for pipe in self.calls + self.answers:
             pipe.close()
         for process in self.processes:
@@ -180,10 +175,9 @@ class Forks:
 
 
 def _serve(calls, answers, server: tuple, begun, warmed, worker: int, drivers: list) -> None:
-    """A fork's loop: each call read from `calls` is answered on `answers`, in order, until the
-    driver closes `calls`. `drivers`, the driver's ends of this fork's pipes and of the forks
-    before it, are closed here at once: held here, they would keep this fork, and the others,
-    from ever seeing the driver close its own."""
+    """A fork's loop: each call read from `calls` answered on `answers`, in order, until the driver
+    closes `calls`. `drivers`, the driver's ends of the pipes, are closed here at once: held here,
+    they would keep this fork, and the others, from ever seeing the driver close its own."""
     # Linux: SIGKILL when the driver dies (a killed sweep leaves nothing training nor writing)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -224,8 +218,8 @@ def _serve(calls, answers, server: tuple, begun, warmed, worker: int, drivers: l
 
 
 def lost_with_its_node(exc: Exception) -> bool:
-    """Whether a call failed because Ray lost the actor, process or node that ran it, or its
-    result with that node, rather than because of the call itself."""
+    """Whether a call failed because Ray lost the actor, process or node that ran it (or its result
+    with that node), not because of the call itself."""
     from ray import exceptions  # not loaded until a sweep runs on Ray: ~0.3 s of start-up
 
     return isinstance(exc, (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.NodeDiedError,
@@ -260,8 +254,8 @@ class RayActors:
 
         self.ray, self.server, self.check, self.most = ray, server, (interrupt or Interrupt()).check, most
         self.actor = ray.remote(num_cpus=1, max_restarts=0)(Actor)
+        # every actor started (by worker); those lost; start-up call -> worker; call -> worker
         self.actors, self.lost, self.starting, self.pending = [], set(), {}, {}
-        """every actor started (by worker); those lost; start-up call -> worker; call -> worker"""
         deadline = time.monotonic() + 30
         while not (fresh := self.ready(wait=True)) and time.monotonic() < deadline:  # nodes may still be joining
             time.sleep(0.5)

@@ -1,6 +1,6 @@
 """The Hydra entry point: `python -m lab.sweep [--multirun] key=value ...`.
 
-Without --multirun it trains the one configuration in this process (`run_one`); with it, the lab's
+Without --multirun it trains the one configuration in this process (`hydra_main`); with it, the lab's
 launcher (hydra_plugins/lab_plugins) calls `launch` with the whole grid, which is planned in full
 before anything trains (`plan`: the runs to train, those finished already, the notes on them), and
 Ctrl-C stops cleanly: what finished stays saved. Each results_dir a sweep trains into keeps a copy
@@ -56,8 +56,24 @@ def main() -> None:
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def hydra_main(cfg: DictConfig) -> dict:
     """One run in this process (Hydra's run mode); returns its final exact evaluation, the
-    return_value Hydra hands to on_job_end (lab.sweep.callbacks)."""
-    return run_one(cfg)
+    return_value Hydra hands to on_job_end."""
+    launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
+    _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
+    try:
+        p = plan([flat(cfg)])
+        hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
+        for note in p.notes:
+            print(note)
+        for j in p.train:  # before it trains
+            require_writable(j.results_dir)
+        execution = execute(p.train, parallel=False, hooks=hooks)
+    except KeyboardInterrupt as stop:
+        interrupted(stop)
+    status = report(p.train, execution)
+    if status:
+        sys.exit(status)
+    job, = p.train or p.skip
+    return export.final(results.read_runs(job.results_dir, [job.run_id]))  # its final eval_* columns
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
@@ -128,27 +144,6 @@ _check_options = one_line(ConfigError)(check_launcher)
 """check_launcher's refusal in one line, exit 2 (lab.cli.one_line)"""
 
 
-def run_one(cfg: DictConfig) -> dict:
-    """One run in this process (Hydra's run mode, `hydra_main`)."""
-    launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
-    _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
-    try:
-        p = plan([flat(cfg)])
-        hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
-        for note in p.notes:
-            print(note)
-        for j in p.train:  # before it trains
-            require_writable(j.results_dir)
-        execution = execute(p.train, parallel=False, hooks=hooks)
-    except KeyboardInterrupt as stop:
-        interrupted(stop)
-    status = report(p.train, execution)
-    if status:
-        sys.exit(status)
-    job, = p.train or p.skip
-    return export.final(results.read_runs(job.results_dir, [job.run_id]))  # its final eval_* columns
-
-
 def interrupted(stop: KeyboardInterrupt) -> NoReturn:
     """Ctrl-C: one line on what is saved, exit status 130 (128 + SIGINT), no traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break Ray's shutdown
@@ -187,15 +182,14 @@ def draw_search(results_dir: Path, figures=True) -> None:
 
 
 class Plan(NamedTuple):
-    """What a grid comes to, known before anything trains."""
+    """What a grid comes to, known before anything trains: the runs to train, those to `skip`
+    (finished in results_dir), the notes on what is skipped, trained once or re-run, and `first`:
+    (results_dir, run_id) -> index of the first configuration that is that run."""
 
     train: list[jobs.Job]
     skip: list[jobs.Job]
-    """runs already finished in results_dir"""
     notes: list[str]
-    """on what is skipped, trained once or re-run"""
     first: dict[tuple[Path, str], int]
-    """(results_dir, run_id) -> index of the first configuration that is that run"""
 
 
 def plan(cfgs: Iterable[dict]) -> Plan:
@@ -260,8 +254,7 @@ def seeds_per_configuration(planned: Iterable[jobs.Job]) -> dict[tuple[Path, str
 
 
 def grid_size(planned: Iterable[jobs.Job]) -> str:
-    """'3 configurations x 4 seeds' of distinct runs; 'x 1-4 seeds' where configurations have
-    different numbers of seeds."""
+    """'3 configurations x 4 seeds' of distinct runs ('x 1-4 seeds' where their numbers differ)."""
     seeds = seeds_per_configuration(planned)
     counts = sorted({len(s) for s in seeds.values()})
     each = plural(counts[0], "seed") if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
@@ -289,7 +282,7 @@ def list_plan(p: Plan, job_overrides) -> None:
 
 def write_record(results_dirs, sweep_config: DictConfig, counts: dict) -> list[Path]:
     """Write the record (the composed primary config, command line, overrides, host, code and
-    run counts) into RESULTS_DIR/_sweeps/<UTC time>.yaml of each results_dir; returns the files."""
+    run counts) into each results_dir (module doc); returns the files."""
     now = time.gmtime()
     text = ("# A sweep that trained into this results_dir (written by lab.sweep): its command,\n"
             "# overrides and composed primary config. Re-run it with the same command.\n"

@@ -3,10 +3,8 @@ callbacks and the tracker of `hydra.launcher.track`.
 
 The lab's runs train elsewhere (forks, Ray, a cluster), so the driver calls `on_job_start` and at
 once `on_job_end` of the callbacks under `hydra.callbacks` as each run is saved, as Hydra's run_job
-would: with the job's config (HydraConfig set to it meanwhile) and a JobReturn whose return_value
-is the run's final exact evaluation (its eval_* columns), or FAILED with its error. Runs skipped
-as finished fire nothing. With `hydra.launcher.track=mlflow|tensorboard` each saved run is also
-exported (lab.analysis.export.Tracker) into results_dir's default store, as a later `lab-export` would.
+would (runs skipped as finished fire nothing). With `hydra.launcher.track=mlflow|tensorboard` each
+saved run is also exported (lab.analysis.export.Tracker), as a later `lab-export` would.
 """
 
 import itertools
@@ -21,17 +19,15 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from lab.analysis import export
 from lab.knobs import ConfigError
 
-TRACKERS = (None, *export.TARGETS)
-"""hydra.launcher.track's values: none, or a tracker each run is exported to as it is saved"""
+TRACKERS = (None, *export.TARGETS)  # hydra.launcher.track's values
 TRACKER_PACKAGES = {"mlflow": "mlflow", "tensorboard": "tensorboardX"}
 
 
 class Hooks:
     """Called by the driver for each run it saves (`saved`). `describe(results_dir, result)` gives
     the run's flat configuration, its overrides and its number in the sweep (hydra.job.num);
-    `sweep_config` is the sweep's (Hydra's node included); `callbacks` Hydra's Callbacks of the
-    sweep (hydra_context.callbacks), or None (Hydra's run mode: Hydra itself calls them). A value
-    of `track` other than TRACKERS, or a tracker not installed, is refused: ConfigError."""
+    `callbacks`: Hydra's of the sweep, or None (Hydra's run mode: Hydra itself calls them). A
+    `track` not in TRACKERS, or a tracker not installed: ConfigError."""
 
     def __init__(self, callbacks, sweep_config: DictConfig | None, track, describe=None):
         if track not in TRACKERS:
@@ -83,8 +79,8 @@ class Hooks:
 
 
 def job_return(task: DictConfig, hydra_cfg: DictConfig, overrides: list[str], result) -> JobReturn:
-    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's node,
-    `hydra_cfg` that node): completed with its final exact evaluation, or failed with its error."""
+    """The JobReturn Hydra's run_job would give for the run (`task`: its config without Hydra's node):
+    completed with its final exact evaluation (its eval_* columns), or failed with its error."""
     ret = JobReturn(overrides=list(overrides), cfg=task, hydra_cfg=hydra_cfg, working_dir=os.getcwd(),
                     task_name=JobRuntime.instance().get("name"))
     if result.failed:
@@ -106,8 +102,7 @@ def for_grid(callbacks, sweep_config: DictConfig, track, composer, job_overrides
 
 def for_search(callbacks, sweep_config: DictConfig, track, base: dict) -> Hooks:
     """The hooks of a search (lab.search.driver): a run's config is the search's base with the knobs
-    its first row trained with, its overrides the seed and the keys where it differs, its number
-    the order it was saved in."""
+    it trained with, its overrides the seed and the keys where it differs, its number its order."""
     numbers = itertools.count()
 
     def describe(results_dir, result):

@@ -41,29 +41,21 @@ a tenth of the sweep. Below, forks of this process, which have the lab imported,
 (seed 000's grid x 4 seeds, 19 s a core on 2 cores: 17 s in forks, 21.5 s on Ray)."""
 
 FORK_SECONDS = 0.5
-"""Below this much predicted work, forking trainers and reading their runs back costs about what
-spreading the runs over the cores saves."""
+"""Below this much predicted work, forks cost about what spreading the runs over the cores saves."""
 
-MODES = {True: "ray", False: "driver", "processes": "processes"}
-"""hydra.launcher.parallel's values but auto, and where each trains the runs."""
+MODES = {True: "ray", False: "driver", "processes": "processes"}  # hydra.launcher.parallel (not auto) -> where
 
 RETRIES = 3
-"""Times a batch is sent again after Ray lost it with its actor, process or node; a run's own
-error is stored as a failed run, never retried."""
+"""Times a batch is sent again after Ray lost it with its actor, process or node (a run's own error
+is stored as a failed run, never retried)."""
 
 AHEAD_SECONDS = 0.5
 """A worker is sent another batch while it holds less predicted work than this (and at most two
 batches): the driver's round trip, a millisecond or so, is then no share of its time"""
 
-
-RUN_SECONDS = 0.015
-"""Every run's own overhead: building its learner, its table and its checkpoint."""
-
-TASK_SECONDS = 0.2
-"""A batch is filled to about this much predicted work: well above a Ray call's overhead."""
-
-TASKS_PER_CORE = 4
-"""Batches stay small enough to give every core at least this many tasks to balance."""
+RUN_SECONDS = 0.015  # every run's own overhead: building its learner, its table and its checkpoint
+TASK_SECONDS = 0.2  # a batch's predicted work: well above a Ray call's overhead
+TASKS_PER_CORE = 4  # batches stay small enough to give every core at least this many to balance
 
 
 def cost(job: Job) -> float:
@@ -103,7 +95,6 @@ def batches(jobs: list[Job], cores: int) -> Iterator[list[Job]]:
             batch, filled = [], 0.0
     if batch:
         yield batch
-
 
 
 def cores(num_cpus=None) -> int:

@@ -17,7 +17,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from lab import agents
-from lab.cli import did_you_mean, fail, first_line
+from lab.cli import did_you_mean, fail, first_line, unrecognized
 from lab.compat.hydra import BASIC_SWEEPER, args_parser
 from lab.config.compose import CONF_PACKAGE
 from lab.search.space import ALIASES
@@ -116,14 +116,11 @@ def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
 def _arguments(argv):
     """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
     parser = args_parser()
-    flags = [f for action in parser._actions for f in action.option_strings]  # noqa: SLF001
 
     def refuse(message: str):
-        unknown = message.split(": ", 1)[-1].split() if message.startswith("unrecognized arguments") else []
-        flag = next((a for a in unknown if a.startswith("-")), None)
+        unknown, flag, hint = unrecognized(parser, message)
         if flag:
-            fail(f"{flag} is not a flag of this command{did_you_mean(flag.split('=')[0], flags)}; "
-                 "see --help")
+            fail(f"{flag} is not a flag of this command{hint}; see --help")
         if unknown:
             fail(f"{unknown[0]}: the flags (--multirun, ...) go before the overrides key=value")
         fail(f"{message}; see --help")

@@ -1,5 +1,5 @@
-"""The driver's side of storing a sweep's runs: the workers store each batch themselves where
-they see results_dir (lab.execution.batch); the driver stores what they sent home, records and reports all."""
+"""The driver's side of storing a sweep's runs: the workers store each batch themselves where they
+see results_dir (lab.execution.batch); the driver stores what they sent home, records and reports all."""
 
 import contextlib
 import time
@@ -17,7 +17,7 @@ from lab.execution.progress import Outcome, Progress
 class Store:
     """Records the runs that workers stored (commits those they could not) in each results_dir's
     index, tells the hooks (lab.sweep.callbacks.Hooks) and the progress line, and keeps each Outcome.
-    A context manager: the files of its token (given, or new) that workers look for exist meanwhile; on exit, the last parts."""
+    Within `with`, the files of its token (given, or new) that workers look for exist."""
 
     def __init__(self, jobs: list[Job], progress: Progress, hooks=None, token: str | None = None):
         self.progress, self.hooks, self.done = progress, hooks, []
@@ -61,8 +61,7 @@ class Store:
         self.receive([(job, self._stored_meanwhile(job) or results.pack([lost(job, exc)])[0]) for job in jobs], running)
 
     def found(self, jobs: list[Job]) -> None:
-        """Of runs whose worker was stopped (Ctrl-C), those it had stored before it ended, recorded
-        as the others: what was stored is reported saved."""
+        """Of runs whose worker was stopped (Ctrl-C), those it had stored before it ended, recorded."""
         stored = [(job, packed) for job in jobs if (packed := self._stored_meanwhile(job)) is not None]
         if stored:
             self.receive(stored, running=0)
