@@ -46,7 +46,7 @@ def warm_up() -> None:
     game.seed_kernels(0)
 
 
-def _compile_seconds() -> float:
+def _compile_seconds() -> float:  # numba's time under its compiler lock so far
     return _compiling.duration if _compiling.done else 0.0
 
 
@@ -116,8 +116,8 @@ def resume(data: bytes, learner) -> tuple[list[dict], float]:
 class Training:
     """One run in progress: `run` trains it to its end; a search (lab.search) trains several in
     turn, one evaluation point at a time (`advance`), and stops the ones it gives up on (`stop`).
-    Arguments as `run`'s. Nothing here raises (the module doc). `active_seconds` counts only this
-    run's own work, so runs trained in turn in one process each report their own wall time."""
+    Nothing here raises. `active_seconds` counts only this run's own work, so runs trained in turn
+    in one process each report their own wall time."""
 
     def __init__(self, job: Job, code: dict | None = None, *, start: bytes | None = None, state_path=None):
         global _first_run_in_process
@@ -154,8 +154,7 @@ class Training:
         self.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
 
     def step(self) -> bool:
-        """Train one iteration, with its exact evaluation if one is due; whether it was evaluated
-        (False once the run has ended)."""
+        """Train one iteration, with its exact evaluation if one is due; whether it was evaluated."""
         if self.ended:
             return False
         began = time.perf_counter()
@@ -188,8 +187,7 @@ class Training:
         self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
         return evaluated
 
-    def advance(self) -> bool:
-        """Train up to the next evaluation point (or until the run ends); whether it reached one."""
+    def advance(self) -> bool:  # train up to the next evaluation point; whether it reached one
         while not self.ended:
             if self.step():
                 return True
@@ -202,9 +200,7 @@ class Training:
     def snapshot(self) -> bytes:
         return snapshot(self.learner, self.rows, self.training.seconds)
 
-    def result(self) -> RunResult:
-        """The run's rows, each with its status, error, timing and provenance, and the final
-        agent (None when it failed or was stopped)."""
+    def result(self) -> RunResult:  # its rows stamped (`ended`); the final agent unless it failed or stopped
         began = time.perf_counter()
         checkpoint = None
         if self.error is None and not self.stopped:

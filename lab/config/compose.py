@@ -1,7 +1,5 @@
 """Hydra composition: the lab's config files -> flat configurations (plain dicts of knobs, which
-lab.config.jobs.job validates): one (`compose`, as `python -m lab.sweep OVERRIDES` would run it), or
-every job of a --multirun grid (`Composer`, equal to Hydra's own but not paid for per job).
-"""
+lab.config.jobs.job validates): one (`compose`), or every job of a --multirun grid (`Composer`)."""
 
 import copy
 import re
@@ -19,20 +17,17 @@ from lab.cli import first_line
 from lab.compat import hydra as hydra_compat
 from lab.knobs import ConfigError
 
-CONF_PACKAGE = "lab.conf"
-"""The lab's configs: the repository's conf/, installed with the lab as this package."""
+CONF_PACKAGE = "lab.conf"  # the repository's conf/, installed with the lab as this package
+# a plain key set to an integer literal, in the tokens of Hydra's override grammar (ID, INT)
 _INT_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)=([+-]?(?:0|[1-9][0-9]*))")
-"""A plain key set to an integer literal, in the tokens of Hydra's override grammar (ID, INT)"""
 
 
-def flat(cfg: DictConfig) -> dict:
-    """The run's knobs as plain values (Hydra's own node left out)."""
+def flat(cfg: DictConfig) -> dict:  # the run's knobs as plain values, Hydra's own node left out
     return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
             for key, value in cfg.items() if key != "hydra"}
 
 
-def compose(*overrides: str) -> dict:
-    """The flat configuration Hydra would build for these overrides."""
+def compose(*overrides: str) -> dict:  # the flat configuration `python -m lab.sweep OVERRIDES` would run
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         return flat(hydra_compose("config", overrides=list(overrides)))
 
@@ -51,13 +46,12 @@ class Composer:
     def __init__(self, config_loader, master_config: DictConfig):
         self.loader, self.master = config_loader, master_config
         self.parser = OverridesParser.create()
-        # the repository Hydra composes from, search path settings of the primary config included
         hydra_overrides = OmegaConf.to_container(master_config.hydra.overrides.hydra, resolve=False)
-        self.repo = hydra_compat.caching_repo(config_loader, master_config.hydra.job.config_name, hydra_overrides)
+        self.repo = hydra_compat.caching_repo(  # the primary config's search path settings included
+            config_loader, master_config.hydra.job.config_name, hydra_overrides)
         self.parsed, self.groups, self.bases = {}, {}, {}
 
-    def full(self, overrides: list[str]) -> dict:
-        """Hydra's own composition of one job; its error as a one-line ConfigError naming the job."""
+    def full(self, overrides: list[str]) -> dict:  # Hydra's own; its error one line naming the job
         try:
             return flat(self.loader.load_sweep_config(self.master, list(overrides)))
         except HydraException as exc:
@@ -113,8 +107,7 @@ class Composer:
 
 
 def _sets_plain_value(override) -> bool:
-    """`key=value` of a top-level key to a value OmegaConf stores as given: a scalar that is
-    neither an interpolation nor the missing-value marker."""
+    """`key=value` of a top-level key to a scalar OmegaConf stores as given (no interpolation, no ???)."""
     value = override.value()
     return (override.type is OverrideType.CHANGE and override.package is None
             and "." not in override.key_or_group
@@ -131,8 +124,8 @@ def expand(config_loader, params: list[str], arguments: list[str]) -> list[list[
 
 
 def grid(*overrides: str) -> tuple[Composer, list[list[str]]]:
-    """The jobs of `python -m lab.sweep --multirun OVERRIDES`: a Composer and each job's
-    overrides, for tests and the benchmark."""
+    """The jobs of `python -m lab.sweep --multirun OVERRIDES` (a Composer and each job's overrides),
+    for tests and the benchmark."""
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", list(overrides), run_mode=RunMode.MULTIRUN)

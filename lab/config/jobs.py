@@ -18,15 +18,14 @@ from lab.cli import did_you_mean
 from lab.knobs import RUN_KEYS, SETTINGS, TTT, ConfigError, Knobs, RunConfig, is_kind, require
 
 GAME_KEYS = ("m", "n", "k", "mcts_simulations", "eval_games")
-"""The run knobs bigger boards brought: a 3x3 run's identity leaves them out (`identity`), so its
-run id is the one it had before them"""
+"""The run knobs bigger boards brought: a 3x3 run's `identity` leaves them out"""
 
 
 def checkpoint_opponent(value: str, player, shape: tuple) -> str:
     """Validate `opponent=PATH.npz`: a lab checkpoint of an agent on the run's board `shape` that
     moves at every position (3x3's move table is checked; a bigger board's agent must play frozen)
-    and, if it was trained in one seat, takes the other seat than the learner's `player`. Returns
-    its absolute path (the run's opponent, also on Ray workers)."""
+    and, if it was trained in one seat, takes the other seat than the learner's. Returns its
+    absolute path (the run's opponent, also on Ray workers)."""
     path = os.path.abspath(os.path.expanduser(value))
     require(os.path.isfile(path), "opponent", value,
             f"a fixed opponent or a checkpoint file that exists ({path} does not)")
@@ -57,8 +56,7 @@ def checkpoint_opponent(value: str, player, shape: tuple) -> str:
 
 
 def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[str]]:
-    """Validate m, n, k (lab.game.bitboards.check_shape) and the algorithm on that board: the
-    game and the opponents allowed there (bigger boards: the lab.game.bots bots, and self-play)."""
+    """Validate m, n, k and the algorithm on that board: the game and the opponents allowed there."""
     m, n, k = (cfg.get(key) for key in ("m", "n", "k"))
     try:
         bitboards.check_shape(m, n, k)
@@ -88,8 +86,8 @@ COUNTS = {
 
 
 def parse(cfg) -> tuple[RunConfig, Knobs]:
-    """Validate a flat configuration (mapping) into the run's knobs and its algorithm's knobs;
-    ConfigError naming the first bad key and what it allows."""
+    """A flat configuration validated into the run's knobs and its algorithm's (else ConfigError
+    naming the first bad key and what it allows)."""
     cfg = dict(cfg)
     known = set(RUN_KEYS + SETTINGS + agents.knob_names())
     unknown = sorted(set(cfg) - known)
@@ -128,9 +126,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
 
 
 def check_settings(cfg) -> tuple[Path, bool, str]:
-    """Validate where and whether a run happens: (absolute results_dir, force, on_code_change). A
-    relative results_dir is taken from where the sweep is launched (not allowed under `ray job
-    submit`: a temporary copy of --working-dir, deleted with the job)."""
+    """Validate where and whether a run happens: (absolute results_dir, force, on_code_change)."""
     force = cfg.get("force", False)
     require(isinstance(force, bool), "force", force, "true or false")
     on_code_change = cfg.get("on_code_change", "reuse")
@@ -164,26 +160,23 @@ def identity(run: RunConfig, knobs: Knobs) -> dict:
             **{key: value for key, value in algorithm.items() if key not in knobs.ADDED or value != knobs.ADDED[key]}}
 
 
-def run_id(run: RunConfig, knobs: Knobs) -> str:
-    """A short stable hash of the run's identity: equal configurations share one id."""
+def run_id(run: RunConfig, knobs: Knobs) -> str:  # a short stable hash: equal configurations share one
     text = json.dumps(identity(run, knobs), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class Job:
-    """One validated run, ready to train: built once by the driver, handed to lab.run."""
+    """One validated run, ready to train: built once by the driver, handed to lab.run. `knobs`: its
+    algorithm's Config; `results_dir`: absolute; `force` and `on_code_change`: whether to re-run it
+    if results_dir holds it finished (by another code version)."""
 
     run: RunConfig
     knobs: Knobs
-    """the knobs of its algorithm (that algorithm's Config)"""
     run_id: str
     results_dir: Path
-    """absolute"""
     force: bool
-    """re-run it even if results_dir holds it finished"""
     on_code_change: str = "reuse"
-    """'rerun': re-run it if results_dir holds it finished by another code version"""
 
     @property
     def algorithm(self) -> agents.Algorithm:
@@ -193,8 +186,7 @@ class Job:
         return identity(self.run, self.knobs)
 
 
-def job(cfg) -> Job:
-    """Validate a flat configuration into a Job; raises ConfigError naming the first bad key."""
+def job(cfg) -> Job:  # a flat configuration validated; ConfigError naming the first bad key
     run, knobs = parse(cfg)
     results_dir, force, on_code_change = check_settings(cfg)
     return Job(run, knobs, run_id(run, knobs), results_dir, force, on_code_change)

@@ -13,13 +13,12 @@ from lab.config.jobs import Job
 from lab.run import run
 
 
-def token_path(results_dir, token: str) -> Path:
-    """The file that tells a worker it sees the driver's results_dir."""
+def token_path(results_dir, token: str) -> Path:  # tells a worker it sees the driver's results_dir
     return Path(results_dir) / results.INDEX / f".driver-{token}"
 
 
 class Trainer:
-    """A grid's worker (lab.execution.workers): each batch it is sent handled as the module doc says."""
+    """A grid's worker's server (lab.execution.workers): each batch handled as the module doc says."""
 
     def __init__(self, code: dict, token: str | None = None):
         self.code, self.token = code, token

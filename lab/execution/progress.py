@@ -15,12 +15,9 @@ class Outcome:
 
     run_id: str
     failed: bool
-    error: str | None
-    """the first line of the error of a failed run"""
-    wall_seconds: float
-    """the run's time on its worker, storing it included (0 for a run lost with its worker)"""
-    ended: float
-    """when it ended, stored, in seconds since the epoch"""
+    error: str | None  # its first line
+    wall_seconds: float  # on its worker, storing it included (0 for a run lost with its worker)
+    ended: float  # when it ended, stored, in seconds since the epoch
 
     @classmethod
     def of(cls, packed) -> "Outcome":
@@ -41,12 +38,10 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-REDRAW = 0.1
-"""On a terminal, the bar is redrawn at most this often (seconds): hundreds of runs may end in one."""
+REDRAW = 0.1  # seconds between redraws of the bar at most: hundreds of runs may end in one
 
 
-def _named(ended: list[Outcome]) -> str:
-    """The runs that ended, in a few words (each failed one by name)."""
+def _named(ended: list[Outcome]) -> str:  # the runs that ended, in a few words, each failed one by name
     if len(ended) == 1:
         return f"run {ended[0].run_id} {'FAILED' if ended[0].failed else 'done'}"
     failed = [o.run_id for o in ended if o.failed]
@@ -90,8 +85,7 @@ class Progress:
             said = said or _named(ended)
             print(f"{said}; {counts}", file=sys.stderr, flush=True)
 
-    def note(self, line: str) -> None:
-        """A line on its own (above the bar, on a terminal)."""
+    def note(self, line: str) -> None:  # a line on its own (above the bar, on a terminal)
         print(f"\r\033[K{line}" if self.live else line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
@@ -107,16 +101,13 @@ class Execution:
     done: list[Outcome]
     cores: int
     seconds: float
-    retried: int = 0
-    """runs sent again after Ray lost them with their worker or node"""
-    warm_up: float = 0.0
-    """the forks' start-up before their first run (lab.run.warm_up), which that run did before"""
+    retried: int = 0  # runs sent again after Ray lost them with their worker or node
+    warm_up: float = 0.0  # the forks' start-up before their first run (lab.run.warm_up)
 
     def efficiency(self) -> str:
-        """Core utilisation (the runs' wall seconds on their workers, storing them included, and
-        the forks' warm-up, over cores x the sweep's), the fixed cost (the sweep's wall time before
-        the first run began and after the last one ended), and the utilisation between those two
-        moments."""
+        """Core utilisation (the runs' wall seconds and the forks' warm-up over cores x the sweep's),
+        the fixed cost (the sweep's wall time before the first run began and after the last one
+        ended), and the utilisation between those two moments."""
         busy = sum(o.wall_seconds for o in self.done)
         span = max(o.ended for o in self.done) - min(o.ended - o.wall_seconds for o in self.done)
         return (f"{(busy + self.warm_up) / (self.cores * self.seconds):.0%} of {self.cores} core"

@@ -21,9 +21,9 @@ JOIN_ATTEMPTS = 3
 def connect(address=None, num_cpus=None, dashboard=False) -> None:
     """Join the Ray cluster at `address` (else RAY_ADDRESS), shipping it the `lab` package (its
     nodes need the dependencies, not this repository), or start a local Ray of num_cpus (with its
-    dashboard if `dashboard`, whose URL is printed)."""
-    # Joining a cluster, Ray's own SIGTERM handler stays (it exits at once): a scheduler stopping
-    # the job (scancel) stops the cluster's Ray too, and the Ctrl-C path would wait on its head.
+    dashboard if `dashboard`, whose URL is printed). Joining, Ray's own SIGTERM handler stays (it
+    exits at once): a scheduler stopping the job stops the cluster's Ray too, and the Ctrl-C path
+    would wait on its head."""
     try:
         with contextlib.nullcontext() if joins(address) else _keeping_sigterm():
             _connect(address, num_cpus, dashboard)
@@ -33,8 +33,7 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
         raise
 
 
-def joins(address) -> bool:
-    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
+def joins(address) -> bool:  # whether Ray means a cluster to join, not a local Ray this process starts
     return bool(address or os.environ.get("RAY_ADDRESS"))
 
 
@@ -87,9 +86,9 @@ def _connect(address, num_cpus, dashboard) -> None:
 
 
 def _join(ray, address, quiet):
-    """ray.init on the cluster at `address`, tried JOIN_ATTEMPTS times when the server fails its
-    Ray client's initialization (a ray:// client's data stream broke while a loaded head started its
-    server: Ray's reconnection answers with an empty failure); other failures end it in one line."""
+    """ray.init on the cluster at `address`, tried JOIN_ATTEMPTS times while the server fails its Ray
+    client's initialization (a ray:// client's data stream broke while a loaded head started its
+    server); other failures end it in one line."""
     for attempt in range(1, JOIN_ATTEMPTS + 1):
         try:
             return ray.init(address=address, runtime_env={"py_modules": [str(Path(lab.__file__).parent)]}, **quiet)
@@ -116,9 +115,7 @@ def disconnect() -> None:
     ray.shutdown()
 
 
-def ray_started() -> bool:
-    """Whether this process has started or joined Ray: never, if it has not imported it (which
-    would cost ~0.3 s)."""
+def ray_started() -> bool:  # never, if this process has not imported Ray (which would cost ~0.3 s)
     ray = sys.modules.get("ray")
     return ray is not None and ray.is_initialized()
 

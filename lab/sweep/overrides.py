@@ -1,9 +1,8 @@
 """The command line checked before Hydra sees it: Hydra answers a misspelled knob, setting, group
 option or named sweep with several lines (and exit 1); the lab answers each in one line naming
 what is allowed, with the closest match, and exit 2 (lab.cli), before anything is written. And
-Hydra's own knobs the lab does not follow (HydraKnobs, a Hydra callback), refused in one line before
-Hydra creates a folder or a sweeper starts: its folder knobs (results go to results_dir) and
-interval() in a grid."""
+Hydra's own knobs the lab does not follow (its folder knobs, interval() in a grid), refused by
+HydraKnobs, a Hydra callback, before Hydra creates a folder or a sweeper starts."""
 
 import os
 
@@ -22,17 +21,16 @@ from lab.compat.hydra import BASIC_SWEEPER, args_parser
 from lab.config.compose import CONF_PACKAGE
 from lab.search.space import ALIASES
 
-LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"
-"""The lab's grid sweeper (hydra/sweeper=lab_grid, the default)"""
+LAB_GRID_SWEEPER = "hydra_plugins.lab_plugins.lab_plugins.LabSweeper"  # hydra/sweeper=lab_grid, the default
 HYDRA_FOLDERS = {  # Hydra's folder knob -> (its value in conf/config.yaml, why the lab ignores it)
     "hydra.run.dir": (".", "a run's results go to results_dir"),
     "hydra.sweep.dir": ("${results_dir}/_sweeps", "a sweep's results go to results_dir"),
     "hydra.sweep.subdir": ("${hydra.job.num}", "every run of a sweep lands in results_dir as one "
                            "<run_id>.parquet file, with no folder per job"),
 }
-RENAMED = {("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launcher: it trains in this "
-                                          "process, in forks or on Ray, as hydra.launcher.parallel says)"}
-"""(config group, a former option's name) -> what it is now"""
+RENAMED = {  # (config group, a former option's name) -> what it is now
+    ("hydra/launcher", "lab_ray"): "hydra/launcher=lab (the lab's launcher: it trains in this process, in "
+                                   "forks or on Ray, as hydra.launcher.parallel says)"}
 
 
 class HydraKnobs(Callback):
@@ -55,8 +53,7 @@ class HydraKnobs(Callback):
 
 
 def check_grid(config: DictConfig) -> None:
-    """interval() is a search's, not a grid's: the sweepers that expand a grid (the lab's, Hydra's
-    basic one) take none."""
+    """interval() is a search's: the sweepers that expand a grid (the lab's, Hydra's basic) take none."""
     if OmegaConf.select(config, "hydra.sweeper._target_") not in (LAB_GRID_SWEEPER, BASIC_SWEEPER):
         return  # a search (hydra/sweeper=search, Hydra's optuna, ...) takes interval()
     sweeper = OmegaConf.to_container(config.hydra.sweeper, resolve=False)
@@ -113,8 +110,7 @@ def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
         fail(f"{swept[0]} sweeps several values: add --multirun (a list is written key=[a,b])")
 
 
-def _arguments(argv):
-    """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
+def _arguments(argv):  # Hydra's reading of the command line; its usage errors (a page) in one line
     parser = args_parser()
 
     def refuse(message: str):
@@ -129,13 +125,11 @@ def _arguments(argv):
     return parser.parse_args(argv)
 
 
-def _is_choice(loader, override) -> bool:
-    """Whether Hydra takes the override as a config-group choice (game=ttt, +sweeps=smoke)."""
+def _is_choice(loader, override) -> bool:  # a group choice as Hydra takes it: game=ttt, +sweeps=smoke
     return loader.repository.group_exists(override.key_or_group) and not isinstance(override.value(), dict)
 
 
-def _check_choice(loader, override) -> None:
-    """Each option named for a config group exists (glob() and deletions are Hydra's)."""
+def _check_choice(loader, override) -> None:  # each option named exists (glob(), deletions: Hydra's)
     if override.is_delete() or not _is_choice(loader, override) or override.value_type == ValueType.GLOB_CHOICE_SWEEP:
         return
     group = override.key_or_group
