@@ -14,9 +14,8 @@ import numpy as np
 
 
 def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
-    """Write `data` (bytes, or a function that writes to the open file) into a hidden temporary
-    file in path's folder, then rename it over `path`; not flushed to the disk (results are
-    written durably by `write_group`)."""
+    """Write `data` (bytes, or a function that writes to the open file) whole (`write_group`), not
+    flushed to the disk."""
     write_group([(path, data)], durable=False)
 
 
@@ -90,8 +89,7 @@ def write_group(files: list[tuple[Path, bytes | Callable[[BinaryIO], None]]], du
         raise
 
 
-SPARSE = ("@shape", "@index", "@values")
-"""Suffixes of the members that hold a mostly-zero array `name` (see npz_bytes)"""
+SPARSE = ("@shape", "@index", "@values")  # suffixes of the members that hold a mostly-zero array
 
 
 def npz_bytes(**arrays) -> bytes:
@@ -107,8 +105,7 @@ def npz_bytes(**arrays) -> bytes:
     return buffer.getvalue()
 
 
-def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """The archive's members for one array: itself, or its sparse form where that is smaller."""
+def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:  # itself, or its sparse form
     if array.dtype.kind not in "biuf" or array.dtype.itemsize not in (1, 2, 4, 8) or array.size < 1024:
         return [(name, array)]
     flat = np.ascontiguousarray(array).reshape(-1)
@@ -119,8 +116,7 @@ def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:
     return [(shape, np.array(array.shape, np.int64)), (at, index), (values, flat[index])]
 
 
-def npz_arrays(source) -> dict[str, np.ndarray]:
-    """The arrays `npz_bytes` wrote (from its bytes, or an open .npz file), by name."""
+def npz_arrays(source) -> dict[str, np.ndarray]:  # what `npz_bytes` wrote (its bytes, or an open .npz)
     if isinstance(source, bytes):
         source = io.BytesIO(source)
     with np.load(source, allow_pickle=False) as archive:

@@ -1,11 +1,9 @@
 """The knob reference, docs/knobs.md, generated from the one place each knob's meaning is written.
 
 A knob's meaning is the docstring of its field: `lab.knobs.RunConfig` and `lab.knobs.ResultsSettings`
-for the knobs every run has, each algorithm's `Config` for its own (a search's `search` and
-`scheduler` go on with their registries' entries, REGISTRIES). Its default is what Hydra
-composes from conf/config.yaml and conf/algorithm/<name>.yaml. The yaml files carry no meanings,
-so nothing repeats a docstring; tests/test_reference.py fails when a yaml default, a Config
-field and docs/knobs.md disagree.
+for the knobs every run has, each algorithm's `Config` for its own. Its default is what Hydra
+composes from conf/config.yaml and conf/algorithm/<name>.yaml, which carry no meanings;
+tests/test_reference.py fails when a yaml default, a Config field and docs/knobs.md disagree.
 
     python -m lab.reference > docs/knobs.md
 """
@@ -28,13 +26,10 @@ from lab.search.schedulers import SCHEDULERS
 from lab.search.settings import SearchSettings, either
 
 COMMAND = "python -m lab.reference > docs/knobs.md"
-REGISTRIES = {"search": SAMPLERS, "scheduler": SCHEDULERS}
-"""The search settings whose choices are a registry's entries, listed after their meaning (so a new
-entry shows up here)"""
+REGISTRIES = {"search": SAMPLERS, "scheduler": SCHEDULERS}  # settings whose choices follow their meaning
 
 
-def field_docs(cls) -> dict[str, str]:
-    """Each dataclass field's docstring (the string right below it), whitespace joined."""
+def field_docs(cls) -> dict[str, str]:  # each dataclass field's docstring (the string below it), one line
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = tree.body[0].body
     docs = {}
@@ -45,8 +40,7 @@ def field_docs(cls) -> dict[str, str]:
     return docs
 
 
-def shown(value) -> str:
-    """A default as the yaml writes it."""
+def shown(value) -> str:  # a default as the yaml writes it
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -56,8 +50,7 @@ def shown(value) -> str:
     return str(value)
 
 
-def _yaml(path: str) -> dict:
-    """A file of conf/ as compose reads it."""
+def _yaml(path: str) -> dict:  # a file of conf/ as compose reads it
     return OmegaConf.to_container(OmegaConf.create(
         importlib.resources.files(CONF_PACKAGE).joinpath(path).read_text()))
 
@@ -74,12 +67,10 @@ def shared_defaults() -> dict:
 
 
 KINDS = {int: "integer", float: "number", str: "string", bool: "true/false", int | None: "integer",
-         str | None: "string"}
-"""A field's type as a knob's user sees it"""
+         str | None: "string"}  # a field's type as a knob's user sees it
 
 
-def _rows(cls, defaults: dict) -> list[tuple]:
-    """A table row (name, kind, default, meaning) per field of the dataclass `cls`."""
+def _rows(cls, defaults: dict) -> list[tuple]:  # (name, kind, default, meaning) per field of `cls`
     docs, types = field_docs(cls), typing.get_type_hints(cls)
     return [(f.name, KINDS[types[f.name]], shown(defaults[f.name]), docs[f.name])
             for f in dataclasses.fields(cls)]
@@ -119,8 +110,7 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
     return lines + _matchup_lines(name)
 
 
-def _matchup_lines(name: str) -> list[str]:
-    """What conf/matchup/<game>_<name>_<opponent>.yaml sets against one opponent, a line a file."""
+def _matchup_lines(name: str) -> list[str]:  # a line a file conf/matchup/<game>_<name>_<opponent>.yaml
     folder = importlib.resources.files(CONF_PACKAGE).joinpath("matchup")
     lines = []
     for file in sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name):

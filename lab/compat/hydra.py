@@ -7,23 +7,19 @@ Hydra's plugin scan runs its core plugins' modules again, and a class kept from 
 them would no longer be the one their own code refers to.
 """
 
-CHECKED = {"hydra-core": ("1.3",), "omegaconf": ("2.3",)}
-"""Releases (major.minor) whose private names below were checked."""
-
+CHECKED = {"hydra-core": ("1.3",), "omegaconf": ("2.3",)}  # releases (major.minor) checked
+# the _target_ of Hydra's basic sweeper (hydra/sweeper=basic), which the lab's grid sweeper extends
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-"""The _target_ of Hydra's basic sweeper (hydra/sweeper=basic), which the lab's grid sweeper extends."""
 
 
 def basic_sweeper() -> type:
-    """Hydra's basic sweeper class, as Hydra's plugin scan last defined it."""
-    # when called: Hydra's plugin scan runs this module again, and the class wanted is its last run's
+    # when called (module doc): the class as Hydra's plugin scan last defined it
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     return BasicSweeper
 
 
-def sweeper_params(sweeper) -> list[str]:
-    """A basic sweeper's `hydra.sweeper.params` as override strings."""
+def sweeper_params(sweeper) -> list[str]:  # a basic sweeper's `hydra.sweeper.params` as overrides
     return sweeper._parse_config()
 
 
@@ -36,14 +32,12 @@ def apply_overrides(overrides: list, cfg) -> None:
 
 
 def caching_repo(config_loader, config_name: str | None, hydra_overrides: list[str]):
-    """The config repository Hydra composes `config_name` from (the search path settings of
-    `hydra_overrides` included)."""
+    """The config repository Hydra composes `config_name` from (with `hydra_overrides`' search path)."""
     _, repo = config_loader._parse_overrides_and_create_caching_repo(config_name, hydra_overrides)
     return repo
 
 
-def node(cfg, key):
-    """OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)."""
+def node(cfg, key):  # OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)
     return cfg._get_node(key)
 
 

@@ -8,8 +8,7 @@ process, each on its own stream (lab.search.trial). tests/test_compat_numba.py f
 message when numba moves it or a numba outside CHECKED is installed.
 """
 
-CHECKED = ("0.68",)
-"""numba releases (major.minor) this module was checked against (tests/test_compat_numba.py)"""
+CHECKED = ("0.68",)  # numba releases (major.minor) checked (tests/test_compat_numba.py)
 
 
 def kernel_stream() -> tuple:

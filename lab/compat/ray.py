@@ -5,8 +5,7 @@ the installed Ray is outside CHECKED. Ray is imported inside each function: impo
 not import Ray (a sweep that trains without Ray never pays for it).
 """
 
-CHECKED = ("2.60",)
-"""Ray releases (major.minor) whose private names below were checked."""
+CHECKED = ("2.60",)  # Ray releases (major.minor) checked
 
 
 def local_node_processes() -> dict[str, list]:
