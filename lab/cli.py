@@ -52,8 +52,7 @@ def unrecognized(parser: argparse.ArgumentParser, message: str) -> tuple[list[st
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser whose usage errors are one line (argparse prints its usage first), with
-    the closest flag for a misspelled one."""
+    """argparse's parser whose usage errors are one line, with the closest flag for a misspelled one."""
 
     def error(self, message: str) -> NoReturn:
         fail(f"{self.prog}: {message}{unrecognized(self, message)[2]} (see {self.prog} --help)")

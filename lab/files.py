@@ -14,8 +14,7 @@ import numpy as np
 
 
 def write_atomic(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
-    """Write `data` (bytes, or a function that writes to the open file) whole (`write_group`), not
-    flushed to the disk."""
+    """Write `data` (bytes, or a function that writes to the open file) whole, unflushed (`write_group`)."""
     write_group([(path, data)], durable=False)
 
 

@@ -1,5 +1,4 @@
-"""Hydra's (and its OmegaConf's) private APIs the lab uses, and nowhere else: checked against
-hydra-core 1.3 (pinned in pyproject.toml) and omegaconf 2.3 (CHECKED).
+"""Hydra's (and its OmegaConf's) private APIs the lab uses, and nowhere else (CHECKED releases).
 
 tests/test_compat_ray_hydra.py fails, naming the function here to change, when a name moves or the
 installed versions are outside CHECKED. Each function imports what it reaches for when called:

@@ -1,11 +1,10 @@
 """numba's private API, in one place: the state of the random stream compiled kernels draw from.
 
-Every compiled kernel of a process draws from numba's own np.random stream (lab.game.seed_kernels
-seeds it). numba has no public accessor for where that stream stands; its C helper module
-`numba._helperlib` is what numba itself uses to seed it, and the lab reads and restores it there:
-to save a learner's training state (lab.agents.base) and to train several runs in turn in one
-process, each on its own stream (lab.search.trial). tests/test_compat_numba.py fails with a clear
-message when numba moves it or a numba outside CHECKED is installed.
+numba has no public accessor for where that stream stands (lab.game.seed_kernels seeds it); its C
+helper module `numba._helperlib`, which numba itself seeds it through, is where the lab reads and
+restores it: to save a learner's training state (lab.agents.base) and to train several runs in turn
+in one process, each on its own stream (lab.search.trial). tests/test_compat_numba.py fails with a
+clear message when numba moves it or a numba outside CHECKED is installed.
 """
 
 CHECKED = ("0.68",)  # numba releases (major.minor) checked (tests/test_compat_numba.py)

@@ -124,8 +124,7 @@ def expand(config_loader, params: list[str], arguments: list[str]) -> list[list[
 
 
 def grid(*overrides: str) -> tuple[Composer, list[list[str]]]:
-    """The jobs of `python -m lab.sweep --multirun OVERRIDES` (a Composer and each job's overrides),
-    for tests and the benchmark."""
+    """A Composer and the jobs' overrides of `python -m lab.sweep --multirun OVERRIDES` (tests, bench)."""
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", list(overrides), run_mode=RunMode.MULTIRUN)

@@ -55,8 +55,7 @@ def main() -> None:
 # interpolate), and that name has always been `sweep`.
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_PACKAGE}", config_name="config")
 def hydra_main(cfg: DictConfig) -> dict:
-    """One run in this process (Hydra's run mode); returns its final exact evaluation, the
-    return_value Hydra hands to on_job_end."""
+    """One run in this process (Hydra's run mode); its final exact evaluation, for on_job_end."""
     launcher = HydraConfig.get().launcher  # unused by one run, but a bad value is still a mistake
     _check_options(launcher.get("parallel", "auto"), launcher.get("figures", True), launcher.get("num_cpus"))
     try:

@@ -105,7 +105,7 @@ def cores(num_cpus=None) -> int:
 def mode(jobs: list[Job], parallel, address=None, num_cpus=None) -> str:
     """Where the jobs train: "ray" (a cluster to join, or a local Ray), "processes" (forks of this
     process, one per core) or "driver" (this process), as `parallel` says (MODES). auto: Ray if a
-    cluster was named, else by the predicted work (lab.execution.cost): this process on one core or
+    cluster was named, else by the predicted work (`cost`): this process on one core or
     below FORK_SECONDS, a local Ray from RAY_WORTH_SECONDS a core, forks between."""
     if parallel != "auto":
         return MODES[parallel]
