@@ -1,2 +1,2 @@
 """Where work runs, for grids and searches alike: this process, forks of it, Ray actors; a grid's
-worker task and its scheduling."""
+worker task."""

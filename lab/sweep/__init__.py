@@ -139,8 +139,7 @@ def check_launcher(parallel, figures, num_cpus) -> None:
                           "or null (every core)")
 
 
-_check_options = one_line(ConfigError)(check_launcher)
-"""check_launcher's refusal in one line, exit 2 (lab.cli.one_line)"""
+_check_options = one_line(ConfigError)(check_launcher)  # its refusal in one line, exit 2
 
 
 def interrupted(stop: KeyboardInterrupt) -> NoReturn:
