@@ -139,9 +139,9 @@ def terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, _in_this_process(handle))
 
 
-def stop_children_first(seconds: float = 60) -> None:
+def stop_children_first() -> None:
     """Ctrl-C or SIGTERM in a command that runs others (the benchmark's sweeps): each child gets
-    SIGTERM (a sweep's Ctrl-C) and `seconds` to stop what it started (subprocess.run would kill it
+    SIGTERM (a sweep's Ctrl-C) and a minute to stop what it started (subprocess.run would kill it
     at once, leaving its local Ray behind), then KeyboardInterrupt unwinds this process."""
     owner = os.getpid()
 
@@ -151,7 +151,7 @@ def stop_children_first(seconds: float = 60) -> None:
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + 60
         while children & set(_children(owner)) and time.monotonic() < deadline:
             time.sleep(0.1)
         raise KeyboardInterrupt
