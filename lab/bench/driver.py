@@ -1,4 +1,6 @@
-"""The driver section (`--driver`; what it measures: lab.bench), and finished runs absorbed per second."""
+"""The driver of big grids (`--driver`, issue 11): configurations planned per second, resuming a
+finished grid, reading a results directory of thousands of runs, finished runs absorbed per second,
+and the driver's memory as finished runs add up."""
 
 import contextlib
 import dataclasses
@@ -16,7 +18,7 @@ from lab.results import columns
 from lab.config.compose import grid
 from lab.run import run
 
-# The driver (issue 11): a grid of one group choice over many seeds, of runs that take milliseconds.
+# A grid of one group choice over many seeds, of runs that take milliseconds.
 DRIVER_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10"]
 
 
