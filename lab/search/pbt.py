@@ -57,20 +57,17 @@ class Member:
 
 
 class Evolve:
-    """The generations of a PBT search. `save(results)` stores runs as they end;
-    `progress(configuration, busy, running)` is called as each member's last generation ends."""
+    """The generations of a PBT search; `save` and `progress` as lab.search.study.Optimize's."""
 
     def __init__(self, base: dict, dims: dict[str, Dimension], settings: SearchSettings, pool, save, progress,
                  folder: Path):
         self.base, self.dims, self.settings = base, dims, settings
         self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER
-        self.workers: list[int] = []
-        """the pool's workers so far (every one idle between generations)"""
+        self.workers: list[int] = []  # the pool's workers so far (every one idle between generations)
         job = jobs.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
 
     def run(self) -> None:
-        """Train the population to its end."""
         generation, members, snapshots = self._load() or (0, self._sample(), {})
         ends = list(range(self.step, self.iterations, self.step)) + [self.iterations]
         for until in ends[generation:-1]:
@@ -91,15 +88,14 @@ class Evolve:
         """Nothing waits to be written: a PBT search saves its runs as they end."""
 
     def configurations(self) -> list[Configuration]:
-        """The population as it ended, for lab.search.outcome."""
         return [self._configuration(m) for m in self._load()[1]]
 
     def _configuration(self, m: Member) -> Configuration:
         return Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
 
     def runs(self, member: Member) -> list[str]:
-        """Its runs' ids, one per seed: its knobs change as it trains, so a run is named by the search's
-        base configuration (where it trains), the search's seed, its member and its seed."""
+        """Its runs' ids, one per seed: its knobs change as it trains, so a run is named by the
+        search's base configuration, the search's seed, its member and its seed."""
         base = {k: v for k, v in jobs.job(self.base).identity().items() if k != "seed"}
         named = ({"base": base, "search_seed": self.settings.seed, "member": member.name, "seed": seed}
                  for seed in range(self.settings.seeds))
@@ -148,7 +144,7 @@ class Evolve:
         return after
 
     def _lost(self, member: Member, error: str, running: int) -> None:
-        """A member whose worker died: its runs saved failed (the next search trains them again)."""
+        """A member whose worker died: its runs saved as failed (the next search trains them again)."""
         self.save(lost_runs(self._jobs(member), error))
         member.status, member.error, member.lost = "failed", error, True
         self.progress(self._configuration(member), 0.0, running)
