@@ -1,12 +1,10 @@
-"""Population-based training, synchronous, on the search's workers (lab.execution.workers).
-
-`num_samples` members, sampled at random in the space, train in generations of
-`perturbation_interval` iterations, each seed going on from its snapshot (lab.run.snapshot).
-Between generations the bottom quarter copies the state of a top-quarter member and perturbs its
-knobs (lab.search.space.Dimension.perturb). A member's runs are named by member and seed; their
-rows keep the knobs each iteration trained with and, in PBT_TRIAL, the member that trained it.
-The population is written to results_dir/_search/pbt/ after each generation: the same command
-resumes from there (the generation in progress trains again, to the same rows).
+"""Population-based training, synchronous, on the search's workers: `num_samples` members, sampled
+at random in the space, train in generations of `perturbation_interval` iterations, each seed going
+on from its snapshot. Between generations the bottom quarter copies the state of a top-quarter
+member and perturbs its knobs (Dimension.perturb). A member's rows keep the knobs each iteration
+trained with and, in PBT_TRIAL, the member that trained it. The population is written to
+results_dir/_search/pbt/ after each generation, from where the same command resumes (the generation
+in progress trains again, to the same rows).
 """
 
 import hashlib
@@ -114,9 +112,11 @@ class Evolve:
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
         waiting = [i for i, m in enumerate(members) if m.status == "training"]
-        self.workers += self.pool.grow()
         idle, busy, after = list(self.workers), {}, {}
         while waiting or busy:
+            grown = self.pool.grow()
+            self.workers += grown
+            idle += grown
             while idle and waiting:
                 index = waiting.pop(0)
                 member = members[index]
@@ -124,9 +124,6 @@ class Evolve:
                 task = Task(index, self._jobs(member), self.settings.objective, until=until,
                             member=member.name, starts=snapshots.get(member.name))
                 self.pool.send(idle.pop(0), ("start", task))
-            grown = self.pool.grow()
-            self.workers += grown
-            idle += grown
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
                 if isinstance(done, Lost):  # the worker is not used again; the member failed

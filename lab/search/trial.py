@@ -86,7 +86,7 @@ class Trainer:
     """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
 
     def __init__(self, code: dict, check=lambda: None):
-        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.execution.workers)
+        self.code, self.check = code, check  # check: raises KeyboardInterrupt if Ctrl-C came
         self.task: Task | None = None
 
     def start(self, task: Task) -> Point | Done:
