@@ -230,5 +230,6 @@ def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Pat
     from lab.search.study import Optimize, open_study
 
     job = jobs.job(base)
-    study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
+    pruner = SCHEDULERS[settings.scheduler].pruner(settings, job.run.iterations, job.run.eval_every)
+    study, store = open_study(settings, folder, resume, pruner)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

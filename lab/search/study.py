@@ -73,16 +73,13 @@ class Buffered(BaseJournalBackend):
 def load(results_dir, storage: str | None = None):
     """The Optuna study of the search in results_dir (in hydra.sweeper.storage, if it was given),
     to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
-    return optuna.load_study(study_name=store.name, storage=store.storage)
+    return open_study(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH, resume=True)[0]
 
 
-def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
-    """The search's study, created or loaded to resume it, and its Store."""
+def open_study(settings: SearchSettings, folder: Path, resume: bool, pruner=None):
+    """The search's study (deciding with `pruner`), created or loaded to resume it, and its Store."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
-    pruner = SCHEDULERS[settings.scheduler].pruner(settings, iterations, eval_every)
     if resume:
         study = optuna.load_study(study_name=store.name, storage=store.storage, pruner=pruner)
     else:
