@@ -15,7 +15,8 @@ from lab.bench.search import search_section
 from lab.bench.throughput import throughput_section
 
 SECTIONS = {section.__name__.removesuffix("_section"): section for section in (
-    parallel_section, driver_section, search_section, report_section, boards_section, exact_section, cluster_section)}
+    parallel_section, driver_section, search_section, report_section, boards_section, exact_section,
+    cluster_section)}
 """flag -> section (its module's first paragraph: the flag's help), in the order a plain run runs them"""
 
 

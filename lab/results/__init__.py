@@ -312,7 +312,8 @@ def _stored_values(table: pa.Table) -> dict:
     """What resuming needs of a run's table (a run stored before provenance lacks columns.CODE;
     a table without a run id counts as failed)."""
     values = first_values(table, _STORED)
-    return {**values, "status": status_of(table["status"].to_pylist()) if values["run_id"] is not None else "failed"}
+    status = status_of(table["status"].to_pylist()) if values["run_id"] is not None else "failed"
+    return {**values, "status": status}
 
 
 def _stored_row(path: Path) -> pa.Table:

@@ -15,7 +15,8 @@ def grace_period(settings, iterations: int, eval_every: int) -> int:
 
 def rungs(settings, iterations: int, eval_every: int) -> tuple:
     """The first evaluation point at or after each rung of successive halving (every bracket's, for
-    Hyperband), at grace_period x reduction_factor^k iterations, but the last: where it decides."""
+    Hyperband), at grace_period x reduction_factor^k iterations, but the last: sent only these, the
+    pruner decides as seeing every one."""
     points, step = set(), grace_period(settings, iterations, eval_every)
     while step < iterations:
         points.add(min(-(-step // eval_every) * eval_every, iterations))
