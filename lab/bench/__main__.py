@@ -14,18 +14,10 @@ from lab.bench.report import report_section
 from lab.bench.search import search_section
 from lab.bench.throughput import throughput_section
 
-SECTIONS = {
-    "driver": (driver_section, "only the driver section"),
-    "parallel": (parallel_section, "only the parallel section"),
-    "search": (search_section, "only the search section"),
-    "report": (report_section, "only the report section"),
-    "boards": (boards_section, "only the boards section: random games on 3x3, 4x4, 5x5 against OpenSpiel's"),
-    "exact": (exact_section,
-              "only the exact pass on 4x4 (3x3 with --quick): solving it, then exact() per player"),
-    "cluster": (cluster_section,
-                "only the cluster section: 2 SLURM nodes against 1 (root, SLURM, a checkout)"),
-}
-"""flag -> (section, help); a plain run runs the throughput section, then every other but the cluster's"""
+SECTIONS = {section.__name__.removesuffix("_section"): section for section in (
+    parallel_section, driver_section, search_section, report_section, boards_section, exact_section,
+    cluster_section)}
+"""flag -> section (its module's first paragraph: the flag's help), in the order a plain run runs them"""
 
 
 def main() -> None:
@@ -33,12 +25,12 @@ def main() -> None:
     parser = cli.ArgumentParser(prog="python -m lab.bench", description=lab.bench.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements, for CI smoke use")
-    for flag, (_, text) in SECTIONS.items():
-        parser.add_argument(f"--{flag}", action="store_true", help=text)
+    for flag, section in SECTIONS.items():
+        doc = sys.modules[section.__module__].__doc__
+        parser.add_argument(f"--{flag}", action="store_true", help=" ".join(doc.split("\n\n")[0].split()))
     args = parser.parse_args()
-    only = [section for flag, (section, _) in SECTIONS.items() if getattr(args, flag)]
-    every = [throughput_section, *(SECTIONS[flag][0] for flag in ("parallel", "driver", "search", "report",
-                                                                  "boards", "exact"))]
+    only = [section for flag, section in SECTIONS.items() if getattr(args, flag)]
+    every = [throughput_section, *(section for flag, section in SECTIONS.items() if flag != "cluster")]
     try:
         for section in only or every:
             section(args.quick)

@@ -1,4 +1,5 @@
-"""The cluster section (`--cluster`, issue 25; what it measures: lab.bench)."""
+"""The parallel grid with the SLURM recipe on 2 nodes of 1 CPU against 1 node (`--cluster`, issue
+25: root, SLURM and a checkout of the lab; namespaces on this machine, tests/cluster/cluster.sh)."""
 
 import os
 import shutil

@@ -1,4 +1,6 @@
-"""The driver section (`--driver`; what it measures: lab.bench), and finished runs absorbed per second."""
+"""The driver of big grids (`--driver`, issue 11): configurations planned per second, resuming a
+finished grid, reading a results directory of thousands of runs, finished runs absorbed per second,
+and the driver's memory as finished runs add up."""
 
 import contextlib
 import dataclasses
@@ -16,7 +18,7 @@ from lab.results import columns
 from lab.config.compose import grid
 from lab.run import run
 
-# The driver (issue 11): a grid of one group choice over many seeds, of runs that take milliseconds.
+# A grid of one group choice over many seeds, of runs that take milliseconds.
 DRIVER_GRID = ["algorithm=q_table", "opponent=random", "player=1", "episodes_per_update=10"]
 
 
@@ -49,8 +51,8 @@ def _with_column(table: pa.Table, name: str, value) -> pa.Table:
 
 
 def write_finished_runs(seeds: int, results_dir) -> None:
-    """The driver grid's runs, all finished, written straight into results_dir: the rows of one
-    real run under each run's id and seed (no checkpoints, which resuming does not read)."""
+    """The driver grid's runs, finished, in results_dir: one real run's rows under each run's id
+    and seed (no checkpoints, which resuming does not read)."""
     jobs = planned(*_driver_grid(seeds, results_dir))
     rows = results.arrow_table(run(jobs[0]).rows)
     for job in jobs:
@@ -66,10 +68,9 @@ def seconds_to_load(results_dir) -> float:
 
 
 def driver_max_rss_mb(runs: int, out, parallel: str = "auto") -> float:
-    """Peak RSS of the driver process (Ray's processes and forks apart) over a real sweep of
-    `runs` 200-iteration runs into `out` on 2 CPUs (evaluated once, so that the driver, not the runs, sets
-    the pace). Read from VmHWM: getrusage's ru_maxrss would count the memory of this process,
-    which forked it."""
+    """Peak RSS of the driver process (Ray's processes and forks apart) over a real sweep of `runs`
+    200-iteration runs evaluated once (the driver sets the pace) into `out` on 2 CPUs; from VmHWM, as
+    getrusage's ru_maxrss would count this process, which forked it."""
     prelude = ("import atexit, re\natexit.register(lambda: print('VmHWM', re.search(r'VmHWM:\\s*(\\d+)', "
                "open('/proc/self/status').read())[1]))")
     args = [*_driver_grid(runs, out, iterations=200), "eval_every=200", "hydra.launcher.num_cpus=2",
@@ -83,9 +84,8 @@ ABSORB_ROWS = 50
 
 
 def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
-    """`runs` jobs of the driver grid and a packed run for each, as workers hand them over: the
-    rows of one real run of ABSORB_ROWS iterations under each run's id, with its checkpoint or
-    without (packed before the clock: that is the workers' part)."""
+    """`runs` jobs of the driver grid and a packed run for each, as workers hand them over: one real
+    run's rows under each run's id, with its checkpoint or without."""
     with tempfile.TemporaryDirectory() as out:
         jobs = planned(*_driver_grid(runs, out, iterations=ABSORB_ROWS))
     model = results.pack([run(jobs[0])])[0]
@@ -98,10 +98,9 @@ def _packed_runs(runs: int, checkpoints: bool) -> tuple[list, list]:
 
 
 def runs_absorbed_per_second(jobs: list, packs: list, together: int, written: bool) -> float:
-    """Finished runs per second the driver's Store (lab.sweep.store) takes in: `together` runs
-    arriving at once (a batch of a worker, or every batch a cluster finished meanwhile), each
-    stored and indexed, progress reported. `written`: the workers stored them already (they
-    share results_dir), so the driver only records them; else it writes them (a group commit)."""
+    """Finished runs per second the driver's Store (lab.sweep.store) takes in, `together` arriving
+    at once (a worker's batch, or every batch a cluster finished meanwhile). `written`: the workers
+    stored them (a shared results_dir), the driver only records them; else it commits them."""
     # the sweep's driver (~0.1 s of start-up): only the sections that drive one
     from lab.sweep import Progress
     from lab.sweep.store import Store

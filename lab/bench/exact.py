@@ -1,5 +1,6 @@
-"""The exact section (`--exact`, issue 26; what it measures: lab.bench); the deterministic policy
-timed beside the fixed players is the lowest optimal cell's."""
+"""4x4 (3x3 with --quick) enumerated and solved (`--exact`, issue 26; lab.game.solver), then a
+policy's exact evaluation timed for each fixed player and for the lowest optimal cell's
+deterministic policy."""
 
 import resource
 import time

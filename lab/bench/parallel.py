@@ -1,4 +1,6 @@
-"""The parallel section (`--parallel`, issue 16; what it measures: lab.bench)."""
+"""Write-up 000's grid end to end from the shell (`--parallel`, issue 16) on 1 core and on all
+(where parallel=auto trains it, and on Ray), with the sweep's own utilisation and fixed cost, and
+the speed-up they predict for 16 cores."""
 
 import os
 import subprocess
@@ -8,7 +10,7 @@ import time
 
 from lab import results
 
-# Every core busy (issue 16): write-up 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
+# Every core busy: write-up 000's grid (one memory mode: 64 runs over 4 seeds), end to end.
 PARALLEL_GRID = ["+sweeps=writeup_mc_vfa", "memory=clear", "seed=range(0,4)"]
 
 

@@ -1,5 +1,6 @@
-"""The report section (`--report`, issue 24; what it measures: lab.bench); the runs written as one
-real run's rows each."""
+"""The end of a sweep over a finished 10,000-run grid of 2,500 configurations (`--report`, issue
+24): figures, summary and report, timed, and the report's size; the runs written as one real run's
+rows each."""
 
 import contextlib
 import io

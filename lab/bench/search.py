@@ -1,5 +1,5 @@
-"""The search section (`--search`, issue 22; what it measures: lab.bench), its plain Optuna search
-written over lab.run as a user would."""
+"""The docs' (docs/search.md) q_table search through the lab's sweeper (`--search`, issue 22)
+against the same search written with Optuna alone over lab.run, as a user would."""
 
 import multiprocessing
 import os

@@ -1,5 +1,5 @@
-"""The throughput section, in process (what it measures: lab.bench), with the time of an exact
-evaluation point and alphazero's time to never losing."""
+"""The throughput section, in process (lab.bench), with the time of an exact evaluation point and
+alphazero's time to never losing."""
 
 import contextlib
 import io
@@ -56,8 +56,8 @@ def training_episodes_per_second(overrides: list[str], seconds: float) -> float:
 
 
 def alphazero_seconds_to_never_losing() -> tuple[float, int]:
-    """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until
-    its agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
+    """Training seconds (exact evaluations excluded) of alphazero's defaults in self-play until its
+    agent first never loses as X or as O, and the iteration; (inf, -1) if it never does."""
     run_cfg, knobs = jobs.parse(compose("algorithm=alphazero", "opponent=self"))
     learner = agents.get("alphazero").Learner(knobs, run_cfg)
     seconds = 0.0
@@ -88,13 +88,9 @@ def evaluation_point_ms(overrides: list[str], iterations: int = 5, repeats: int 
 
 
 def sweep_seconds(workers: int, iterations: int) -> float:
-    """Wall time of a 16-run mc_vfa sweep on an embedded Ray with `workers` CPUs, after warm-up
-    runs have started the worker processes (Ray's start-up is the same for any grid).
-
-    A run of 1000 iterations (full mode, 100,000 games) takes about 1.5 s of training and exact
-    evaluations, against some 15 ms of result writing by the driver and less for scheduling, so
-    the speed-up measures the runs (the driver and Ray's own processes still share the 2 cores);
-    the 20 iterations of --quick only check that the sweep works."""
+    """Wall time of a 16-run mc_vfa sweep on an embedded Ray with `workers` CPUs, after warm-up runs
+    started the worker processes. A run of 1000 iterations takes about 1.5 s, against some 15 ms of
+    writing by the driver, so the speed-up measures the runs; --quick's 20 only check the sweep."""
     # Ray and the sweep's driver: only this measurement needs them (~0.4 s of start-up)
     import ray
     from lab import sweep

@@ -40,8 +40,8 @@ class ResultsError(RuntimeError):
 
 
 def arrow_table(rows: pd.DataFrame) -> pa.Table:
-    """The rows of a DataFrame in the schema (`table_of` of its records: pandas' own conversion
-    reads the timezone-aware columns through a call pandas deprecates)."""
+    """The rows of a DataFrame in the schema (pandas' own conversion reads the timezone-aware
+    columns through a call pandas deprecates)."""
     return table_of(rows.to_dict("records"))
 
 
@@ -81,8 +81,7 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 class Packed(typing.NamedTuple):
-    """A run ready to store (`pack`): its table in the schema, its Parquet bytes and checkpoint;
-    once stored (`commit`), the table alone, for the index."""
+    """A run ready to store (`pack`); once stored (`commit`), its table alone, for the index."""
 
     run_id: str
     table: pa.Table
@@ -96,7 +95,7 @@ class Packed(typing.NamedTuple):
 
     @property
     def status(self) -> str:
-        return _status(self.table)
+        return status_of(self.table["status"].to_pylist())
 
     @property
     def failed(self) -> bool:
@@ -125,8 +124,8 @@ def _unpickled(stream: pa.Buffer, run_id: str, *rest) -> Packed:
 
 
 def pack(ran: list) -> list[Packed]:
-    """RunResults (lab.run) packed for storing. Their rows become one table at once, each run's table
-    a slice of it: pyarrow's cost is per column, and a short run's own table cost five times as much."""
+    """RunResults (lab.run) packed for storing, each run's table a slice of one table of all their
+    rows: pyarrow's cost is per column, and a short run's own table cost five times as much."""
     table = table_of([row for result in ran for row in result.records])
     packs, start = [], 0
     for result in ran:
@@ -163,7 +162,7 @@ class Writer:
         self.part_rows = part_rows or PART_ROWS
 
     def record(self, written: list[Packed]) -> None:
-        """Add runs stored in results_dir (`commit`) to the index, as the class doc says."""
+        """Add runs stored in results_dir (`commit`) to the index."""
         for packed in written:
             self.waiting.append(packed.table)
             self.counts.append(packed.table.num_rows)
@@ -229,8 +228,8 @@ recursive or not (DuckDB's read_parquet('DIR/**/*.parquet')), never reads a row 
 
 
 def _write_part(folder: Path, tables: list[pa.Table]) -> None:
-    """One more part of an index, under a name no other writer uses; not flushed to the disk (a
-    part torn by a crash is read as damaged, and its runs from their files)."""
+    """One more part of an index, under a name of its own; not flushed to the disk (a part torn by
+    a crash is read as damaged, and its runs from their files)."""
     table = pa.concat_tables(tables, promote_options="permissive")  # not combined: the same file, one copy less
     write_atomic(folder / f"{uuid.uuid4().hex}{PART}", lambda f: pq.write_table(table, f))
 
@@ -291,9 +290,9 @@ class Stored(typing.NamedTuple):
 _STORED = ("run_id", "status", *columns.CODE)
 
 
-def _status(table: pa.Table) -> str:
-    """A run's status from its table's rows: 'failed', 'stopped' or 'finished'."""
-    seen = set(table["status"].to_pylist())
+def status_of(statuses) -> str:
+    """The status of a run from its rows' (or of a trial from its runs'): failed, stopped or finished."""
+    seen = set(statuses)
     return "failed" if "failed" in seen else "stopped" if "stopped" in seen else "finished"
 
 
@@ -313,7 +312,8 @@ def _stored_values(table: pa.Table) -> dict:
     """What resuming needs of a run's table (a run stored before provenance lacks columns.CODE;
     a table without a run id counts as failed)."""
     values = first_values(table, _STORED)
-    return {**values, "status": _status(table) if values["run_id"] is not None else "failed"}
+    status = status_of(table["status"].to_pylist()) if values["run_id"] is not None else "failed"
+    return {**values, "status": status}
 
 
 def _stored_row(path: Path) -> pa.Table:
@@ -324,11 +324,9 @@ def _stored_row(path: Path) -> pa.Table:
 
 
 def stored(results_dir, write_index: bool = False) -> dict[str, Stored]:
-    """run_id -> its Stored status and code for every run in results_dir.
-
-    Planning a sweep reads them and writes nothing (a dry run or a refused grid leaves the disk
-    as it was); the sweep's Writer adds the runs it saves to the index, `write_index` the ones
-    found here."""
+    """run_id -> its Stored status and code for every run in results_dir. Planning a sweep writes
+    nothing (a dry run or a refused grid leaves the disk as it was); `write_index` indexes the runs
+    found here, and the sweep's Writer the runs it saves."""
     table = _indexed(results_dir, "stored", _stored_row, write_index)
     if table is None:
         return {}
@@ -351,8 +349,8 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 
 
 def load(results_dir) -> pd.DataFrame:
-    """Every run in results_dir as one DataFrame, one row per (run, iteration); brings the
-    table's index up to date."""
+    """Every run in results_dir as one DataFrame, one row per (run, iteration); brings the index up
+    to date."""
     table = _indexed(results_dir, "table", read_run, write=True)
     if table is None:
         raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
@@ -360,8 +358,8 @@ def load(results_dir) -> pd.DataFrame:
 
 
 def read_runs(results_dir, run_ids) -> pd.DataFrame:
-    """Only these runs of results_dir (read from their files, one after another, not through the
-    index: a few runs of a big directory), as `load` gives them; runs without a file are left out."""
+    """Only these runs of results_dir (from their files, not through the index: a few runs of a big
+    directory), as `load` gives them; runs without a file are left out."""
     paths = [Path(results_dir) / f"{run_id}.parquet" for run_id in dict.fromkeys(run_ids)]
     tables = [read_run(path) for path in paths if path.exists()]
     if not tables:
@@ -370,8 +368,7 @@ def read_runs(results_dir, run_ids) -> pd.DataFrame:
 
 
 def runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per run of a loaded table (`load`): its last row, so its knobs, status, error,
-    final training rates, final exact evaluation and provenance."""
+    """One row per run of a loaded table (`load`): its last row."""
     return frame.sort_values(["run_id", "iteration"]).groupby("run_id", sort=False).tail(1) \
         .reset_index(drop=True)
 

@@ -28,8 +28,8 @@ from lab.search.trial import Trainer
 
 
 def identity(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -> dict:
-    """What a search searched, written into results_dir/_search (lab.results.search_record reads it):
-    resuming one there needs the same, but for where it is (WHERE) and how long it runs (LONGER)."""
+    """What a search searched (results_dir/_search/search.json): resuming one there needs the
+    same, but for where it is (WHERE) and how long it runs (LONGER)."""
     return json.loads(json.dumps({"base": {k: v for k, v in base.items() if k != "force"},
                                   "space": {k: vars(d) for k, d in dims.items()},
                                   "settings": dataclasses.asdict(settings)}, default=str))
@@ -72,7 +72,7 @@ def _value(part: dict, key: str) -> str:
 
 PART_ROWS = 1_250
 """A search's index parts (lab.results.Writer): smaller than a grid's, as its driver also holds
-the study (a 1,000-trial search's driver: about 295 MB, against 310 MB with a grid's parts)"""
+the study (a 1,000-trial search's driver: 295 MB, against 310 MB with a grid's parts)"""
 
 
 class Saver:
@@ -100,9 +100,9 @@ class Saver:
 
 def workers(settings: SearchSettings, base: dict, code: dict, interrupt: Interrupt, address=None,
             num_cpus=None, parallel="auto"):
-    """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray),
-    else forks of this process, one per core (at most max_concurrent), and this process once
-    every fork died; or this process itself (one core, or parallel=false)."""
+    """Where the trials train: Ray actors on a cluster joined (or parallel=true: a local Ray), else
+    forks, one per core (at most max_concurrent), then this process once every fork died; or this
+    process alone (one core, or parallel=false)."""
     if parallel is True or ray_connection.joins(address):
         ray_connection.connect(address, num_cpus)
         return RayActors((Trainer, (code,)), interrupt, most=settings.max_concurrent)
@@ -131,9 +131,8 @@ def describe(base: dict, dims: dict[str, Dimension], settings: SearchSettings) -
 
 def search(base: dict, dims: dict[str, Dimension], settings: SearchSettings, address=None, num_cpus=None,
            parallel="auto", after=None, hooks=None) -> int:
-    """Run the search (its space and settings validated) and write its outcome; the exit status.
-    `after(results_dir)` (the figures and the report, lab.sweep.draw_search) runs in a process
-    of its own once a configuration finished."""
+    """Run the search and write its outcome; the exit status. `after(results_dir)` (the figures and
+    the report) runs in a process of its own once a configuration finished."""
     started = time.perf_counter()
     results_dir = Path(jobs.check_settings(base)[0])
     folder = results_dir / results.SEARCH
@@ -198,9 +197,9 @@ def _apart(function, *arguments) -> None:
 
 
 def _resuming(folder: Path, ours: dict) -> bool | str | None:
-    """Whether results_dir holds this search already (to resume it), "finished" if it ended all
-    the trials asked for; None, and a line naming what differs, when it holds another one. Writes
-    what it searches (search_record.IDENTITY) where that is new or changed (its folder, num_samples)."""
+    """Whether results_dir holds this search already (to resume it), "finished" if it ended all the
+    trials asked for; None, and a line naming what differs, when it holds another one. Writes
+    search_record.IDENTITY where it is new or changed."""
     saved = search_record.record(folder.parent)
     differ = differences(saved, ours) if saved is not None else []
     if differ:
@@ -225,12 +224,12 @@ def _resuming(folder: Path, ours: dict) -> bool | str | None:
 
 
 def _trials(base, dims, settings: SearchSettings, pool, save, ended, folder: Path, resume: bool):
-    """What drives the trials: a scheduler's own population (PBT), or an Optuna study."""
     if SCHEDULERS[settings.scheduler].drives_population:
         return Evolve(base, dims, settings, pool, save, ended, folder)
     # Optuna (the search extra) once it drives the search: the Hydra plugin says when it is missing
     from lab.search.study import Optimize, open_study
 
     job = jobs.job(base)
-    study, store = open_study(settings, folder, resume, job.run.iterations, job.run.eval_every)
+    pruner = SCHEDULERS[settings.scheduler].pruner(settings, job.run.iterations, job.run.eval_every)
+    study, store = open_study(settings, folder, resume, pruner)
     return Optimize(study, store, base, dims, settings, pool, save, ended)

@@ -1,7 +1,6 @@
 """A search's outcome: what each configuration did, the best one as a config file ready to train
 again (results_dir/_search/best.yaml), and the record of its trials the analysis reads
-(results_dir/_search/trials.json, lab.results.search_record: what lab.analysis.search_figures draws).
-"""
+(results_dir/_search/trials.json, lab.results.search_record)."""
 
 import json
 import sys
@@ -49,9 +48,9 @@ def _episodes(base: dict, configuration: Configuration, seeds: int) -> int:
 
 def finish(configurations: list[Configuration], base: dict, settings: SearchSettings,
            results_dir: Path) -> int:
-    """Print how the search went (why trials failed, a line per reason) and its best
-    configuration, write best.yaml. The exit status: 0 when the search completed, failed trials
-    or not (a diverged network is an outcome); 1 when none finished or a worker died."""
+    """Print how the search went and its best configuration, write best.yaml. The exit status: 0
+    when the search completed, failed trials or not (a diverged network is an outcome); 1 when
+    none finished or a worker died."""
     counts = {s: sum(c.status == s for c in configurations) for s in ("finished", "stopped", "failed")}
     episodes = sum(_episodes(base, c, settings.seeds) for c in configurations)
     print(f"{plural(len(configurations), 'trial')}: {counts['finished']} finished, {counts['stopped']} stopped early, "
@@ -125,9 +124,8 @@ def records(configurations: list[Configuration], settings: SearchSettings) -> li
 
 
 def record(configurations: list[Configuration], settings: SearchSettings, results_dir: Path) -> None:
-    """results_dir/_search/trials.json, replaced whole: what the analysis reads (title and records),
-    encoded a record at a time: one string of a thousand trials' curves would raise the driver's peak
-    memory by a few times the file's size."""
+    """results_dir/_search/trials.json, replaced whole, encoded a record at a time: one string of a
+    thousand trials' curves would raise the driver's peak memory by a few times the file's size."""
     def write(f):
         f.write(b'{"title": ' + json.dumps(schedulers.title(settings)).encode() + b', "configurations": [')
         for i, trial in enumerate(records(configurations, settings)):

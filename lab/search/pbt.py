@@ -1,12 +1,10 @@
-"""Population-based training, synchronous, on the search's workers (lab.execution.workers).
-
-`num_samples` members, sampled at random in the space, train in generations of
-`perturbation_interval` iterations, each seed going on from its snapshot (lab.run.snapshot).
-Between generations the bottom quarter copies the state of a top-quarter member and perturbs its
-knobs (lab.search.space.Dimension.perturb). A member's runs are named by member and seed; their
-rows keep the knobs each iteration trained with and, in PBT_TRIAL, the member that trained it.
-The population is written to results_dir/_search/pbt/ after each generation: the same command
-resumes from there (the generation in progress trains again, to the same rows).
+"""Population-based training, synchronous, on the search's workers: `num_samples` members, sampled
+at random in the space, train in generations of `perturbation_interval` iterations, each seed going
+on from its snapshot. Between generations the bottom quarter copies the state of a top-quarter
+member and perturbs its knobs (Dimension.perturb). A member's rows keep the knobs each iteration
+trained with and, in PBT_TRIAL, the member that trained it. The population is written to
+results_dir/_search/pbt/ after each generation, from where the same command resumes (the generation
+in progress trains again, to the same rows).
 """
 
 import hashlib
@@ -57,20 +55,17 @@ class Member:
 
 
 class Evolve:
-    """The generations of a PBT search. `save(results)` stores runs as they end;
-    `progress(configuration, busy, running)` is called as each member's last generation ends."""
+    """The generations of a PBT search; `save` and `progress` as lab.search.study.Optimize's."""
 
     def __init__(self, base: dict, dims: dict[str, Dimension], settings: SearchSettings, pool, save, progress,
                  folder: Path):
         self.base, self.dims, self.settings = base, dims, settings
         self.pool, self.save, self.progress, self.folder = pool, save, progress, folder / FOLDER
-        self.workers: list[int] = []
-        """the pool's workers so far (every one idle between generations)"""
+        self.workers: list[int] = []  # the pool's workers so far (every one idle between generations)
         job = jobs.job(base)
         self.iterations, self.step = job.run.iterations, interval(settings, job.run.iterations, job.run.eval_every)
 
     def run(self) -> None:
-        """Train the population to its end."""
         generation, members, snapshots = self._load() or (0, self._sample(), {})
         ends = list(range(self.step, self.iterations, self.step)) + [self.iterations]
         for until in ends[generation:-1]:
@@ -91,15 +86,14 @@ class Evolve:
         """Nothing waits to be written: a PBT search saves its runs as they end."""
 
     def configurations(self) -> list[Configuration]:
-        """The population as it ended, for lab.search.outcome."""
         return [self._configuration(m) for m in self._load()[1]]
 
     def _configuration(self, m: Member) -> Configuration:
         return Configuration(f"member {m.name}", m.params, m.status, m.curve, self.runs(m), m.error, m.lost)
 
     def runs(self, member: Member) -> list[str]:
-        """Its runs' ids, one per seed: its knobs change as it trains, so a run is named by the search's
-        base configuration (where it trains), the search's seed, its member and its seed."""
+        """Its runs' ids, one per seed: its knobs change as it trains, so a run is named by the
+        search's base configuration, the search's seed, its member and its seed."""
         base = {k: v for k, v in jobs.job(self.base).identity().items() if k != "seed"}
         named = ({"base": base, "search_seed": self.settings.seed, "member": member.name, "seed": seed}
                  for seed in range(self.settings.seeds))
@@ -118,9 +112,11 @@ class Evolve:
     def _generation(self, members: list[Member], snapshots: dict, until: int) -> dict:
         """Every living member trained to `until`; their new snapshots."""
         waiting = [i for i, m in enumerate(members) if m.status == "training"]
-        self.workers += self.pool.grow()
         idle, busy, after = list(self.workers), {}, {}
         while waiting or busy:
+            grown = self.pool.grow()
+            self.workers += grown
+            idle += grown
             while idle and waiting:
                 index = waiting.pop(0)
                 member = members[index]
@@ -128,9 +124,6 @@ class Evolve:
                 task = Task(index, self._jobs(member), self.settings.objective, until=until,
                             member=member.name, starts=snapshots.get(member.name))
                 self.pool.send(idle.pop(0), ("start", task))
-            grown = self.pool.grow()
-            self.workers += grown
-            idle += grown
             for worker, done in self.pool.answers_ready(timeout=1.0):
                 member = members[busy.pop(worker)]
                 if isinstance(done, Lost):  # the worker is not used again; the member failed
@@ -148,7 +141,7 @@ class Evolve:
         return after
 
     def _lost(self, member: Member, error: str, running: int) -> None:
-        """A member whose worker died: its runs saved failed (the next search trains them again)."""
+        """A member whose worker died: its runs saved as failed (the next search trains them again)."""
         self.save(lost_runs(self._jobs(member), error))
         member.status, member.error, member.lost = "failed", error, True
         self.progress(self._configuration(member), 0.0, running)

@@ -1,14 +1,10 @@
-"""The search's samplers (`hydra.sweeper.search`) by name: how a trial's configuration is drawn.
-lab.search.study builds one for every trial, seeded by the search's seed and the trial's number.
-Adding a sampler means writing its entry here."""
+"""The search's samplers (`hydra.sweeper.search`) by name: how a trial's configuration is drawn
+(lab.search.study.sampler). Adding a sampler means writing its entry here."""
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Sampler:
-    """One search sampler as the lab sees it."""
-
+class Sampler(NamedTuple):
     name: str
     """the value of hydra.sweeper.search"""
     description: str

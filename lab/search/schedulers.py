@@ -1,8 +1,7 @@
 """The search's schedulers (`hydra.sweeper.scheduler`) by name: what stops a configuration early.
-An entry builds its Optuna pruner from the search's SearchSettings and its runs' iterations and
-eval_every, and names the evaluation points where that pruner may decide; pbt, which drives its
-own population (lab.search.pbt), has none. Adding a scheduler means writing its entry here: the
-rest of the lab reads SCHEDULERS. Optuna (the search extra) is imported only to build a pruner."""
+An entry builds its Optuna pruner and names the evaluation points where it may decide; pbt drives
+its own population (lab.search.pbt). Adding a scheduler means writing its entry here. Optuna (the
+search extra) is imported only to build a pruner."""
 
 import warnings
 from dataclasses import dataclass
@@ -15,9 +14,9 @@ def grace_period(settings, iterations: int, eval_every: int) -> int:
 
 
 def rungs(settings, iterations: int, eval_every: int) -> tuple:
-    """The first evaluation point at or after each rung of successive halving (every bracket's,
-    for Hyperband), at grace_period x reduction_factor^k iterations, but the last. Sent only
-    these, the pruner decides as seeing every one."""
+    """The first evaluation point at or after each rung of successive halving (every bracket's, for
+    Hyperband), at grace_period x reduction_factor^k iterations, but the last: sent only these, the
+    pruner decides as seeing every one."""
     points, step = set(), grace_period(settings, iterations, eval_every)
     while step < iterations:
         points.add(min(-(-step // eval_every) * eval_every, iterations))
@@ -27,8 +26,6 @@ def rungs(settings, iterations: int, eval_every: int) -> tuple:
 
 @dataclass(frozen=True)
 class Scheduler:
-    """One search scheduler as the lab sees it."""
-
     name: str
     """the value of hydra.sweeper.scheduler"""
     description: str
@@ -36,8 +33,7 @@ class Scheduler:
     pruner: Callable | None
     """(settings, iterations, eval_every) -> its Optuna pruner; None: it drives its own population"""
     decisions: Callable = lambda settings, iterations, eval_every: ()
-    """(settings, iterations, eval_every) -> the evaluation points where its pruner may decide (where
-    a trial waits for the driver's go on or stop); by default none"""
+    """(settings, iterations, eval_every) -> the evaluation points where its pruner may decide"""
 
     @property
     def drives_population(self) -> bool:
@@ -92,8 +88,7 @@ SCHEDULERS = {s.name: s for s in (
 
 
 def title(settings) -> str:
-    """How a search is driven, in words (its dry run, its figure, its report): its sampler and
-    scheduler, or what drives the population."""
+    """How a search is driven, in words (its dry run, its figure, its report)."""
     scheduler = SCHEDULERS[settings.scheduler]
     if scheduler.drives_population:  # no sampler: it samples its population itself
         return scheduler.description

@@ -1,9 +1,7 @@
 """A search driven by Optuna in this process: ask a configuration, train it on its seeds where a
-worker is free (lab.execution.workers), report its aggregated objective where the pruner may
-decide (its scheduler's `decisions`: lab.search.schedulers) and answer go on or stop, tell the
-study how it ended. The study lives in Optuna's storage (`optuna-dashboard` opens it), from which
-the same command resumes a search: the trials left running train again under the same trial, and
-each trial's sampler (`sampler`) asks what the uninterrupted search would have.
+worker is free, report its objective where the pruner may decide and answer go on or stop, tell
+the study how it ended. The same command resumes a search from Optuna's storage: the trials left
+running train again, and each trial's `sampler` asks what the uninterrupted search would have.
 """
 
 from pathlib import Path
@@ -31,8 +29,8 @@ JOURNAL = "optuna-journal.log"
 
 
 class Store:
-    """The search's Optuna storage: by default a journal file in results_dir/_search (Buffered),
-    else the database at hydra.sweeper.storage, where each search is named after its results_dir."""
+    """The search's Optuna storage: a journal file in results_dir/_search (Buffered), or the
+    database at hydra.sweeper.storage, where each search is named after its results_dir."""
 
     def __init__(self, settings: SearchSettings, folder: Path):
         if settings.storage is None:
@@ -43,7 +41,6 @@ class Store:
             self.storage, self.name = optuna.storages.RDBStorage(settings.storage), f"{STUDY}:{folder.parent.resolve()}"
 
     def flush(self) -> None:
-        """Write what waits in memory (a Buffered journal's new logs) to the file."""
         if self.backend is not None:
             self.backend.flush()
 
@@ -74,19 +71,15 @@ class Buffered(BaseJournalBackend):
 
 
 def load(results_dir, storage: str | None = None):
-    """The Optuna study of the search in results_dir (its storage: hydra.sweeper.storage, if it
-    was given), to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = Store(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH)
-    return optuna.load_study(study_name=store.name, storage=store.storage)
+    """The Optuna study of the search in results_dir (in hydra.sweeper.storage, if it was given),
+    to read in a notebook: `lab.search.study.load(DIR).trials_dataframe()`."""
+    return open_study(SearchSettings(storage=storage), Path(results_dir) / results.SEARCH, resume=True)[0]
 
 
-def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations: int, eval_every: int):
-    """The search's study, created or loaded to resume it, and its Store (Optimize gives each
-    trial its `sampler`)."""
+def open_study(settings: SearchSettings, folder: Path, resume: bool, pruner=None):
+    """The search's study (deciding with `pruner`), created or loaded to resume it, and its Store."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lab says what happened
     store = Store(settings, folder)
-    pruner = SCHEDULERS[settings.scheduler].pruner(settings, iterations, eval_every)
     if resume:
         study = optuna.load_study(study_name=store.name, storage=store.storage, pruner=pruner)
     else:
@@ -97,15 +90,13 @@ def open_study(settings: SearchSettings, folder: Path, resume: bool, iterations:
 
 
 def sampler(settings: SearchSettings, number: int):
-    """The sampler `search` (lab.search.samplers) of trial `number`, seeded by (the search's seed,
-    the number): what a trial is asked does not depend on how many trials this process asked
-    before, so a resumed search asks what the uninterrupted one would have."""
+    """Trial `number`'s sampler, seeded by the search's seed and the number: what a trial is asked
+    does not depend on how many this process asked before, so a resumed search asks the same."""
     seed = int(np.random.SeedSequence([settings.seed, number]).generate_state(1)[0])
     return getattr(optuna.samplers, SAMPLERS[settings.search].optuna)(seed=seed)
 
 
 def distribution(dim: Dimension):
-    """A dimension as an Optuna distribution."""
     if dim.kind == "choice":
         return CategoricalDistribution(dim.values)
     if dim.integer:
@@ -115,12 +106,9 @@ def distribution(dim: Dimension):
 
 class Optimize:
     """The ask/tell loop: trials until the study holds num_samples of them, on `pool`'s workers.
-    `save(runs)` stores a trial's runs; `progress(configuration, busy, running)` is called as each
-    ends (busy: the seconds a worker trained it).
-
-    A worker that ends a trial gets the next one (asked knowing that end) before the ended trial's
-    runs are written, which takes longer than most fast trials; the study's storage is written
-    only after the runs, so a trial it holds as ended has its runs in results_dir."""
+    `save(runs)` stores a trial's runs; `progress(configuration, busy, running)` hears of each end.
+    A worker that ends a trial gets the next one before the ended trial's runs are written (slower
+    than most fast trials); the storage is written after the runs, so an ended trial has its runs."""
 
     def __init__(self, study, store: Store, base: dict, dims: dict[str, Dimension], settings: SearchSettings,
                  pool, save, progress):
@@ -129,13 +117,10 @@ class Optimize:
         self.distributions = {key: distribution(dim) for key, dim in dims.items()}
         run = jobs.job(base).run
         self.asks_at = SCHEDULERS[settings.scheduler].decisions(settings, run.iterations, run.eval_every)
-        self.flights: dict[int, tuple] = {}
-        """each busy worker's (optuna.trial.Trial, Task)"""
-        self.unsaved: list = []
-        """the runs of trials that ended and are not written yet"""
+        self.flights: dict[int, tuple] = {}  # each busy worker's (optuna.trial.Trial, Task)
+        self.unsaved: list = []  # the runs of ended trials, not written yet
 
     def run(self) -> None:
-        """Train the study's trials up to num_samples."""
         trials = self.study.get_trials(deepcopy=False)
         again = [t.number for t in trials if t.state == TrialState.RUNNING]  # left by an interruption
         asked, idle = len(trials), []

@@ -1,7 +1,7 @@
 """What a search's worker does (in a fork of the driver, a Ray actor, or the driver itself):
 train one trial, a configuration on its seeds, in turn between evaluation points, each run on its
-own kernel random stream (so its rows are the ones it trains alone). Where the pruner may decide
-it sends the driver a Point (one objective per seed) and waits for go on or stop.
+own kernel random stream (so its rows are the ones it trains alone); where the pruner may decide,
+send the driver a Point and wait for go on or stop.
 """
 
 import time
@@ -13,7 +13,7 @@ from lab.evaluation import evaluate
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.config import jobs
 from lab.config.jobs import Job
-from lab.results import Packed, pack
+from lab.results import Packed, pack, status_of
 from lab.run import Training, lost
 
 PBT_TRIAL = "pbt_trial"
@@ -34,7 +34,7 @@ def seed_jobs(base: dict, params: dict, seeds: int) -> list[Job]:
 
 
 def lost_runs(seeded: list[Job], error: str) -> list[Packed]:
-    """The runs of a trial whose worker died, failed with `error` (the next search trains them again)."""
+    """The runs of a trial whose worker died, failed with `error`."""
     return pack([lost(job, RuntimeError(error)) for job in seeded])
 
 
@@ -47,8 +47,7 @@ class Task:
     opponent: str
     """the objective's opponent (lab.search.settings.OBJECTIVES)"""
     asks_at: tuple = ()
-    """the iterations (evaluation points) at which to send the trial's Point to the driver and
-    wait for its go on or stop: where its pruner may decide"""
+    """the evaluation points where its pruner may decide: a Point to the driver, then wait"""
     starts: list[bytes] | None = None
     """PBT: each run's snapshot (lab.run.snapshot) to go on from"""
     until: int | None = None
@@ -72,8 +71,7 @@ class Done:
     curve: list[tuple[int, list[float]]]
     """every evaluation point trained by this task: (iteration, the objective of each seed)"""
     results: list[Packed] = field(default_factory=list)
-    """the runs, once they ended (finished, stopped or failed), packed here (lab.results.pack):
-    the driver only writes them"""
+    """the runs, once they ended, packed here (lab.results.pack): the driver only writes them"""
     snapshots: list[bytes] | None = None
     """PBT: the runs' training states at `until`"""
     busy: float = 0.0
@@ -81,15 +79,14 @@ class Done:
 
     @property
     def status(self) -> str:
-        statuses = {result.status for result in self.results}
-        return "failed" if "failed" in statuses else "stopped" if "stopped" in statuses else "finished"
+        return status_of(result.status for result in self.results)
 
 
 class Trainer:
     """Trains one trial at a time (`start`, then `advance` at every Point it returns)."""
 
     def __init__(self, code: dict, check=lambda: None):
-        self.code, self.check = code, check  # raises KeyboardInterrupt if Ctrl-C came (lab.execution.workers)
+        self.code, self.check = code, check  # check: raises KeyboardInterrupt if Ctrl-C came
         self.task: Task | None = None
 
     def start(self, task: Task) -> Point | Done:
