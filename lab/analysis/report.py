@@ -68,11 +68,9 @@ PER_OPPONENT = ("score", "win", "draw", "loss")
 
 
 def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """The finished runs of a table (summary.table), their training points in each seat they
-    played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
-    evaluation points (lab.results.evaluations, with win - loss per opponent) and the curves' kinds
-    there: `random` (win - loss), `random_win`, ..., and the agent's own measures where the results
-    have them (exact on 3x3)."""
+    """The finished runs of a table (summary.table), their training points in each seat they played
+    (`train`: the agent's win rate there), their evaluation points (with win - loss per opponent) and
+    the curves' kinds there: `random` (win - loss), `random_win`, ..., the agent's own measures."""
     named = summary.table(frame)
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
@@ -101,11 +99,9 @@ TRAINING = ("train", "train_seconds")
 
 
 def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
-    """{"train": TRAINING, "eval": the kinds of curve_points}, and {(algorithm, seat, config): its runs
-    (id, seed and {source: [episodes, *its columns' values]}, null where a run has no such curve),
-    their checkpoints' folder and command} of curve_points' runs. Positional, not by name: a
-    3,000-run report would spend a megabyte on the names. `folders`: the results_dirs by label
-    (summary.FOLDER's values)."""
+    """{"train": TRAINING, "eval": curve_points' kinds}, and {(algorithm, seat, config): its runs (id,
+    seed and {source: [episodes, *the columns' values, null where none]}), checkpoints' folder and
+    command}. Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
     named, training, exact, kinds = points
     columns = {"train": list(TRAINING), "eval": kinds}
     numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
