@@ -348,15 +348,14 @@ def together(results_dirs: list) -> pd.DataFrame:
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
-    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file); its path. `frame`
-    and `compared` (summary.comparisons of it) spare computing them again."""
-    frame = results.load(results_dir) if frame is None else frame
-    out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
-    return _write(frame, compared, [results_dir], out)
-
-
-def _write(frame: pd.DataFrame, compared, results_dirs: list, out: Path) -> Path:
+    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) of a results_dir, or
+    of a list of them on one page (`together`); its path. `frame` and `compared`
+    (summary.comparisons of it) spare computing them again."""
+    results_dirs = results_dir if isinstance(results_dir, list) else [results_dir]
+    if frame is None:
+        frame = together(results_dirs) if len(results_dirs) > 1 else results.load(results_dirs[0])
     frame = frame if "config" in frame else summary.name_configurations(frame)
+    out = Path(out) if out else Path(results_dirs[0]) / REPORT / "index.html"
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is None or compared[0].empty:
         raise ValueError(f"no finished run with an exact evaluation in {' or '.join(map(str, results_dirs))}: "
@@ -434,8 +433,7 @@ def main() -> None:
             raise ValueError(EXTRA_NOTE)
         if args.out:
             require_writable(Path(args.out).absolute().parent, "--out's folder")
-        path = (write_report(args.results_dirs[0], args.out) if len(args.results_dirs) == 1
-                else _write(together(args.results_dirs), None, args.results_dirs, Path(args.out)))
+        path = write_report(args.results_dirs, args.out)
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
