@@ -1,14 +1,9 @@
-"""How sure a comparison of configurations can be, from their seeds (docs/analysis.md).
-
-The estimators are rliable's (Agarwal et al., "Deep RL at the edge of the statistical precipice",
-NeurIPS 2021): the mean and the interquartile mean (IQM; the mean below 4 seeds); 95%
-percentile-bootstrap intervals, stratified (each configuration's seeds resampled on their own); and
-the probability of improvement P(X > Y), ties counted half, averaged over matched pairs. scipy
-resamples (the `report` extra, imported where used: the lab imports without it). rliable itself is
-not used: 1.2.0 installs 510 MB, its arch 7.2.0 fails to import beside pandas 3.1, and it resamples
-one score matrix at a time where the lab needs thousands of intervals in one array. A percentile
-interval only spans values the seeds took (it undercovers below about 10 seeds); `seeds_needed`
-says how many a difference needs.
+"""How sure a comparison of configurations can be, from their seeds (docs/analysis.md says why not
+rliable itself, whose estimators these are): the mean and the interquartile mean (IQM); 95%
+percentile-bootstrap intervals, stratified (each configuration's seeds resampled on their own); the
+probability of improvement P(X > Y), ties counted half, averaged over matched pairs. scipy resamples
+(the `report` extra, imported where used: the lab imports without it); rliable resamples one score
+matrix at a time where the lab needs thousands of intervals in one array.
 
 On boards evaluated by games `by_games` (and `pooled`, `probability_of_improvement` given `games`)
 also resamples each seed's games; one run's share of its games gets the Wilson score interval (it
@@ -22,9 +17,8 @@ import numpy as np
 CONFIDENCE = 0.95
 PERCENTILES = [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2]
 RESAMPLES = (2_000, 20_000)
-"""Bootstrap resamples, fewest and most, as many as keep a call within RESAMPLED numbers: 20,000
-keep a few seeds' percentile end within 0.1 points of probability of the exact one; a big grid's
-2,000 move an end by about 0.05 of the mean's standard error between two draws."""
+"""Bootstrap resamples, fewest and most, as many as keep a call within RESAMPLED numbers (20,000
+keep a few seeds' percentile end within 0.1 points of the exact one)."""
 RESAMPLED = 20_000_000
 SEED = 0
 """The resampling's random stream: the same table gives the same intervals."""
@@ -70,13 +64,13 @@ def intervals(values, statistic: str = "mean") -> tuple[np.ndarray, np.ndarray, 
         return point, np.full_like(point, np.nan), np.full_like(point, np.nan)
     # One call for every row: scipy draws each resample's seeds once for all rows, which leaves
     # each row's interval a plain bootstrap of that row.
-    low, high = _bootstrap((values,), STATISTICS[statistic], axis=-1)
-    return point, _within(low, point), _within(high, point)
+    ends = _bootstrap((values,), STATISTICS[statistic], axis=-1)
+    return point, *_within(ends, point)
 
 
-def _within(end, point):
-    """A bootstrap end of equal resamples is the point (scipy may return nan)."""
-    return np.where(np.isnan(end), point, end)
+def _within(ends, point) -> tuple:
+    """The bootstrap ends, each the point where the resamples were all equal (scipy gives nan)."""
+    return tuple(np.where(np.isnan(end), point, end) for end in ends)
 
 
 def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
@@ -98,9 +92,8 @@ def _resampled(strata: list[np.ndarray], statistic, games: list | None = None):
         shape = np.broadcast_shapes(*(s.shape[:-1] for s in resampled))
         return statistic(*(np.broadcast_to(s, shape + s.shape[-1:]) for s in resampled), axis=axis)
 
-    ends = _bootstrap(strata, broadcast, paired=False)
-    low, high = (float(_within(end, point)) for end in ends)
-    return point, low, high
+    low, high = _within(_bootstrap(strata, broadcast, paired=False), point)
+    return point, float(low), float(high)
 
 
 def pooled(strata: list, statistic: str = "iqm", games: list | None = None) -> tuple[float, float, float]:
@@ -145,14 +138,11 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
     points = {m: STATISTICS[statistic](v, axis=-1)
               for m, v in zip(("score", "win", "loss"), (shares[0] - shares[2], shares[0], shares[2]))}
     ends = {m: np.full((2, rows), np.nan) for m in points}
-    if seeds < 2:
-        return {m: (points[m], *ends[m]) for m in points}
     rng = np.random.default_rng(SEED)
     chunk = max(1, 8_000_000 // (GAMES_RESAMPLES * seeds))  # rows per pass: about 200 MB of draws
-    for start in range(0, rows, chunk):
+    for start in range(0, rows if seeds > 1 else 0, chunk):  # one seed: NaN ends
         part = slice(start, min(rows, start + chunk))
-        resampled = _games_resample(rng, shares[:, part], games[part])
-        for measure, values in resampled.items():
+        for measure, values in _games_resample(rng, shares[:, part], games[part]).items():
             estimates = STATISTICS[statistic](values, axis=-1)
             ends[measure][:, part] = np.percentile(estimates, PERCENTILES, axis=0)
     return {m: (points[m], *ends[m]) for m in points}
@@ -215,8 +205,7 @@ POWER = 0.8
 
 def seeds_needed(difference: float, sd: float) -> float:
     """Seeds per configuration for means `difference` apart, seeds spread by `sd`, to differ at the 95%
-    level POWER of the time (two-sample, normal): 2 (z_0.975 + z_0.8)^2 sd^2 / difference^2, at least
-    2; inf for equal means."""
+    level POWER of the time (two-sample, normal), at least 2; inf for equal means."""
     if difference == 0:
         return float("inf")
     z = Z + NormalDist().inv_cdf(POWER)

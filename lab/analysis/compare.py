@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from lab import stats
+from lab.cli import plural
 from lab.evaluation import evaluate
 
 GROUP = ["algorithm", "seat", "evaluated_vs"]
@@ -37,7 +38,7 @@ def _seed_matrix(final: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
 
 def _with_intervals(table: pd.DataFrame, final: pd.DataFrame, games: tuple | None) -> None:
     """Add `<measure>_<mean|iqm>` and their `_low` / `_high` columns, the rows of equal seed counts
-    bootstrapped in one call per statistic; rows evaluated by games (`games`: the _games_matrices)
+    bootstrapped in one call per statistic; rows evaluated by games (`games`: GAMES' seed matrices)
     get stats.by_games's intervals instead, the games' noise added to the seeds'."""
     matrices, counts = zip(*(_seed_matrix(final, measure) for measure in MEASURES))
     matrix, counts = np.vstack(matrices), np.concatenate(counts)
@@ -77,7 +78,8 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     table = table.join(grouped[[k for k in knobs if k in final and k not in CONFIG]].first()
                        .reset_index(drop=True))
     table["best_run"] = final.loc[grouped["score"].idxmax(), "run_id"].to_numpy()
-    games = _games_matrices(final)
+    games = (tuple(_seed_matrix(final, m)[0] for m in GAMES)  # where some run was evaluated by games
+             if "games" in final and final["games"].notna().any() else None)
     _with_intervals(table, final, games)
     scores, counts = _seed_matrix(final, "score")
     table = table.sort_values([*GROUP, "score_mean", "win_mean", "episodes"],
@@ -95,13 +97,6 @@ def configurations(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
                 table.loc[row, IMPROVEMENT] = stats.probability_of_improvement(
                     [best], [scores[row, :counts[row]]], by_games)
     return table.reset_index(drop=True)
-
-
-def _games_matrices(final: pd.DataFrame) -> tuple | None:
-    """The seed matrices of win, draw, loss and games, if any run was evaluated by games."""
-    if "games" not in final or final["games"].isna().all():
-        return None
-    return tuple(_seed_matrix(final, m)[0] for m in GAMES)
 
 
 ONE_SEED = "1 seed: run `seed=0,1,2,...` for an interval"
@@ -219,7 +214,9 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
     for key, group in final.groupby(GROUP, sort=True):
         configs = group.groupby("config").first()
         seeds = group.groupby("config")["score"].agg(lambda s: s.to_numpy(float))
-        games = _games_of(group)
+        # each configuration's seeds' (win, draw, loss, games) where every run was evaluated by games
+        games = None if "games" not in group or group["games"].isna().any() else {
+            c: tuple(runs[m].to_numpy(float) for m in GAMES) for c, runs in group.groupby("config")}
         every = factors(configs, knobs)
         for factor in every:
             values = factor_values(configs, factor)
@@ -244,14 +241,6 @@ def knob_effects(final: pd.DataFrame, knobs: list[str]) -> pd.DataFrame:
                 rows.append({**row, "rank": rank, "pairs": len(pairs), "improvement": p[0],
                              "improvement_low": p[1], "improvement_high": p[2]})
     return pd.DataFrame(rows)
-
-
-def _games_of(group: pd.DataFrame) -> dict | None:
-    """config -> its seeds' (win, draw, loss, games) if every run of the group was evaluated by games."""
-    if "games" not in group or group["games"].isna().any():
-        return None
-    return {c: tuple(rows[m].to_numpy(float) for m in GAMES)
-            for c, rows in group.groupby("config")}
 
 
 def knob_sentence(effect: pd.DataFrame, seeds: int) -> str:
@@ -280,7 +269,7 @@ def _improvement_cell(row) -> str:
     """knobs' P(best value > this) cell: with its interval, or saying why it has none."""
     if not row["pairs"]:
         return ""
-    pairs = f"{row['pairs']} pair{'s' * (row['pairs'] != 1)}"
+    pairs = plural(row["pairs"], "pair")
     if pd.isna(row["improvement_low"]):
         return f"{row['improvement']:.2f}, no interval ({pairs} with 1 seed)"
     return f"{improvement_text(row)} ({pairs})"
@@ -315,7 +304,7 @@ def markdown(configs: pd.DataFrame, effects: pd.DataFrame) -> str:
         algorithm, seat, vs = key[-3:]
         game = f"{key[0]}: " if len(key) > len(GROUP) else ""
         lines += ["", f"### {game}{algorithm}, agent as {evaluate.SEATS[seat]}, evaluated against {evaluate.OPPONENT_TITLES[vs]} "
-                      f"{measured(ranked)}: {len(ranked)} configuration{'s' * (len(ranked) > 1)}", ""]
+                      f"{measured(ranked)}: {plural(len(ranked), 'configuration')}", ""]
         rows = [[str(r["rank"]), r["config"], str(r["seeds"]),
                  interval_text(r["score_mean"], r["score_mean_low"], r["score_mean_high"]),
                  interval_text(r["score_iqm"], r["score_iqm_low"], r["score_iqm_high"]),

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lab import agents, cli, results
+from lab import cli, results
+from lab.analysis import summary
 from lab.results import columns
 from lab.cli import fail, first_line, one_line, plural, results_dir_argument
-from lab.knobs import RUN_KEYS
 
 TARGETS = ("mlflow", "tensorboard")
 MLFLOW, TENSORBOARD = "_mlflow", "_tensorboard"
@@ -51,8 +51,7 @@ STATUS = {"finished": "FINISHED", "failed": "FAILED", "stopped": "KILLED"}
 
 def knobs(row: pd.Series) -> dict:
     """The knobs of a run (one of its rows) that it sets: plain Python values, nulls left out."""
-    names = RUN_KEYS + agents.knob_names()
-    return {k: _python_value(row[k]) for k in names if k in row.index and not pd.isna(row[k])}
+    return {k: _python_value(row[k]) for k in summary.knob_columns(row) if not pd.isna(row[k])}
 
 
 def metrics(rows: pd.DataFrame) -> list[tuple[str, float, int]]:
@@ -88,12 +87,6 @@ def records(results_dir: Path) -> list[tuple[pd.Timestamp, Path, dict]]:
     return sorted(out, key=lambda r: r[0])
 
 
-def sweep_of(started: pd.Timestamp, sweeps: list) -> Path | None:
-    """The record of the sweep that trained a run started at `started`: the last one written
-    before it (a record is written just before its sweep trains); None before any record."""
-    return next((path for when, path, _ in reversed(sweeps) if when <= started), None)
-
-
 # ---- MLflow -------------------------------------------------------------------------------------
 
 
@@ -102,14 +95,11 @@ class MlflowStore:
     RESULTS_DIR/_mlflow), the runs exported there before, and a parent run per sweep record."""
 
     def __init__(self, results_dir: Path, uri: str | None = None, experiment: str | None = None):
-        from mlflow.tracking import MlflowClient  # the tracking extra, optional (~1 s): only an export
-
         folder = results_dir / MLFLOW
         if uri is None:
             folder.mkdir(parents=True, exist_ok=True)
             uri = f"sqlite:///{folder / 'mlflow.db'}"
-        _quick_sqlite()
-        self.results_dir, self.uri, self.client = results_dir, uri, MlflowClient(tracking_uri=uri)
+        self.results_dir, self.uri, self.client = results_dir, uri, _client(uri)
         name = experiment or results_dir.name
         found = self.client.get_experiment_by_name(name)
         self.experiment_id = found.experiment_id if found else self.client.create_experiment(
@@ -143,13 +133,10 @@ PER_WORKER = 200
 
 def _export_chunk(args) -> int:
     """`_export_runs` in a worker process of its own: its own client and share of the table."""
-    from mlflow.tracking import MlflowClient  # the tracking extra, optional (~1 s): only an export
-
     results_dir, uri, experiment_id, run_ids, parents = args
-    _quick_sqlite()
     table = results.load(results_dir)
-    return _export_runs(MlflowClient(tracking_uri=uri), results_dir, experiment_id,
-                        table[table["run_id"].isin(run_ids)], parents)
+    return _export_runs(_client(uri), results_dir, experiment_id, table[table["run_id"].isin(run_ids)],
+                        parents)
 
 
 def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFrame, parents: dict) -> int:
@@ -163,9 +150,10 @@ def _export_runs(client, results_dir: Path, experiment_id: str, table: pd.DataFr
         first = rows.iloc[0]
         tags = {RUN_ID_TAG: run_id,
                 **{k: str(_python_value(first[k])) for k in TAGS if k in rows and not pd.isna(first[k])}}
-        parent = sweep_of(first["started_utc"], sweeps) if "started_utc" in rows else None
-        if parent is not None:
-            tags["mlflow.parentRunId"] = parents[parent.name]
+        # its sweep's record: the last one written before it started (just before its sweep trained)
+        before = [path for when, path, _ in sweeps if "started_utc" in rows and when <= first["started_utc"]]
+        if before:
+            tags["mlflow.parentRunId"] = parents[before[-1].name]
         started = _millis(first.get("started_utc"))
         run = client.create_run(experiment_id, start_time=started, tags=tags,
                                 run_name=f"{first['algorithm']}-{run_id}")
@@ -214,15 +202,18 @@ def _known(client, experiment_id) -> dict[str, str]:
             return known
 
 
-def _quick_sqlite() -> None:
-    """SQLite stores without a sync to disk at every commit (MLflow commits a few times per run):
-    an export is written again by running it again, so what a crash could lose is never lost."""
-    # MLflow's, with the tracking extra: only an export to MLflow's SQLite store
+def _client(uri: str):
+    """An MLflow client of the store at `uri`; SQLite stores without a sync to disk at every commit
+    (MLflow commits a few times per run): an export is written again by running it again, so what a
+    crash could lose is never lost."""
+    # the tracking extra (MLflow and its SQLAlchemy), optional (~1 s): only an export
+    from mlflow.tracking import MlflowClient
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
     if not event.contains(Engine, "connect", _unsynced):
         event.listen(Engine, "connect", _unsynced)
+    return MlflowClient(tracking_uri=uri)
 
 
 def _unsynced(connection, _record) -> None:

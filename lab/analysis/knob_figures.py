@@ -200,7 +200,7 @@ def parallel_figure(configs: pd.DataFrame, out_dir: Path, scales: dict | None = 
         ticks.append((f"win - loss vs {evaluate.OPPONENT_TITLES[vs]}", [(0, f"{score.min():.3f}"), (1, f"{score.max():.3f}")]))
         fig, ax = plt.subplots(figsize=(max(9, 2 + 2.2 * len(columns)), 5), layout="constrained")
         lines = np.stack([np.tile(np.arange(len(columns)), (len(group), 1)), np.column_stack(columns)], axis=-1)
-        colours = plt.get_cmap("viridis")((score - score.min()) / (np.ptp(score) or 1))
+        colours = plt.get_cmap("viridis")(columns[-1])
         ax.add_collection(LineCollection(lines, colors=colours, linewidths=1.2, alpha=0.8))
         for i, (name, labels) in enumerate(ticks):
             ax.axvline(i, color="k", lw=0.8)
@@ -228,7 +228,7 @@ def _axis_ticks(x: np.ndarray, kind: str, labels: list[str]) -> list[tuple[float
     return [(float(spot), compare.value_text(float(f"{v:.4g}"))) for spot, v in zip(spots, shown)]
 
 
-def save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
+def save(fig, path: Path, dpi: int = 110) -> Path:
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

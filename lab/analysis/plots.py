@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 
 from lab import results  # noqa: E402
 from lab.analysis import knob_figures, summary  # noqa: E402
-from lab.cli import ArgumentParser, one_line, positive_int, results_dir_argument  # noqa: E402
+from lab.cli import ArgumentParser, one_line, plural, positive_int, results_dir_argument  # noqa: E402
 from lab.evaluation import evaluate  # noqa: E402
 from lab.results import search_record  # noqa: E402
 
@@ -298,10 +298,9 @@ def _comparison(curves: pd.DataFrame, best: pd.DataFrame, game: str, out_dir: Pa
             for pick in chosen.itertuples():
                 curve = curves[(curves["algorithm"] == pick.algorithm) & (curves["seat"] == seat)
                                & (curves["config"] == pick.config)]
-                seeds = f"{pick.seeds} seed{'s' if pick.seeds > 1 else ''}"
                 # Seed means only: four algorithms' bands on one panel would hide the lines.
                 _draw(ax, curve, f"{opponent}_win", spread=False, color=colors[pick.algorithm],
-                      label=f"{pick.algorithm}: {pick.config} ({seeds})")
+                      label=f"{pick.algorithm}: {pick.config} ({plural(pick.seeds, 'seed')})")
             _ceiling(ax, game, opponent, seat, "win")
             ax.set(xscale="log", ylim=(0, 1.02), xlabel="training episodes (log scale)",
                    title=f"{_on(game)}agent as player {seat} ({evaluate.SEATS[seat]}), evaluated vs {evaluate.OPPONENT_TITLES[opponent]}")
@@ -347,9 +346,8 @@ def outcome_figures(data, out_dir=None, every: bool = False, left_out: list | No
         axes[2].set(ylabel="epsilon", ylim=(-0.02, 1.02), xlabel="training games")
         for ax in axes:
             ax.grid(alpha=0.3)
-        seeds = group["seed"].nunique()
         fig.suptitle(f"{algorithm}: {_who(side, group['opponent'].unique())}\n{config}, training "
-                     f"games in bins of one iteration, mean of {seeds} seed{'s' * (seeds > 1)}")
+                     f"games in bins of one iteration, mean of {plural(group['seed'].nunique(), 'seed')}")
         name = f"{algorithm}_outcomes_{config.replace(' ', '_')}.png"
         written.append(knob_figures.save(fig, out_dir / name))
     return written

@@ -68,11 +68,9 @@ PER_OPPONENT = ("score", "win", "draw", "loss")
 
 
 def curve_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """The finished runs of a table (summary.table), their training points in each seat they
-    played (`train`: the agent's win rate there; `train_seconds` where the table has it), their
-    evaluation points (lab.results.evaluations, with win - loss per opponent) and the curves' kinds
-    there: `random` (win - loss), `random_win`, ..., and the agent's own measures where the results
-    have them (exact on 3x3)."""
+    """The finished runs of a table (summary.table), their training points in each seat they played
+    (`train`: the agent's win rate there), their evaluation points (with win - loss per opponent) and
+    the curves' kinds there: `random` (win - loss), `random_win`, ..., the agent's own measures."""
     named = summary.table(frame)
     keys = ["algorithm", "config", "run_id", "episodes", "opponent", "player"]
     exact = results.evaluations(named[keys + [c for c in named if c.startswith("eval_p")]])
@@ -101,11 +99,9 @@ TRAINING = ("train", "train_seconds")
 
 
 def drill_down(points: tuple, folders: dict) -> tuple[dict, dict]:
-    """{"train": TRAINING, "eval": the kinds of curve_points}, and {(algorithm, seat, config): its runs
-    (id, seed and {source: [episodes, *its columns' values]}, null where a run has no such curve),
-    their checkpoints' folder and command} of curve_points' runs. Positional, not by name: a
-    3,000-run report would spend a megabyte on the names. `folders`: the results_dirs by label
-    (summary.FOLDER's values)."""
+    """{"train": TRAINING, "eval": curve_points' kinds}, and {(algorithm, seat, config): its runs (id,
+    seed and {source: [episodes, *the columns' values, null where none]}), checkpoints' folder and
+    command}. Positional, not by name: a 3,000-run report would spend a megabyte on the names."""
     named, training, exact, kinds = points
     columns = {"train": list(TRAINING), "eval": kinds}
     numbers = named["run_id"].nunique() * (2 + len(TRAINING) + len(kinds))  # per bin of every run
@@ -352,15 +348,14 @@ def together(results_dirs: list) -> pd.DataFrame:
 
 
 def write_report(results_dir, out=None, frame=None, compared=None) -> Path:
-    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file); its path. `frame`
-    and `compared` (summary.comparisons of it) spare computing them again."""
-    frame = results.load(results_dir) if frame is None else frame
-    out = Path(out) if out else Path(results_dir) / REPORT / "index.html"
-    return _write(frame, compared, [results_dir], out)
-
-
-def _write(frame: pd.DataFrame, compared, results_dirs: list, out: Path) -> Path:
+    """Write the report (RESULTS_DIR/_report/index.html unless `out` names a file) of a results_dir, or
+    of a list of them on one page (`together`); its path. `frame` and `compared`
+    (summary.comparisons of it) spare computing them again."""
+    results_dirs = results_dir if isinstance(results_dir, list) else [results_dir]
+    if frame is None:
+        frame = together(results_dirs) if len(results_dirs) > 1 else results.load(results_dirs[0])
     frame = frame if "config" in frame else summary.name_configurations(frame)
+    out = Path(out) if out else Path(results_dirs[0]) / REPORT / "index.html"
     compared = summary.comparisons(frame) if compared is None else compared
     if compared is None or compared[0].empty:
         raise ValueError(f"no finished run with an exact evaluation in {' or '.join(map(str, results_dirs))}: "
@@ -438,8 +433,7 @@ def main() -> None:
             raise ValueError(EXTRA_NOTE)
         if args.out:
             require_writable(Path(args.out).absolute().parent, "--out's folder")
-        path = (write_report(args.results_dirs[0], args.out) if len(args.results_dirs) == 1
-                else _write(together(args.results_dirs), None, args.results_dirs, Path(args.out)))
+        path = write_report(args.results_dirs, args.out)
     except (results.ResultsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -81,9 +81,7 @@ def objective(configurations: list[dict], base: dict, settings: dict, title: str
            title=f"{title}, {len(configurations)} configurations ({spread})")
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return knob_figures.save(fig, path, dpi=120)
 
 
 def knob_table(configurations: list[dict], base: dict, scales: dict, settings: dict) -> pd.DataFrame:

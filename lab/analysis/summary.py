@@ -39,10 +39,9 @@ def table(data, stopped: bool = False) -> pd.DataFrame:
     return frame[frame["status"].isin(("finished", "stopped") if stopped else ("finished",))]
 
 
-def knob_columns(frame: pd.DataFrame) -> list[str]:
-    """The columns that say what a run computes: the run knobs and every algorithm's knobs."""
-    names = RUN_KEYS + agents.knob_names()
-    return [n for n in dict.fromkeys(names) if n in frame.columns]
+def knob_columns(frame: pd.DataFrame | pd.Series) -> list[str]:
+    """The columns (of a table, or a row's) that say what a run computes: run and algorithm knobs."""
+    return [n for n in dict.fromkeys(RUN_KEYS + agents.knob_names()) if n in frame]
 
 
 def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
@@ -54,8 +53,7 @@ def ceiling(game_name: str, opponent: str, seat: int) -> dict | None:
 
 
 def games(frame: pd.DataFrame) -> pd.Series:
-    """The game of every row of a table as the `game` group names it: ttt (m, n, k null or not
-    there) or mnk_<m>_<n>_<k>."""
+    """Each row's game as the `game` group names it: ttt (m, n, k null or absent) or mnk_<m>_<n>_<k>."""
     if "m" not in frame:
         return pd.Series("ttt", index=frame.index, dtype=object)
     sizes = frame[["m", "n", "k"]].astype("Float64").astype("Int64").astype(str)
@@ -214,16 +212,14 @@ COLUMN_NOTES = {
 def format_table(best: pd.DataFrame) -> pd.DataFrame:
     """The summary with rounded numbers as strings, ready to print."""
     shown = best.copy()
-    for column in ("win", "draw", "loss", "win_low", "win_high", "ceiling_win", "ceiling_loss", "win_sd",
-                   "optimal_move_rate"):
-        if column in shown:
-            shown[column] = _text(shown[column], "{:.3f}")
     if "games" in shown:  # by games: the label says by how many, as lab.analysis.compare.measured does
         shown["evaluation"] = [f"by {g:,.0f} games" if pd.notna(g) else e
                                for e, g in zip(shown["evaluation"], best["games"])]
-    for column in ("games", "losing_lines", "total_lines"):
-        if column in shown:
-            shown[column] = _text(shown[column], "{:.0f}")
+    spelled = {**dict.fromkeys(("win", "draw", "loss", "win_low", "win_high", "ceiling_win", "ceiling_loss",
+                                "win_sd", "optimal_move_rate"), "{:.3f}"),
+               **dict.fromkeys(("games", "losing_lines", "total_lines"), "{:.0f}")}
+    for column in [c for c in spelled if c in shown]:
+        shown[column] = _text(shown[column], spelled[column])
     shown["episodes_to_95"] = _text(shown["episodes_to_95"], "{:.0f}", "not reached")
     shown["train_seconds"] = shown["train_seconds"].map(seconds_text)
     if "win_loss" in shown:  # the one spelling of an interval, "(1 seed)" where there is none
@@ -276,8 +272,7 @@ EXTRA_NOTE = ("Intervals, rankings and knob effects need the report extra (scipy
 
 
 def comparisons(data) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """compare.configurations and compare.knob_effects of the finished runs (each game apart); None
-    without scipy."""
+    """compare.configurations and knob_effects of the finished runs (each game apart); None without scipy."""
     if not stats.available():
         return None
     final = final_evaluations(data)
