@@ -121,11 +121,10 @@ def _optimal_masks(keys, winner, children, value, value_next, cells):
 def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """perfect's table (Tree.solved_keys, solved_moves, solved_starts), once per process."""
     solved = solver.solve(m, n, k)
-    parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
-                            solved.value[d + 1], solved.cells) for d in range(len(solved.children))]
-    starts = np.cumsum([0] + [len(keys) for keys, _ in parts]).astype(np.int64)
-    return (np.concatenate([keys for keys, _ in parts]), np.concatenate([moves for _, moves in parts]),
-            starts)
+    keys, moves = zip(*(_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d],
+                                       solved.value[d], solved.value[d + 1], solved.cells)
+                        for d in range(len(solved.children))))
+    return np.concatenate(keys), np.concatenate(moves), np.cumsum([0, *map(len, keys)]).astype(np.int64)
 
 
 @njit(cache=True)
