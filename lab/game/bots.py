@@ -42,10 +42,8 @@ and lost 1 game of 1,000 as O to onestep; with UCB1's textbook sqrt(2), 16 of 20
 class Bot(NamedTuple):
     """Which bot plays a seat: a name of NAMES, and for mcts its simulations per move."""
 
-    name: str
-    """random, onestep, block, mcts or perfect"""
-    simulations: int = 0
-    """MCTS playouts per move (0 for the other bots)"""
+    name: str  # random, onestep, block, mcts or perfect
+    simulations: int = 0  # MCTS playouts per move (0 for the other bots)
 
     def __str__(self):
         return f"{self.name} {self.simulations}" if self.name == "mcts" else self.name
