@@ -21,18 +21,12 @@ MAX_CELLS = 64
 class Board(NamedTuple):
     """An m,n,k board's shape and the tables its compiled kernels read."""
 
-    m: int
-    """columns"""
-    n: int
-    """rows"""
-    k: int
-    """stones in a row that win"""
-    full: np.uint64
-    """a bit for every cell: the empty mask of the empty board"""
-    windows: np.ndarray
-    """uint64 masks of the k-cell windows through each cell, cell by cell"""
-    first: np.ndarray
-    """windows[first[c]:first[c + 1]] are the windows through cell c"""
+    m: int  # columns
+    n: int  # rows
+    k: int  # stones in a row that win
+    full: np.uint64  # a bit for every cell: the empty mask of the empty board
+    windows: np.ndarray  # uint64 masks of the k-cell windows through each cell, cell by cell
+    first: np.ndarray  # windows[first[c]:first[c + 1]] are the windows through cell c
 
 
 def check_shape(m, n, k) -> None:

@@ -42,10 +42,8 @@ and lost 1 game of 1,000 as O to onestep; with UCB1's textbook sqrt(2), 16 of 20
 class Bot(NamedTuple):
     """Which bot plays a seat: a name of NAMES, and for mcts its simulations per move."""
 
-    name: str
-    """random, onestep, block, mcts or perfect"""
-    simulations: int = 0
-    """MCTS playouts per move (0 for the other bots)"""
+    name: str  # random, onestep, block, mcts or perfect
+    simulations: int = 0  # MCTS playouts per move (0 for the other bots)
 
     def __str__(self):
         return f"{self.name} {self.simulations}" if self.name == "mcts" else self.name
@@ -121,11 +119,10 @@ def _optimal_masks(keys, winner, children, value, value_next, cells):
 def perfect_table(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """perfect's table (Tree.solved_keys, solved_moves, solved_starts), once per process."""
     solved = solver.solve(m, n, k)
-    parts = [_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d], solved.value[d],
-                            solved.value[d + 1], solved.cells) for d in range(len(solved.children))]
-    starts = np.cumsum([0] + [len(keys) for keys, _ in parts]).astype(np.int64)
-    return (np.concatenate([keys for keys, _ in parts]), np.concatenate([moves for _, moves in parts]),
-            starts)
+    keys, moves = zip(*(_optimal_masks(solved.keys[d], solved.winner[d], solved.children[d],
+                                       solved.value[d], solved.value[d + 1], solved.cells)
+                        for d in range(len(solved.children))))
+    return np.concatenate(keys), np.concatenate(moves), np.cumsum([0, *map(len, keys)]).astype(np.int64)
 
 
 @njit(cache=True)

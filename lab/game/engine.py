@@ -9,11 +9,11 @@ while games are played. Sides are 0 (X, moves first) and 1 (O); a result is the 
 - `lab.game.bitboards.Board` (up to 64 cells): a position is (x, o), X's and O's uint64 bitboards,
   a learner's table lab.game.sparse's; opponents are lab.game.bots' (`RuleBots`, or `Bots`).
 
-numba counts a reference for every array of a bundle (an engine, a table, a tree) a body hands on
-to another compiled function, at every call (10-30% of the bigger boards' learners' speed): so
-bodies read a bundle in place where the work is short (a probe, a row), hand it on only where it
-is long (a line check, a search). A table is read and written in place alike: a kernel that read
-it in place around a compiled insert into it played other games than it should have.
+numba counts a reference for every array of a bundle (an engine, a table, a tree) handed on to
+another compiled function, at every call (10-30% of the bigger boards' learners' speed): bodies read
+a bundle in place where the work is short (a probe, a row), hand it on only where it is long (a line
+check, a search). A table is read and written in place alike (a compiled insert between in-place
+reads played other games than it should have).
 """
 
 from typing import NamedTuple
@@ -34,8 +34,7 @@ TERMINAL, WINNER and LEGAL (9)."""
 
 
 def _tabulate() -> np.ndarray:
-    # One int16 array, not a bundle of tables: a kernel counts a reference at each read of an
-    # array out of a bundle (3x3's learners ran 30% slower so); a position's rules share a line.
+    # One int16 array, not a bundle: a read out of a bundle counts a reference (3x3's learners: 30%)
     rows = np.zeros((game.N_CODES, LEGAL + 9), np.int16)
     rows[:, AFTER:AFTER + 9] = game.AFTER
     rows[:, TERMINAL] = game.TERMINAL
@@ -98,11 +97,7 @@ def cells(g):
     return 9 if tabulated(g) else g.m * g.n
 
 
-@overload(cells, inline="always")
-def _cells(g):
-    if tabulated(g):
-        return lambda g: 9
-    return lambda g: g.m * g.n
+overload(cells, inline="always")(lambda g: (lambda g: 9) if tabulated(g) else (lambda g: g.m * g.n))
 
 
 @compiled

@@ -161,9 +161,9 @@ def decisions(solved: Solved, player: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fixed_table(solved: Solved, name: str, depth: int) -> np.ndarray:
-    args = (solved.keys[depth], solved.winner[depth], solved.children[depth], solved.value[depth],
-            solved.value[depth + 1], solved.winner[depth + 1], solved.cells, depth)
-    return _fixed_rows(_kind(name), *args)
+    return _fixed_rows(_kind(name), solved.keys[depth], solved.winner[depth], solved.children[depth],
+                       solved.value[depth], solved.value[depth + 1], solved.winner[depth + 1],
+                       solved.cells, depth)
 
 
 def table(solved: Solved, name: str, player: int) -> np.ndarray:
@@ -203,11 +203,11 @@ def _not_moves(solved: Solved, key, row) -> ValueError:
                       f"cells at {picture(solved, key)}: {row.tolist()}")
 
 
-def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> dict:
+def exact(solved: Solved, policy, player: int) -> dict:
     """Exact measures of `policy` in seat `player` (1 X, 2 O), from its side, as lab.evaluation.evaluate
     names them:
 
-    - `<opponent>_win`, `_draw`, `_loss` for each opponent `against`: each result's probability;
+    - `<opponent>_win`, `_draw`, `_loss` for each of OPPONENTS: each result's probability;
     - `winning_lines`, `drawing_lines`, `losing_lines`, `total_lines` and `never_loses`: the move
       sequences to a game's end in which every policy move has non-zero probability and the
       opponent plays any legal move, by result (write-up 004's metric: counted, not weighted);
@@ -220,14 +220,14 @@ def exact(solved: Solved, policy, player: int, against: tuple = OPPONENTS) -> di
     greedy policy, a fraction of the seat's positions)."""
     side = _side(player)
     if callable(policy):
-        return _measures(_asking, against, solved, policy, side)
+        return _measures(_asking, OPPONENTS, solved, policy, side)
     if isinstance(policy, np.ndarray):
-        return measure(solved, policy, _decision_rows(solved, policy, side), player, against)
+        return measure(solved, policy, _decision_rows(solved, policy, side), player)
     if not isinstance(policy, str):
         raise ValueError(f"a policy is one of {', '.join(OPPONENTS)}, a move table or a function "
                          f"(x, o) -> move probabilities, got {type(policy).__name__}")
     no_rows = tuple(np.zeros(0, np.int64) for _ in solved.winner)
-    return _measures(_walking, against, solved, _kind(policy), np.zeros((0, solved.cells)), no_rows, side)
+    return _measures(_walking, OPPONENTS, solved, _kind(policy), np.zeros((0, solved.cells)), no_rows, side)
 
 
 def measure(solved: Solved, table: np.ndarray, rows: tuple, player: int, against=OPPONENTS) -> dict:

@@ -8,11 +8,9 @@ exact evaluation alike.
   random.
 - perfect: a minimax-optimal move, uniform among equally good ones.
 
-`for_training` is what a 3x3 learner's kernel gets for its `opponent` knob, self-play and a
-checkpoint included: `opponent=PATH.npz`, a trained agent of any algorithm frozen, plays its
-greedy move table (tied best moves sharing the probability); on a bigger board the learner plays
-the agent itself (`checkpoint`, then its `frozen`), read by the reader lab.agents registers here
-(`read_checkpoints_with`: this module sits below the learners).
+`opponent=PATH.npz`, a trained agent frozen, plays its greedy move table on 3x3 (`for_training`;
+tied best moves share the probability), itself elsewhere (`checkpoint`, read by the reader
+lab.agents registers here: this module sits below the learners).
 """
 
 from functools import cache
@@ -58,12 +56,11 @@ def table(name: str) -> np.ndarray:
 
 SELF = "self"
 """The `opponent` knob's value for self-play: the learner plays both seats."""
-CHECKPOINT_SUFFIX = ".npz"
 
 
 def is_checkpoint(name) -> bool:
     """Whether an `opponent` value names a checkpoint file rather than a fixed opponent."""
-    return isinstance(name, str) and name.endswith(CHECKPOINT_SUFFIX)
+    return isinstance(name, str) and name.endswith(".npz")
 
 
 _read_checkpoint = None

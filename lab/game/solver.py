@@ -25,17 +25,12 @@ MAX_CELLS = 16
 class Solved(NamedTuple):
     """The reachable positions of one board, depth by depth, with their minimax values."""
 
-    board: bitboards.Board
-    """the shape and its win-check tables"""
-    keys: tuple
-    """keys[d]: sorted uint64 keys x | o << cells of the positions after d moves"""
-    winner: tuple
-    """winner[d]: int8, 1 X has a line, -1 O has one, 0 nobody (terminal too at a full board)"""
-    children: tuple
-    """children[d]: int32 (positions, cells - d), the child's index at depth d + 1 after each
-    empty cell in increasing order; -1 rows at terminal positions"""
-    value: tuple
-    """value[d]: int8 minimax value from X's view (1 X wins, 0 draw, -1 O wins)"""
+    board: bitboards.Board  # the shape and its win-check tables
+    keys: tuple  # keys[d]: sorted uint64 keys x | o << cells of the positions after d moves
+    winner: tuple  # winner[d]: int8, 1 X has a line, -1 O has one, 0 nobody (terminal too at a full board)
+    children: tuple  # children[d]: int32 (positions, cells - d), the child's index at depth d + 1
+    # after each empty cell in increasing order; -1 rows at terminal positions
+    value: tuple  # value[d]: int8 minimax value from X's view (1 X wins, 0 draw, -1 O wins)
 
     @property
     def cells(self) -> int:
