@@ -138,9 +138,11 @@ def by_games(win, draw, loss, games, statistic: str = "mean") -> dict:
     points = {m: STATISTICS[statistic](v, axis=-1)
               for m, v in zip(("score", "win", "loss"), (shares[0] - shares[2], shares[0], shares[2]))}
     ends = {m: np.full((2, rows), np.nan) for m in points}
+    if seeds < 2:
+        return {m: (points[m], *ends[m]) for m in points}
     rng = np.random.default_rng(SEED)
     chunk = max(1, 8_000_000 // (GAMES_RESAMPLES * seeds))  # rows per pass: about 200 MB of draws
-    for start in range(0, rows if seeds > 1 else 0, chunk):  # one seed: NaN ends
+    for start in range(0, rows, chunk):
         part = slice(start, min(rows, start + chunk))
         for measure, values in _games_resample(rng, shares[:, part], games[part]).items():
             estimates = STATISTICS[statistic](values, axis=-1)

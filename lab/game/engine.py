@@ -97,7 +97,11 @@ def cells(g):
     return 9 if tabulated(g) else g.m * g.n
 
 
-overload(cells, inline="always")(lambda g: (lambda g: 9) if tabulated(g) else (lambda g: g.m * g.n))
+@overload(cells, inline="always")
+def _cells(g):
+    if tabulated(g):
+        return lambda g: 9
+    return lambda g: g.m * g.n
 
 
 @compiled
