@@ -87,8 +87,7 @@ def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool
 
 
 class Agent(net_games.Agent):
-    """Plays the legal move with the highest Q, on any board, in either seat when trained in
-    self-play (a net per seat: net_games.Agent)."""
+    """Plays the legal move with the highest Q."""
 
     algorithm = "q_net"
     AFTERSTATES = False
@@ -113,15 +112,14 @@ class Agent(net_games.Agent):
 
 
 class Learner(net_games.Learner):
-    DERIVED = ("game", "opponent", "epsilons", "lookup")  # rebuilt on restore (`iteration` is kept)
+    DERIVED = (*net_games.Learner.DERIVED, "epsilons")  # rebuilt on restore (`iteration` is kept)
     AGENT = Agent
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        rng = np.random.default_rng(run.seed)
         self.cells = run.m * run.n
         inputs, outputs = (self.cells, self.cells) if knobs.head == "cells" else (2 * self.cells, 1)
-        self.make_nets([inputs] + [knobs.neurons] * knobs.layers + [outputs], rng, output="linear")
+        self.make_nets(inputs, outputs, np.random.default_rng(run.seed), output="linear")
         steps = max(run.iterations - 1, 1)
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
