@@ -67,8 +67,7 @@ class Config(Knobs):
 
 def targets(results, loss_reward: float):
     """The reward the net fits for each game's result from the agent's side (+1 won, 0 draw, -1
-    lost): 1, 0 or loss_reward, divided by -loss_reward when that is below -1 (a tanh output
-    cannot reach below -1; scaling all rewards alike keeps the order of the moves' values)."""
+    lost): 1, 0 or loss_reward, divided by -loss_reward below -1 (a tanh output stays above -1)."""
     return np.where(np.asarray(results) < 0, loss_reward, results) / max(1.0, -loss_reward)
 
 
@@ -133,8 +132,7 @@ class Learner(net_games.Learner):
         return np.bincount(results, minlength=3)
 
     def _fit(self, seat: int, positions, plies, results) -> None:
-        """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
-        returns r * gamma^(K-1-k), r its result's target; one full-batch step towards the means."""
+        """Every-visit Monte Carlo for seat `seat`'s net (the module doc): one full-batch step."""
         columns = np.arange(seat - 1, positions.shape[1], 2)  # the plies of the seat's moves
         played = columns[None, :] < plies[:, None]
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(len(columns))

@@ -46,10 +46,9 @@ class Params(NamedTuple):
 @njit(cache=True)
 def head(outputs, board, priors):
     """Writes the priors over the empty cells (where `board`, the net's input row, is 0) into
-    `priors` and returns the value, from the net's outputs: with a cell per output and one more,
-    the softmax of the cells' logits and tanh of the last; with three more (write-up 002's [win,
-    draw, loss, a cell each]), the cells' outputs floored at PRIOR_FLOOR and normalised, and
-    win - loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh (the same bits anywhere)."""
+    `priors` and returns the value, from the net's outputs: softmax_value's softmax of the cells'
+    logits and tanh of the last; mse12's cells floored at PRIOR_FLOOR and normalised, and win -
+    loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh (the same bits anywhere)."""
     cells = board.shape[0]
     regressed = outputs.shape[0] == cells + 3
     top = -np.inf
@@ -126,9 +125,9 @@ def _forks(board, mine, empty):
 
 @njit(cache=True)
 def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
-    """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by the other side's
-    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's
-    (with its priors, which a root the rules leave open gets too), and the cells to play there."""
+    """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by a stone on `cell`:
+    its value, exact where the rules decide it, else the net's (with its priors, which a root the
+    rules leave open gets too), and the cells to play there."""
     weights, biases, hidden, output = net
     xs, os, children, visits, totals, priors, moves, exact, value = tree
     xs[node], os[node] = x, o

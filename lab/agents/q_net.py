@@ -100,8 +100,7 @@ class Agent(net_games.Agent):
         return q
 
     def board_scores(self, seat: int, positions):
-        """Bigger boards: Q by seat `seat`'s net of every cell at the positions, taken cells included;
-        with `symmetry` of each pair's canonical image (lab.game.engine.fold)."""
+        """Bigger boards: Q by seat `seat`'s net of every cell at the positions, taken cells included."""
         net, g, cells = self.seat_net(seat), self.board, self.board.m * self.board.n
         moves = np.broadcast_to(np.arange(cells), (len(positions), cells))
         if self.symmetry:
@@ -134,10 +133,9 @@ class Learner(net_games.Learner):
         return np.bincount(results, minlength=3)
 
     def _samples(self, seat: int, positions, cells, plies, results):
-        """The moves of seat `seat` in a batch of games (`positions` after each ply, a row a game;
-        the `cells` played) as (positions moved from, moves) and their TD targets: gamma Q(next
-        position, next move) while the seat moves again in that game, else the final reward from
-        its side (1 won, 0 draw, loss_reward lost)."""
+        """Seat `seat`'s moves in a batch of games as (positions moved from, moves) and their TD
+        targets: gamma Q(next position, next move) while the seat moves again in that game, else
+        the final reward from its side (1 won, 0 draw, loss_reward lost)."""
         columns = np.arange(seat - 1, self.cells, 2)  # the plies of the seat's moves
         before = np.concatenate([np.zeros_like(positions[:, :1]), positions[:, :-1]], axis=1)[:, columns]
         played = columns[None, :] < plies[:, None]
@@ -151,13 +149,10 @@ class Learner(net_games.Learner):
         return states, moves, targets[played]
 
     def _fit(self, seat: int, states, moves, targets) -> None:
-        """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2.
-
-        Samples repeat (every game starts from the same few positions), so the loss is summed
-        over distinct (position, move) pairs weighted by their count, towards their mean target:
-        the same gradient at a fraction of the cost. With `symmetry` the pairs are folded first.
-        With a Q per cell, one pass a distinct position and the error on the move's output.
-        """
+        """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2,
+        summed over distinct (position, move) pairs (folded with `symmetry`) weighted by their
+        count, towards their mean target: samples repeat, so the same gradient at a fraction of the
+        cost. With a Q per cell, one pass a distinct position and the error on the move's output."""
         if self.knobs.symmetry:
             states, moves = engine.canonical_pairs(self.game, states, moves)
         positions, row = engine.distinct(self.game, states)
