@@ -150,13 +150,10 @@ class Frozen(NamedTuple):
     """An alphazero agent as a learner's opponent on a bigger board (`Agent.frozen`): the most
     visited move of its noise-free search."""
 
-    net: tuple
-    """its CompiledNet"""
+    net: tuple  # its CompiledNet
     params: Params
-    tree: tuple
-    """the search's work space (lab.agents.puct.new_tree)"""
-    inputs: np.ndarray
-    """scratch (1, cells) in the net's precision"""
+    tree: tuple  # the search's work space (lab.agents.puct.new_tree)
+    inputs: np.ndarray  # scratch (1, cells) in the net's precision
 
 
 @engine.plays(Frozen)

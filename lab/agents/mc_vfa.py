@@ -71,8 +71,7 @@ def targets(results, loss_reward: float):
     return np.where(np.asarray(results) < 0, loss_reward, results) / max(1.0, -loss_reward)
 
 
-PRECISIONS = {"float32": np.float32, "float64": np.float64}
-"""The values of the `precision` knob and the number types they give the net."""
+PRECISIONS = {"float32": np.float32, "float64": np.float64}  # the `precision` knob's values
 
 FOLD = np.append(game.CANONICAL, game.N_CODES)
 """FOLD[c]: the canonical code of afterstate c; FOLD[-1], where an illegal move's -1 lands, is

@@ -249,10 +249,8 @@ class Frozen(NamedTuple):
     """A net agent as a learner's opponent on a bigger board (`Agent.frozen`), with the room
     `afterstate_values` and `q_values` use."""
 
-    nets: tuple
-    """the CompiledNets of X's seat and O's"""
-    afterstates: bool
-    """mc_vfa's reading (afterstate values), else q_net's (Q values)"""
+    nets: tuple  # the CompiledNets of X's seat and O's
+    afterstates: bool  # mc_vfa's reading (afterstate values), else q_net's (Q values)
     memo: np.ndarray
     known: np.ndarray
     lookup: np.ndarray

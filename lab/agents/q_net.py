@@ -30,8 +30,7 @@ from lab.agents import base, net_games
 from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP
 
-HEADS = ("move", "cells")
-"""The values of the `head` knob."""
+HEADS = ("move", "cells")  # the values of the `head` knob
 
 
 @dataclass(frozen=True)

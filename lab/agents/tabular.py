@@ -67,8 +67,7 @@ class Frozen(NamedTuple):
 
     table: View
     reading: Reading
-    scores: np.ndarray
-    """room for a score per cell"""
+    scores: np.ndarray  # room for a score per cell
 
 
 @engine.plays(Frozen)

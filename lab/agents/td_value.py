@@ -51,8 +51,7 @@ class Config(Knobs):
         require(self.update in UPDATES, "update", self.update, f"one of {', '.join(UPDATES)}")
 
 
-UPDATES = ("td", "end_of_game")
-"""The values of the `update` knob (see the module doc)."""
+UPDATES = ("td", "end_of_game")  # the values of the `update` knob (see the module doc)
 
 
 class Agent(tabular.Agent):
