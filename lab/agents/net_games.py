@@ -64,7 +64,8 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
 
 
 class Learner(tabular.Learner):
-    """A net per seat learned in (`nets`, `net` the first), `lookup` for the games, the agent."""
+    """What mc_vfa's and q_net's Learners share: a net per seat they learn in (`nets`, X's then O's
+    in self-play; `net` the first), `lookup` (lookup_for's), an iteration's games, the agent."""
 
     DERIVED = ("game", "opponent", "lookup")
 
