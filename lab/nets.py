@@ -28,14 +28,10 @@ float64 pass in float64."""
 class CompiledNet(NamedTuple):
     """An MLP's parameters as compiled code takes them (one argument)."""
 
-    weights: tuple
-    """the weight matrices, input layer first"""
-    biases: tuple
-    """the bias vectors, input layer first"""
-    hidden: int
-    """activation code of the hidden layers (TANH or RELU)"""
-    output: int
-    """activation code of the last layer (TANH or LINEAR)"""
+    weights: tuple  # the weight matrices, input layer first
+    biases: tuple  # the bias vectors, input layer first
+    hidden: int  # activation code of the hidden layers (TANH or RELU)
+    output: int  # activation code of the last layer (TANH or LINEAR)
 
 
 class MLP:

@@ -1,10 +1,9 @@
 """The registry of learning algorithms, and `load` for their checkpoints.
 
-Each module `lab/agents/<name>.py` ends with its `ALGORITHM`, a `lab.agents.base.Algorithm`: its
-knobs (`Config`, a frozen `lab.knobs.Knobs` dataclass, a one-line docstring a field; defaults in
-`conf/algorithm/<name>.yaml`), its `Learner` and its `Agent` (the contract: lab.agents.base).
-Adding an algorithm means writing that module and listing it here. Every algorithm is offered
-every board; a Learner refuses, in its `check_run`, a board it cannot train on.
+Each module `lab/agents/<name>.py` ends with its `ALGORITHM`, a `lab.agents.base.Algorithm` (its
+`Config`, `Learner` and `Agent`: the contract, docs/architecture.md); adding an algorithm means
+writing that module and listing it here. Every algorithm is offered every board; a Learner
+refuses, in its `check_run`, a board it cannot train on.
 """
 
 import functools

@@ -77,11 +77,10 @@ class Config(Knobs):
     """softmax_value: cell logits + tanh value; mse12: write-up 002's [win, draw, loss, a cell each] by MSE"""
 
     def check(self):
-        require(self.layers >= 1, "layers", self.layers, "a positive integer")
+        for key in ("layers", "simulations", "window", "train_steps", "batch_size"):
+            require(getattr(self, key) >= 1, key, getattr(self, key), "a positive integer")
         require(self.activation in ("tanh", "relu"), "activation", self.activation, "tanh or relu")
         require(self.head in HEADS, "head", self.head, f"one of {', '.join(HEADS)}")
-        for key in ("simulations", "window", "train_steps", "batch_size"):
-            require(getattr(self, key) >= 1, key, getattr(self, key), "a positive integer")
         require(self.c_puct > 0, "c_puct", self.c_puct, "positive")
         require(self.dirichlet_alpha > 0, "dirichlet_alpha", self.dirichlet_alpha, "positive")
         require(0 <= self.dirichlet_weight <= 1, "dirichlet_weight", self.dirichlet_weight, "in [0, 1]")
@@ -106,8 +105,7 @@ def _code(x, o):
 
 @engine.compiled
 def fixed_move(board, opponent, x, o, side):
-    """The move of the seat the net does not play: drawn from 3x3's move table, else the
-    `opponent`'s (lab.agents.tabular.opponent: a bot, a frozen agent)."""
+    """The move of the seat the net does not play: 3x3's move table's, else lab.agents.tabular.opponent's."""
     if isinstance(opponent, types.Array):
         return lambda board, opponent, x, o, side: game.sample_move(opponent, _code(x, o))
     return lambda board, opponent, x, o, side: engine.opponent_move(board, opponent, (x, o), side)
@@ -115,10 +113,9 @@ def fixed_move(board, opponent, x, o, side):
 
 @njit(cache=True)
 def play_games(board, nets, searches, params, tree, opponent, n, record):
-    """Play n games; seat s (0 X, 1 O) searches with nets[s] if searches[s], else plays
-    `opponent` (`fixed_move`). Returns the stones x, o before each ply (n, cells), whether a net
-    searched there, its normalised visit counts (n, cells, cells; empty unless `record`) and the
-    results (X_WINS, O_WINS or DRAW)."""
+    """Play n games; seat s (0 X, 1 O) searches with nets[s] if searches[s], else plays `fixed_move`.
+    Returns the stones x, o before each ply (n, cells), whether a net searched there, its normalised
+    visit counts (n, cells, cells; empty unless `record`) and the results (X_WINS, O_WINS or DRAW)."""
     cells = board.m * board.n
     xs = np.zeros((n, cells), np.uint64)
     os = np.zeros((n, cells), np.uint64)
@@ -153,13 +150,10 @@ class Frozen(NamedTuple):
     """An alphazero agent as a learner's opponent on a bigger board (`Agent.frozen`): the most
     visited move of its noise-free search."""
 
-    net: tuple
-    """its CompiledNet"""
+    net: tuple  # its CompiledNet
     params: Params
-    tree: tuple
-    """the search's work space (lab.agents.puct.new_tree)"""
-    inputs: np.ndarray
-    """scratch (1, cells) in the net's precision"""
+    tree: tuple  # the search's work space (lab.agents.puct.new_tree)
+    inputs: np.ndarray  # scratch (1, cells) in the net's precision
 
 
 @engine.plays(Frozen)
@@ -169,9 +163,8 @@ def _frozen_move(g, opponent, pos, side):
 
 
 class Agent(base.Agent):
-    """Plays the most visited move of a noise-free search guided by its net, on the board
-    (m, n, k): deterministic, so its scores survive a checkpoint. One net for both seats (it reads
-    the board from the mover's view)."""
+    """Plays the most visited move of a noise-free search guided by its net, in either seat:
+    deterministic, so its scores survive a checkpoint."""
 
     algorithm = "alphazero"
 
@@ -220,8 +213,7 @@ class Learner(base.Learner):
         self.best = self.candidate.copy()
         self.self_play = run.opponent == opponents.SELF
         self.searches = np.array([seat in run.seats for seat in (1, 2)])
-        # the other seat: 3x3's move table (a writable copy: one array type for numba), else the
-        # tabular learners' opponent on bitboards (a bot, a frozen agent; unused in self-play)
+        # the other seat: 3x3's move table (writable: one array type for numba), else tabular.opponent's
         if run.game == TTT and run.opponent not in ("mcts", opponents.SELF):
             self.opponent = np.array(opponents.for_training(run.opponent))
         else:

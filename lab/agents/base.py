@@ -55,9 +55,8 @@ class Agent(abc.ABC):
         return best / best.sum(axis=1, keepdims=True)
 
     def move_table(self, seat: int | None = None) -> np.ndarray:
-        """3x3's: the greedy policy at every reachable decision position as a move table (lab.game),
-        from one scores call. With `seat`, only the positions where that seat moves (the rest 0):
-        the rows an exact evaluation in that seat reads, at half the cost."""
+        """3x3's: the greedy policy at every reachable decision position as a move table (lab.game);
+        with `seat`, only where that seat moves (the rows its exact evaluation reads; the rest 0)."""
         codes = game.DECISIONS if seat is None else _SEAT_DECISIONS[seat]
         return game.greedy_table(codes, self.scores(codes))
 
@@ -68,8 +67,7 @@ class Agent(abc.ABC):
 
     def play(self, opponent: bots.Bot, seat: int, games: int, seed: int) -> np.ndarray:
         """Bigger boards': [X wins, O wins, draws] of `games` games of the agent, `frozen`, in seat
-        `seat` against bot `opponent`, drawn with `seed`; the kernels' random stream is left as it
-        was."""
+        `seat` against bot `opponent`, drawn with `seed` (the kernels' stream is left as it was)."""
         board, kinds = engine.of(self.shape), [bots.NAMES.index(opponent.name)] * 2
         fixed = engine.fixed_opponent(kinds, opponent.simulations, lambda: bots.tree(
             board, opponent.simulations, perfect=opponent.name == "perfect"))
@@ -96,8 +94,7 @@ class Agent(abc.ABC):
 
 
 def by_side(agent: Agent, positions: np.ndarray, score) -> np.ndarray:
-    """The scores at positions of an agent that scores each seat its own way, score(seat,
-    positions where that seat moves), in the positions' order."""
+    """The scores at positions of an agent that scores each seat its own way: score(seat, positions)."""
     cells = engine.inputs(engine.of(agent.shape), positions, np.int8)
     o_moves = cells.sum(axis=1) != 0  # O has one stone less
     out = np.zeros(cells.shape)
@@ -146,25 +143,22 @@ class Learner(abc.ABC):
 
     @classmethod
     def check_run(cls, knobs: Knobs, run: RunConfig) -> None:
-        """Refuse, before anything runs (lab.config.jobs.parse), with a one-line ConfigError naming the
-        key, a run this learner could not hold (tabular ones: tables that could outgrow memory)."""
+        """Refuse, before anything runs, with a one-line ConfigError naming the key, a run this
+        learner could not hold (tabular ones: tables that could outgrow memory)."""
 
     def memory(self) -> dict:
         """Run-table columns of the memory its tables take, added to every evaluated row."""
         return {}
 
     def exploration(self) -> float | None:
-        """The epsilon of the last `iterate`'s (last) training game, None if the learner does not
-        explore epsilon-greedily: here the constant `epsilon` knob."""
+        """The epsilon of the last training game (here the `epsilon` knob), None if none."""
         epsilon = getattr(self.knobs, "epsilon", None)
         return None if epsilon is None else float(epsilon)
 
-    # Training state (resuming, PBT), one mechanism for every algorithm: the attributes go into
-    # an .npz, arrays as arrays, the rest into one JSON document, with numba's random state.
-    # Loading runs no code from the file: saved values are written into a fresh learner. What the
-    # knobs determine is rebuilt, not saved (NamedTuples, the opponent, DERIVED), so a learner
-    # restored under mutated knobs (PBT's explore) trains with them; an attribute named after a
-    # decaying knob that changed (mc_vfa's alpha) is scaled by new knob / saved knob.
+    # Training state (resuming, PBT): the attributes go into an .npz, arrays as arrays, the rest
+    # into one JSON document, with numba's random state; loading writes saved values into a fresh
+    # learner and runs no code. What the knobs determine is rebuilt (NamedTuples, the opponent,
+    # DERIVED), so a learner restored under mutated knobs (PBT) trains with them.
     NOT_STATE = ("knobs", "run", "opponent")
     DERIVED: tuple[str, ...] = ()
     """Further attributes that the knobs determine (rebuilt, not saved)"""

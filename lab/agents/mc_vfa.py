@@ -67,13 +67,11 @@ class Config(Knobs):
 
 def targets(results, loss_reward: float):
     """The reward the net fits for each game's result from the agent's side (+1 won, 0 draw, -1
-    lost): 1, 0 or loss_reward, divided by -loss_reward when that is below -1 (a tanh output
-    cannot reach below -1; scaling all rewards alike keeps the order of the moves' values)."""
+    lost): 1, 0 or loss_reward, divided by -loss_reward below -1 (a tanh output stays above -1)."""
     return np.where(np.asarray(results) < 0, loss_reward, results) / max(1.0, -loss_reward)
 
 
-PRECISIONS = {"float32": np.float32, "float64": np.float64}
-"""The values of the `precision` knob and the number types they give the net."""
+PRECISIONS = {"float32": np.float32, "float64": np.float64}  # the `precision` knob's values
 
 FOLD = np.append(game.CANONICAL, game.N_CODES)
 """FOLD[c]: the canonical code of afterstate c; FOLD[-1], where an illegal move's -1 lands, is
@@ -81,22 +79,19 @@ N_CODES (an extra last entry of the arrays over codes)."""
 
 
 class Agent(net_games.Agent):
-    """Plays the move whose afterstate the net values most, on any board, in either seat when trained
-    in self-play (a net per seat: net_games.Agent)."""
+    """Plays the move whose afterstate the net values most."""
 
     algorithm = "mc_vfa"
     AFTERSTATES = True
 
     def seat_scores(self, seat: int, codes):
-        """3x3: (n, 9) values of each move's afterstate at `codes` by seat `seat`'s net, -inf where
-        illegal."""
+        """3x3: (n, 9) values of each move's afterstate by seat `seat`'s net, -inf where illegal."""
         net = self.seat_net(seat)
         after = np.take(game.AFTER, codes, axis=0)  # np.take: row gathers 3-5x faster than []
         if self.symmetry:
             after = np.take(FOLD, after)
-        # Positions share afterstates: value each distinct one once, all in one batch (found by a
-        # mask, not np.unique's sort: the same codes, 0.4 ms less). The arrays over codes have an
-        # extra last entry, where the -1 of an illegal move lands: it scores -inf.
+        # Value each distinct afterstate once, in one batch (a mask: np.unique's sort costs 0.4 ms
+        # more); the -1 of an illegal move lands on the extra last entry (FOLD), which scores -inf.
         distinct = np.zeros(game.N_CODES + 1, dtype=bool)
         distinct[after] = True
         unique = np.flatnonzero(distinct[:-1])
@@ -115,14 +110,12 @@ class Agent(net_games.Agent):
 
 
 class Learner(net_games.Learner):
-    DERIVED = ("game", "opponent", "lookup")
     AGENT = Agent
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
         self.rng = np.random.default_rng(run.seed)
-        self.make_nets([run.m * run.n] + [knobs.neurons] * knobs.layers + [1], self.rng,
-                       dtype=PRECISIONS[knobs.precision])
+        self.make_nets(run.m * run.n, 1, self.rng, dtype=PRECISIONS[knobs.precision])
         self.alpha, self.epsilon = knobs.alpha, knobs.epsilon
         self.rewards = targets(np.array([-1, 0, 1]), knobs.loss_reward)  # by result + 1: one lookup an update
         self.kept = {seat: None for seat in run.seats}
@@ -138,8 +131,7 @@ class Learner(net_games.Learner):
         return np.bincount(results, minlength=3)
 
     def _fit(self, seat: int, positions, plies, results) -> None:
-        """Every-visit Monte Carlo for the net of `seat`: its k-th of K afterstates in a game
-        returns r * gamma^(K-1-k), r its result's target; one full-batch step towards the means."""
+        """Every-visit Monte Carlo for seat `seat`'s net (the module doc): one full-batch step."""
         columns = np.arange(seat - 1, positions.shape[1], 2)  # the plies of the seat's moves
         played = columns[None, :] < plies[:, None]
         steps_to_end = played.sum(axis=1, keepdims=True) - 1 - np.arange(len(columns))

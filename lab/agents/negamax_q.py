@@ -68,9 +68,8 @@ class Config(Knobs):
 
 class Agent(tabular.Agent):
     """Plays the move of highest Q (summed over the ensemble) for whichever side is to move. An
-    ensemble's agent also keeps its members, so that it can be measured at every ensemble size
-    (`by_size`): on 3x3 their tables (`members`, K x N_CODES x 9), elsewhere they are the table's
-    rows side by side."""
+    ensemble's agent keeps its members for `by_size`: on 3x3 their tables (`members`, K x N_CODES
+    x 9), elsewhere the table's rows side by side."""
 
     algorithm = "negamax_q"
 
@@ -91,10 +90,9 @@ class Agent(tabular.Agent):
 
 def by_size(agent: Agent, games: int = 9600, seed: int = 0) -> list[dict]:
     """Write-up 004's question, how many members an ensemble needs: the agent of the first k
-    members for every k from 1 to K, in each seat, measured as a run's evaluation is: exactly on
-    every board the lab solves (lab.evaluation.evaluate.exact on 3x3), elsewhere by `games` games
-    against random and onestep drawn with `seed`. One dict per (k, seat): members, seat and the
-    measures."""
+    members for every k from 1 to K, in each seat, measured as a run's evaluation is (exactly on
+    every board the lab solves, elsewhere by `games` games against random and onestep drawn with
+    `seed`). One dict per (k, seat): members, seat and the measures."""
     if not agent.dense:
         firsts = [Agent(agent.table, agent.shape, agent.reading._replace(members=k))
                   for k in range(1, agent.reading.members + 1)]
@@ -117,9 +115,9 @@ def _measures(agent: Agent, seat: int, games: int, seed: int) -> dict:
 
 
 Params = namedtuple("Params", ("x_plays_table", "o_plays_table", "per_game", *Config.names()))
-"""The numbers `train` uses, as one argument (by name: no two can be swapped): whether X and O
-play epsilon-greedy on the table (both in self-play; else that side plays the opponent), the most
-positions one game adds to a table of visited positions (every move's), then the knobs."""
+"""`train`'s numbers, read by name: whether X and O play the table (both in self-play; else that
+side plays the opponent), the most positions one game adds to a table of visited positions, then
+the knobs."""
 
 
 @njit(cache=True)
@@ -137,9 +135,8 @@ def shaped_reward(k, won, params):
 
 @njit(cache=True)
 def train(g, table, opponent, first_game, n, params, tally):
-    """`tabular.Learner.train_on`'s n episodes on the game g (lab.game.engine), game number i
-    (counted from first_game) training member i % K: a side that plays the table moves
-    epsilon-greedy on that member, the other plays `opponent`."""
+    """`tabular.Learner.train_on`'s n episodes on the game g, game number i (from first_game)
+    training member i % K: a side that plays the table moves epsilon-greedy on that member."""
     cells, alpha, gamma = engine.cells(g), params.alpha, params.gamma
     scores = np.empty(cells)
     positions, moves = engine.history(g, cells), np.empty(cells, np.int64)

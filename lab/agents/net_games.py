@@ -1,12 +1,11 @@
-"""The compiled games of the net learners, mc_vfa and q_net, written once against lab.game.engine.
+"""What the net learners, mc_vfa and q_net, share: their compiled games, Learner and Agent.
 
 An iteration's games are one batch (`play_games`): the learner's side plays epsilon-greedy on what
 its net says of each legal move (mc_vfa: the afterstate's value, `afterstate_values`; q_net: Q of
 the position and move, `q_values`), ties at random, and a fixed opponent or, in self-play, the
 other seat's net plays the other side. On 3x3 the net's answers are remembered for the batch
 (`memory`); with the board's symmetries the nets see each position as its canonical image
-(`lookup_for`). The scoring functions are written as lab.game.engine writes the game: a function the
-kernel calls, its body compiled for the engine of `g`.
+(`lookup_for`). The scoring functions, like lab.game.engine's, have a body compiled per engine.
 """
 
 from typing import NamedTuple
@@ -24,11 +23,9 @@ from lab.nets import MLP, forward
 
 @njit(cache=True)
 def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
-    """Play n games on the game g: a side s (0 X, 1 O) with learns[s] is played by nets[s]
-    (CompiledNets), epsilon-greedy on afterstate_values if `afterstates`, else on q_values (each
-    reading `lookup_for`); the other by the fixed `opponent`. Returns engine.history's positions
-    after each ply (cells of room a game), the cell of each ply (n, cells; -1 past the end), the
-    plies of each game and its winner (side) or DRAW."""
+    """Play n games on the game g, side s (0 X, 1 O) by nets[s] (CompiledNets) if learns[s], else
+    by `opponent`. Returns engine.history's positions after each ply (cells of room a game), the
+    cell of each ply (n, cells; -1 past the end), the plies of each game and its winner or DRAW."""
     size = engine.cells(g)
     positions = engine.history(g, n * size)
     cells = np.full((n, size), -1, np.int64)
@@ -67,11 +64,13 @@ def play_games(g, nets, learns, opponent, n, epsilon, lookup, afterstates):
 
 
 class Learner(tabular.Learner):
-    """What mc_vfa's and q_net's Learners share: a net per seat they learn in (`nets`: one against
-    a fixed opponent, X's then O's in self-play; `net` the first), what their games read beside
-    the position (`lookup`, lookup_for's for AGENT), an iteration's games, the agent."""
+    """What mc_vfa's and q_net's Learners share: a net per seat they learn in (`nets`, X's then O's
+    in self-play; `net` the first), `lookup` (lookup_for's), an iteration's games, the agent."""
 
-    def make_nets(self, sizes, rng, **options) -> None:
+    DERIVED = ("game", "opponent", "lookup")
+
+    def make_nets(self, inputs: int, outputs: int, rng, **options) -> None:
+        sizes = [inputs] + [self.knobs.neurons] * self.knobs.layers + [outputs]
         self.nets = {seat: MLP(sizes, rng, **options) for seat in self.run.seats}
         self.net = self.nets[self.run.seats[0]]
         self.lookup = lookup_for(self.game, self.AGENT.AFTERSTATES, self.knobs.symmetry)
@@ -90,8 +89,7 @@ class Learner(tabular.Learner):
         return float(self.played_epsilon)
 
     def agent(self):
-        """An `AGENT` (the subclass's Agent) with copies of the nets: both seats' in self-play, else
-        the net and seat."""
+        """The subclass's `AGENT` with copies of the nets: both seats' in self-play, else one."""
         nets = (self.nets[1].copy(), 1, self.nets[2].copy()) if len(self.run.seats) == 2 else (
             self.net.copy(), self.run.player, None)
         return self.AGENT(*nets, self.knobs.symmetry, self.run.game)
@@ -100,10 +98,9 @@ class Learner(tabular.Learner):
 @compiled
 def afterstate_values(g, nets, side, memo, known, inputs, pos, scratch, out):
     """out[cell] = the value net nets[side] gives the position after `side` plays each legal
-    cell. On 3x3 an afterstate is valued when first needed (one pass over those not valued yet;
-    a code's input is inputs[code], `lookup_for`) and remembered in memo[side, code] (flagged in
-    known) for the batch; on bitboards they are valued in one pass a call. `scratch`: (cells,
-    cells) rows in the net's precision."""
+    cell. On 3x3 an afterstate (input inputs[code]) is valued when first needed and remembered in
+    memo[side, code] (flagged in known) for the batch; on bitboards one pass a call. `scratch`:
+    (cells, cells) rows in the net's precision."""
     if tabulated(g):
         def on_codes(g, nets, side, memo, known, inputs, pos, scratch, out):
             count = 0
@@ -172,10 +169,8 @@ def _on_empty_cells(values, empty, cells, out):
 def q_values(g, nets, side, memo, known, pairs, pos, scratch, out):
     """out[cell] = Q(pos, cell) of each legal cell by net nets[side]: a Q per cell from the cells
     (input width = cells), or one Q a row of the cells and the move one-hot (width = 2 cells). On
-    3x3 the net sees (code, cell) as the pair pairs[code, cell] (code * 9 + cell, or its canonical
-    image), and a position's values are computed when first needed and remembered in memo[side,
-    code] (flagged in known) for the batch; on bitboards at each call. `scratch`: (cells, width)
-    rows in the net's precision."""
+    3x3 the net sees (code, cell) as pairs[code, cell] (`lookup_for`), and a position's values are
+    remembered as afterstate_values' are; on bitboards computed at each call."""
     if tabulated(g):
         def on_codes(g, nets, side, memo, known, pairs, pos, scratch, out):
             if not known[side, pos]:
@@ -252,13 +247,11 @@ def lookup_for(g, afterstates: bool, symmetry: bool) -> np.ndarray:
 
 
 class Frozen(NamedTuple):
-    """A net agent as a learner's opponent on a bigger board (`Agent.frozen`): greedy on what its
-    nets say, with the scratch room `afterstate_values` and `q_values` use."""
+    """A net agent as a learner's opponent on a bigger board (`Agent.frozen`), with the room
+    `afterstate_values` and `q_values` use."""
 
-    nets: tuple
-    """the CompiledNets of X's seat and O's"""
-    afterstates: bool
-    """mc_vfa's reading (afterstate values), else q_net's (Q values)"""
+    nets: tuple  # the CompiledNets of X's seat and O's
+    afterstates: bool  # mc_vfa's reading (afterstate values), else q_net's (Q values)
     memo: np.ndarray
     known: np.ndarray
     lookup: np.ndarray
@@ -268,9 +261,8 @@ class Frozen(NamedTuple):
 
 @engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    nets, memo, known, lookup, scratch, scores = (opponent.nets, opponent.memo, opponent.known,
-                                                  opponent.lookup, opponent.scratch, opponent.scores)
-    if opponent.afterstates:
+    nets, afterstates, memo, known, lookup, scratch, scores = opponent
+    if afterstates:
         afterstate_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
     else:
         q_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
@@ -282,10 +274,8 @@ OTHER = "other_"
 
 
 class Agent(base.Agent):
-    """What mc_vfa's and q_net's agents share: an MLP trained in seat `player` (1 X, 2 O) on the
-    board `shape`, and in self-play a second, `other`, for the other seat. With `symmetry` its
-    nets see every position as its canonical image (lab.game.engine.fold). On bigger boards they
-    play greedily, frozen: against a bot or as a learner's opponent."""
+    """An MLP trained in seat `player` (1 X, 2 O) on the board `shape`, and in self-play a second,
+    `other`, for the other seat; with `symmetry` its nets see positions as their canonical image."""
 
     AFTERSTATES: bool
     """whether the nets value afterstates (mc_vfa), else moves (q_net)"""
@@ -297,9 +287,8 @@ class Agent(base.Agent):
         self.board = None if self.shape == TTT else bitboards.board(*self.shape)
 
     def scores(self, positions):
-        """The side to move's net's scores of each move (q_net's Q, mc_vfa's afterstate values): on
-        3x3 `seat_scores`, -inf where illegal; elsewhere `board_scores`, filled cells scored too
-        (and ignored)."""
+        """The side to move's net's scores: 3x3's `seat_scores` (-inf where illegal), elsewhere
+        `board_scores` (filled cells scored too, and ignored)."""
         if self.board is not None:
             return base.by_side(self, np.asarray(positions, np.uint64).reshape(-1, 2), self.board_scores)
         if self.other is None:

@@ -27,29 +27,25 @@ from lab.game.bots import cells_in, winning_cells
 from lab.nets import forward
 
 PRIOR_FLOOR = 1e-3
-"""Write-up 002's head: the least prior an empty cell gets (a regressed probability can be 0 or
-negative)."""
+"""mse12's head: the least prior an empty cell gets (a regressed probability can be 0 or less)."""
 
 
 class Params(NamedTuple):
-    """The numbers the search and the games use, as one argument (by name); a field with no
-    docstring is alphazero's knob of its name."""
+    """The numbers the search and the games use, as one argument (by name): alphazero's knobs."""
 
     simulations: int
     c_puct: float
     dirichlet_alpha: float
-    dirichlet_weight: float
-    """0: no noise, as in gating and the trained agent"""
+    dirichlet_weight: float  # 0: no noise, as in gating and the trained agent
     temperature_moves: int
 
 
 @njit(cache=True)
 def head(outputs, board, priors):
     """Writes the priors over the empty cells (where `board`, the net's input row, is 0) into
-    `priors` and returns the value, from the net's outputs: with a cell per output and one more,
-    the softmax of the cells' logits and tanh of the last; with three more (write-up 002's [win,
-    draw, loss, a cell each]), the cells' outputs floored at PRIOR_FLOOR and normalised, and
-    win - loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh (the same bits anywhere)."""
+    `priors` and returns the value, from the net's outputs: softmax_value's softmax of the cells'
+    logits and tanh of the last; mse12's cells floored at PRIOR_FLOOR and normalised, and win -
+    loss clipped to [-1, 1]. In float64 by lab.nets' exp and tanh (the same bits anywhere)."""
     cells = board.shape[0]
     regressed = outputs.shape[0] == cells + 3
     top = -np.inf
@@ -84,25 +80,17 @@ def priors_and_values(outputs, boards):
 class Tree(NamedTuple):
     """A search's work space, a row per node (node 0 the root), for simulations + 1 nodes."""
 
-    x: np.ndarray
-    """X's stones at the node"""
-    o: np.ndarray
-    """O's stones"""
-    children: np.ndarray
-    """(nodes, cells) the node after each cell, -1 while unexpanded"""
-    visits: np.ndarray
-    """(nodes, cells) N(s, a)"""
-    totals: np.ndarray
-    """(nodes, cells) W(s, a): the values backed up through the move, its mover's view"""
-    priors: np.ndarray
-    """(nodes, cells) P(s, a), with the noise at the root"""
+    x: np.ndarray  # X's stones at the node
+    o: np.ndarray  # O's stones
+    children: np.ndarray  # (nodes, cells) the node after each cell, -1 while unexpanded
+    visits: np.ndarray  # (nodes, cells) N(s, a)
+    totals: np.ndarray  # (nodes, cells) W(s, a): the values backed up through the move, its mover's view
+    priors: np.ndarray  # (nodes, cells) P(s, a), with the noise at the root
+    # the cells to play (uint64): the wins, the block of a single threat, the double threats to
+    # make, else every empty cell
     moves: np.ndarray
-    """the cells to play (uint64): the wins, the block of a single threat, the double threats
-    to make, else every empty cell"""
-    exact: np.ndarray
-    """whether `value` is the game's (the rules decide it), not the net's"""
-    value: np.ndarray
-    """the node's value for its side to move"""
+    exact: np.ndarray  # whether `value` is the game's (the rules decide it), not the net's
+    value: np.ndarray  # the node's value for its side to move
 
 
 def new_tree(cells: int, simulations: int) -> Tree:
@@ -126,9 +114,9 @@ def _forks(board, mine, empty):
 
 @njit(cache=True)
 def _leaf(board, net, tree, node, x, o, side, cell, inputs, root):
-    """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by the other side's
-    stone on `cell`: its value, exact where the rules decide it (module doc), else the net's
-    (with its priors, which a root the rules leave open gets too), and the cells to play there."""
+    """Make `node` the position (x, o), `side` (0 X, 1 O) to move, reached by a stone on `cell`:
+    its value, exact where the rules decide it, else the net's (with its priors, which a root the
+    rules leave open gets too), and the cells to play there."""
     weights, biases, hidden, output = net
     xs, os, children, visits, totals, priors, moves, exact, value = tree
     xs[node], os[node] = x, o

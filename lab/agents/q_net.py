@@ -30,8 +30,7 @@ from lab.agents import base, net_games
 from lab.knobs import Knobs, RunConfig, require
 from lab.nets import MLP
 
-HEADS = ("move", "cells")
-"""The values of the `head` knob."""
+HEADS = ("move", "cells")  # the values of the `head` knob
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,7 @@ def pair_q(net: MLP, g, positions: np.ndarray, moves: np.ndarray, symmetry: bool
 
 
 class Agent(net_games.Agent):
-    """Plays the legal move with the highest Q, on any board, in either seat when trained in
-    self-play (a net per seat: net_games.Agent)."""
+    """Plays the legal move with the highest Q."""
 
     algorithm = "q_net"
     AFTERSTATES = False
@@ -101,8 +99,7 @@ class Agent(net_games.Agent):
         return q
 
     def board_scores(self, seat: int, positions):
-        """Bigger boards: Q by seat `seat`'s net of every cell at the positions, taken cells included;
-        with `symmetry` of each pair's canonical image (lab.game.engine.fold)."""
+        """Bigger boards: Q by seat `seat`'s net of every cell at the positions, taken cells included."""
         net, g, cells = self.seat_net(seat), self.board, self.board.m * self.board.n
         moves = np.broadcast_to(np.arange(cells), (len(positions), cells))
         if self.symmetry:
@@ -113,15 +110,14 @@ class Agent(net_games.Agent):
 
 
 class Learner(net_games.Learner):
-    DERIVED = ("game", "opponent", "epsilons", "lookup")  # rebuilt on restore (`iteration` is kept)
+    DERIVED = (*net_games.Learner.DERIVED, "epsilons")  # rebuilt on restore (`iteration` is kept)
     AGENT = Agent
 
     def __init__(self, knobs: Config, run: RunConfig):
         super().__init__(knobs, run)
-        rng = np.random.default_rng(run.seed)
         self.cells = run.m * run.n
         inputs, outputs = (self.cells, self.cells) if knobs.head == "cells" else (2 * self.cells, 1)
-        self.make_nets([inputs] + [knobs.neurons] * knobs.layers + [outputs], rng, output="linear")
+        self.make_nets(inputs, outputs, np.random.default_rng(run.seed), output="linear")
         steps = max(run.iterations - 1, 1)
         ratio = knobs.epsilon_final / knobs.epsilon  # Python's pow: numpy's array power is CPU-specific code
         self.epsilons = np.array([knobs.epsilon * ratio ** (i / steps) for i in range(run.iterations)])
@@ -136,10 +132,9 @@ class Learner(net_games.Learner):
         return np.bincount(results, minlength=3)
 
     def _samples(self, seat: int, positions, cells, plies, results):
-        """The moves of seat `seat` in a batch of games (`positions` after each ply, a row a game;
-        the `cells` played) as (positions moved from, moves) and their TD targets: gamma Q(next
-        position, next move) while the seat moves again in that game, else the final reward from
-        its side (1 won, 0 draw, loss_reward lost)."""
+        """Seat `seat`'s moves in a batch of games as (positions moved from, moves) and their TD
+        targets: gamma Q(next position, next move) while the seat moves again in that game, else
+        the final reward from its side (1 won, 0 draw, loss_reward lost)."""
         columns = np.arange(seat - 1, self.cells, 2)  # the plies of the seat's moves
         before = np.concatenate([np.zeros_like(positions[:, :1]), positions[:, :-1]], axis=1)[:, columns]
         played = columns[None, :] < plies[:, None]
@@ -153,13 +148,10 @@ class Learner(net_games.Learner):
         return states, moves, targets[played]
 
     def _fit(self, seat: int, states, moves, targets) -> None:
-        """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2.
-
-        Samples repeat (every game starts from the same few positions), so the loss is summed
-        over distinct (position, move) pairs weighted by their count, towards their mean target:
-        the same gradient at a fraction of the cost. With `symmetry` the pairs are folded first.
-        With a Q per cell, one pass a distinct position and the error on the move's output.
-        """
+        """`epochs` full-batch gradient steps on the mean squared TD error 1/2 mean (Q - target)^2,
+        summed over distinct (position, move) pairs (folded with `symmetry`) weighted by their
+        count, towards their mean target: samples repeat, so the same gradient at a fraction of the
+        cost. With a Q per cell, one pass a distinct position and the error on the move's output."""
         if self.knobs.symmetry:
             states, moves = engine.canonical_pairs(self.game, states, moves)
         positions, row = engine.distinct(self.game, states)

@@ -45,16 +45,14 @@ class Config(Knobs):
 
 
 class Agent(tabular.Agent):
-    """Plays the move of highest Q; positions it never trained on score 0 (ties: any move). On a
-    bigger board its table holds the positions it moved from."""
+    """Plays the move of highest Q; positions it never trained on score 0 (ties: any move)."""
 
     algorithm = "q_table"  # its table read as tabular.Agent's default: a Q value per cell
 
 
 Params = namedtuple("Params", ("side", "per_game", *Config.names()))
-"""The numbers `train` uses, as one argument (by name: no two can be swapped): the agent's side
-(0 X, moving first; 1 O), the most positions one game adds to a table of visited positions (the
-agent's moves), then the knobs (epsilon, which decays, is `train`'s own argument)."""
+"""`train`'s numbers, read by name: the agent's side (0 X, 1 O), the most positions one game adds
+to a table of visited positions, then the knobs (epsilon, which decays, is an argument)."""
 
 
 def depths(run: RunConfig) -> range:
@@ -64,8 +62,7 @@ def depths(run: RunConfig) -> range:
 
 @njit(cache=True)
 def train(g, table, opponent, epsilon, n, params, tally):
-    """`tabular.Learner.train_on`'s n episodes, the agent learning `table` against `opponent` on the
-    game g (lab.game.engine); returns (episodes played, the decayed epsilon)."""
+    """`tabular.Learner.train_on`'s n episodes on the game g; returns (played, the decayed epsilon)."""
     q, me, alpha = engine.values(table), params.side, params.alpha
     for played in range(n):
         if not engine.room(table, params.per_game):

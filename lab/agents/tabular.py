@@ -36,9 +36,8 @@ class Reading(NamedTuple):
 
 @njit(cache=True)
 def scores_at(board, t, reading, x, o, side, out):
-    """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o); the
-    other cells are left as they are. Afterstates: lab.game.engine.afterstate_scores'; Q rows: the
-    sum of the first `reading.members` members'."""
+    """out[cell] = the score of each empty cell for `side` (0 X, 1 O) to move at (x, o), other
+    cells left as they are; Q rows sum the first `reading.members` members."""
     if reading.afterstates:
         engine.afterstate_scores(board, t, (x, o), side, reading.draw_value, out)
         return
@@ -68,8 +67,7 @@ class Frozen(NamedTuple):
 
     table: View
     reading: Reading
-    scores: np.ndarray
-    """room for a score per cell"""
+    scores: np.ndarray  # room for a score per cell
 
 
 @engine.plays(Frozen)
@@ -79,8 +77,7 @@ def _frozen_move(g, opponent, pos, side):
 
 
 class Agent(base.Agent):
-    """Plays greedily from its table (a row per board code on 3x3: the module doc), in either seat,
-    on the board `shape` (m, n, k). Subclasses name the algorithm, and the dense array and its reading."""
+    """Plays greedily from its table, in either seat, on the board `shape` (m, n, k)."""
 
     DENSE = "q"
     """the name of a 3x3 table among the checkpoint's arrays"""
@@ -122,9 +119,8 @@ class Agent(base.Agent):
 
 def opponent(g, run):
     """The opponent a learner's kernel (alphazero's too) plays on the game g (lab.game.engine):
-    3x3's move table (lab.game.opponents), a bigger board's checkpoint frozen (`Agent.frozen`), or
-    the lab.game.bots bot of each seat it does not train in (TABLE where it does) with its tree
-    (on 3x3 mcts only, searching at the codes' bitboards; perfect's table only for perfect)."""
+    3x3's move table (lab.game.opponents), a bigger board's checkpoint frozen, or the lab.game.bots
+    bot of each seat it does not train in (TABLE where it does; on 3x3 mcts only)."""
     if engine.tabulated(g) and run.opponent != "mcts":
         return opponents.for_training(run.opponent)
     if opponents.is_checkpoint(run.opponent):
@@ -140,8 +136,8 @@ def opponent(g, run):
 
 class Learner(base.Learner):
     """The start of the tabular (and net) Learners: the kernels' random stream seeded, the game's
-    engine (`game`) and the fixed opponent (`opponent`), both rebuilt on restore. A tabular
-    learner names its table's attribute (`TABLE_NAME`) and plays its kernel in `train_on`."""
+    engine (`game`) and the fixed opponent (`opponent`). A tabular learner names its table's
+    attribute (`TABLE_NAME`) and plays its kernel in `train_on`."""
 
     DERIVED = ("game", "opponent")
     TABLE_NAME = ""
@@ -159,13 +155,12 @@ class Learner(base.Learner):
 
     def train_on(self, table, episodes: int, tally: np.ndarray) -> int:
         """Play up to `episodes` on `table` (a dense array or a table's view), adding the results to
-        tally; return how many were played (fewer where the next game could take a table of
-        visited positions over half full)."""
+        tally; return how many were played (fewer where a table of visited positions needs room)."""
         raise NotImplementedError
 
     def iterate(self) -> np.ndarray:
-        """`train_on` the table `episodes_per_update` episodes: at once on a dense table; a table of
-        visited positions grows whenever `train_on` stops short."""
+        """`train_on` the table `episodes_per_update` episodes, growing a table of visited
+        positions whenever `train_on` stops short."""
         tally, table, played = np.zeros(3, np.int64), getattr(self, self.TABLE_NAME), 0
         if self.dense():
             self.train_on(table, self.run.episodes_per_update, tally)
@@ -176,6 +171,5 @@ class Learner(base.Learner):
         return tally
 
     def memory(self) -> dict:
-        """A table of visited positions' entries and bytes (none for a dense table, whose size the
-        board fixes, nor for a net learner)."""
+        """A table of visited positions' entries and bytes (none for a dense table or a net)."""
         return {} if self.dense() or not self.TABLE_NAME else getattr(self, self.TABLE_NAME).columns()

@@ -51,8 +51,7 @@ class Config(Knobs):
         require(self.update in UPDATES, "update", self.update, f"one of {', '.join(UPDATES)}")
 
 
-UPDATES = ("td", "end_of_game")
-"""The values of the `update` knob (see the module doc)."""
+UPDATES = ("td", "end_of_game")  # the values of the `update` knob (see the module doc)
 
 
 class Agent(tabular.Agent):
@@ -70,10 +69,9 @@ def initial_values(draw_value: float) -> np.ndarray:
 
 
 Params = namedtuple("Params", ("x_learns", "o_learns", "per_game", "end_of_game", *Config.names()))
-"""The numbers `train` uses, as one argument (by name: no two can be swapped): whether X and O
-play epsilon-greedy on the values and learn (both in self-play; else that side plays the
-opponent), the most afterstates one game adds to a table of visited positions (the learning
-sides' moves), whether the update is write-up 003's rule (end_of_game), then the knobs."""
+"""`train`'s numbers, read by name: whether X and O learn (both in self-play; else that side plays
+the opponent), the most afterstates one game adds to a table of visited positions, whether the
+update is write-up 003's rule (end_of_game), then the knobs."""
 
 
 def depths(run: RunConfig) -> range:
@@ -85,8 +83,8 @@ def depths(run: RunConfig) -> range:
 
 @njit(cache=True)
 def train(g, table, opponent, n, params, tally):
-    """`tabular.Learner.train_on`'s n episodes on the game g (lab.game.engine): a side that learns
-    plays epsilon-greedy on the table's afterstate values and updates them, the other `opponent`."""
+    """`tabular.Learner.train_on`'s n episodes on the game g: a side that learns plays
+    epsilon-greedy on the table's afterstate values and updates them, the other `opponent`."""
     alpha, cells = params.alpha, engine.cells(g)
     scores = np.empty(cells)
     last = np.empty(2, dtype=np.int64)  # each side's latest unfinished afterstate's row, -1 none
