@@ -26,7 +26,8 @@ def fail(message: str, status: int = MISTAKE) -> NoReturn:
     sys.exit(status)
 
 
-def first_line(message) -> str:  # of a message or an exception; its type's name if it has none
+def first_line(message) -> str:
+    """The first non-blank line of a message or an exception; its type's name if it has none."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     return lines[0] if lines else type(message).__name__
 

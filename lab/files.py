@@ -104,7 +104,8 @@ def npz_bytes(**arrays) -> bytes:
     return buffer.getvalue()
 
 
-def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:  # itself, or its sparse form
+def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The archive's members for one array: itself, or its sparse form where that is smaller."""
     if array.dtype.kind not in "biuf" or array.dtype.itemsize not in (1, 2, 4, 8) or array.size < 1024:
         return [(name, array)]
     flat = np.ascontiguousarray(array).reshape(-1)
@@ -115,7 +116,8 @@ def _members(name: str, array: np.ndarray) -> list[tuple[str, np.ndarray]]:  # i
     return [(shape, np.array(array.shape, np.int64)), (at, index), (values, flat[index])]
 
 
-def npz_arrays(source) -> dict[str, np.ndarray]:  # what `npz_bytes` wrote (its bytes, or an open .npz)
+def npz_arrays(source) -> dict[str, np.ndarray]:
+    """The arrays `npz_bytes` wrote (from its bytes, or an open .npz file), by name."""
     if isinstance(source, bytes):
         source = io.BytesIO(source)
     with np.load(source, allow_pickle=False) as archive:

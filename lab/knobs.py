@@ -18,7 +18,9 @@ def require(ok: bool, key: str, value, allowed: str) -> None:
         raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
 
 
-def is_kind(value, kind) -> bool:  # for a field of type `kind`: an int is a float; a bool is neither
+def is_kind(value, kind) -> bool:
+    """Whether `value` is acceptable for a field of type `kind` (an int is a float; a bool is
+    neither)."""
     if kind in (int, float):
         return isinstance(value, (int, kind)) and not isinstance(value, bool)
     return isinstance(value, kind)
@@ -113,11 +115,14 @@ class RunConfig:
         return self.m, self.n, self.k
 
     @property
-    def bigger_board(self) -> bool:  # another game than 3x3's: on lab.game.bitboards, not lab.game's tables
+    def bigger_board(self) -> bool:
+        """Whether the run plays an m,n,k game other than tic-tac-toe (3,3,3), on lab.game.bitboards'
+        bitboards instead of lab.game's tables."""
         return self.game != TTT
 
     @property
-    def seats(self) -> tuple[int, ...]:  # the seats the agent trains and is evaluated in: both in self-play
+    def seats(self) -> tuple[int, ...]:
+        """The seats the agent trains in and is evaluated in: both in self-play."""
         return (1, 2) if self.player is None else (self.player,)
 
 
@@ -139,5 +144,6 @@ RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunConfig))
 SETTINGS = tuple(f.name for f in dataclasses.fields(ResultsSettings))
 
 
-def side(seat: int) -> int:  # the mark of a seat on the board: seat 1 (X) plays +1, seat 2 (O) -1
+def side(seat: int) -> int:
+    """The mark of a seat on the board: seat 1 (X) plays +1, seat 2 (O) plays -1."""
     return 1 if seat == 1 else -1

@@ -29,7 +29,8 @@ COMMAND = "python -m lab.reference > docs/knobs.md"
 REGISTRIES = {"search": SAMPLERS, "scheduler": SCHEDULERS}  # settings whose choices follow their meaning
 
 
-def field_docs(cls) -> dict[str, str]:  # each dataclass field's docstring (the string below it), one line
+def field_docs(cls) -> dict[str, str]:
+    """Each dataclass field's docstring (the string right below it), whitespace joined."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = tree.body[0].body
     docs = {}
@@ -40,7 +41,8 @@ def field_docs(cls) -> dict[str, str]:  # each dataclass field's docstring (the 
     return docs
 
 
-def shown(value) -> str:  # a default as the yaml writes it
+def shown(value) -> str:
+    """A default as the yaml writes it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -50,7 +52,8 @@ def shown(value) -> str:  # a default as the yaml writes it
     return str(value)
 
 
-def _yaml(path: str) -> dict:  # a file of conf/ as compose reads it
+def _yaml(path: str) -> dict:
+    """A file of conf/ as compose reads it."""
     return OmegaConf.to_container(OmegaConf.create(
         importlib.resources.files(CONF_PACKAGE).joinpath(path).read_text()))
 
@@ -70,7 +73,8 @@ KINDS = {int: "integer", float: "number", str: "string", bool: "true/false", int
          str | None: "string"}  # a field's type as a knob's user sees it
 
 
-def _rows(cls, defaults: dict) -> list[tuple]:  # (name, kind, default, meaning) per field of `cls`
+def _rows(cls, defaults: dict) -> list[tuple]:
+    """A table row (name, kind, default, meaning) per field of the dataclass `cls`."""
     docs, types = field_docs(cls), typing.get_type_hints(cls)
     return [(f.name, KINDS[types[f.name]], shown(defaults[f.name]), docs[f.name])
             for f in dataclasses.fields(cls)]
@@ -110,7 +114,8 @@ def _algorithm_section(name: str, shared: dict) -> list[str]:
     return lines + _matchup_lines(name)
 
 
-def _matchup_lines(name: str) -> list[str]:  # a line a file conf/matchup/<game>_<name>_<opponent>.yaml
+def _matchup_lines(name: str) -> list[str]:
+    """What conf/matchup/<game>_<name>_<opponent>.yaml sets against one opponent, a line a file."""
     folder = importlib.resources.files(CONF_PACKAGE).joinpath("matchup")
     lines = []
     for file in sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name):

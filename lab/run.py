@@ -46,7 +46,8 @@ def warm_up() -> None:
     game.seed_kernels(0)
 
 
-def _compile_seconds() -> float:  # numba's time under its compiler lock so far
+def _compile_seconds() -> float:
+    """Numba's time under its compiler lock so far."""
     return _compiling.duration if _compiling.done else 0.0
 
 
@@ -187,7 +188,8 @@ class Training:
         self.rows[-1].update(train_seconds=self.training.seconds, eval_seconds=self.evaluating.seconds)
         return evaluated
 
-    def advance(self) -> bool:  # train up to the next evaluation point; whether it reached one
+    def advance(self) -> bool:
+        """Train up to the next evaluation point (or until the run ends); whether it reached one."""
         while not self.ended:
             if self.step():
                 return True
@@ -200,7 +202,9 @@ class Training:
     def snapshot(self) -> bytes:
         return snapshot(self.learner, self.rows, self.training.seconds)
 
-    def result(self) -> RunResult:  # its rows stamped (`ended`); the final agent unless it failed or stopped
+    def result(self) -> RunResult:
+        """The run's rows, each with its status, error, timing and provenance, and the final
+        agent (None when it failed or was stopped)."""
         began = time.perf_counter()
         checkpoint = None
         if self.error is None and not self.stopped:

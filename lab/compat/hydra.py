@@ -18,7 +18,8 @@ def basic_sweeper() -> type:
     return BasicSweeper
 
 
-def sweeper_params(sweeper) -> list[str]:  # a basic sweeper's `hydra.sweeper.params` as overrides
+def sweeper_params(sweeper) -> list[str]:
+    """A basic sweeper's `hydra.sweeper.params` as override strings."""
     return sweeper._parse_config()
 
 
@@ -36,7 +37,8 @@ def caching_repo(config_loader, config_name: str | None, hydra_overrides: list[s
     return repo
 
 
-def node(cfg, key):  # OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)
+def node(cfg, key):
+    """OmegaConf's node of `key` in the DictConfig `cfg` (its value type, unresolved)."""
     return cfg._get_node(key)
 
 

@@ -22,12 +22,14 @@ CONF_PACKAGE = "lab.conf"  # the repository's conf/, installed with the lab as t
 _INT_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)=([+-]?(?:0|[1-9][0-9]*))")
 
 
-def flat(cfg: DictConfig) -> dict:  # the run's knobs as plain values, Hydra's own node left out
+def flat(cfg: DictConfig) -> dict:
+    """The run's knobs as plain values (Hydra's own node left out)."""
     return {key: OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
             for key, value in cfg.items() if key != "hydra"}
 
 
-def compose(*overrides: str) -> dict:  # the flat configuration `python -m lab.sweep OVERRIDES` would run
+def compose(*overrides: str) -> dict:
+    """The flat configuration Hydra would build for these overrides."""
     with initialize_config_module(version_base="1.3", config_module=CONF_PACKAGE):
         return flat(hydra_compose("config", overrides=list(overrides)))
 
@@ -51,7 +53,8 @@ class Composer:
             config_loader, master_config.hydra.job.config_name, hydra_overrides)
         self.parsed, self.groups, self.bases = {}, {}, {}
 
-    def full(self, overrides: list[str]) -> dict:  # Hydra's own; its error one line naming the job
+    def full(self, overrides: list[str]) -> dict:
+        """Hydra's own composition of one job; its error as a one-line ConfigError naming the job."""
         try:
             return flat(self.loader.load_sweep_config(self.master, list(overrides)))
         except HydraException as exc:

@@ -160,7 +160,8 @@ def identity(run: RunConfig, knobs: Knobs) -> dict:
             **{key: value for key, value in algorithm.items() if key not in knobs.ADDED or value != knobs.ADDED[key]}}
 
 
-def run_id(run: RunConfig, knobs: Knobs) -> str:  # a short stable hash: equal configurations share one
+def run_id(run: RunConfig, knobs: Knobs) -> str:
+    """A short stable hash of the run's identity: equal configurations share one id."""
     text = json.dumps(identity(run, knobs), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -186,7 +187,8 @@ class Job:
         return identity(self.run, self.knobs)
 
 
-def job(cfg) -> Job:  # a flat configuration validated; ConfigError naming the first bad key
+def job(cfg) -> Job:
+    """Validate a flat configuration into a Job; raises ConfigError naming the first bad key."""
     run, knobs = parse(cfg)
     results_dir, force, on_code_change = check_settings(cfg)
     return Job(run, knobs, run_id(run, knobs), results_dir, force, on_code_change)

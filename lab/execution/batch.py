@@ -13,7 +13,8 @@ from lab.config.jobs import Job
 from lab.run import run
 
 
-def token_path(results_dir, token: str) -> Path:  # tells a worker it sees the driver's results_dir
+def token_path(results_dir, token: str) -> Path:
+    """The file that tells a worker it sees the driver's results_dir."""
     return Path(results_dir) / results.INDEX / f".driver-{token}"
 
 

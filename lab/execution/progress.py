@@ -41,7 +41,8 @@ def clock(seconds: float) -> str:
 REDRAW = 0.1  # seconds between redraws of the bar at most: hundreds of runs may end in one
 
 
-def _named(ended: list[Outcome]) -> str:  # the runs that ended, in a few words, each failed one by name
+def _named(ended: list[Outcome]) -> str:
+    """The runs that ended, in a few words (each failed one by name)."""
     if len(ended) == 1:
         return f"run {ended[0].run_id} {'FAILED' if ended[0].failed else 'done'}"
     failed = [o.run_id for o in ended if o.failed]
@@ -85,7 +86,8 @@ class Progress:
             said = said or _named(ended)
             print(f"{said}; {counts}", file=sys.stderr, flush=True)
 
-    def note(self, line: str) -> None:  # a line on its own (above the bar, on a terminal)
+    def note(self, line: str) -> None:
+        """A line on its own (above the bar, on a terminal)."""
         print(f"\r\033[K{line}" if self.live else line, file=sys.stderr, flush=True)
 
     def close(self) -> None:

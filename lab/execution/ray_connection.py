@@ -33,7 +33,8 @@ def connect(address=None, num_cpus=None, dashboard=False) -> None:
         raise
 
 
-def joins(address) -> bool:  # whether Ray means a cluster to join, not a local Ray this process starts
+def joins(address) -> bool:
+    """Whether Ray means a cluster to join (else a local Ray this process starts)."""
     return bool(address or os.environ.get("RAY_ADDRESS"))
 
 
@@ -115,7 +116,9 @@ def disconnect() -> None:
     ray.shutdown()
 
 
-def ray_started() -> bool:  # never, if this process has not imported Ray (which would cost ~0.3 s)
+def ray_started() -> bool:
+    """Whether this process has started or joined Ray: never, if it has not imported it (which
+    would cost ~0.3 s)."""
     ray = sys.modules.get("ray")
     return ray is not None and ray.is_initialized()
 

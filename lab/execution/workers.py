@@ -117,7 +117,8 @@ class Forks:
             raise
 
     @property
-    def warm_up_seconds(self) -> float:  # the forks' start-up: work their first calls would have done
+    def warm_up_seconds(self) -> float:
+        """The forks' start-up so far: work their first calls would have done otherwise."""
         return sum(self.warmed)
 
     def grow(self) -> list[int]:
@@ -165,7 +166,8 @@ class Forks:
         self.received[worker] = self.sent[worker]
         return [(worker, Lost(error, begun=i < begun)) for i in range(unanswered)]
 
-    def close(self) -> None:  # Ctrl-C: whatever they were doing
+    def close(self) -> None:
+        """End the forks (Ctrl-C: whatever they were doing)."""
         for pipe in self.calls + self.answers:
             pipe.close()
         for process in self.processes:

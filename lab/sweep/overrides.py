@@ -110,7 +110,8 @@ def _check_overrides(loader, lines: list[str], multirun: bool) -> None:
         fail(f"{swept[0]} sweeps several values: add --multirun (a list is written key=[a,b])")
 
 
-def _arguments(argv):  # Hydra's reading of the command line; its usage errors (a page) in one line
+def _arguments(argv):
+    """Hydra's reading of the command line; its usage errors (a page of usage) in one line."""
     parser = args_parser()
 
     def refuse(message: str):
@@ -125,11 +126,13 @@ def _arguments(argv):  # Hydra's reading of the command line; its usage errors (
     return parser.parse_args(argv)
 
 
-def _is_choice(loader, override) -> bool:  # a group choice as Hydra takes it: game=ttt, +sweeps=smoke
+def _is_choice(loader, override) -> bool:
+    """Whether Hydra takes the override as a config-group choice (game=ttt, +sweeps=smoke)."""
     return loader.repository.group_exists(override.key_or_group) and not isinstance(override.value(), dict)
 
 
-def _check_choice(loader, override) -> None:  # each option named exists (glob(), deletions: Hydra's)
+def _check_choice(loader, override) -> None:
+    """Each option named for a config group exists (glob() and deletions are Hydra's)."""
     if override.is_delete() or not _is_choice(loader, override) or override.value_type == ValueType.GLOB_CHOICE_SWEEP:
         return
     group = override.key_or_group
