@@ -261,8 +261,9 @@ class Frozen(NamedTuple):
 
 @engine.plays(Frozen)
 def _frozen_move(g, opponent, pos, side):
-    nets, afterstates, memo, known, lookup, scratch, scores = opponent
-    if afterstates:
+    nets, memo, known, lookup, scratch, scores = (opponent.nets, opponent.memo, opponent.known,
+                                                  opponent.lookup, opponent.scratch, opponent.scores)
+    if opponent.afterstates:
         afterstate_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
     else:
         q_values(g, nets, side, memo, known, lookup, pos, scratch, scores)
