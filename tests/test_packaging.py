@@ -62,8 +62,9 @@ def test_an_installed_lab_runs_a_named_sweep_outside_the_repository(tmp_path, mo
     environment and run a named sweep from an empty directory: the configs and named sweeps are
     found through the package mapping of pyproject.toml, not through links or the cwd."""
     if mode == "wheel":
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                        "-q", "-w", tmp_path / "dist", REPO], check=True, capture_output=True)
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "dist", REPO],
+                               check=True, capture_output=True, text=True)
+        assert "absent from the `packages` configuration" not in built.stdout + built.stderr
         (wheel,) = (tmp_path / "dist").glob("*.whl")
         venv = _venv_with_lab(tmp_path, [wheel])
         home = venv
@@ -107,7 +108,8 @@ def test_every_package_of_the_lab_is_installed():
     mapped = {package: REPO / folder for package, folder in setuptools["package-dir"].items()}
     missing = on_disk - set(setuptools["packages"])
     assert not missing, f"pyproject.toml [tool.setuptools] packages lacks {sorted(missing)}: the wheel leaves them out"
-    assert set(setuptools["packages"]) == on_disk | set(mapped) | {"lab", "hydra_plugins"}
+    groups = {f"lab.conf.{folder.name}" for folder in (REPO / "conf").iterdir() if any(folder.glob("*.yaml"))}
+    assert set(setuptools["packages"]) == on_disk | set(mapped) | groups | {"lab", "hydra_plugins"}
     assert mapped == {"lab.conf": REPO / "conf", "lab.sweeps": REPO / "sweeps"}
 
 
