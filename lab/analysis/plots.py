@@ -63,7 +63,7 @@ def mean_band(frame: pd.DataFrame, column: str, smooth: int = 1) -> pd.DataFrame
     """Mean over runs (seeds) of `column` per episodes count, with a 95% band for that mean; each
     run's curve first averaged over a rolling window of `smooth` points."""
     curves = frame.pivot_table(index="episodes", columns="run_id", values=column)
-    if smooth > 1:  # pandas rolls each run's column apart: ~0.3 ms a run for a window of 1 too
+    if smooth > 1:  # pandas rolls each run's column apart (~30 µs a run), for a window of 1 too
         curves = curves.rolling(smooth, min_periods=1).mean()
     mean, count = curves.mean(axis=1), curves.count(axis=1)
     half = t975(count - 1) * curves.std(axis=1, ddof=1) / np.sqrt(count)
