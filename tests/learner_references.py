@@ -59,7 +59,7 @@ class Stream:
         return choice
 
     def epsilon_greedy(self, scores: np.ndarray, legal: np.ndarray, epsilon: float):
-        """(move, explored) as lab.game.epsilon_greedy."""
+        """(move, explored) as lab.game.engine.epsilon_greedy."""
         if self.random() < epsilon:
             return self.random_move(legal), True
         return self.best_move(scores, legal), False
