@@ -175,3 +175,36 @@ def test_a_sweep_stopped_by_sigterm_stops_what_it_started(tmp_path, short_tmp, a
     assert done.returncode == 130 and said in done.stderr.strip().splitlines()[-1], done.stderr[-2000:]
     assert left == []
     assert [p.name for p in short_tmp.iterdir() if p.name != "ray"] == []
+
+
+def test_ctrl_c_while_a_grid_draws_its_figures_is_one_line_and_status_130(tmp_path, monkeypatch, capsys, handlers):
+    import lab.analysis.report
+    from lab import sweep
+
+    (tmp_path / "run.parquet").write_bytes(b"")  # a run file: the folder is drawn
+
+    def stopped(results_dir, every):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(lab.analysis.report, "analyse", stopped)
+    with pytest.raises(SystemExit) as stop:
+        sweep.analyse([tmp_path])
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.strip() == ("interrupted while drawing the figures: every finished run is "
+                                               "saved; the same command draws them again")
+
+
+@pytest.mark.integration
+def test_a_search_stopped_while_its_figures_are_drawn_stops_the_drawing_process(tmp_path, capsys, handlers):
+    from lab.search import driver
+
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))  # once the drawing has started
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stop:
+        driver._apart(time.sleep, 60)  # a drawing of a minute (its argument stands for the results_dir)
+    timer.cancel()
+    assert stop.value.code == 130 and time.monotonic() - started < 30
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "interrupted while drawing the search's figures: its trials are all saved; lab-report 60 draws its "
+        "report again"]
+    assert [c for c in __import__("multiprocessing").active_children() if c.name == "search figures"] == []

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -188,12 +189,26 @@ def _apart(function, *arguments) -> None:
     50 MB and more) stays out of the driver's memory; spawned, as the driver may hold threads."""
     sys.stdout.flush()  # the child's lines come after the driver's
     sys.stderr.flush()
-    child = multiprocessing.get_context("spawn").Process(target=function, args=arguments, name="search figures")
+    child = multiprocessing.get_context("spawn").Process(target=_drawing, args=(function, *arguments),
+                                                         name="search figures")
     child.start()
-    child.join()
+    try:
+        child.join()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the trials are saved; the drawing stops
+        child.terminate()
+        child.join()
+        print("\ninterrupted while drawing the search's figures: its trials are all saved; "
+              f"lab-report {arguments[0]} draws its report again", file=sys.stderr)
+        raise SystemExit(130) from None
     if child.exitcode:
         print(f"could not draw the search's figures (the process drawing them ended with status {child.exitcode})",
               file=sys.stderr)
+
+
+def _drawing(function, *arguments) -> None:
+    """The drawing process: a terminal's Ctrl-C reaches it too, and its driver stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    function(*arguments)
 
 
 def _resuming(folder: Path, ours: dict) -> bool | str | None:

@@ -152,12 +152,19 @@ def interrupted(stop: KeyboardInterrupt) -> NoReturn:
 
 
 def analyse(results_dirs, figures=True) -> None:
-    """The figures, summary and report of each results directory (figures="all": every figure)."""
+    """The figures, summary and report of each results directory (figures="all": every figure).
+    Ctrl-C here: one line, exit 130; the runs are all saved, and the same command draws again."""
     import lab.analysis.report  # matplotlib and the analysis (~0.6 s): only once a sweep draws figures
 
-    for results_dir in sorted(set(map(Path, results_dirs))):
-        if results.run_files(results_dir):
-            lab.analysis.report.analyse(results_dir, every=figures == "all")
+    try:
+        for results_dir in sorted(set(map(Path, results_dirs))):
+            if results.run_files(results_dir):
+                lab.analysis.report.analyse(results_dir, every=figures == "all")
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("\ninterrupted while drawing the figures: every finished run is saved; the same command "
+              "draws them again", file=sys.stderr)
+        sys.exit(130)
 
 
 def draw_search(results_dir: Path, figures=True) -> None:
