@@ -124,9 +124,9 @@ def without_ray_note(jobs: list[Job], where: str, num_cpus=None) -> str:
         why = "on one core" if n == 1 else "too little to spread over cores"
         return (f"the runs' predicted work ({work:.1f} s) is {why}: training them in this process "
                 "(hydra.launcher.parallel=true uses Ray anyway)")
-    return (f"the runs' predicted work ({work:.1f} s, {work / n:.1f} s a core) is short beside "
-            f"starting Ray (about {RAY_START_SECONDS:.0f} s): training them in {n} forks of this "
-            "process (hydra.launcher.parallel=true uses Ray anyway)")
+    return (f"the runs' predicted work ({work:.1f} s, {work / n:.1f} s a core) is under the "
+            f"{RAY_WORTH_SECONDS:.0f} s a core for which starting Ray (about {RAY_START_SECONDS:.0f} s) pays: "
+            f"training them in {n} forks of this process (hydra.launcher.parallel=true uses Ray anyway)")
 
 
 class ForksAhead(NamedTuple):
