@@ -61,9 +61,9 @@ LabSweeperConf = _sweeper_conf("LabSweeperConf", "hydra_plugins.lab_plugins.lab_
     ("params", Optional[dict], None),
 ], optional=True)
 """The grid sweeper. It also takes the search's settings, all null: a named search
-(sweeps/search_*.yaml) sets them and the grid sweeper hands the search over to SearchSweeper (a
-named sweep cannot select hydra/sweeper itself: conf/config.yaml's own override of that group
-comes first and wins)."""
+(sweeps/search_*.yaml) sets them, `search` among them, and the grid sweeper hands the search over
+to SearchSweeper (a named sweep cannot select hydra/sweeper itself: conf/config.yaml's own
+override of that group comes first and wins). Without `search`, they are refused."""
 
 
 @dataclass
@@ -111,6 +111,13 @@ class LabSweeper(basic_sweeper()):  # Hydra's BasicSweeper, a private class (lab
         self.settings = {key: value for key, value in settings.items() if value is not None}
 
     def setup(self, *, hydra_context, task_function, config):
+        if self.settings and "search" not in self.settings:  # every named search sets its sampler
+            fail(f"hydra.sweeper.{min(self.settings)} is a search's setting, and this sweep is a grid, which "
+                 "trains every value it lists (seed=0,1,2 for three seeds); a search is hydra/sweeper=search "
+                 "or a named search (+sweeps=search_q_table)")
+        if self.max_batch_size is not None and self.max_batch_size < 1:
+            fail(f"hydra.sweeper.max_batch_size={self.max_batch_size} is not allowed: a positive number of "
+                 "runs a batch, or null (the whole grid at once)")
         if self.settings:  # a named search: SearchSweeper does the work (no launcher needed)
             self.search = SearchSweeper(params=self.params, **self.settings)
             self.search.setup(hydra_context=hydra_context, task_function=task_function, config=config)
