@@ -335,3 +335,12 @@ def test_perfect_plays_only_minimax_moves_and_all_of_them(player):
         good = [m for m in empty_cells(board) if minimax(play(board, m)) == minimax(board)]
         assert np.flatnonzero(perfect[c]).tolist() == good, board
         assert perfect[c][good] == pytest.approx(1 / len(good))
+
+
+@pytest.mark.parametrize("argv, board", [(["3", "3"], "3x3 k3"), (["3"], "3x3 k3"), (["4", "3"], "4x3 k3")])
+def test_the_ceiling_command_fills_n_and_k_from_the_board_given(argv, board, capsys):
+    from lab.evaluation import exact_ceiling
+
+    exact_ceiling.main(argv)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{board}: solved in") and len(lines) == 2 + 6  # a header, 3 opponents x 2 seats

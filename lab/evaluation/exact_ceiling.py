@@ -103,9 +103,12 @@ def main(argv=None) -> None:
     parser = cli.ArgumentParser(prog="python -m lab.evaluation.exact_ceiling", description=(
         "Solve an m,n,k board (at most 16 cells) and compute the ceiling: the best win/draw/loss "
         "of a perfect player against random, onestep and perfect, per seat; timed."))
-    for key, meaning in (("m", "columns"), ("n", "rows"), ("k", "stones in a row that win")):
-        parser.add_argument(key, type=int, nargs="?", default=4, help=f"{meaning} (default 4)")
+    parser.add_argument("m", type=int, nargs="?", default=4, help="columns (default 4)")
+    parser.add_argument("n", type=int, nargs="?", help="rows (default m)")
+    parser.add_argument("k", type=int, nargs="?", help="stones in a row that win (default the shorter side)")
     args = parser.parse_args(argv)
+    args.n = args.m if args.n is None else args.n
+    args.k = min(args.m, args.n) if args.k is None else args.k
     try:
         solver.check_size(args.m, args.n, args.k)
     except ValueError as refused:
