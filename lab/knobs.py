@@ -92,7 +92,7 @@ class RunConfig:
     iterations: int
     """number of updates; total episodes = episodes_per_update x iterations"""
     seed: int
-    """seeds every random stream of the run"""
+    """seeds every random stream of the run (0 to 2**32 - 1)"""
     eval_every: int
     """exact evaluation of the greedy agent every this many iterations and at the last; null =
     about 50 per run"""

@@ -63,7 +63,9 @@ BAD = [  # (override, what the message must say)
     ("alpha=1.5", ["alpha=1.5 is not allowed", "in (0, 1]"]),
     ("alpha=-0.01", ["alpha=-0.01 is not allowed", "in (0, 1]"]),
     ("alpha=fast", ["alpha='fast' is not allowed", "a number"]),
-    ("seed=-1", ["seed=-1 is not allowed", "a non-negative integer"]),
+    ("seed=-1", ["seed=-1 is not allowed", "an integer from 0 to 2**32 - 1"]),
+    ("seed=4294967296", ["seed=4294967296 is not allowed", "an integer from 0 to 2**32 - 1"]),  # trained as 0 would
+    ("seed=99999999999999999999", ["seed=99999999999999999999 is not allowed"]),  # once: trained, then a traceback
     ("gamma=2", ["gamma=2 is not allowed", "in [0, 1]"]),
     ("memory=forever", ["memory='forever' is not allowed", "'clear' or 'keep'"]),
     ("eval_every=0", ["eval_every=0 is not allowed", "a positive integer"]),

@@ -76,13 +76,17 @@ def check_game(cfg: dict, algorithm: str) -> tuple[tuple[int, int, int], list[st
 COUNTS = {
     "episodes_per_update": (1, "a positive integer", None),
     "iterations": (1, "a positive integer", None),
-    "seed": (0, "a non-negative integer", None),
+    "seed": (0, "an integer from 0 to 2**32 - 1", None),
     "eval_every": (1, "a positive integer, or null for about 50 evaluations per run",
                    lambda counts: max(1, counts["iterations"] // 50)),
     "mcts_simulations": (1, "a positive integer (MCTS playouts per move)", None),
     "eval_games": (1, "a positive integer, or null for 9,600 (95% intervals at most 2 points wide)",
                    lambda counts: stats.games_needed(0.02)),  # 2-point intervals
 }
+
+COUNT_LIMITS = {"seed": 2**32 - 1}
+"""The most a count may be: the compiled kernels' random stream takes a 32-bit seed (2**32 would
+train as 0 does)"""
 
 
 def parse(cfg) -> tuple[RunConfig, Knobs]:
@@ -111,7 +115,7 @@ def parse(cfg) -> tuple[RunConfig, Knobs]:
     counts = {}
     for key, (least, allowed, null) in COUNTS.items():
         value = null(counts) if cfg.get(key) is None and null else cfg.get(key)
-        require(is_kind(value, int) and value >= least, key, value, allowed)
+        require(is_kind(value, int) and least <= value <= COUNT_LIMITS.get(key, value), key, value, allowed)
         counts[key] = value
     # A self-play agent plays both seats: the seat knob does not change the run.
     player = None if cfg["opponent"] == "self" else cfg["player"]
