@@ -8,14 +8,21 @@ The board is drawn with each empty cell's number, 1 (top left) to m * n (bottom 
 row, and you type the number of an empty cell; `q` or end of input (Ctrl-D) quits. The agent plays
 its greedy policy, tied best moves drawn at random (--seed).
 
---vs OPPONENT plays the agent --games games in each seat against random, onestep, block, mcts
-(--simulations playouts a move), perfect (on the boards the lab solves, at most 16 cells) or
-another CHECKPOINT of the same board, and prints the tallies. The games are played side by side,
-one batch of moves at a time; the bots are lab.game.bots'.
+A net agent (mc_vfa, q_net) trained against a fixed opponent knows only its seat (`player`), so
+you take the other seat by default (an agent trained as X moves first); a --seat that puts it in
+the seat it never trained in gets a one-line note, and is played. A self-play agent, and those
+that record no seat (tabular, alphazero), play either seat; you are X by default.
+
+--vs OPPONENT plays the agent --games games in each seat it trained in against random, onestep,
+block, mcts (--simulations playouts a move), perfect (on the boards the lab solves, at most 16
+cells) or another CHECKPOINT of the same board, and prints the tallies; the header says which seat
+is left out. The games are played side by side, one batch of moves at a time; the bots are
+lab.game.bots'.
 
 --start BOARD begins every game from a given position (write-up 004 played from openings): the
 board's cells row by row, each x, o or . (or -), such as `x...o....` on 3x3. --show-values prints
-the agent's score of each legal move before it moves (higher is better for it).
+the agent's score of each legal move before it moves (higher is better for it), in your games
+only: not with --vs.
 """
 
 import argparse
@@ -27,6 +34,10 @@ import numpy as np
 
 from lab import agents, cli
 from lab.game import bitboards, bots, engine, solver
+
+
+SEATS = {"x": 1, "o": 2}
+"""--seat's values: the person's seat, 1 (X, moves first) or 2 (O)."""
 
 
 class Quit(Exception):
@@ -155,6 +166,19 @@ def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> in
     return 1 - side if has_line(board, stones[1 - side]) else bots.DRAW
 
 
+def person_seat(agent, asked: str | None, write) -> int:
+    """The person's seat: `asked` (x or o), else the seat the agent did not train in (X when it
+    trained in both); a note when the agent is put in a seat it never trained in."""
+    seats = agent.seats
+    if asked is None:
+        return 2 if seats == (1,) else 1
+    seat = SEATS[asked]
+    if 3 - seat not in seats:
+        write(f"note: the agent trained as {'XO'[seats[0] - 1]} only; as {'XO'[2 - seat]} "
+              "it plays moves it never learned\n")
+    return seat
+
+
 def play_person(agent, seat: int, read, write, rng, start=(0, 0), show_values: bool = False) -> dict:
     """Games from `start` until the person stops; the running score, from the person's side."""
     score = {"you": 0, "agent": 0, "draws": 0}
@@ -199,7 +223,7 @@ def opponent(agent, name: str, simulations: int):
         return lambda x, o, rng: bots.moves(board, bot, x, o, int(rng.integers(2**31)))
     if not Path(name).is_file():
         raise ValueError(f"--vs {name!r} is neither an opponent ({', '.join(bots.NAMES)}) "
-                         "nor a checkpoint file")
+                         f"nor a checkpoint file{cli.did_you_mean(name, bots.NAMES)}")
     other = load_checkpoint(name)
     if agents.game_of(other) != shape:
         raise ValueError(f"--vs {name}: its agent plays m, n, k = {agents.game_of(other)}, this one "
@@ -227,42 +251,63 @@ def match(board: bitboards.Board, players, games: int, start, rng) -> np.ndarray
     return np.bincount(result, minlength=3)
 
 
-def tallies(agent, other, games: int, start=(0, 0), rng=None) -> dict:
-    """{seat: (wins, draws, losses)} of the agent over `games` games in each seat against
+def tallies(agent, other, games: int, start=(0, 0), rng=None, seats=(1, 2)) -> dict:
+    """{seat: (wins, draws, losses)} of the agent over `games` games in each of `seats` against
     `other` (moves(x, o, rng) -> cells), from `start`."""
     rng = rng or np.random.default_rng()
     board, me = bitboards.board(*agents.game_of(agent)), functools.partial(agent_moves, agent)
-    x_wins, o_wins, draws = match(board, (me, other), games, start, rng)
-    other_x, other_o, other_draws = match(board, (other, me), games, start, rng)
-    return {1: (int(x_wins), int(draws), int(o_wins)), 2: (int(other_o), int(other_draws), int(other_x))}
+    result = {}
+    for seat in seats:
+        counts = match(board, (me, other) if seat == 1 else (other, me), games, start, rng)  # X, O, draws
+        result[seat] = (int(counts[seat - 1]), int(counts[2]), int(counts[2 - seat]))
+    return result
 
 
 def format_tallies(result: dict, games: int, opponent: str) -> str:
-    lines = [f"the agent against {opponent}, {games} games in each seat:",
+    """The table of `tallies` in the seats the agent trained in; the header names a seat left out."""
+    where = "in each seat"
+    if len(result) == 1:
+        mark, other = ("X", "O") if 1 in result else ("O", "X")
+        where = f"as {mark} (the agent trained as {mark} only: {other}'s games are not played)"
+    lines = [f"the agent against {opponent}, {games} games {where}:",
              f"{'agent as':<10} {'wins':>7} {'draws':>7} {'losses':>7}   {'win %':>6} {'draw %':>6} {'loss %':>6}"]
-    for seat, name in ((1, "X (1st)"), (2, "O (2nd)")):
+    for seat in sorted(result):
         wins, draws, losses = result[seat]
-        lines.append(f"{name:<10} {wins:>7} {draws:>7} {losses:>7}   "
+        lines.append(f"{('X (1st)', 'O (2nd)')[seat - 1]:<10} {wins:>7} {draws:>7} {losses:>7}   "
                      f"{100 * wins / games:6.1f} {100 * draws / games:6.1f} {100 * losses / games:6.1f}")
     return "\n".join(lines)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0, as numpy's seeds are (else argparse's one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a trained agent: RESULTS_DIR/_checkpoints/<run_id>.npz")
-    parser.add_argument("--seat", choices=("x", "o"), default="x",
-                        help="your seat: x moves first (default), o moves second")
-    parser.add_argument("--vs", metavar="OPPONENT",
-                        help=f"play the agent against {', '.join(bots.NAMES)} or another CHECKPOINT")
-    parser.add_argument("--games", type=cli.positive_int, default=1000, help="games in each seat with --vs (default 1000)")
-    parser.add_argument("--seed", type=int, help="seed of the random tie-breaks and opponents")
+    parser.add_argument("--seat", type=str.lower, choices=tuple(SEATS),
+                        help="your seat: x moves first, o second (default: the seat the agent did not "
+                        "train in; x if it trained in both)")
+    only_one = parser.add_mutually_exclusive_group()  # --show-values is for your games, not --vs's
+    only_one.add_argument("--vs", metavar="OPPONENT", help="play the agent, in each seat it trained in, "
+                          f"against {', '.join(bots.NAMES)} or another CHECKPOINT")
+    parser.add_argument("--games", type=cli.positive_int, default=1000,
+                        help="games in each seat the agent plays with --vs (default 1000)")
+    parser.add_argument("--seed", type=non_negative_int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--simulations", type=cli.positive_int, default=100,
                         help="MCTS playouts per move with --vs mcts (default 100)")
     parser.add_argument("--start", metavar="BOARD", help="begin every game here: the board's cells, "
                         "row by row, each x, o or . (e.g. x...o.... on 3x3)")
-    parser.add_argument("--show-values", action="store_true",
-                        help="print the agent's score of each legal move before it moves")
+    only_one.add_argument("--show-values", action="store_true",
+                          help="print the agent's score of each legal move before it moves (not with --vs)")
     return parser
 
 
@@ -278,7 +323,7 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         return cli.MISTAKE
     rng = np.random.default_rng(args.seed)
     if other is not None:
-        result = tallies(agent, other, args.games, start, rng)
+        result = tallies(agent, other, args.games, start, rng, agent.seats)
         where = f" from {args.start}" if args.start else ""
         print(format_tallies(result, args.games, args.vs + where), file=stdout)
         return 0
@@ -287,7 +332,8 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         stdout.write(text)
         stdout.flush()
 
-    play_person(agent, 1 if args.seat == "x" else 2, stdin.readline, write, rng, start, args.show_values)
+    seat = person_seat(agent, args.seat, write)
+    play_person(agent, seat, stdin.readline, write, rng, start, args.show_values)
     return 0
 
 

@@ -190,22 +190,28 @@ def test_play_a_board_checkpoint_against_another_from_a_start(dirs):
     args = [str(dirs[2]), "--vs", str(dirs[2]), "--games", "40", "--start", "." * 15 + "x", "--seed", "2"]
     assert play.main(args, stdout=out) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0] == f"the agent against {dirs[2]} from {'.' * 15}x, 40 games in each seat:"
-    (x_wins, x_draws, x_losses), (o_wins, o_draws, o_losses) = ([int(v) for v in line.split()[2:5]] for line in lines[2:])
+    assert lines[0] == (f"the agent against {dirs[2]} from {'.' * 15}x, 40 games as O (the agent trained as O "
+                        "only: X's games are not played):")
+    (o_row,) = lines[2:]
+    assert o_row.startswith("O (2nd)") and sum(int(v) for v in o_row.split()[2:5]) == 40
+    # in both seats (tallies' default), one greedy agent against itself: each game's mirror
+    agent, start = play.load_checkpoint(dirs[2]), (1 << 15, 0)
+    result = play.tallies(agent, play.opponent(agent, str(dirs[2]), 1), 40, start, np.random.default_rng(2))
+    (x_wins, x_draws, x_losses), (o_wins, o_draws, o_losses) = result[1], result[2]
     assert x_wins + x_draws + x_losses == 40 and o_wins + o_draws + o_losses == 40
-    assert (x_wins, x_losses) == (o_losses, o_wins)  # one greedy agent in both seats: each game's mirror
+    assert (x_wins, x_losses) == (o_losses, o_wins)
 
 
-def test_play_vs_a_bot_on_a_board_tallies_both_seats(dirs, capsys):
-    """--vs on 4x4: the agent's games against a bot in each seat, the same tallies for the same
-    --seed; perfect never loses to it."""
+def test_play_vs_a_bot_on_a_board_tallies_the_seat_it_trained_in(dirs, capsys):
+    """--vs on 4x4: the agent's games against a bot in the seat it trained in (O), the same tallies
+    for the same --seed; perfect never loses to it."""
     out = io.StringIO()
     assert play.main([str(dirs[2]), "--vs", "random", "--games", "300", "--seed", "1"], stdout=out) == 0
     again = io.StringIO()
     assert play.main([str(dirs[2]), "--vs", "random", "--games", "300", "--seed", "1"], stdout=again) == 0
     assert out.getvalue() == again.getvalue()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "the agent against random, 300 games in each seat:"
+    assert lines[0].startswith("the agent against random, 300 games as O (") and len(lines) == 3
     for line in lines[2:]:
         counts = [int(v) for v in line.split()[2:5]]
         assert sum(counts) == 300, line

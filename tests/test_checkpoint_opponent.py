@@ -17,12 +17,13 @@ from sweeping import TINY_RUNS, cli
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    """A q_table agent (either seat) and an mc_vfa net trained as X, saved."""
+    """A q_table agent (either seat), an mc_vfa net trained as X and one trained in self-play
+    (a net for each seat), saved."""
     out = tmp_path_factory.mktemp("checkpoints")
     paths = {}
+    mc_vfa = ("algorithm=mc_vfa", "layers=2", "neurons=8", "player=1")
     for name, overrides in (("q_table", ("algorithm=q_table", "opponent=random", "player=1")),
-                            ("mc_vfa_x", ("algorithm=mc_vfa", "layers=2", "neurons=8",
-                                          "opponent=onestep", "player=1"))):
+                            ("mc_vfa_x", (*mc_vfa, "opponent=onestep")), ("mc_vfa_self", (*mc_vfa, "opponent=self"))):
         result = run(job(compose(*overrides, "episodes_per_update=50", "iterations=4", "seed=1")))
         paths[name] = out / f"{name}.npz"
         paths[name].write_bytes(result.checkpoint)
@@ -82,8 +83,15 @@ def test_a_missing_or_foreign_file_is_one_clear_error(tmp_path, make, allowed):
 
 
 def test_a_net_trained_in_the_learners_seat_is_refused(checkpoints):
-    with pytest.raises(ConfigError, match="opponent=.* is not allowed: .*trained as player 1"):
+    with pytest.raises(ConfigError, match="opponent=.* is not allowed: .*trained as player 1 only"):
         job(compose("algorithm=q_table", f"opponent={checkpoints['mc_vfa_x']}", "player=1"))
+
+
+@pytest.mark.parametrize("player", [1, 2])
+def test_a_self_play_net_is_an_opponent_in_either_seat(checkpoints, player):
+    """It holds a net for each seat (it was once refused as X's opponent: "trained as player 1")."""
+    path = str(checkpoints["mc_vfa_self"])
+    assert job(compose("algorithm=q_table", f"opponent={path}", f"player={player}")).run.opponent == path
 
 
 @pytest.mark.integration

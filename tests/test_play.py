@@ -56,15 +56,27 @@ def session(lines: str, seat: int = 1):
     return score, out.getvalue()
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    cfg = compose("algorithm=mc_vfa", "layers=2", "neurons=8", "episodes_per_update=10",
-                         "iterations=3", "player=2")
+def trained(folder, *overrides):
+    """The checkpoint of a tiny mc_vfa run with `overrides`, written in `folder`."""
+    cfg = compose("algorithm=mc_vfa", "layers=2", "neurons=8", "episodes_per_update=10", "iterations=3",
+                  *overrides)
     result = run(job(cfg))
     assert not result.failed
-    path = tmp_path_factory.mktemp("play") / "agent.npz"
+    path = folder / "agent.npz"
     path.write_bytes(result.checkpoint)
     return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """An agent trained as O only."""
+    return trained(tmp_path_factory.mktemp("play"), "player=2")
+
+
+@pytest.fixture(scope="module")
+def x_checkpoint(tmp_path_factory):
+    """An agent trained as X only."""
+    return trained(tmp_path_factory.mktemp("play_x"), "player=1", "opponent=random")
 
 
 def test_full_game_person_wins_as_x():
@@ -152,19 +164,67 @@ def test_the_same_seed_gives_the_same_tallies():
 
 
 @pytest.mark.integration
-def test_cli_vs_prints_both_seats(checkpoint):
+def test_cli_vs_prints_the_seat_the_agent_trained_in(checkpoint):
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", "random",
                            "--games", "300", "--seed", "1"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    rows = re.findall(r"^[XO] \(\w+\)\s+(\d+)\s+(\d+)\s+(\d+)", done.stdout, re.M)
-    assert len(rows) == 2 and all(sum(map(int, row)) == 300 for row in rows)
+    rows = re.findall(r"^([XO]) \(\w+\)\s+(\d+)\s+(\d+)\s+(\d+)", done.stdout, re.M)
+    assert [row[0] for row in rows] == ["O"] and sum(map(int, rows[0][1:])) == 300
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", "perfect",
                            "--games", "300"], capture_output=True, text=True, timeout=60)
     losses_never = re.findall(r"^[XO] \(\w+\)\s+(\d+)", done.stdout, re.M)
-    assert losses_never == ["0", "0"]  # nobody beats perfect play
+    assert losses_never == ["0"]  # nobody beats perfect play
     done = subprocess.run([sys.executable, "-m", "lab.play", str(checkpoint), "--vs", str(checkpoint),
                            "--games", "50"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "50 games in each seat" in done.stdout
+    assert done.returncode == 0 and "50 games as O (the agent trained as O only" in done.stdout
+
+
+def test_vs_leaves_out_the_seat_the_agent_never_trained_in(x_checkpoint):
+    # Trained as X, the agent plays X's best moves as O too, from X's view: its O games mean nothing.
+    out = io.StringIO()
+    assert play.main([str(x_checkpoint), "--vs", "random", "--games", "200", "--seed", "0"], stdout=out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0] == ("the agent against random, 200 games as X (the agent trained as X only: "
+                        "O's games are not played):")
+    assert len(lines) == 3 and lines[2].startswith("X (1st)")
+
+
+def test_the_seats_an_agent_trained_in(checkpoint, x_checkpoint, tmp_path):
+    assert play.load_checkpoint(checkpoint).seats == (2,)
+    assert play.load_checkpoint(x_checkpoint).seats == (1,)
+    self_play = trained(tmp_path, "opponent=self")
+    assert play.load_checkpoint(self_play).seats == (1, 2)
+    assert FirstEmpty().seats == (1, 2)  # an agent that records no seat plays both
+    assert list(play.tallies(FirstEmpty(), play.opponent(FirstEmpty(), "random", 1), 10, seats=(2,))) == [2]
+
+
+def test_the_person_takes_the_seat_the_agent_did_not_train_in(checkpoint, x_checkpoint):
+    def said(*argv):
+        out = io.StringIO()
+        assert play.main([*map(str, argv), "--seed", "0"], io.StringIO(""), out) == 0
+        return out.getvalue()
+
+    assert said(x_checkpoint).startswith("You play O; the agent moves first.")
+    assert said(checkpoint).startswith("You play X; you move first.")
+    assert said(x_checkpoint, "--seat", "O").startswith("You play O")  # any case, as --start's
+    # a seat chosen against the agent's training is played, after one line that says so
+    assert said(x_checkpoint, "--seat", "x").startswith(
+        "note: the agent trained as X only; as O it plays moves it never learned\nYou play X;")
+    assert said(checkpoint, "--seat", "o").startswith(
+        "note: the agent trained as O only; as X it plays moves it never learned\nYou play O;")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--seed", "-1", "--vs", "random"], "argument --seed: '-1' is not a non-negative integer"),
+    (["--seed", "-1"], "argument --seed: '-1' is not a non-negative integer"),
+    (["--vs", "random", "--show-values"], "argument --show-values: not allowed with argument --vs"),
+    (["--seat", "z"], "argument --seat: invalid choice: 'z'"),
+])
+def test_usage_mistakes_are_one_line(checkpoint, capsys, argv, words):
+    with pytest.raises(SystemExit) as stopped:
+        play.main([str(checkpoint), *argv], io.StringIO(""), io.StringIO())
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and said.count("\n") == 1 and words in said, said
 
 
 def test_board_drawing():
@@ -221,5 +281,7 @@ def test_show_values_prints_the_agents_scores(checkpoint):
 
 def test_a_mistyped_opponent_names_the_choices(checkpoint, capsys):
     assert play.main([str(checkpoint), "--vs", "perfct"]) == 2
-    assert "--vs 'perfct' is neither an opponent (random, onestep, block, mcts, perfect) nor a checkpoint" \
-        in capsys.readouterr().err
+    assert "--vs 'perfct' is neither an opponent (random, onestep, block, mcts, perfect) nor a checkpoint " \
+           "file (did you mean `perfect`?)" in capsys.readouterr().err
+    assert play.main([str(checkpoint), "--vs", "onstep"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("(did you mean `onestep`?)")

@@ -30,6 +30,8 @@ class Agent(abc.ABC):
 
     algorithm: str = ""
     shape: tuple = TTT
+    seats: tuple = (1, 2)
+    """The seats (1 X, 2 O) it learned to play: both, unless it trained in one seat only"""
 
     @abc.abstractmethod
     def scores(self, positions: np.ndarray) -> np.ndarray:

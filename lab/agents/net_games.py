@@ -296,6 +296,11 @@ class Agent(base.Agent):
             return self.seat_scores(self.player, positions)
         return base.by_side(self, np.asarray(positions), self.seat_scores)
 
+    @property
+    def seats(self) -> tuple:
+        """Its seat `player` only, against a fixed opponent; both in self-play"""
+        return (1, 2) if self.other is not None else (self.player,)
+
     def seat_net(self, seat: int) -> MLP:
         """The net that plays seat `seat`."""
         return self.net if seat == self.player or self.other is None else self.other

@@ -48,10 +48,9 @@ def checkpoint_opponent(value: str, player, shape: tuple) -> str:
                           f"({type(exc).__name__}: {exc})") from None
     require(moves is None or bool(np.all(np.abs(moves[game.DECISIONS].sum(axis=1) - 1) < 1e-9)), "opponent",
             value, f"a checkpoint whose agent moves at every position ({path}'s does not)")
-    seat = getattr(agent, "player", None)  # net agents trained against a fixed opponent
-    require(seat is None or seat != player, "opponent", value,
+    require(3 - player in agent.seats, "opponent", value,
             f"a checkpoint of the other seat: its {agent.algorithm} agent was trained as player "
-            f"{seat}, the seat player={player} gives the learner")
+            f"{agent.seats[0]} only, the seat player={player} gives the learner")
     return path
 
 
