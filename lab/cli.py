@@ -10,6 +10,7 @@ import difflib
 import errno
 import functools
 import os
+import select
 import signal
 import sys
 import time
@@ -81,6 +82,12 @@ def results_dir_argument(path) -> None:
         fail(f"{path} is a file: give the results_dir that holds it ({Path(path).parent})")
 
 
+def out_folder_argument(out) -> None:
+    """Exit 2 if a command's --out, the folder it writes its files into, names a file."""
+    if out is not None and Path(out).is_file():
+        fail(f"--out {out} is a file: --out must be a folder")
+
+
 def one_line(*mistakes: type[Exception]):
     """Decorate a command's main(): `mistakes` (say lab.knobs.ConfigError: passed in, as this module
     imports nothing of the lab) end in one line and exit 2, OSError in one line and exit 1 (2 for a
@@ -90,10 +97,15 @@ def one_line(*mistakes: type[Exception]):
         @functools.wraps(main)
         def wrapped(*args, **kwargs):
             try:
-                return main(*args, **kwargs)
+                done = main(*args, **kwargs)
+                sys.stdout.flush()  # a reader gone (`| head`) shows here, not in Python's flush at exit
+                return done
             except mistakes as exc:
                 fail(str(exc))
             except OSError as exc:
+                if isinstance(exc, BrokenPipeError) and _reader_gone():
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit: quiet
+                    sys.exit(128 + signal.SIGPIPE)  # as a tool stopped by SIGPIPE: 141, silently
                 where = f"{exc.filename}: " if exc.filename else ""
                 missing = isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError))
                 fail(f"{where}{exc.strerror or exc}", MISTAKE if missing else FAULT)
@@ -101,6 +113,17 @@ def one_line(*mistakes: type[Exception]):
         return wrapped
 
     return decorate
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader went away (`lab-summary DIR | head -1`), rather than
+    some other pipe of the command breaking."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+    except (AttributeError, ValueError, OSError):  # stdout replaced (a test's StringIO) or closed
+        return False
+    return any(event & select.POLLERR for _, event in poll.poll(0))
 
 
 def require_writable(folder, what: str = "results_dir") -> None:

@@ -306,3 +306,46 @@ def test_figures_all_draws_the_figures_of_every_configuration(tmp_path):
     assert "17 runs already finished" in done.stdout and "left out" not in done.stdout
     figures = {p.name for p in (tmp_path / "out" / results.FIGURES).iterdir()}
     assert len(figures) == 4 + 2 + 17 and "q_table_ttt_player1.png" in figures
+
+
+def test_episodes_to_95_is_empty_without_a_ceiling_and_not_reached_below_one():
+    """A board evaluated by games has no ceiling, so no 95% of it to reach: the cell stays empty."""
+    best = pd.DataFrame({"ceiling_win": [np.nan, 0.9, 0.9], "episodes_to_95": [np.nan, np.nan, 3000.0],
+                         "train_seconds": [1.0, 1.0, 1.0]})
+    assert summary.format_table(best)["episodes_to_95"].tolist() == ["", "not reached", "3000"]
+
+
+def _exit(main, monkeypatch, capsys, *argv) -> tuple[int, str]:
+    """(exit status, stderr) of a command's main() given argv."""
+    monkeypatch.setattr(sys, "argv", ["command", *map(str, argv)])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    return stop.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("main", [summary.main, plots.main], ids=["summary", "plot"])
+def test_out_naming_a_file_is_one_line_saying_it_must_be_a_folder(main, tmp_path, monkeypatch, capsys):
+    notes = tmp_path / "README.md"
+    notes.write_text("mine")
+    assert _exit(main, monkeypatch, capsys, tmp_path, "--out", notes) == (
+        2, f"error: --out {notes} is a file: --out must be a folder\n")
+    assert notes.read_text() == "mine"
+
+
+@pytest.mark.parametrize("main", [summary.main, plots.main], ids=["summary", "plot"])
+def test_a_missing_results_dir_is_named_as_no_such_folder(main, tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "nonexistent"
+    assert _exit(main, monkeypatch, capsys, missing) == (2, f"error: {missing}: no such folder\n")
+    assert not missing.exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("script", ["analysis/summary.py", "analysis/plot_winrates.py"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(sweep_dir, script, tmp_path):
+    """`... | head -1`: with its reader gone, the command exits as a tool stopped by SIGPIPE does
+    (141), silently (it said "error: Broken pipe" and exited 1)."""
+    command = [sys.executable, script, str(sweep_dir[0]), "--out", str(tmp_path)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO) as done:
+        done.stdout.close()  # the reader gone before the first line
+        err = done.stderr.read()
+    assert (done.returncode, err) == (141, b"")

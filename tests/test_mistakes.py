@@ -72,20 +72,20 @@ CASES = [  # (id, (command, arguments), exit status, words the line must hold)
     ("search into an unwritable folder", _sweep("--multirun", "+sweeps=search_q_net", f"results_dir={UNWRITABLE}"),
      1, ["cannot be written"]),
     # analysis
-    ("summary of a missing folder", ("summary", ["{missing}"]), 2, ["no run tables"]),
+    ("summary of a missing folder", ("summary", ["{missing}"]), 2, ["no such folder"]),
     ("summary of an empty folder", ("summary", ["{empty}"]), 2, ["no run tables"]),
     ("summary of one file", ("summary", ["{table}"]), 2, ["is a file", "give the results_dir"]),
-    ("plot of a missing folder", ("plot", ["{missing}"]), 2, ["no run tables"]),
+    ("plot of a missing folder", ("plot", ["{missing}"]), 2, ["no such folder"]),
     ("plot of an empty folder", ("plot", ["{empty}"]), 2, ["no run tables"]),
     ("plot of one file", ("plot", ["{table}"]), 2, ["is a file"]),
     ("plot smoothed over nothing", ("plot", ["{stored}", "--smooth", "0"]), 2, ["not a positive integer"]),
     ("plot with a misspelled flag", ("plot", ["{stored}", "--smoth", "3"]), 2, ["did you mean `--smooth`?"]),
-    ("report of a missing folder", ("report", ["{missing}"]), 2, ["no run tables"]),
+    ("report of a missing folder", ("report", ["{missing}"]), 2, ["no such folder"]),
     ("report into an unwritable place", ("report", ["{stored}", "--out", f"{UNWRITABLE}/x/r.html"]), 1,
      ["cannot be written"]),
     ("export to an unknown uri", ("export", ["{stored}", "--to", "mlflow", "--uri", "foo://nowhere"]), 2,
      ["--uri foo://nowhere: MLflow cannot use it"]),
-    ("export of a missing folder", ("export", ["{missing}", "--to", "tensorboard"]), 2, ["no run tables"]),
+    ("export of a missing folder", ("export", ["{missing}", "--to", "tensorboard"]), 2, ["no such folder"]),
     ("export to an unknown tracker", ("export", ["{stored}", "--to", "wandb"]), 2, ["invalid choice: 'wandb'"]),
     # play, the benchmark, the references
     ("play a truncated checkpoint", ("play", ["{truncated}"]), 2, ["a damaged checkpoint"]),
@@ -193,18 +193,18 @@ def test_a_planted_regression_fails_the_walk_through(place, tmp_path, monkeypatc
 
     unwrapped = summary.main.__wrapped__  # as before issue 36: ResultsError escapes as a traceback
     monkeypatch.setattr(summary, "main", cli.one_line()(unwrapped))
-    with pytest.raises(Exception, match="no run tables"):
+    with pytest.raises(Exception, match="no such folder"):
         test_a_mistake_is_one_line_and_changes_nothing(place, tmp_path, monkeypatch, ("summary", ["{missing}"]), 2,
-                                                       ["no run tables"])
+                                                       ["no such folder"])
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("args, status, words", [
     (["-m", "lab.sweep", "layer=3"], 2, ["did you mean `layers`?"]),
     (["-m", "lab.sweep", "--multirun", "+sweeps=smokee"], 2, ["did you mean `smoke`?"]),
-    ([str(REPO / "analysis" / "plot_winrates.py"), "missing"], 2, ["no run tables"]),
-    ([str(REPO / "analysis" / "summary.py"), "missing"], 2, ["no run tables"]),
-    ([str(REPO / "analysis" / "boards_table.py"), "missing"], 2, ["no run tables"]),
+    ([str(REPO / "analysis" / "plot_winrates.py"), "missing"], 2, ["no such folder"]),
+    ([str(REPO / "analysis" / "summary.py"), "missing"], 2, ["no such folder"]),
+    ([str(REPO / "analysis" / "boards_table.py"), "missing"], 2, ["no such folder"]),
 ], ids=["sweep knob", "named sweep", "plot_winrates.py", "summary.py", "boards_table.py"])
 def test_a_real_process_says_one_line_and_exits_as_promised(tmp_path, args, status, words):
     done = subprocess.run([sys.executable, *args], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,

@@ -453,6 +453,12 @@ def test_lab_report_refuses_a_folder_without_runs_in_one_line(tmp_path, monkeypa
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path}\n"
     assert not (tmp_path / report.REPORT).exists()
+    monkeypatch.setattr(sys, "argv", ["lab-report", str(tmp_path / "nonexistent")])
+    with pytest.raises(SystemExit) as stop:
+        report.main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nonexistent'}: no such folder\n"
+    assert not (tmp_path / "nonexistent").exists()
 
 
 def _stored(folder, frame):
@@ -502,7 +508,7 @@ def test_two_results_dirs_are_compared_on_one_page_each_configuration_labelled_b
     # a missing folder, or several without --out: one line each
     capsys.readouterr()
     assert _lab_report(monkeypatch, before, tmp_path / "missing", "--out", page) == 2
-    assert capsys.readouterr().err == f"error: no run tables (*.parquet) in {tmp_path / 'missing'}\n"
+    assert capsys.readouterr().err == f"error: {tmp_path / 'missing'}: no such folder\n"
     assert _lab_report(monkeypatch, before, after) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "name it with --out FILE" in error

@@ -33,7 +33,8 @@ import pandas as pd  # noqa: E402
 
 from lab import results  # noqa: E402
 from lab.analysis import knob_figures, summary  # noqa: E402
-from lab.cli import ArgumentParser, one_line, plural, positive_int, results_dir_argument  # noqa: E402
+from lab.cli import (ArgumentParser, one_line, out_folder_argument, plural, positive_int,  # noqa: E402
+                     results_dir_argument)
 from lab.evaluation import evaluate  # noqa: E402
 from lab.results import search_record  # noqa: E402
 
@@ -375,7 +376,7 @@ def main() -> None:
     """The command line: `lab-plot RESULTS_DIR ...`."""
     parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
-    parser.add_argument("--out", help="where to write the PNGs (default: RESULTS_DIR/_figures)")
+    parser.add_argument("--out", metavar="DIR", help="the folder to write the PNGs into (default: RESULTS_DIR/_figures)")
     parser.add_argument("--smooth", type=positive_int, default=SMOOTH,
                         help=f"rolling mean over N iterations of the training-game win rates "
                              f"(default {SMOOTH}; 1 = raw, as write-up 000)")
@@ -383,6 +384,7 @@ def main() -> None:
                         help=f"also the figures of more than {PER_CONFIGURATION} configurations")
     args = parser.parse_args()
     results_dir_argument(args.results_dir)
+    out_folder_argument(args.out)
     for path in all_figures(args.results_dir, args.out, args.smooth, every=args.all):
         print(path)
 

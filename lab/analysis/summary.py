@@ -21,7 +21,7 @@ import pandas as pd
 from lab import agents, results, stats
 from lab.analysis import compare
 from lab.evaluation import evaluate, exact_ceiling
-from lab.cli import ArgumentParser, one_line, results_dir_argument
+from lab.cli import ArgumentParser, one_line, out_folder_argument, results_dir_argument
 from lab.knobs import RUN_KEYS
 
 SUMMARY = "_summary"
@@ -201,7 +201,7 @@ COLUMN_NOTES = {
     "games": "by games: the games each run played against `evaluated_vs` (the fewest, if runs differ)",
     "win_low, win_high": "by games: 95% Wilson interval of the win rate over the games of every seed",
     "ceiling_win, ceiling_loss": "what a perfect expectimax player reaches",
-    "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win",
+    "episodes_to_95": "training episodes until the seed-mean win rate first reached 95% of ceiling_win (empty without a ceiling)",
     "win_sd": "seed spread: standard deviation of the final win rate over seeds",
     "losing_lines": "lines of play (every opponent reply) the agent loses, of total_lines; mean over seeds",
     "train_seconds": "training time of one run, mean over seeds",
@@ -220,7 +220,9 @@ def format_table(best: pd.DataFrame) -> pd.DataFrame:
                **dict.fromkeys(("games", "losing_lines", "total_lines"), "{:.0f}")}
     for column in [c for c in spelled if c in shown]:
         shown[column] = _text(shown[column], spelled[column])
-    shown["episodes_to_95"] = _text(shown["episodes_to_95"], "{:.0f}", "not reached")
+    # without a ceiling (a board evaluated by games) there is no 95% of it to reach: empty, not "not reached"
+    shown["episodes_to_95"] = _text(best["episodes_to_95"], "{:.0f}", "not reached").where(
+        best["ceiling_win"].notna(), "")
     shown["train_seconds"] = shown["train_seconds"].map(seconds_text)
     if "win_loss" in shown:  # the one spelling of an interval, "(1 seed)" where there is none
         shown["win_loss"] = [compare.interval_text(v, low, high) for v, low, high
@@ -339,7 +341,9 @@ def write_summary(results_dir, out_dir=None, frame=None, compared=None) -> tuple
 
 _CLI_DOC = """The best configuration of each algorithm per evaluation opponent and seat (lab.analysis.summary):
 final exact rates, episodes to reach 95% of the ceiling, losing lines, training seconds, seed
-spread. Prints the table and writes RESULTS_DIR/_summary/summary.csv and summary.md.
+spread. Prints the table and writes into RESULTS_DIR/_summary (or --out DIR): summary.csv and
+summary.md, and with the report extra (scipy) configurations.csv (every configuration, ranked, with
+intervals) and knobs.csv (each swept knob's effect).
 
     lab-summary RESULTS_DIR [--out DIR]"""
 
@@ -349,9 +353,11 @@ def main() -> None:
     """The command line: `lab-summary RESULTS_DIR ...`."""
     parser = ArgumentParser(description=_CLI_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results_dir", help="a sweep's results_dir (holds <run_id>.parquet files)")
-    parser.add_argument("--out", help="where to write summary.csv and summary.md (default: RESULTS_DIR/_summary)")
+    parser.add_argument("--out", metavar="DIR", help="the folder to write summary.csv, summary.md, configurations.csv "
+                                                     "and knobs.csv into (default: RESULTS_DIR/_summary)")
     args = parser.parse_args()
     results_dir_argument(args.results_dir)
+    out_folder_argument(args.out)
     best, paths = write_summary(args.results_dir, args.out)
     if best.empty:
         print("No exact evaluations (eval_p1_* / eval_p2_* columns) in these results.")

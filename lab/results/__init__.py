@@ -353,7 +353,8 @@ def load(results_dir) -> pd.DataFrame:
     to date."""
     table = _indexed(results_dir, "table", read_run, write=True)
     if table is None:
-        raise ResultsError(f"no run tables (*.parquet) in {results_dir}")
+        missing = not Path(results_dir).exists()
+        raise ResultsError(f"{results_dir}: no such folder" if missing else f"no run tables (*.parquet) in {results_dir}")
     return _frame(table)
 
 
