@@ -5,6 +5,7 @@ survive the trip."""
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -159,6 +160,15 @@ def mlflow_server(uri: str, log: Path):
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # its session: the server and its uvicorn
         server.wait(timeout=30)
+
+
+def test_an_export_prints_its_line_not_mlflows_log_of_a_new_store(swept, tmp_path, monkeypatch, capsys):
+    """MLflow logs at INFO as it creates a store ("Creating initial MLflow database tables..."): left out."""
+    copy = shutil.copytree(swept[0], tmp_path / "smoke", ignore=shutil.ignore_patterns(export.MLFLOW))
+    monkeypatch.setattr(sys, "argv", ["lab-export", str(copy), "--to", "mlflow"])
+    export.main()
+    out, err = capsys.readouterr()
+    assert out.startswith("5 runs exported to mlflow") and err == ""
 
 
 def test_a_missing_extra_or_target_is_one_line(swept, monkeypatch, capsys):

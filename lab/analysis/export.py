@@ -17,6 +17,7 @@ tag; TensorBoard: by its folder). MLflow's default store is a SQLite file in
 """
 
 import argparse
+import logging
 import multiprocessing
 import os
 import shutil
@@ -213,6 +214,9 @@ def _client(uri: str):
 
     if not event.contains(Engine, "connect", _unsynced):
         event.listen(Engine, "connect", _unsynced)
+    # MLflow logs its store's setup at INFO on stderr ("Creating initial MLflow database tables..."):
+    # noise beside the export's own line; its warnings still show
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     return MlflowClient(tracking_uri=uri)
 
 
