@@ -62,3 +62,16 @@ def test_the_lab_sweeper_honours_max_batch_size(tmp_path):
     assert [line for line in done.stdout.splitlines() if " to train" in line] == \
         ["1 configuration x 2 seeds, 2 runs to train", "1 configuration x 1 seed, 1 run to train"]
     assert len(results.statuses(tmp_path / "results")) == 3
+
+
+def test_a_run_notes_the_knobs_its_algorithm_does_not_use(tmp_path):
+    """layers and neurons are in every configuration (for the net algorithms): q_table's run is
+    the same with or without them, and says so."""
+    done = cli(["algorithm=q_table", "layers=3", "neurons=4", "iterations=1", "episodes_per_update=1",
+                "results_dir=out"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == ("note: algorithm=q_table does not use layers, neurons: the run is the same "
+                                           "without them (its knobs: alpha, epsilon, epsilon_decay_per_game)")
+    used = cli(["algorithm=mc_vfa", "layers=1", "neurons=4", "iterations=1", "episodes_per_update=1",
+                "results_dir=out"], tmp_path)
+    assert used.returncode == 0 and "note:" not in used.stdout

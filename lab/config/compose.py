@@ -58,7 +58,13 @@ class Composer:
         try:
             return flat(self.loader.load_sweep_config(self.master, list(overrides)))
         except HydraException as exc:
-            raise ConfigError(f"{' '.join(overrides)}: {first_line(exc)}") from None
+            said = first_line(exc)
+            key = re.match(r"Could not override '(.+?)'", said)
+            if key:  # a grid's job without that key: most often another algorithm's knob (ensemble)
+                said = (f"Could not override '{key[1]}': not a key of this job's configuration; if it is a knob of "
+                        f"other algorithms in the grid, ++{key[1]}=... adds it to every job (algorithms without it "
+                        "ignore it)")
+            raise ConfigError(f"{' '.join(overrides)}: {said}") from None
 
     def __call__(self, overrides: list[str]) -> dict:
         try:

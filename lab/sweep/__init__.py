@@ -24,7 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf
 
-from lab import results
+from lab import agents, results
 from lab.analysis import export
 from lab.cli import fail, one_line, plural, require_writable, terminate_as_interrupt
 from lab.config import jobs
@@ -61,7 +61,7 @@ def hydra_main(cfg: DictConfig) -> dict:
     try:
         p = plan([flat(cfg)])
         hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
-        for note in p.notes:
+        for note in [*unused_knobs(cfg.algorithm, HydraConfig.get().overrides.task), *p.notes]:
             print(note)
         for j in p.train:  # before it trains
             require_writable(j.results_dir)
@@ -73,6 +73,16 @@ def hydra_main(cfg: DictConfig) -> dict:
         sys.exit(status)
     job, = p.train or p.skip
     return export.final(results.read_runs(job.results_dir, [job.run_id]))  # its final eval_* columns
+
+
+def unused_knobs(algorithm: str, overrides) -> list[str]:
+    """A note naming the knobs on the command line that a run's algorithm does not use (layers=3
+    with q_table: layers is in every configuration, for the net algorithms); none if all are used."""
+    used = agents.get(algorithm).Config.names()
+    given = dict.fromkeys(o.split("=", 1)[0].lstrip("+~") for o in overrides)
+    unused = [key for key in given if key in agents.knob_names() and key not in used]
+    return [f"note: algorithm={algorithm} does not use {', '.join(unused)}: the run is the same without "
+            f"{'them' if len(unused) > 1 else 'it'} (its knobs: {', '.join(used)})"] if unused else []
 
 
 def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=None, parallel="auto",
@@ -87,7 +97,7 @@ def launch(config_loader, sweep_config, job_overrides, address=None, num_cpus=No
     try:
         ahead = None if dry_run else dispatch.fork_ahead(len(job_overrides), parallel, address, num_cpus)
         composer = Composer(config_loader, sweep_config)
-        p = plan(composer(o) for o in job_overrides)
+        p = one_line(ConfigError)(plan)(composer(o) for o in job_overrides)  # a job Hydra cannot compose
         hooks = one_line(ConfigError)(callbacks.for_grid)(hydra_callbacks, sweep_config, track, composer,
                                                           job_overrides, p.first)
         if not dry_run:  # before Ray starts or a run trains

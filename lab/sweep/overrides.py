@@ -166,6 +166,10 @@ def _unknown_key(cfg, override) -> str:
     parent, _, name = override.key_or_group.rpartition(".")
     node = OmegaConf.select(cfg, parent) if parent else cfg
     keys = [k for k in node if k != "hydra" and not k.startswith("_")] if OmegaConf.is_dict(node) else []
+    owners = [a.name for a in agents.REGISTRY.values() if name in a.Config.names()] if not parent else []
+    if owners and "algorithm" in node:  # another algorithm's knob
+        return (f"{override.input_line}: {name} is a knob of {', '.join(owners)}, not of algorithm={node.algorithm}; "
+                f"its knobs are {', '.join(agents.get(node.algorithm).Config.names())}")
     where = f"a setting of {parent}" if parent else "a knob"
     allowed = f"; the {'settings' if parent else 'knobs'} are {', '.join(sorted(keys))}" if keys else ""
     return f"{override.input_line}: {name} is not {where}{did_you_mean(name, keys)}{allowed}"
