@@ -2,6 +2,7 @@
 job named `sweep`), and the grid sweepers (the lab's and Hydra's basic one), each batching with
 max_batch_size. Sweeps run in this process without Ray."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,12 @@ def test_a_run_notes_the_knobs_its_algorithm_does_not_use(tmp_path):
     used = cli(["algorithm=mc_vfa", "layers=1", "neurons=4", "iterations=1", "episodes_per_update=1",
                 "results_dir=out"], tmp_path)
     assert used.returncode == 0 and "note:" not in used.stdout
+
+
+def test_a_dry_run_of_one_run_lists_it_and_trains_nothing(tmp_path):
+    """hydra.launcher.dry_run=true without --multirun (it trained the run)."""
+    done = cli(["algorithm=q_table", "iterations=1", "results_dir=out", "hydra.launcher.dry_run=true"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(r"train [0-9a-f]{16}  algorithm=q_table iterations=1 results_dir=out", lines[-2]), lines
+    assert lines[-1] == "dry run: nothing trained, nothing written" and not (tmp_path / "out").exists()

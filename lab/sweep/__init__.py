@@ -63,6 +63,9 @@ def hydra_main(cfg: DictConfig) -> dict:
         hooks = one_line(ConfigError)(callbacks.Hooks)(None, None, launcher.get("track"))  # the tracker only
         for note in [*unused_knobs(cfg.algorithm, HydraConfig.get().overrides.task), *p.notes]:
             print(note)
+        if launcher.get("dry_run"):
+            list_plan(p, [list(HydraConfig.get().overrides.task)])
+            return {}
         for j in p.train:  # before it trains
             require_writable(j.results_dir)
         execution = execute(p.train, parallel=False, hooks=hooks)
