@@ -142,7 +142,7 @@ def require_writable(folder, what: str = "results_dir") -> None:
                 os.fsync(f.fileno())
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        fail(f"{what} {folder} cannot be written ({existing}: {reason})", FAULT)
+        fail(f"{what} {folder} cannot be written (writing in {existing}: {reason})", FAULT)
 
 
 def terminate_as_interrupt() -> None:

@@ -70,9 +70,9 @@ def test_a_frozen_net_of_the_other_seat_is_an_opponent_as_seed_000_trained(check
 
 @pytest.mark.parametrize("make, allowed", [
     (lambda d: d / "missing.npz", "does not"),
-    (lambda d: (d / "text.npz").write_text("not a zip") and d / "text.npz", "is not a lab checkpoint"),
+    (lambda d: (d / "text.npz").write_text("not a zip") and d / "text.npz", r"text.npz: not a lab checkpoint \(a run's"),
     (lambda d: np.savez(d / "foreign.npz", q=np.zeros(3)) or d / "foreign.npz",
-     "is not a lab checkpoint"),
+     r"foreign.npz: not a lab checkpoint \(algorithm ''\)$"),  # once wrapped in a second "is not a lab checkpoint"
 ])
 def test_a_missing_or_foreign_file_is_one_clear_error(tmp_path, make, allowed):
     path = make(tmp_path)

@@ -226,3 +226,9 @@ def test_a_full_disk_is_one_line_and_status_1(tmp_path):
         done = subprocess.run([sys.executable, "-m", "lab.reference"], stdout=full, stderr=subprocess.PIPE,
                               text=True, env=clean_env(), timeout=120)
     assert done.returncode == 1 and done.stderr == "error: No space left on device\n"
+
+
+def test_an_empty_group_choice_says_it_needs_a_value(tmp_path):
+    code, _, err = run("sweep", ["algorithm="], tmp_path)
+    assert code == 2 and err.strip() == ("error: algorithm=: it needs a value; the options of algorithm are alphazero, "
+                                         "mc_vfa, negamax_q, q_net, q_table, td_value")

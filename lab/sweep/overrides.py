@@ -142,8 +142,8 @@ def _check_choice(loader, override) -> None:
         if value is not None and str(value) not in options and not loader.repository.config_exists(f"{group}/{value}"):
             what = "named sweeps" if group == "sweeps" else f"options of {group}"
             plus = "+" if override.type is OverrideType.ADD else ""
-            fail(f"{plus}{group}={value}: there is no {value}{did_you_mean(value, options)}; "
-                 f"the {what} are {', '.join(options)}")
+            missing = f"there is no {value}{did_you_mean(value, options)}" if str(value) else "it needs a value"
+            fail(f"{plus}{group}={value}: {missing}; the {what} are {', '.join(options)}")
 
 
 def _composition_error(loader, exc, lines, overrides) -> str:
