@@ -122,6 +122,12 @@ class MLP:
         count = sum(1 for k in arrays if k.startswith(f"{prefix}w") and k[len(prefix) + 1 :].isdigit())
         net.weights = [np.ascontiguousarray(arrays[f"{prefix}w{i}"]) for i in range(count)]
         net.biases = [np.ascontiguousarray(arrays[f"{prefix}b{i}"]) for i in range(count)]
+        widths = [w.shape[0] for w in net.weights[:1]] + [b.shape[0] for b in net.biases]
+        chained = all(w.shape == (n_in, n_out) and b.shape == (n_out,)  # the compiled passes check no index
+                      for w, b, n_in, n_out in zip(net.weights, net.biases, widths, widths[1:]))
+        if not count or not chained or f"{prefix}b{count}" in arrays:
+            raise ValueError(f"its {prefix}net's layers do not chain: weights "
+                             f"{[w.shape for w in net.weights]}, biases {[b.shape for b in net.biases]}")
         return net
 
 

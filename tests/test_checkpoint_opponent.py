@@ -2,6 +2,8 @@
 on every board (3x3: its move table; bigger boards: the agent itself inside the learner's compiled
 games), validated like every other knob before anything runs."""
 
+import re
+
 import numpy as np
 import pytest
 from numba import njit
@@ -189,3 +191,19 @@ def test_a_checkpoint_of_another_board_is_one_clear_error(board_checkpoints, che
 def test_a_board_net_trained_in_the_learners_seat_is_refused(board_checkpoints):
     with pytest.raises(ConfigError, match="opponent=.* is not allowed: .*trained as player 1"):
         job(compose("game=mnk_4_4_4", f"opponent={board_checkpoints['q_net']}", "player=1"))
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda a: a.pop("w2"), "its net's layers do not chain"),  # the output layer gone (layers=2): it played silently
+    (lambda a: a.update(w1=np.zeros((5, 5))), "its net's layers do not chain"),  # read outside its arrays
+    (lambda a: a.update(board=np.array([4, 4])), "TypeError"),
+    (lambda a: a.pop("player"), "KeyError: 'player'"),
+], ids=["no output layer", "a layer of another shape", "a board of two numbers", "no seat"])
+def test_a_hand_edited_checkpoint_is_refused_as_damaged(checkpoints, tmp_path, edit, said):
+    arrays = dict(np.load(checkpoints["mc_vfa_x"]))
+    edit(arrays)
+    np.savez(tmp_path / "edited.npz", **arrays)
+    with pytest.raises(ValueError, match=f"edited.npz: a damaged checkpoint .*{re.escape(said)}"):
+        agents.load(tmp_path / "edited.npz")
+    with pytest.raises(ConfigError, match="opponent=.* is not allowed: .*a damaged checkpoint"):
+        job(compose("algorithm=q_table", f"opponent={tmp_path / 'edited.npz'}", "player=2"))

@@ -55,7 +55,10 @@ def load(path):
     algorithm = REGISTRY.get(name)
     if algorithm is None:
         raise ValueError(f"{path}: not a lab checkpoint (algorithm {name!r})")
-    return algorithm.Agent.from_arrays(arrays)
+    try:
+        return algorithm.Agent.from_arrays(arrays)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:  # arrays missing, or of other shapes
+        raise ValueError(f"{path}: a damaged checkpoint ({type(exc).__name__}: {exc}); train the run again") from None
 
 
 opponents.read_checkpoints_with(load)
