@@ -113,6 +113,11 @@ def test_mcts_and_self_play_train_and_the_checkpoint_loads(tmp_path):
     assert agent.shape == (4, 4, 4) and agent.other is not None
     moves = agent.policy(np.array([[0b11, 0b110000]], np.uint64))[0]  # X on 0, 1; O on 4, 5: X to move
     assert moves.sum() == pytest.approx(1) and moves[[0, 1, 4, 5]].sum() == 0
+    board = [1, 1, 0, 0, -1, -1] + [0] * 10  # the same position as cells: act() plays one of those moves
+    assert {agent.act(board, np.random.default_rng(s)) for s in range(20)} <= set(np.flatnonzero(moves))
+    for bad, said in (([0] * 9, "is 16 cells"), ([1] * 4 + [-1] * 3 + [0] * 9, "the game is over")):
+        with pytest.raises(ValueError, match=said):  # 3x3's nine cells once met "a board is 9 cells"
+            agent.act(bad)
 
 
 @pytest.mark.parametrize("algorithm", [

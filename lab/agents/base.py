@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from lab import game
-from lab.game import bots, engine
+from lab.game import bitboards, bots, engine
 from lab.files import npz_bytes
 from lab.compat.numba import kernel_stream, set_kernel_stream
 from lab.knobs import TTT, Knobs, RunConfig, side
@@ -80,12 +80,17 @@ class Agent(abc.ABC):
         return tally
 
     def act(self, board, rng: np.random.Generator | None = None) -> int:
-        """3x3's: a greedy legal move (ties at random) for the side to move on `board`, nine cells."""
-        code = game.encode(board)
-        if game.TERMINAL[code]:
+        """A greedy legal move (ties at random) for the side to move on `board`: its m * n cells row
+        by row (nine on 3x3), 1 X, -1 O, 0 empty."""
+        if self.shape == TTT:
+            position = np.array([game.encode(board)])
+            over = game.TERMINAL[position[0]]
+        else:
+            position, over = _bitboards(board, self.shape)
+        if over:
             raise ValueError("the game is over: there is no move to make")
-        probs = self.policy(np.array([code]))[0]
-        return int((rng or np.random.default_rng()).choice(9, p=probs))
+        probs = self.policy(position)[0]
+        return int((rng or np.random.default_rng()).choice(len(probs), p=probs))
 
     def save(self, path) -> None:
         with open(path, "wb") as f:
@@ -126,6 +131,20 @@ def match(g, agent, fixed, me, n):
                 break
             side = 1 - side
     return tally
+
+
+def _bitboards(board, shape) -> tuple[np.ndarray, bool]:
+    """A bigger board's cells as a position (1, 2) of X's and O's bitboards, and whether its game is over."""
+    m, n, k = shape
+    cells = np.asarray(board).ravel()
+    lead = (cells == 1).sum() - (cells == -1).sum()  # X moves first: as many stones as O, or one more
+    if cells.shape != (m * n,) or not np.isin(cells, (-1, 0, 1)).all() or lead not in (0, 1):
+        raise ValueError(f"a board of m, n, k = {shape} is {m * n} cells of 1 (X), -1 (O) or 0 (empty), X "
+                         f"having as many stones as O or one more, got {board!r}")
+    x, o = (sum(1 << c for c in np.flatnonzero(cells == mark)) for mark in (1, -1))
+    windows = [int(w) for w in bitboards.board(m, n, k).windows]
+    over = x | o == (1 << m * n) - 1 or any(stones & w == w for stones in (x, o) for w in windows)
+    return np.array([[x, o]], np.uint64), over
 
 
 class Learner(abc.ABC):
