@@ -50,6 +50,8 @@ CASES = [  # (id, (command, arguments), exit status, words the line must hold)
     ("another algorithm's knob in a grid", _sweep(*GRID, "algorithm=q_table,negamax_q", "ensemble=1,5",
                                                      "hydra.launcher.parallel=false"), 2,
      ["Could not override 'ensemble': not a key of this job's configuration", "++ensemble=... adds it to every job"]),
+    ("misspelled scheduler", _sweep("--multirun", "+sweeps=search_q_net", "hydra.sweeper.scheduler=asa"), 2,
+     ["hydra.sweeper.scheduler='asa' is not allowed (did you mean `asha`?)", "none, asha, hyperband"]),
     ("a search's setting in a grid", _sweep(*GRID, "layers=2,3", "hydra.sweeper.seeds=3"), 2,
      ["hydra.sweeper.seeds is a search's setting", "seed=0,1,2 for three seeds"]),
     ("no runs a batch", _sweep(*GRID, "seed=1,2", "hydra.sweeper.max_batch_size=0"), 2,

@@ -9,6 +9,7 @@ from typing import Optional
 
 import numpy as np
 
+from lab.cli import did_you_mean
 from lab.knobs import ConfigError
 from lab.search.samplers import SAMPLERS
 from lab.search.schedulers import SCHEDULERS
@@ -57,21 +58,23 @@ class SearchSettings:
 
     def check(self) -> None:
         """ConfigError naming the first setting that is not allowed."""
-        def need(ok, key, allowed):
+        def need(ok, key, allowed, choices=()):
             if not ok:
-                raise ConfigError(f"hydra.sweeper.{key}={getattr(self, key)!r} is not allowed: {key} must be {allowed}")
+                near = did_you_mean(str(getattr(self, key)), choices)
+                raise ConfigError(f"hydra.sweeper.{key}={getattr(self, key)!r} is not allowed{near}: {key} must be "
+                                  f"{allowed}")
 
         def count(value, least=1, optional=False):
             return (optional and value is None) or (isinstance(value, int) and not isinstance(value, bool)
                                                     and value >= least)
 
         need(count(self.num_samples), "num_samples", "a positive integer")
-        need(self.search in SAMPLERS, "search", either(SAMPLERS))
-        need(self.scheduler in SCHEDULERS, "scheduler", either(SCHEDULERS))
+        need(self.search in SAMPLERS, "search", either(SAMPLERS), SAMPLERS)
+        need(self.scheduler in SCHEDULERS, "scheduler", either(SCHEDULERS), SCHEDULERS)
         need(self.objective in OBJECTIVES + ("opponent",), "objective",
-             " or ".join(OBJECTIVES) + ", or opponent (the one the trials train against)")
+             " or ".join(OBJECTIVES) + ", or opponent (the one the trials train against)", OBJECTIVES + ("opponent",))
         need(count(self.seeds), "seeds", "a positive integer (each configuration trains on seeds 0..seeds-1)")
-        need(self.aggregate in AGGREGATES, "aggregate", either(AGGREGATES))
+        need(self.aggregate in AGGREGATES, "aggregate", either(AGGREGATES), AGGREGATES)
         need(count(self.seed, least=0), "seed", "a non-negative integer")
         need(count(self.grace_period, optional=True), "grace_period", "a positive number of iterations or null")
         need(count(self.reduction_factor, least=2), "reduction_factor", "an integer of at least 2")
