@@ -311,9 +311,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cli.one_line()  # a reader gone (| head) or a full disk: one line, or silence
 def main(argv=None, stdin=None, stdout=None) -> int:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.vs and args.seat:
+        parser.error("argument --seat: not allowed with argument --vs (the agent plays each seat it trained in)")
     try:
         agent = load_checkpoint(args.checkpoint)
         start = parse_board(args.start, bitboards.board(*agents.game_of(agent))) if args.start else (0, 0)

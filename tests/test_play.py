@@ -218,6 +218,7 @@ def test_the_person_takes_the_seat_the_agent_did_not_train_in(checkpoint, x_chec
     (["--seed", "-1", "--vs", "random"], "argument --seed: '-1' is not a non-negative integer"),
     (["--seed", "-1"], "argument --seed: '-1' is not a non-negative integer"),
     (["--vs", "random", "--show-values"], "argument --show-values: not allowed with argument --vs"),
+    (["--vs", "random", "--seat", "o"], "argument --seat: not allowed with argument --vs"),
     (["--seat", "z"], "argument --seat: invalid choice: 'z'"),
 ])
 def test_usage_mistakes_are_one_line(checkpoint, capsys, argv, words):
