@@ -80,6 +80,25 @@ def test_thousands_of_runs_go_out_from_several_processes(swept, tmp_path, monkey
         sorted(results.load(results_dir).run_id.unique())
 
 
+@pytest.mark.integration
+def test_a_run_trained_again_is_exported_again(swept, tmp_path):
+    """A run trained again (force=true; a search's stopped run trained in full) replaces its export
+    in either tracker, once; the others are kept (it kept the first version: "0 runs exported")."""
+    results_dir, logdir = tmp_path / "smoke", tmp_path / "tensorboard"
+    shutil.copytree(swept[0], results_dir, ignore=shutil.ignore_patterns(export.MLFLOW, export.TENSORBOARD))
+    assert export.export(results_dir, "mlflow") == 5 and export.export(results_dir, "tensorboard", str(logdir)) == 5
+    done = cli(["+sweeps=smoke", f"iterations={ITERATIONS}", "eval_every=5", f"results_dir={results_dir}", "+net=l2_n8",
+                "seed=0", "force=true", "hydra.launcher.parallel=false", "hydra.launcher.figures=false"], tmp_path)
+    assert done.returncode == 0 and "1 run finished" in done.stdout, done.stdout + done.stderr
+    for to, uri in (("mlflow", None), ("tensorboard", str(logdir))):
+        assert export.export(results_dir, to, uri) == 1
+        assert export.export(results_dir, to, uri) == 0
+    mlflow.set_tracking_uri(f"sqlite:///{results_dir / export.MLFLOW / 'mlflow.db'}")
+    exported = mlflow.search_runs(experiment_names=[results_dir.name])[f"tags.{export.RUN_ID_TAG}"].dropna()
+    assert sorted(exported) == sorted(results.load(results_dir).run_id.unique())  # the first version deleted
+    assert len(list(logdir.iterdir())) == 5
+
+
 def test_tensorboard_reads_the_curves_and_the_hparams(swept, tmp_path):
     from tensorboard.backend.event_processing import event_accumulator
     from tensorboard.plugins.hparams import plugin_data_pb2

@@ -38,6 +38,8 @@ from lab.cli import fail, first_line, one_line, plural, results_dir_argument
 TARGETS = ("mlflow", "tensorboard")
 MLFLOW, TENSORBOARD = "_mlflow", "_tensorboard"
 """The folders of a results_dir an export writes by default (skipped by the lab's readers)"""
+EXPORTED = ".lab_started"
+"""In a run's TensorBoard folder: the start (ms) of the run it holds; another start exports it again"""
 RUN_ID_TAG, RECORD_TAG = "lab.run_id", "lab.sweep_record"
 TRAINING = ("p1_win_rate", "p2_win_rate", "draw_rate", "train_epsilon")
 """The per-iteration training columns exported as metrics"""
@@ -107,14 +109,15 @@ class MlflowStore:
             name, artifact_location=(folder / "artifacts").as_uri() if uri.startswith("sqlite:") else None,
             tags={"lab.results_dir": str(results_dir)})
         self.known = _known(self.client, self.experiment_id)
-        self.parents = {path.name: self.known.get(f"{RECORD_TAG}={path.name}")
+        self.parents = {path.name: self.known.get(f"{RECORD_TAG}={path.name}", (None,))[0]
                         or _parent_run(self.client, self.experiment_id, path, when, record)
                         for when, path, record in records(results_dir)}
 
     def export(self, table: pd.DataFrame) -> int:
-        """Export `table`'s runs not in the store yet; how many were written. Thousands of runs go out
-        from a process per core: MLflow's store spends its time in Python per call, a few calls per run."""
-        todo = [r for r in table["run_id"].unique() if f"{RUN_ID_TAG}={r}" not in self.known]
+        """Export `table`'s runs not in the store yet, or trained again since (another start: the old
+        MLflow run is deleted); how many were written. Thousands of runs go out from a process per
+        core: MLflow's store spends its time in Python per call, a few calls per run."""
+        todo = [r for r, rows in table.groupby("run_id", sort=False) if self._stale(r, rows)]
         workers = min(os.cpu_count() or 1, max(1, len(todo) // PER_WORKER))
         if workers == 1:
             written = _export_runs(self.client, self.results_dir, self.experiment_id,
@@ -124,8 +127,18 @@ class MlflowStore:
                       for i in range(workers)]
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
                 written = sum(pool.map(_export_chunk, chunks))
-        self.known.update({f"{RUN_ID_TAG}={r}": r for r in todo})
+        self.known.update({f"{RUN_ID_TAG}={r}": (None, _millis(_started(rows)))
+                           for r, rows in table[table["run_id"].isin(todo)].groupby("run_id")})
         return written
+
+    def _stale(self, run_id: str, rows: pd.DataFrame) -> bool:
+        """Whether a run is not in the store as it is now; a version of it trained before is deleted."""
+        mlflow_id, started = self.known.get(f"{RUN_ID_TAG}={run_id}", (None, None))
+        now = _millis(_started(rows))
+        if mlflow_id is not None and now is not None and started != now:
+            self.client.delete_run(mlflow_id)
+            return True
+        return f"{RUN_ID_TAG}={run_id}" not in self.known
 
 
 PER_WORKER = 200
@@ -189,15 +202,16 @@ def _parent_run(client, experiment_id, path: Path, when: pd.Timestamp, record: d
     return run.info.run_id
 
 
-def _known(client, experiment_id) -> dict[str, str]:
-    """'tag=value' -> MLflow run id of every run of the experiment the lab exported before."""
+def _known(client, experiment_id) -> dict[str, tuple[str, int]]:
+    """'tag=value' -> (MLflow run id, start time in ms) of every run of the experiment the lab
+    exported before."""
     known, token = {}, None
     while True:
         page = client.search_runs([experiment_id], max_results=5000, page_token=token)
         for run in page:
             for tag in (RUN_ID_TAG, RECORD_TAG):
                 if tag in run.data.tags:
-                    known[f"{tag}={run.data.tags[tag]}"] = run.info.run_id
+                    known[f"{tag}={run.data.tags[tag]}"] = run.info.run_id, run.info.start_time
         token = page.token
         if not token:
             return known
@@ -230,8 +244,9 @@ def _unsynced(connection, _record) -> None:
 
 
 def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) -> int:
-    """A folder per run not exported yet under logdir (default RESULTS_DIR/_tensorboard): its
-    curves as scalars and its knobs and final evaluation as an HParams session."""
+    """A folder per run not exported yet, or trained again since, under logdir (default
+    RESULTS_DIR/_tensorboard): its curves as scalars and its knobs and final evaluation as an
+    HParams session."""
     # the tracking extra, optional: only an export to TensorBoard
     from tensorboardX import SummaryWriter
     from tensorboardX.summary import hparams
@@ -240,7 +255,8 @@ def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) 
     written = 0
     for run_id, rows in table.groupby("run_id", sort=True):
         folder = logdir / f"{rows['algorithm'].iloc[0]}-{run_id}"
-        if folder.exists():
+        version = str(_millis(_started(rows)))
+        if (folder / EXPORTED).exists() and (folder / EXPORTED).read_text() == version:
             continue
         partial = logdir / f".{folder.name}.partial"  # whole, or not there
         shutil.rmtree(partial, ignore_errors=True)
@@ -254,6 +270,8 @@ def to_tensorboard(results_dir: Path, table: pd.DataFrame, logdir: Path | None) 
                 writer.file_writer.add_summary(summary)
             for name, value in ends.items():
                 writer.add_scalar(name, value, int(rows["episodes"].max()))
+        (partial / EXPORTED).write_text(version)
+        shutil.rmtree(folder, ignore_errors=True)  # a version trained before
         partial.rename(folder)
         written += 1
     return written
@@ -320,6 +338,11 @@ def main() -> None:
 def _python_value(value):
     """A table cell as a plain Python value (a numpy scalar unwrapped), for a tracker's API."""
     return value.item() if hasattr(value, "item") else value
+
+
+def _started(rows: pd.DataFrame):
+    """When a run's training started, if recorded: its version (a run trained again starts later)."""
+    return rows["started_utc"].iloc[0] if "started_utc" in rows else None
 
 
 def _millis(when) -> int | None:
