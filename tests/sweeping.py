@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -17,15 +18,16 @@ from lab.config.compose import compose
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["iterations=3", "episodes_per_update=20", "layers=1", "neurons=4"]
 """A run that takes milliseconds"""
-TINY_RUNS = {
+TINY_RUNS = defaultdict(tuple, {
     "mc_vfa": ("layers=1", "neurons=4"),
     "q_table": (),
     "td_value": ("opponent=self",),
     "negamax_q": ("ensemble=2",),
     "q_net": ("layers=1", "neurons=4"),
     "alphazero": ("simulations=4", "train_steps=2", "gating_games=2", "neurons=8"),
-}
-"""Per algorithm, knobs that make a run of a few episodes take milliseconds"""
+})
+"""Per algorithm, knobs that make a run of a few episodes take milliseconds (an algorithm not
+listed, such as a new one, runs at its defaults)"""
 SECONDS = ["iterations=400", "episodes_per_update=100", "layers=3", "neurons=64", "memory=keep",
            "epsilon=0", "symmetry=false"]
 """A run that takes a few seconds (long enough to be killed mid-run)"""

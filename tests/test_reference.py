@@ -96,3 +96,9 @@ def test_the_readme_knob_table_shows_the_yaml_defaults():
     for key, default in shown.items():
         assert default == reference.shown(shared[key]), (
             f"README's knob table: {key} defaults to {default}, conf/config.yaml to {shared[key]}")
+
+
+def test_the_algorithm_knob_names_every_algorithm():
+    """Its docstring lists them (docs/architecture.md's step 4 for a new one)."""
+    meaning = reference.field_docs(RunConfig)["algorithm"]
+    assert re.findall(r"\w+", meaning.split("(", 1)[1]) == list(agents.ALGORITHMS), meaning
