@@ -98,12 +98,14 @@ def write_best(best: Configuration, base: dict, settings: SearchSettings, result
     again = " ".join(f"{k}={v}" for k, v in {**groups, **knobs}.items())
     values = ", ".join(f"{v:.4f}" for v in best.curve[-1][1])
     seeds = settings.seeds
+    over = f"{settings.aggregate} of seeds 0..{seeds - 1}" if seeds > 1 else "seed 0"
     lines = ["# @package _global_",
              f"# The best configuration of the search in {results_dir} ({best.name}; runs {', '.join(best.runs)}):",
              f"# exact {settings.objective} win - loss {best.objective(settings):.4f} after "
-             f"{_episodes(base, best, 1):,} episodes ({settings.aggregate} of seeds 0..{seeds - 1}: {values}).",
+             f"{_episodes(base, best, 1):,} episodes ({over}: {values}).",
              f"# Use it: python -m lab.sweep --config-dir {results_dir} +{results.SEARCH}=best [results_dir=...]",
-             f"#   (its {seeds} seeds: add --multirun 'seed=range(0,{seeds})')" if seeds > 1 else "#",
+             *([f"#   its {seeds} seeds: python -m lab.sweep --multirun --config-dir {results_dir} "
+                f"+{results.SEARCH}=best 'seed=range(0,{seeds})'"] if seeds > 1 else []),
              f"# or:     python -m lab.sweep {again}",
              "defaults:"]
     lines += [f"  - override /{k}: {v}" for k, v in groups.items()]
