@@ -80,7 +80,7 @@ def lab_search(seed: int, extra=()) -> tuple[float, float, int, str]:
 def search_section(quick: bool) -> None:
     cores = os.cpu_count() or 1
     seeds = [0] if quick else [0, 1, 2]
-    print(f"search: the README's q_table search, {' '.join(SEARCH_SPACE[:3])}, 64 configurations, TPE, "
+    print(f"search: docs/search.md's q_table search, {' '.join(SEARCH_SPACE[:3])}, 64 configurations, TPE, "
           f"successive halving from 111 iterations (factor 3), objective against onestep; {cores} cores")
     with tempfile.TemporaryDirectory() as out:  # untimed: compiles the kernels a fresh install has not
         timed_python(["-m", "lab.sweep", *SEARCH_SPACE[:3], "iterations=1", f"results_dir={out}"])
