@@ -62,12 +62,21 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def positive_int(text: str) -> int:
     """An argparse type: a positive integer (else argparse's one-line usage error)."""
+    return _int_from(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of 0 or more, a seed say (else argparse's one-line usage error)."""
+    return _int_from(text, 0, "a non-negative integer")
+
+
+def _int_from(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
 
 

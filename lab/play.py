@@ -88,28 +88,18 @@ def ask_move(board: bitboards.Board, x: int, o: int, read, write) -> int:
             return int(line) - 1
 
 
-def has_line(board: bitboards.Board, stones: int) -> bool:
-    """Whether the stones cover one of the board's winning windows."""
-    return any(stones & int(window) == int(window) for window in board.windows)
-
-
 def reachable(board: bitboards.Board, x: int, o: int) -> bool:
     """Whether a game reaches X's stones x and O's o: X moved first, the players alternated, and
     nobody played on after a win (so a winner's last stone completed every line it has)."""
     turns = x.bit_count() - o.bit_count()
-    x_line, o_line = has_line(board, x), has_line(board, o)
+    x_line, o_line = bitboards.has_line(board, x), bitboards.has_line(board, o)
     if x & o or turns not in (0, 1) or x_line and o_line:
         return False
     if not (x_line or o_line):
         return True
     winner = x if x_line else o
-    return turns == x_line and any(winner >> c & 1 and not has_line(board, winner & ~(1 << c))
+    return turns == x_line and any(winner >> c & 1 and not bitboards.has_line(board, winner & ~(1 << c))
                                    for c in range(board.m * board.n))
-
-
-def over(board: bitboards.Board, x: int, o: int) -> bool:
-    """Whether the game is over at (x, o): a line completed, or the board full."""
-    return has_line(board, x) or has_line(board, o) or (x | o) == int(board.full)
 
 
 def parse_board(text: str, board: bitboards.Board) -> tuple[int, int]:
@@ -124,7 +114,7 @@ def parse_board(text: str, board: bitboards.Board) -> tuple[int, int]:
     if not reachable(board, x, o):
         raise ValueError(f"--start {text!r}: no game reaches this board (X moves first, then "
                          "the players alternate, and nobody plays on after a win)")
-    if over(board, x, o):
+    if bitboards.over(board, x, o):
         raise ValueError(f"--start {text!r}: the game is already over on this board")
     return x, o
 
@@ -151,7 +141,7 @@ def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> in
     board = bitboards.board(*agents.game_of(agent))
     stones = list(start)
     side = stones[0].bit_count() - stones[1].bit_count()
-    while not over(board, *stones):
+    while not bitboards.over(board, *stones):
         write("\n" + draw(board, *stones) + "\n")
         if side + 1 == seat:
             cell = ask_move(board, *stones, read, write)
@@ -163,7 +153,7 @@ def one_game(agent, seat: int, read, write, rng, start, show_values: bool) -> in
         stones[side] |= 1 << cell
         side = 1 - side
     write("\n" + draw(board, *stones) + "\n")
-    return 1 - side if has_line(board, stones[1 - side]) else bots.DRAW
+    return 1 - side if bitboards.has_line(board, stones[1 - side]) else bots.DRAW
 
 
 def person_seat(agent, asked: str | None, write) -> int:
@@ -278,17 +268,6 @@ def format_tallies(result: dict, games: int, opponent: str) -> str:
     return "\n".join(lines)
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0, as numpy's seeds are (else argparse's one-line usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m lab.play", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -301,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
                           f"against {', '.join(bots.NAMES)} or another CHECKPOINT")
     parser.add_argument("--games", type=cli.positive_int, default=1000,
                         help="games in each seat the agent plays with --vs (default 1000)")
-    parser.add_argument("--seed", type=non_negative_int, help="seed of the random tie-breaks and opponents")
+    parser.add_argument("--seed", type=cli.non_negative_int, help="seed of the random tie-breaks and opponents")
     parser.add_argument("--simulations", type=cli.positive_int, default=100,
                         help="MCTS playouts per move with --vs mcts (default 100)")
     parser.add_argument("--start", metavar="BOARD", help="begin every game here: the board's cells, "

@@ -249,7 +249,7 @@ def test_reachable_and_over_are_3x3s_tables_on_every_board_code():
         x, o = (int(((game.BOARDS[code] == mark) << np.arange(9)).sum()) for mark in (1, -1))
         assert play.reachable(TTT, x, o) == game.REACHABLE[code], code
         if game.REACHABLE[code]:
-            assert play.over(TTT, x, o) == game.TERMINAL[code], code
+            assert bitboards.over(TTT, x, o) == game.TERMINAL[code], code
 
 
 def test_games_from_a_start_position():

@@ -141,10 +141,8 @@ def _bitboards(board, shape) -> tuple[np.ndarray, bool]:
     if cells.shape != (m * n,) or not np.isin(cells, (-1, 0, 1)).all() or lead not in (0, 1):
         raise ValueError(f"a board of m, n, k = {shape} is {m * n} cells of 1 (X), -1 (O) or 0 (empty), X "
                          f"having as many stones as O or one more, got {board!r}")
-    x, o = (sum(1 << c for c in np.flatnonzero(cells == mark)) for mark in (1, -1))
-    windows = [int(w) for w in bitboards.board(m, n, k).windows]
-    over = x | o == (1 << m * n) - 1 or any(stones & w == w for stones in (x, o) for w in windows)
-    return np.array([[x, o]], np.uint64), over
+    x, o = (sum(1 << int(c) for c in np.flatnonzero(cells == mark)) for mark in (1, -1))
+    return np.array([[x, o]], np.uint64), bitboards.over(bitboards.board(m, n, k), x, o)
 
 
 class Learner(abc.ABC):

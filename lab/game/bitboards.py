@@ -185,6 +185,16 @@ def cell_inputs(x: np.ndarray, o: np.ndarray, cells: int, dtype) -> np.ndarray:
     return stones(x) - stones(o)
 
 
+def has_line(board: Board, stones: int) -> bool:
+    """Whether the stones (a Python int bitboard) cover one of the board's winning windows."""
+    return any(stones & int(window) == int(window) for window in board.windows)
+
+
+def over(board: Board, x: int, o: int) -> bool:
+    """Whether the game is over at (x, o): a line completed, or the board full."""
+    return has_line(board, x) or has_line(board, o) or (x | o) == int(board.full)
+
+
 @njit(cache=True)
 def cells_in(mask):
     """The number of cells in a bitboard mask (its set bits)."""
