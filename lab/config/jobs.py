@@ -31,6 +31,9 @@ def checkpoint_opponent(value: str, player, shape: tuple) -> str:
             f"a fixed opponent or a checkpoint file that exists ({path} does not)")
     try:
         agent = agents.load(path)
+    except (ValueError, OSError) as refused:  # each names the file and what is wrong with it
+        raise ConfigError(f"opponent={value!r} is not allowed: {refused}") from None
+    try:
         game_played = agents.game_of(agent)
         require(game_played == shape, "opponent", value, f"a checkpoint of an agent on this board, "
                 f"m, n, k = {shape} ({path}'s plays m, n, k = {game_played})")
@@ -44,9 +47,8 @@ def checkpoint_opponent(value: str, player, shape: tuple) -> str:
     except NotImplementedError as refused:
         raise ConfigError(f"opponent={value!r} is not allowed: {refused}") from None
     except Exception as exc:  # noqa: BLE001 - a foreign or damaged file, whatever its fault
-        named = str(exc).startswith(path)  # agents.load's refusals name the file and what is wrong
-        raise ConfigError(f"opponent={value!r} is not allowed: " + (str(exc) if named else
-                          f"{path} is not a lab checkpoint ({type(exc).__name__}: {exc})")) from None
+        raise ConfigError(f"opponent={value!r} is not allowed: {path} is not a lab checkpoint "
+                          f"({type(exc).__name__}: {exc})") from None
     require(moves is None or bool(np.all(np.abs(moves[game.DECISIONS].sum(axis=1) - 1) < 1e-9)), "opponent",
             value, f"a checkpoint whose agent moves at every position ({path}'s does not)")
     require(3 - player in agent.seats, "opponent", value,
